@@ -1,0 +1,259 @@
+"""Attribute every nanosecond of every step window to exactly one cause.
+
+The step window is cut at every event boundary into elementary segments; each segment goes to
+the highest-priority bucket that is active in it, so the buckets of a step sum to its duration
+exactly (integer ns; no rounding). Priorities, highest first:
+
+Traces with device activity (GPU/accelerator):
+
+================  ==========================================================================
+bucket            active while …
+================  ==========================================================================
+kernel            a compute kernel runs on any device stream
+memcpy            a copy or memset runs on any stream and no kernel does
+graph_build       (device idle) the host builds or compiles graphs: tf.function tracing,
+                  dynamo, XLA / inductor compilation
+sync_wait         (device idle) the host is blocked in a synchronization call
+                  (cudaDeviceSynchronize, cudaStreamSynchronize, blocking cudaMemcpy …) or a
+                  device stream records a sync wait
+launch_overhead   (device idle) a launch/runtime API call is in flight, a launched kernel has
+                  not started yet (queueing after its launch call returned), or a framework op
+                  is dispatching on the host with no device work running
+input             (device idle) input pipeline (DataLoader next, IteratorGetNext, tf.data)
+host_compute      (device idle) any other recorded host work: Python, annotations
+idle              nothing is recorded
+================  ==========================================================================
+
+CPU-only traces use the same buckets; ``kernel`` is the time inside *leaf compute ops* (host
+ops with no child op whose name is not a view/allocation op: ``aten::addmm``, TF op kernels
+``dense/MatMul:MatMul``, XLA thunks) on any thread of the process, and ``launch_overhead`` is
+framework dispatch outside them (op wrappers, EagerExecute, executor bookkeeping).
+
+Inferred dispatch gaps (``dispatch_gap_ns``): profilers record framework ops but not the
+Python between them (TF eager spends most of its per-op cost in Python op wrappers). A gap on a
+host thread between two consecutive top-level framework ops of the same step that is shorter
+than ``dispatch_gap_ns`` (default 50 µs) is counted as ``launch_overhead`` and reported
+separately as ``launch_overhead.inferred``; longer gaps stay ``host_compute``/``idle``.
+
+Differences from the peers (see docs/attribution.md): HTA's temporal breakdown looks at the GPU
+only (idle = span − union of GPU events; sync events count as busy), XProf's overview splits
+device-idle time into host categories by the priority input > output > device compute >
+… and never assigns compilation on GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from traceview import categories as cat
+from traceview.analyzers.steps import Steps
+from traceview.normalize import launch_rows, top_level_ops
+from traceview.schema import Kind, Timeline
+
+BUCKETS: tuple[str, ...] = (
+    "kernel",
+    "memcpy",
+    "graph_build",
+    "sync_wait",
+    "launch_overhead",
+    "input",
+    "host_compute",
+    "idle",
+)
+DEFAULT_DISPATCH_GAP_NS = 50_000
+
+
+@dataclass(frozen=True)
+class AttributionOptions:
+    """Knobs of the attribution rules (all documented in the module docstring)."""
+
+    dispatch_gap_ns: int = DEFAULT_DISPATCH_GAP_NS  # 0 disables the inferred-gap rule
+
+
+@dataclass
+class Attribution:
+    """Per-step time in each bucket (ns), plus sub-bucket details."""
+
+    per_step: pd.DataFrame  # index: step position; columns: BUCKETS + "total"
+    details: pd.DataFrame  # index: step position; columns like "memcpy.H2D", "launch_overhead.inferred"
+    mode: str  # "device" or "cpu"
+    options: AttributionOptions = field(default_factory=AttributionOptions)
+
+
+def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None) -> Attribution:
+    """Attribute each step window's time to buckets. Buckets sum exactly to the window length."""
+    options = options or AttributionOptions()
+    ev = timeline.events
+    table = steps.table
+    starts = table["start"].to_numpy()
+    ends = table["end"].to_numpy()
+    mode = "device" if timeline.has_device else "cpu"
+    layers = _layers(timeline, mode, options, steps)
+    layer_names = [name for name, _ in layers]
+
+    bounds = [starts, ends]
+    for _, (s, e) in layers:
+        bounds.extend((s, e))
+    points = np.unique(np.concatenate(bounds))
+    seg_start = points[:-1]
+    seg_len = np.diff(points)
+    step_idx = np.searchsorted(starts, seg_start, side="right") - 1
+    in_step = (step_idx >= 0) & (seg_start < ends[np.maximum(step_idx, 0)])
+
+    active = np.zeros((len(layers), len(seg_start)), dtype=bool)
+    for i, (_, (s, e)) in enumerate(layers):
+        active[i] = _covered(points, s, e)
+
+    # Top-level buckets: the first active layer wins; layer names are "bucket" or "bucket.detail".
+    bucket_of_layer = np.array([BUCKETS.index(n.split(".")[0]) for n in layer_names], dtype=np.int64)
+    winner_layer = np.where(active.any(axis=0), active.argmax(axis=0), -1)
+    bucket = np.where(winner_layer >= 0, bucket_of_layer[np.maximum(winner_layer, 0)], BUCKETS.index("idle"))
+
+    n_steps = len(starts)
+    sel = in_step
+    per = np.zeros((n_steps, len(BUCKETS)), dtype=np.int64)
+    flat = step_idx[sel] * len(BUCKETS) + bucket[sel]
+    per += np.bincount(flat, weights=seg_len[sel], minlength=n_steps * len(BUCKETS)).astype(np.int64).reshape(
+        n_steps, len(BUCKETS)
+    )
+    per_step = pd.DataFrame(per, columns=list(BUCKETS))
+    per_step["total"] = per.sum(axis=1)
+
+    # Details: time of each detail layer that won its segment.
+    detail_cols: dict[str, np.ndarray] = {}
+    for i, name in enumerate(layer_names):
+        if "." not in name:
+            continue
+        won = sel & (winner_layer == i)
+        detail_cols[name] = np.bincount(step_idx[won], weights=seg_len[won], minlength=n_steps).astype(np.int64)[
+            :n_steps
+        ]
+    details = pd.DataFrame(detail_cols, index=per_step.index)
+    details = details.T.groupby(level=0, sort=True).sum().T if len(detail_cols) else details
+    return Attribution(per_step=per_step, details=details, mode=mode, options=options)
+
+
+def _covered(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Whether each elementary segment [points[i], points[i+1]) lies inside any interval."""
+    n = len(points)
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    delta = np.bincount(np.searchsorted(points, starts), minlength=n) - np.bincount(
+        np.searchsorted(points, ends), minlength=n
+    )
+    return np.cumsum(delta)[:-1] > 0
+
+
+def _interval(ev: pd.DataFrame, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ts = ev["ts"].to_numpy()[mask]
+    return ts, ts + ev["dur"].to_numpy()[mask]
+
+
+def _layers(
+    timeline: Timeline, mode: str, options: AttributionOptions, steps: Steps
+) -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
+    """The activity layers in priority order: (layer name, (starts, ends))."""
+    ev = timeline.events
+    kind = ev["kind"].to_numpy()
+    is_host = ev["device"].to_numpy() < 0
+    under_input = _has_ancestor(ev, Kind.INPUT.value)
+
+    def of(*kinds: Kind) -> np.ndarray:
+        return np.isin(kind, [k.value for k in kinds])
+
+    layers: list[tuple[str, tuple[np.ndarray, np.ndarray]]] = []
+    host_op = of(Kind.HOST_OP) & is_host
+    if mode == "device":
+        layers.append(("kernel", _interval(ev, of(Kind.KERNEL))))
+        copy_kind = ev["copy_kind"].to_numpy()
+        copies = of(Kind.MEMCPY, Kind.MEMSET)
+        for ck in ("H2D", "D2H", "D2D", "P2P", "H2H", "other", "memset"):
+            mask = copies & (copy_kind == ck)
+            if mask.any():
+                layers.append((f"memcpy.{ck}", _interval(ev, mask)))
+        leftover = copies & ~np.isin(copy_kind, ["H2D", "D2H", "D2D", "P2P", "H2H", "other", "memset"])
+        if leftover.any():
+            layers.append(("memcpy.other", _interval(ev, leftover)))
+    else:
+        leaf = leaf_compute_ops(ev, host_op)
+        layers.append(("kernel", _interval(ev, leaf)))
+    layers.append(("graph_build.graph", _interval(ev, of(Kind.GRAPH_BUILD))))
+    layers.append(("graph_build.compile", _interval(ev, of(Kind.COMPILE))))
+    layers.append(("sync_wait", _interval(ev, of(Kind.SYNC, Kind.DEVICE_SYNC))))
+    layers.append(("launch_overhead.launch_api", _interval(ev, of(Kind.LAUNCH))))
+    layers.append(("launch_overhead.runtime_api", _interval(ev, of(Kind.RUNTIME))))
+    if mode == "device":
+        layers.append(("launch_overhead.queued", _queued(ev)))
+    layers.append(("launch_overhead.dispatch", _interval(ev, host_op & ~under_input)))
+    layers.append(("input", _interval(ev, of(Kind.INPUT) | (host_op & under_input))))
+    if options.dispatch_gap_ns > 0:
+        layers.append(("launch_overhead.inferred", _dispatch_gaps(ev, options.dispatch_gap_ns)))
+    other_host = is_host & of(Kind.PYTHON, Kind.ANNOTATION)
+    layers.append(("host_compute", _interval(ev, other_host)))
+    return layers
+
+
+def _has_ancestor(ev: pd.DataFrame, kind_value: str) -> np.ndarray:
+    """Rows that have an ancestor of the given kind (nesting computed by normalize)."""
+    kind = ev["kind"].to_numpy()
+    parent = ev["parent"].to_numpy()
+    result = np.zeros(len(ev), dtype=bool)
+    current = parent.copy()
+    pending = current >= 0
+    while pending.any():
+        idx = np.flatnonzero(pending)
+        hit = kind[current[idx]] == kind_value
+        result[idx[hit]] = True
+        nxt = parent[current[idx]]
+        current[idx] = nxt
+        pending[idx] = (~hit) & (nxt >= 0)
+    return result
+
+
+def leaf_compute_ops(ev: pd.DataFrame, host_op: np.ndarray) -> np.ndarray:
+    """Host ops that do the math: no child op, and not a view/allocation/identity op."""
+    parent = ev["parent"].to_numpy()
+    has_op_child = np.zeros(len(ev), dtype=bool)
+    child_parents = parent[host_op]
+    has_op_child[child_parents[child_parents >= 0]] = True
+    leaf = host_op & ~has_op_child
+    names = ev["name"]
+    codes = names.cat.codes.to_numpy()
+    categories = names.cat.categories
+    non_compute = np.array(
+        [bool(cat.TORCH_NON_COMPUTE_OP.match(str(c)) or cat.TF_NON_COMPUTE_OP.search(str(c))) for c in categories],
+        dtype=bool,
+    )
+    return leaf & ~non_compute[codes]
+
+
+def _queued(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """[launch call end, device start) for each device event launched from the host."""
+    rows = launch_rows(ev)
+    dev = np.flatnonzero(rows >= 0)
+    launch = rows[dev]
+    ts = ev["ts"].to_numpy()
+    launch_end = ts[launch] + ev["dur"].to_numpy()[launch]
+    return launch_end, np.maximum(ts[dev], launch_end)
+
+
+def _dispatch_gaps(ev: pd.DataFrame, max_gap: int) -> tuple[np.ndarray, np.ndarray]:
+    """Short gaps between consecutive top-level framework ops on the same host thread and step."""
+    top = np.flatnonzero(top_level_ops(ev))
+    if len(top) < 2:
+        return np.array([], dtype=np.int64), np.array([], dtype=np.int64)
+    track = ev["track"].cat.codes.to_numpy()[top]
+    order = top[np.lexsort((ev["ts"].to_numpy()[top], track))]
+    ts = ev["ts"].to_numpy()[order]
+    end = ts + ev["dur"].to_numpy()[order]
+    trk = ev["track"].cat.codes.to_numpy()[order]
+    step = ev["step"].to_numpy()[order]
+    prev_end = np.maximum.accumulate(end)  # ops on one track may overlap slightly
+    gap_start = prev_end[:-1]
+    gap_end = ts[1:]
+    ok = (trk[1:] == trk[:-1]) & (step[1:] == step[:-1]) & (step[1:] >= 0)
+    ok &= (gap_end > gap_start) & (gap_end - gap_start <= max_gap)
+    return gap_start[ok], gap_end[ok]

@@ -1,0 +1,138 @@
+"""Everything ``traceview diagnose`` reports about one trace, as plain data.
+
+``diagnose(path)`` runs every analysis once and returns a :class:`Diagnosis`; renderers only
+read it. ``Diagnosis.to_dict()`` is the JSON document (keys documented in docs/json.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from traceview.analyzers.attribution import BUCKETS, Attribution, AttributionOptions, attribute
+from traceview.analyzers.device_time import device_time
+from traceview.analyzers.launch import LaunchStats, launch_stats
+from traceview.analyzers.steps import Steps
+from traceview.analyzers.top import top_kernels, top_ops
+from traceview.loader import load_with_steps
+from traceview.schema import Timeline
+
+REPORT_VERSION = "1"
+
+
+@dataclass
+class Diagnosis:
+    timeline: Timeline
+    steps: Steps
+    attribution: Attribution
+    kernels: pd.DataFrame
+    ops: pd.DataFrame
+    launch: LaunchStats
+    device: pd.DataFrame
+
+    @property
+    def steady_positions(self) -> np.ndarray:
+        cold = self.steps.table["cold"].to_numpy()
+        idx = np.flatnonzero(~cold)
+        return idx if len(idx) else np.arange(len(cold))
+
+    @property
+    def steady_step_ns(self) -> float:
+        """Median duration of the steady-state steps (robust to one slow outlier)."""
+        durations = self.steps.table["duration"].to_numpy()[self.steady_positions]
+        return float(np.median(durations)) if len(durations) else 0.0
+
+    def steady_attribution(self) -> dict[str, float]:
+        """Mean ns per bucket over the steady steps (sums to the mean steady step time)."""
+        rows = self.attribution.per_step.iloc[self.steady_positions]
+        return {b: float(rows[b].mean()) if len(rows) else 0.0 for b in BUCKETS}
+
+    def steady_details(self) -> dict[str, float]:
+        rows = self.attribution.details.iloc[self.steady_positions] if len(self.attribution.details.columns) else None
+        if rows is None or not len(rows):
+            return {}
+        return {c: float(rows[c].mean()) for c in sorted(rows.columns) if rows[c].any()}
+
+    def to_dict(self) -> dict[str, Any]:
+        meta = self.timeline.meta
+        table = self.steps.table
+        per = self.attribution.per_step
+        steady = self.steady_attribution()
+        mean_steady = sum(steady.values())
+        return {
+            "report_version": REPORT_VERSION,
+            "schema_version": meta.schema_version,
+            "trace": {
+                "source": meta.source,
+                "format": meta.format,
+                "framework": meta.framework,
+                "host_name": meta.host_name,
+                "devices": [{"index": d.index, "name": d.name, "vendor": d.vendor} for d in meta.devices],
+                "events_in_file": meta.input_events,
+                "events_kept": int(sum(meta.kept.values())),
+                "kept_by_kind": dict(sorted(meta.kept.items())),
+                "dropped_by_reason": dict(sorted(meta.dropped.items())),
+                "notes": list(meta.notes),
+            },
+            "steps": {
+                "rule": self.steps.rule,
+                "detail": self.steps.rule_detail,
+                "count": int(len(table)),
+                "cold": [int(n) for n in table.loc[table["cold"], "number"]],
+                "steady": int(len(self.steady_positions)),
+                "table": [
+                    {
+                        "number": int(r.number),
+                        "name": str(r.name),
+                        "start_ns": int(r.start),
+                        "duration_ns": int(r.duration),
+                        "cold": bool(r.cold),
+                        "graph_build_events": int(r.graph_build_events),
+                        "buckets_ns": {b: int(per.at[i, b]) for b in BUCKETS},
+                    }
+                    for i, r in enumerate(table.itertuples(index=False))
+                ],
+            },
+            "steady_state": {
+                "step_time_ns": self.steady_step_ns,
+                "mean_step_time_ns": mean_steady,
+                "attribution_mode": self.attribution.mode,
+                "buckets_ns": steady,
+                "buckets_share": {b: (v / mean_steady if mean_steady else 0.0) for b, v in steady.items()},
+                "details_ns": self.steady_details(),
+                "dispatch_gap_ns": self.attribution.options.dispatch_gap_ns,
+            },
+            "top_kernels": _records(self.kernels),
+            "top_ops": _records(self.ops),
+            "launch": self.launch.to_dict(),
+            "device_time": _records(self.device),
+        }
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    out = []
+    for row in frame.to_dict(orient="records"):
+        out.append({k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()})
+    return out
+
+
+def diagnose(path: str | Path, options: AttributionOptions | None = None) -> Diagnosis:
+    """Load one trace and run every analysis on it."""
+    timeline, steps = load_with_steps(path)
+    return diagnose_timeline(timeline, steps, options)
+
+
+def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None) -> Diagnosis:
+    return Diagnosis(
+        timeline=timeline,
+        steps=steps,
+        attribution=attribute(timeline, steps, options),
+        kernels=top_kernels(timeline, steps),
+        ops=top_ops(timeline, steps),
+        launch=launch_stats(timeline, steps),
+        device=device_time(timeline),
+    )

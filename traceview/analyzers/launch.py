@@ -1,0 +1,85 @@
+"""How the host feeds the device: launches per step, launch-call cost, queueing, short kernels.
+
+Definitions (HTA's ``cuda_kernel_analysis`` where they match):
+- launch call: a host ``launch`` event with a correlation id that a device event shares;
+- launch delay = device start − (launch start + launch duration), clipped at 0 (HTA: launch_delay);
+- short kernel: device duration < its launch call's duration (HTA's definition);
+- outliers: launch call > 50 µs, launch delay > 100 µs (HTA's defaults).
+CPU-only traces have no launches; they report framework ops per step and host time per op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from traceview.analyzers.steps import Steps
+from traceview.normalize import launch_rows, top_level_ops
+from traceview.schema import Kind, Timeline
+
+LAUNCH_OUTLIER_NS = 50_000
+DELAY_OUTLIER_NS = 100_000
+
+
+@dataclass
+class LaunchStats:
+    """Per steady-state step averages and distributions."""
+
+    steady_steps: int
+    ops_per_step: float  # top-level framework ops
+    host_ns_per_op: float  # mean inclusive host time of a top-level op
+    launches_per_step: float = 0.0
+    launch_call_median_ns: float = 0.0
+    launch_call_p95_ns: float = 0.0
+    launch_delay_median_ns: float = 0.0
+    launch_delay_p95_ns: float = 0.0
+    short_kernels_per_step: float = 0.0
+    short_kernel_share: float = 0.0  # of launched kernels
+    launch_call_outliers: int = 0
+    launch_delay_outliers: int = 0
+    device_ns_per_kernel: float = 0.0
+
+    def to_dict(self) -> dict[str, float | int]:
+        return asdict(self)
+
+
+def launch_stats(timeline: Timeline, steps: Steps) -> LaunchStats:
+    ev = timeline.events
+    steady_idx = np.flatnonzero(~steps.table["cold"].to_numpy())
+    if not len(steady_idx):
+        steady_idx = np.arange(len(steps.table))
+    n = max(len(steady_idx), 1)
+    in_steady = np.isin(ev["step"].to_numpy(), steady_idx)
+    ops = in_steady & top_level_ops(ev)
+    dur = ev["dur"].to_numpy()
+    stats = LaunchStats(
+        steady_steps=len(steady_idx),
+        ops_per_step=float(ops.sum()) / n,
+        host_ns_per_op=float(dur[ops].mean()) if ops.any() else 0.0,
+    )
+    if not timeline.has_device:
+        return stats
+    kind = ev["kind"].to_numpy()
+    rows = launch_rows(ev)
+    kernels = np.flatnonzero((kind == Kind.KERNEL.value) & (rows >= 0))
+    launches = rows[kernels]
+    keep = in_steady[launches]
+    kernels, launches = kernels[keep], launches[keep]
+    if not len(kernels):
+        return stats
+    ts = ev["ts"].to_numpy()
+    call = dur[launches]
+    delay = np.maximum(ts[kernels] - (ts[launches] + call), 0)
+    short = dur[kernels] < call
+    stats.launches_per_step = len(kernels) / n
+    stats.launch_call_median_ns = float(np.median(call))
+    stats.launch_call_p95_ns = float(np.percentile(call, 95))
+    stats.launch_delay_median_ns = float(np.median(delay))
+    stats.launch_delay_p95_ns = float(np.percentile(delay, 95))
+    stats.short_kernels_per_step = float(short.sum()) / n
+    stats.short_kernel_share = float(short.mean())
+    stats.launch_call_outliers = int((call > LAUNCH_OUTLIER_NS).sum())
+    stats.launch_delay_outliers = int((delay > DELAY_OUTLIER_NS).sum())
+    stats.device_ns_per_kernel = float(dur[kernels].mean())
+    return stats

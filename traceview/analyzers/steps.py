@@ -1,0 +1,202 @@
+"""Find training steps and their time windows.
+
+Rules, tried in order; the report names the one that found the steps:
+
+1. ``markers``: step-marker events (``kind == "step"``): torch ``ProfilerStep#N``, TF
+   ``Trace('train', step_num=N)``, JAX ``StepTraceAnnotation``. When markers sit on several host
+   tracks, the track with most markers is used.
+2. ``repeated-top-level``: no markers; the top-level host event name that repeats (≥ 2 times)
+   and covers the most time is taken as one step per occurrence.
+3. ``whole-trace``: neither; the whole trace is one step (and the report says so).
+
+A step window starts at its marker and ends at the later of the marker's end and the end of the
+last device activity launched from inside the marker (the step "extends to the end of the last
+device work its host part launched", as the removed PyTorch TensorBoard plugin did). Windows
+never overlap: a step starts no earlier than the previous window ends. Every step is kept — the
+last one too (Holistic Trace Analysis drops the last ProfilerStep; traceview does not).
+
+Cold steps: a step that holds graph building or compilation, and a leading step slower than
+``COLD_FACTOR`` × the median of the others. Steady state = the steps that are not cold.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from traceview.normalize import launch_rows
+from traceview.schema import DEVICE_KINDS, Kind, Timeline
+
+COLD_FACTOR = 1.5
+_STEP_NUMBER = re.compile(r"#(\d+)$")
+
+
+@dataclass
+class Steps:
+    """Steps found in a trace: one row per step, ordered by start."""
+
+    table: pd.DataFrame  # columns: number, name, start, end, host_end, duration, cold, graph_build_events
+    rule: str  # "markers", "repeated-top-level" or "whole-trace"
+    rule_detail: str  # human sentence: which events, which track
+
+    @property
+    def steady(self) -> pd.DataFrame:
+        return self.table[~self.table["cold"]]
+
+    @property
+    def cold(self) -> pd.DataFrame:
+        return self.table[self.table["cold"]]
+
+
+def find_steps(timeline: Timeline) -> Steps:
+    """Find the steps, assign each event's ``step`` column, and mark cold steps."""
+    events = timeline.events
+    ts = events["ts"].to_numpy()
+    end = ts + events["dur"].to_numpy()
+    kind = events["kind"].to_numpy()
+    names = events["name"].to_numpy()
+
+    markers = np.flatnonzero(kind == Kind.STEP.value)
+    if len(markers):
+        tracks = events["track"].to_numpy()[markers]
+        counts = pd.Series(tracks).value_counts(sort=False)
+        best = counts.index[np.argmax(counts.to_numpy())]
+        markers = markers[tracks == best]
+        rule = "markers"
+        numbers = _marker_numbers(events, markers)
+        detail = f"{len(markers)} step markers ({_marker_label(names[markers])}) on track '{best}'"
+    else:
+        markers, detail = _repeated_top_level(events)
+        if len(markers):
+            rule = "repeated-top-level"
+            numbers = np.arange(len(markers), dtype=np.int64)
+        else:
+            rule = "whole-trace"
+            numbers = np.zeros(1, dtype=np.int64)
+            detail = "no step markers and no repeated top-level event: the whole trace is one step"
+
+    if rule == "whole-trace":
+        starts = np.array([ts.min() if len(ts) else 0], dtype=np.int64)
+        host_ends = np.array([end.max() if len(end) else 0], dtype=np.int64)
+        step_names = np.array(["whole trace"], dtype=object)
+    else:
+        starts = ts[markers]
+        host_ends = end[markers]
+        step_names = names[markers]
+        # Markers with the same number (a marker split by the profiler) are merged.
+        frame = pd.DataFrame({"number": numbers, "start": starts, "host_end": host_ends, "name": step_names})
+        frame = frame.groupby("number", sort=True).agg(start=("start", "min"), host_end=("host_end", "max"),
+                                                       name=("name", "first")).reset_index()
+        frame = frame.sort_values("start", kind="stable")
+        numbers = frame["number"].to_numpy()
+        starts = frame["start"].to_numpy()
+        host_ends = frame["host_end"].to_numpy()
+        step_names = frame["name"].to_numpy()
+
+    device_end = _device_work_end(events, starts, host_ends)
+    ends = np.maximum(host_ends, device_end)
+    # No overlap: a window starts where the previous one ended at the earliest.
+    starts = starts.copy()
+    for i in range(1, len(starts)):
+        if starts[i] < ends[i - 1]:
+            starts[i] = ends[i - 1]
+            ends[i] = max(ends[i], starts[i])
+
+    step_col = _assign(ts, starts, ends)
+    events["step"] = step_col.astype(np.int32)
+
+    is_build = np.isin(kind, [Kind.GRAPH_BUILD.value, Kind.COMPILE.value])
+    build_counts = np.bincount(step_col[is_build & (step_col >= 0)], minlength=len(starts))[: len(starts)]
+    duration = ends - starts
+    cold = build_counts > 0
+    if len(duration) >= 2:
+        rest = np.median(duration[1:])
+        if duration[0] > COLD_FACTOR * rest:
+            cold[0] = True
+    if cold.all() and len(cold) > 1:
+        # Every step builds graphs (e.g. retracing each step): none is "cold", they are the steady state.
+        cold[:] = False
+        cold[0] = duration[0] > COLD_FACTOR * np.median(duration[1:])
+
+    table = pd.DataFrame(
+        {
+            "number": numbers.astype(np.int64),
+            "name": step_names.astype(str),
+            "start": starts.astype(np.int64),
+            "end": ends.astype(np.int64),
+            "host_end": host_ends.astype(np.int64),
+            "duration": duration.astype(np.int64),
+            "cold": cold,
+            "graph_build_events": build_counts.astype(np.int64),
+        }
+    )
+    return Steps(table=table, rule=rule, rule_detail=detail)
+
+
+def _marker_numbers(events: pd.DataFrame, markers: np.ndarray) -> np.ndarray:
+    """Step numbers: the ``step_num`` column (XPlane) when present, else ``#N`` in the name."""
+    if "step_num" in events.columns:
+        nums = events["step_num"].to_numpy()[markers]
+        if (nums >= 0).all():
+            return nums.astype(np.int64)
+    names = events["name"].to_numpy()[markers]
+    out = np.empty(len(markers), dtype=np.int64)
+    for i, name in enumerate(names):
+        m = _STEP_NUMBER.search(str(name))
+        out[i] = int(m.group(1)) if m else i
+    return out
+
+
+def _marker_label(names: np.ndarray) -> str:
+    uniq = sorted(set(re.sub(r"#\d+$", "#N", str(n)) for n in names))
+    return ", ".join(uniq[:3])
+
+
+def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str]:
+    host = (events["device"].to_numpy() < 0) & (events["depth"].to_numpy() == 0)
+    rows = np.flatnonzero(host)
+    if not len(rows):
+        return rows, ""
+    frame = pd.DataFrame(
+        {"name": events["name"].to_numpy()[rows], "track": events["track"].to_numpy()[rows],
+         "dur": events["dur"].to_numpy()[rows]}
+    )
+    agg = frame.groupby(["track", "name"], sort=True, observed=True)["dur"].agg(["count", "sum"])
+    agg = agg[agg["count"] >= 2]
+    if agg.empty:
+        return np.array([], dtype=np.int64), ""
+    best_track, best_name = agg["sum"].idxmax()
+    chosen = rows[(frame["name"].to_numpy() == best_name) & (frame["track"].to_numpy() == best_track)]
+    detail = (f"no step markers; each of the {len(chosen)} runs of the top-level event '{best_name}' "
+              f"on '{best_track}' is taken as one step")
+    return chosen, detail
+
+
+def _device_work_end(events: pd.DataFrame, starts: np.ndarray, host_ends: np.ndarray) -> np.ndarray:
+    """For each step, the end of the last device event whose host launch started inside it."""
+    out = np.zeros(len(starts), dtype=np.int64)
+    kind = events["kind"].to_numpy()
+    dev = np.flatnonzero(np.isin(kind, [k.value for k in DEVICE_KINDS if k != Kind.DEVICE_ANNOTATION]))
+    if not len(dev):
+        return out
+    launch = launch_rows(events)[dev]
+    ok = launch >= 0
+    dev, launch = dev[ok], launch[ok]
+    ts = events["ts"].to_numpy()
+    dev_end = ts[dev] + events["dur"].to_numpy()[dev]
+    launch_ts = ts[launch]
+    idx = np.searchsorted(starts, launch_ts, side="right") - 1
+    inside = (idx >= 0) & (launch_ts < host_ends[np.maximum(idx, 0)])
+    np.maximum.at(out, idx[inside], dev_end[inside])
+    return out
+
+
+def _assign(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Index of the window that contains each timestamp, -1 when none."""
+    idx = np.searchsorted(starts, ts, side="right") - 1
+    valid = idx >= 0
+    valid &= ts < ends[np.maximum(idx, 0)]
+    return np.where(valid, idx, -1)

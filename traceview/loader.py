@@ -1,0 +1,30 @@
+"""read → normalize → find steps: the one function every command starts from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traceview.analyzers.steps import Steps, find_steps
+from traceview.normalize import normalize
+from traceview.readers import detect, discover
+from traceview.schema import Timeline
+
+
+def load(path: str | Path) -> Timeline:
+    """Read one trace file (format detected by content) into a normalized, step-annotated timeline."""
+    timeline, _ = load_with_steps(path)
+    return timeline
+
+
+def load_with_steps(path: str | Path) -> tuple[Timeline, Steps]:
+    """Read one trace file and find its steps (which also fills the ``step`` column)."""
+    path = Path(path)
+    reader = detect(path)
+    timeline = normalize(reader.read(path))
+    steps = find_steps(timeline)
+    return timeline, steps
+
+
+def trace_paths(path: str | Path, run: str | None = None) -> list[Path]:
+    """The trace files a path names: a file, a TensorBoard logdir, or a folder of captures."""
+    return discover(Path(path), run)

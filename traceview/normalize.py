@@ -1,0 +1,137 @@
+"""Fill the derived columns of a freshly read timeline: nesting on host tracks and launchers.
+
+Contract: ``normalize(timeline) -> timeline`` sets ``depth``/``parent`` for host events and
+``launcher`` for device events in place and returns the same object. Readers leave those
+columns at their defaults; the step column is filled later by :mod:`traceview.analyzers.steps`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from traceview.schema import DEVICE_KINDS, Kind, Timeline
+
+
+def normalize(timeline: Timeline) -> Timeline:
+    """Compute nesting and launchers, and record the kept counts per kind."""
+    events = timeline.events
+    _nest(timeline)
+    _launchers(events)
+    counts = events["kind"].value_counts()
+    timeline.meta.kept = {str(k): int(v) for k, v in counts.items() if v}
+    return timeline
+
+
+def _nest(timeline: Timeline) -> None:
+    """Depth and parent of every host event within its track.
+
+    Rows are sorted by (ts, -dur), so a parent precedes its children. Per track, a stack of open
+    events is kept; an event that starts inside the top of the stack but ends after it (profiler
+    clock jitter, or a genuinely overlapping async range) is not nested under it, and such events
+    are counted in the trace notes.
+    """
+    events = timeline.events
+    device = events["device"].to_numpy()
+    host_rows = np.flatnonzero(device < 0)
+    if not len(host_rows):
+        return
+    track_codes = events["track"].cat.codes.to_numpy()[host_rows]
+    order = host_rows[np.argsort(track_codes, kind="stable")]  # stable keeps (ts, -dur) within a track
+    ts = events["ts"].to_numpy()
+    end = ts + events["dur"].to_numpy()
+    codes = events["track"].cat.codes.to_numpy()
+    depth = np.full(len(events), -1, dtype=np.int16)
+    parent = np.full(len(events), -1, dtype=np.int64)
+    overlaps = 0
+    stack_end: list[int] = []
+    stack_row: list[int] = []
+    current = -2
+    for row, start, stop, code in zip(order.tolist(), ts[order].tolist(), end[order].tolist(), codes[order].tolist()):
+        if code != current:
+            stack_end.clear()
+            stack_row.clear()
+            current = code
+        while stack_end and stack_end[-1] <= start:
+            stack_end.pop()
+            stack_row.pop()
+        while stack_end and stack_end[-1] < stop:
+            overlaps += 1
+            stack_end.pop()
+            stack_row.pop()
+        depth[row] = len(stack_end)
+        parent[row] = stack_row[-1] if stack_row else -1
+        stack_end.append(stop)
+        stack_row.append(row)
+    events["depth"] = depth
+    events["parent"] = parent
+    if overlaps:
+        timeline.meta.notes.append(
+            f"{overlaps} host events overlap an enclosing event without nesting inside it; treated as siblings"
+        )
+
+
+def enclosing_of_kind(events: pd.DataFrame, rows: np.ndarray, kinds: set[str]) -> np.ndarray:
+    """For each row, the nearest ancestor (or itself) whose kind is in ``kinds``; -1 when none."""
+    parent = events["parent"].to_numpy()
+    kind_codes = events["kind"].cat.codes.to_numpy()
+    wanted = np.array([events["kind"].cat.categories.get_loc(k) for k in kinds], dtype=kind_codes.dtype)
+    current = rows.copy()
+    result = np.full(len(rows), -1, dtype=np.int64)
+    pending = current >= 0
+    while pending.any():
+        idx = np.flatnonzero(pending)
+        hit = np.isin(kind_codes[current[idx]], wanted)
+        result[idx[hit]] = current[idx[hit]]
+        pending[idx[hit]] = False
+        nxt = parent[current[idx[~hit]]]
+        current[idx[~hit]] = nxt
+        pending[idx[~hit]] = nxt >= 0
+    return result
+
+
+def _launchers(events: pd.DataFrame) -> None:
+    """Name, for each device event, the innermost framework op around the host call that queued it."""
+    kind = events["kind"].to_numpy()
+    correlation = events["correlation"].to_numpy()
+    device_mask = np.isin(kind, [k.value for k in DEVICE_KINDS]) & (correlation >= 0)
+    host_mask = (events["device"].to_numpy() < 0) & (correlation >= 0)
+    if not device_mask.any() or not host_mask.any():
+        return
+    host_rows = np.flatnonzero(host_mask)
+    ops = enclosing_of_kind(events, host_rows, {Kind.HOST_OP.value})
+    names = events["name"].to_numpy()
+    op_names = np.where(ops >= 0, names[np.maximum(ops, 0)], "")
+    by_correlation = pd.Series(op_names, index=correlation[host_rows])
+    by_correlation = by_correlation[~by_correlation.index.duplicated(keep="first")]
+    device_rows = np.flatnonzero(device_mask)
+    found = by_correlation.reindex(correlation[device_rows]).to_numpy()
+    launcher = np.full(len(events), "", dtype=object)
+    launcher[device_rows] = np.where(pd.isna(found), "", found)
+    events["launcher"] = pd.Categorical(launcher)
+
+
+def launch_rows(events: pd.DataFrame) -> np.ndarray:
+    """For every row, the row of the host call with the same correlation id (device rows only); -1 else."""
+    correlation = events["correlation"].to_numpy()
+    is_host = events["device"].to_numpy() < 0
+    result = np.full(len(events), -1, dtype=np.int64)
+    host_rows = np.flatnonzero(is_host & (correlation >= 0))
+    dev_rows = np.flatnonzero(~is_host & (correlation >= 0))
+    if not len(host_rows) or not len(dev_rows):
+        return result
+    index = pd.Series(host_rows, index=correlation[host_rows])
+    index = index[~index.index.duplicated(keep="first")]
+    found = index.reindex(correlation[dev_rows]).to_numpy()
+    ok = ~pd.isna(found)
+    result[dev_rows[ok]] = found[ok].astype(np.int64)
+    return result
+
+
+def top_level_ops(events: pd.DataFrame) -> np.ndarray:
+    """Host ops whose parent is not itself a host op (ops called from Python, a step marker or an annotation)."""
+    kind = events["kind"].to_numpy()
+    parent = events["parent"].to_numpy()
+    host_op = (kind == Kind.HOST_OP.value) & (events["device"].to_numpy() < 0)
+    parent_kind = np.where(parent >= 0, kind[np.maximum(parent, 0)], "")
+    return host_op & (parent_kind != Kind.HOST_OP.value)

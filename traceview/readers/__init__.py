@@ -1,0 +1,68 @@
+"""Input formats: each reader module offers ``sniff(head_bytes) -> bool`` and ``read(path) -> Timeline``.
+
+The format is chosen by content, never by file name: every reader is asked in turn whether the
+first bytes are its format. A directory is searched for traces (Kineto JSON files, and the
+newest run of each TensorBoard ``plugins/profile`` folder).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from collections.abc import Iterator
+from types import ModuleType
+
+from traceview.errors import InputError
+from traceview.readers._io import head_bytes
+
+# Reader modules, asked in this order.
+_READER_MODULES = ("traceview.readers.kineto", "traceview.readers.xplane")
+_JSON_SUFFIXES = (".json", ".json.gz")
+
+
+def readers() -> Iterator[ModuleType]:
+    """Reader modules in order, imported only when asked (so a plain JSON read never loads protobuf)."""
+    for name in _READER_MODULES:
+        yield importlib.import_module(name)
+
+
+def detect(path: Path) -> ModuleType:
+    """The reader module for ``path``, decided from its content."""
+    head = head_bytes(path)
+    if not head:
+        raise InputError(f"{path}: file is empty; expected a torch.profiler JSON or an .xplane.pb trace")
+    for module in readers():
+        if module.sniff(head):
+            return module
+    raise InputError(
+        f"{path}: not a trace traceview can read (expected Kineto/Chrome-trace JSON, .json.gz, or XPlane .xplane.pb)"
+    )
+
+
+def discover(path: Path, run: str | None = None) -> list[Path]:
+    """Trace files named by ``path``: the file itself, or the traces found under a directory."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if path.is_file():
+        return [path]
+    found: list[Path] = []
+    profile_dirs = sorted({p.parent.parent for p in path.rglob("*.xplane.pb")})
+    if profile_dirs or path.name == "profile" or (path / "plugins" / "profile").is_dir():
+        xplane = importlib.import_module("traceview.readers.xplane")
+        roots = profile_dirs or [path]
+        for root in roots:
+            found.extend(xplane.find_xplanes(root, run))
+    for candidate in sorted(path.rglob("*")):
+        if candidate.is_file() and candidate.name.endswith(_JSON_SUFFIXES) and candidate.name != "manifest.json":
+            try:
+                if importlib.import_module("traceview.readers.kineto").sniff(head_bytes(candidate)):
+                    found.append(candidate)
+            except InputError:
+                continue
+    found = sorted(set(found))
+    if not found:
+        raise InputError(
+            f"{path}: no traces found (looked for *.json / *.json.gz torch.profiler traces and "
+            f"plugins/profile/<run>/*.xplane.pb); point at a trace file or a TensorBoard logdir"
+        )
+    return found

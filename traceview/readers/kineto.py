@@ -1,0 +1,309 @@
+"""Reader for Kineto Chrome-trace JSON: torch.profiler ``export_chrome_trace`` and
+``tensorboard_trace_handler`` output (``.json`` / ``.json.gz``).
+
+Supported part of the Trace Event Format:
+- complete events (``ph == "X"``) of the Kineto categories ``cpu_op``, ``user_annotation``,
+  ``gpu_user_annotation``, ``python_function``, ``cuda_runtime``, ``cuda_driver``, ``kernel``,
+  ``gpu_memcpy``, ``gpu_memset``, ``cuda_sync`` (and their 2021-era capitalised spellings
+  ``Operator``, ``Runtime``, ``Kernel``, ``Memcpy``, ``Memset``);
+- metadata events (``ph == "M"``) for process / thread names (used for track labels, then dropped);
+- flows (``ac2g``, ``async_cpu_to_gpu``, ``fwdbwd``), instant events and the profiler's own
+  ``Trace`` span are counted as dropped with a reason: the launch→kernel link they draw is
+  carried by ``args.correlation`` instead.
+
+Timestamps: ``ts``/``dur`` are µs, often floats with ns fractions. Absolute epoch µs do not fit
+in a double with ns precision (1.7e15 µs has a 0.25 µs ulp), so when a trace has fractional
+absolute timestamps the ``"ts"`` numbers are re-read from the raw text as exact decimals and
+checked against the parsed values. ``baseTimeNanoseconds`` (newer Kineto) anchors relative ts.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from traceview import categories as cat
+from traceview.errors import FormatError
+from traceview.readers._io import read_bytes
+from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events
+
+FORMAT_NAME = "kineto-json"
+
+# Kineto category (lower-cased) -> kind before name refinement.
+_CATEGORY_KIND: dict[str, Kind] = {
+    "cpu_op": Kind.HOST_OP,
+    "operator": Kind.HOST_OP,
+    "user_annotation": Kind.ANNOTATION,
+    "python_function": Kind.PYTHON,
+    "cuda_runtime": Kind.RUNTIME,
+    "cuda_driver": Kind.RUNTIME,
+    "runtime": Kind.RUNTIME,
+    "kernel": Kind.KERNEL,
+    "gpu_memcpy": Kind.MEMCPY,
+    "memcpy": Kind.MEMCPY,
+    "gpu_memset": Kind.MEMSET,
+    "memset": Kind.MEMSET,
+    "cuda_sync": Kind.DEVICE_SYNC,
+    "gpu_user_annotation": Kind.DEVICE_ANNOTATION,
+}
+_DEVICE_CATEGORIES = {c for c, k in _CATEGORY_KIND.items() if k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET,
+                                                                    Kind.DEVICE_SYNC, Kind.DEVICE_ANNOTATION)}
+_FLOW_PHASES = {"s", "f", "t"}
+_TS_NUMBER = re.compile(rb'"ts"\s*:\s*(-?\d+)(?:\.(\d+))?(?:[eE][-+]?\d+)?')
+# Floats above this many µs cannot carry ns exactly in a double (2**53 ns / 1000).
+_EXACT_FLOAT_LIMIT_US = float(2**53) / 1000.0
+
+
+def sniff(head: bytes) -> bool:
+    """True when the first bytes look like a Chrome-trace JSON document."""
+    text = head.lstrip()
+    if text[:1] == b"[":
+        return b'"ph"' in text or text[1:].lstrip()[:1] in (b"{", b"]")
+    return text[:1] == b"{" and (b'"traceEvents"' in text or b'"schemaVersion"' in text or b'"ph"' in text)
+
+
+def read(path: Path) -> Timeline:
+    """Read one Kineto trace file into the normalized timeline (not yet step-annotated)."""
+    raw = read_bytes(path)
+    if not raw.strip():
+        raise FormatError(f"{path}: file is empty; re-export the trace")
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        where = f"at byte {err.pos}" if getattr(err, "pos", None) is not None else ""
+        truncated = " (file looks truncated)" if err.pos is not None and err.pos >= len(raw) - 2 else ""
+        raise FormatError(
+            f"{path}: invalid JSON {where}{truncated}: {err.msg}; re-export the trace or check the copy"
+        ) from None
+    if isinstance(doc, list):
+        events, top = doc, {}
+    elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        events, top = doc["traceEvents"], doc
+    else:
+        raise FormatError(f"{path}: JSON has no 'traceEvents' list; not a Chrome/Kineto trace")
+    return _build(path, raw, events, top)
+
+
+def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Timeline:
+    meta = TraceMeta(source=str(path), format=FORMAT_NAME, framework="torch")
+    meta.input_events = len(events)
+    meta.host_name = str(top.get("host_name", ""))
+    meta.extra = {k: top[k] for k in ("schemaVersion", "displayTimeUnit", "traceName") if k in top}
+    base_ns = top.get("baseTimeNanoseconds")
+
+    ts_exact = _exact_timestamps(raw, events)
+    if ts_exact is None and _needs_exact(events):
+        meta.notes.append("timestamps re-read as parsed doubles: sub-µs precision may be off by up to 0.25 µs")
+
+    process_names: dict[Any, str] = {}
+    thread_names: dict[tuple[Any, Any], str] = {}
+    complete: list[int] = []
+    for i, ev in enumerate(events):
+        if not isinstance(ev, dict):
+            meta.drop("not a JSON object")
+            continue
+        ph = ev.get("ph")
+        if ph == "X":
+            complete.append(i)
+        elif ph == "M":
+            args = ev.get("args") or {}
+            if ev.get("name") == "process_name":
+                process_names[ev.get("pid")] = str(args.get("name", ""))
+            elif ev.get("name") == "thread_name":
+                thread_names[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
+            meta.drop("metadata record (names used for track labels)")
+        elif ph in _FLOW_PHASES:
+            meta.drop("flow arrow (link kept as correlation id)")
+        elif ph in ("i", "I", "n"):
+            meta.drop("instant event (no duration)")
+        elif ph in ("C",):
+            meta.drop("counter sample")
+        else:
+            meta.drop(f"unsupported phase {ph!r}")
+
+    xs = [events[i] for i in complete]
+    cats = [str(e.get("cat", "")).lower() for e in xs]
+    kind_of = [_CATEGORY_KIND.get(c) for c in cats]
+    keep_idx: list[int] = []
+    for j, (c, k, e) in enumerate(zip(cats, kind_of, xs)):
+        if k is None:
+            meta.drop("profiler span (cat Trace)" if c == "trace" else f"unknown category {c!r}")
+        elif "ts" not in e or not isinstance(e.get("pid"), (int, str)):
+            meta.drop("complete event without ts or pid")
+        else:
+            keep_idx.append(j)
+    xs = [xs[j] for j in keep_idx]
+    cats = [cats[j] for j in keep_idx]
+    kinds = np.array([kind_of[j].value for j in keep_idx], dtype=object)  # type: ignore[union-attr]
+    rows = np.array([complete[j] for j in keep_idx], dtype=np.int64)
+
+    n = len(xs)
+    names = np.array([str(e.get("name", "")) for e in xs], dtype=object)
+    dur_us = np.array([e.get("dur", 0) or 0 for e in xs], dtype=np.float64)
+    if ts_exact is not None:
+        ts_ns = ts_exact[rows]
+    else:
+        ts_ns = np.round(np.array([e["ts"] for e in xs], dtype=np.float64) * 1000.0).astype(np.int64)
+    dur_ns = np.round(dur_us * 1000.0).astype(np.int64)
+    negative = dur_ns < 0
+    if negative.any():
+        meta.drop("negative duration", int(negative.sum()))
+
+    args = [e.get("args") or {} for e in xs]
+    is_device = np.array([c in _DEVICE_CATEGORIES for c in cats], dtype=bool)
+    pid = np.array([_as_int(e.get("pid")) for e in xs], dtype=np.int64)
+    tid = np.array([_as_int(e.get("tid", 0)) for e in xs], dtype=np.int64)
+    device = np.where(
+        is_device, np.array([_as_int(a.get("device", -1)) for a in args], dtype=np.int64), -1
+    )
+    device = np.where(is_device & (device < 0), pid, device)
+    stream = np.where(
+        is_device, np.array([_as_int(a.get("stream", -1)) for a in args], dtype=np.int64), -1
+    )
+    stream = np.where(is_device & (stream < 0), tid, stream)
+    correlation = np.array([_as_int(a.get("correlation", -1)) for a in args], dtype=np.int64)
+    nbytes = np.array([_as_int(a.get("bytes", -1)) for a in args], dtype=np.int64)
+
+    kinds = _refine_kinds(kinds, names)
+
+    copy_kind = np.full(n, "", dtype=object)
+    memcpy_mask = kinds == Kind.MEMCPY.value
+    if memcpy_mask.any():
+        inverse, uniq = pd.factorize(names[memcpy_mask])
+        copy_kind[memcpy_mask] = np.array([cat.copy_kind_from_kineto_name(u) for u in uniq], dtype=object)[inverse]
+    copy_kind[kinds == Kind.MEMSET.value] = "memset"
+
+    # Track labels, built once per distinct (pid, tid) / (device, stream).
+    key_a = np.where(is_device, device, pid)
+    key_b = np.where(is_device, stream, tid)
+    codes, uniques = pd.factorize(pd.MultiIndex.from_arrays([is_device, key_a, key_b]))
+    labels = [
+        f"GPU {a} stream {b}" if dev else _host_label(a, b, process_names, thread_names)
+        for dev, a, b in uniques
+    ]
+    track = np.array(labels, dtype=object)[codes]
+
+    keep = ~negative
+    if base_ns is not None:
+        # Newer Kineto: ts relative to baseTimeNanoseconds.
+        origin_raw = int(ts_ns[keep].min()) if keep.any() else 0
+        meta.origin_ns = int(base_ns) + origin_raw
+    else:
+        origin_raw = int(ts_ns[keep].min()) if keep.any() else 0
+        meta.origin_ns = origin_raw
+    ts_rel = ts_ns - origin_raw
+
+    meta.devices = _devices(top, device[is_device & keep])
+    frame = build_events(
+        {
+            "ts": ts_rel[keep],
+            "dur": dur_ns[keep],
+            "kind": kinds[keep],
+            "name": names[keep],
+            "track": track[keep],
+            "pid": pid[keep],
+            "tid": tid[keep],
+            "device": device[keep],
+            "stream": stream[keep],
+            "correlation": correlation[keep],
+            "bytes": nbytes[keep],
+            "copy_kind": copy_kind[keep],
+        }
+    )
+    return Timeline(events=frame, meta=meta)
+
+
+def _refine_kinds(kinds: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """Split generic categories by name: launches vs syncs vs other runtime calls, steps,
+    compilation, input. Patterns are matched once per distinct name."""
+    out = kinds.copy()
+    inverse, uniq = pd.factorize(names)
+    as_step = np.array([bool(cat.TORCH_STEP.match(u)) for u in uniq])[inverse]
+    as_launch = np.array([bool(cat.LAUNCH_API.match(u)) for u in uniq])[inverse]
+    as_sync = np.array([bool(cat.SYNC_API.match(u)) for u in uniq])[inverse]
+    as_graph = np.array([bool(cat.TORCH_GRAPH_BUILD.match(u)) for u in uniq])[inverse]
+    as_compile = np.array([bool(cat.TORCH_COMPILE.match(u)) for u in uniq])[inverse]
+    as_input = np.array([bool(cat.TORCH_INPUT.search(u)) for u in uniq])[inverse]
+    runtime = kinds == Kind.RUNTIME.value
+    out[runtime & as_launch] = Kind.LAUNCH.value
+    out[runtime & as_sync] = Kind.SYNC.value
+    hostish = (kinds == Kind.HOST_OP.value) | (kinds == Kind.ANNOTATION.value)
+    out[hostish & as_graph] = Kind.GRAPH_BUILD.value
+    out[hostish & as_compile] = Kind.COMPILE.value
+    out[hostish & as_input] = Kind.INPUT.value
+    out[(kinds == Kind.ANNOTATION.value) & as_step] = Kind.STEP.value
+    return out
+
+
+def _needs_exact(events: list[Any]) -> bool:
+    """True when some timestamp is a large float whose ns digits a double cannot hold."""
+    for ev in events[:: max(1, len(events) // 2000)] or []:
+        ts = ev.get("ts") if isinstance(ev, dict) else None
+        if isinstance(ts, float) and abs(ts) > _EXACT_FLOAT_LIMIT_US and ts != int(ts):
+            return True
+    return False
+
+
+def _exact_timestamps(raw: bytes, events: list[Any]) -> np.ndarray | None:
+    """Per-event exact ts in ns (aligned with ``events``), re-read from the JSON text.
+
+    Only done when the doubles would lose ns digits. Returns None when the text cannot be
+    aligned with the parsed events (then the doubles are used and a note says so).
+    """
+    if not _needs_exact(events):
+        return None
+    has_ts = np.array([isinstance(e, dict) and "ts" in e for e in events], dtype=bool)
+    found = _TS_NUMBER.findall(raw)
+    if len(found) != int(has_ts.sum()):
+        return None
+    exact = np.array(
+        [int(whole) * 1000 + (int((frac + b"000")[:3]) if not whole.startswith(b"-") else -int((frac + b"000")[:3]))
+         for whole, frac in found],
+        dtype=np.int64,
+    )
+    approx = np.array([float(e["ts"]) for e in events if isinstance(e, dict) and "ts" in e], dtype=np.float64)
+    if len(approx) and np.abs(exact / 1000.0 - approx).max() > 1.0:
+        return None
+    out = np.zeros(len(events), dtype=np.int64)
+    out[has_ts] = exact
+    return out
+
+
+def _as_int(value: Any) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            # Non-numeric ids ("Spans", "stream 7 …"): a stable small negative id per string.
+            return -2 - (sum(value.encode()) % 1_000_000)
+    return -1
+
+
+def _host_label(p: int, t: int, process_names: dict[Any, str], thread_names: dict[tuple[Any, Any], str]) -> str:
+    """"host <pid>/<tid> (<thread name>)", falling back to the process name."""
+    thread = thread_names.get((p, t)) or thread_names.get((str(p), str(t))) or ""
+    thread = re.sub(r"^thread \d+ \((.*)\)$", r"\1", thread)  # Kineto writes "thread 123 (name)"
+    name = thread or process_names.get(p) or process_names.get(str(p)) or ""
+    return f"host {p}/{t} ({name})" if name else f"host {p}/{t}"
+
+
+def _devices(top: dict[str, Any], device_ids: np.ndarray) -> list[Device]:
+    props = {int(d.get("id", -1)): d for d in top.get("deviceProperties") or [] if isinstance(d, dict)}
+    out = []
+    for idx in sorted(set(int(x) for x in np.unique(device_ids))):
+        prop = props.get(idx, {})
+        name = str(prop.get("name", ""))
+        vendor = "amd" if "AMD" in name or "Instinct" in name or "gfx" in name else ("nvidia" if name else "")
+        out.append(Device(index=idx, name=name, vendor=vendor))
+    return out

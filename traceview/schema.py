@@ -1,0 +1,239 @@
+"""The normalized timeline: one columnar table of events that every reader produces.
+
+Every reader (Kineto JSON, XPlane) returns a :class:`Timeline`; every analyzer takes one.
+The table is a pandas DataFrame with the columns in :data:`COLUMNS` and nothing per event
+lives outside it. The full description, with the invariants, is in ``docs/schema.md``;
+bump :data:`SCHEMA_VERSION` whenever a column or a kind changes meaning.
+
+Invariants (checked by :func:`validate`):
+- ``ts`` and ``dur`` are integer nanoseconds on one clock per trace; ``dur >= 0``.
+- ``ts`` is relative to ``TraceMeta.origin_ns`` (the earliest kept event starts at 0 or later).
+- host events have ``device == -1`` and ``stream == -1``; device events have ``device >= 0``.
+- ``parent`` is a row position in the same table (or -1) and the parent encloses the child.
+- rows are sorted by (``ts``, ``-dur``) so a parent comes before its children.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SCHEMA_VERSION = "1.0"
+
+
+class Kind(str, Enum):
+    """What an event is, independent of the framework that recorded it."""
+
+    # Host side.
+    HOST_OP = "host_op"  # a framework op on the host: aten::addmm, EagerLocalExecute: MatMul, MatMul op kernel
+    PYTHON = "python"  # a Python function frame recorded by the profiler's Python tracer
+    ANNOTATION = "annotation"  # a user or framework range that is not an op (record_function, Optimizer.step#…)
+    LAUNCH = "launch"  # a runtime/driver API that enqueues device work (cudaLaunchKernel, cuLaunchKernel, cudaMemcpyAsync)
+    RUNTIME = "runtime"  # any other runtime/driver API call (cudaGetDevice, cudaEventRecord …)
+    SYNC = "sync"  # host blocked on the device (cudaDeviceSynchronize, cudaStreamSynchronize, blocking memcpy)
+    STEP = "step"  # a training-step marker (ProfilerStep#N, Trace('train', step_num=N))
+    GRAPH_BUILD = "graph_build"  # tracing / graph construction (tf.function tracing, dynamo frame conversion)
+    COMPILE = "compile"  # backend compilation (XLA passes, inductor codegen)
+    INPUT = "input"  # input pipeline work (DataLoader next, IteratorGetNext, tf.data)
+    # Device side.
+    KERNEL = "kernel"  # a compute kernel on a device stream
+    MEMCPY = "memcpy"  # a copy engine transfer on a device stream
+    MEMSET = "memset"  # a device memset
+    DEVICE_SYNC = "device_sync"  # a synchronization record on a device stream (Kineto cuda_sync)
+    DEVICE_ANNOTATION = "device_annotation"  # a range mirrored onto a device stream (gpu_user_annotation)
+
+
+HOST_KINDS = frozenset(
+    {
+        Kind.HOST_OP,
+        Kind.PYTHON,
+        Kind.ANNOTATION,
+        Kind.LAUNCH,
+        Kind.RUNTIME,
+        Kind.SYNC,
+        Kind.STEP,
+        Kind.GRAPH_BUILD,
+        Kind.COMPILE,
+        Kind.INPUT,
+    }
+)
+DEVICE_KINDS = frozenset({Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.DEVICE_SYNC, Kind.DEVICE_ANNOTATION})
+KIND_VALUES: tuple[str, ...] = tuple(k.value for k in Kind)
+
+
+class CopyKind(str, Enum):
+    """Direction of a memory operation; empty string for events that are not copies."""
+
+    NONE = ""
+    H2D = "H2D"
+    D2H = "D2H"
+    D2D = "D2D"
+    H2H = "H2H"
+    P2P = "P2P"
+    MEMSET = "memset"
+    OTHER = "other"
+
+
+COPY_KIND_VALUES: tuple[str, ...] = tuple(c.value for c in CopyKind)
+
+# Column name -> numpy dtype ("category" for dictionary-encoded strings).
+COLUMNS: dict[str, str] = {
+    "ts": "int64",  # start, ns relative to TraceMeta.origin_ns
+    "dur": "int64",  # duration, ns
+    "kind": "category",  # Kind value
+    "name": "category",  # event name as the profiler wrote it
+    "track": "category",  # readable track label: "host 123/456 (python)" or "GPU 0 stream 7"
+    "pid": "int64",  # host process id (device events: the device's pid in the source file)
+    "tid": "int64",  # host thread id; for device events the stream id
+    "device": "int16",  # -1 for host events, device index otherwise
+    "stream": "int64",  # -1 for host events, stream id otherwise
+    "correlation": "int64",  # links a launch to its device activity; -1 when none
+    "launcher": "category",  # device events: the framework op whose launch queued it; "" otherwise
+    "step": "int32",  # index into the steps table; -1 outside every step
+    "depth": "int16",  # nesting depth on a host track (0 = top level); -1 for device events
+    "parent": "int64",  # row position of the enclosing event on the same host track; -1 if none
+    "bytes": "int64",  # bytes moved or set by memcpy/memset; -1 when unknown
+    "copy_kind": "category",  # CopyKind value
+}
+
+CATEGORY_LEVELS: dict[str, tuple[str, ...]] = {"kind": KIND_VALUES, "copy_kind": COPY_KIND_VALUES}
+
+
+@dataclass
+class Device:
+    """A device (GPU/accelerator) that has events in the trace."""
+
+    index: int
+    name: str = ""
+    vendor: str = ""  # "nvidia", "amd", "" when unknown
+
+
+@dataclass
+class TraceMeta:
+    """Trace-level facts that do not belong to any single event."""
+
+    source: str
+    format: str  # "kineto-json" or "xplane"
+    framework: str  # "torch", "tensorflow", "jax" or "unknown"
+    origin_ns: int = 0  # epoch ns of ts == 0 when the trace says, else the raw clock value of ts == 0
+    devices: list[Device] = field(default_factory=list)
+    host_name: str = ""
+    input_events: int = 0  # events in the file that a reader looked at
+    kept: dict[str, int] = field(default_factory=dict)  # kind -> count kept
+    dropped: dict[str, int] = field(default_factory=dict)  # reason -> count dropped
+    notes: list[str] = field(default_factory=list)  # reader remarks worth showing (format quirks found)
+    extra: dict[str, Any] = field(default_factory=dict)  # format-specific facts (versions, profile options)
+    schema_version: str = SCHEMA_VERSION
+
+    def drop(self, reason: str, count: int = 1) -> None:
+        """Count events that are not kept, under a stable reason string."""
+        if count:
+            self.dropped[reason] = self.dropped.get(reason, 0) + int(count)
+
+
+@dataclass
+class Timeline:
+    """A normalized trace: the event table plus its metadata."""
+
+    events: pd.DataFrame
+    meta: TraceMeta
+
+    @property
+    def has_device(self) -> bool:
+        return bool((self.events["device"].to_numpy() >= 0).any())
+
+    def of_kind(self, *kinds: Kind) -> pd.DataFrame:
+        mask = self.events["kind"].isin([k.value for k in kinds])
+        return self.events[mask]
+
+
+def empty_events() -> pd.DataFrame:
+    """A zero-row event table with the schema's columns and dtypes."""
+    return build_events({})
+
+
+def build_events(columns: dict[str, Any]) -> pd.DataFrame:
+    """Assemble an event table from column arrays; missing columns get their default.
+
+    Readers call this once with whole columns (numpy arrays or lists); it applies dtypes,
+    sorts rows by (ts, -dur) and resets the index so row position == index.
+    """
+    n = 0
+    for value in columns.values():
+        n = len(value)
+        break
+    defaults: dict[str, Any] = {
+        "kind": KIND_VALUES[0],
+        "name": "",
+        "track": "",
+        "launcher": "",
+        "copy_kind": "",
+        "pid": 0,
+        "tid": 0,
+        "device": -1,
+        "stream": -1,
+        "correlation": -1,
+        "step": -1,
+        "depth": -1,
+        "parent": -1,
+        "bytes": -1,
+        "ts": 0,
+        "dur": 0,
+    }
+    data: dict[str, Any] = {}
+    for col, dtype in COLUMNS.items():
+        value = columns.get(col)
+        if value is None:
+            value = np.full(n, defaults[col], dtype=object if dtype == "category" else dtype)
+        if dtype == "category":
+            levels = CATEGORY_LEVELS.get(col)
+            if levels is not None:
+                data[col] = pd.Categorical(value, categories=list(levels))
+            else:
+                data[col] = pd.Categorical(value)
+        else:
+            data[col] = np.asarray(value, dtype=dtype)
+    frame = pd.DataFrame(data)
+    order = np.lexsort((-frame["dur"].to_numpy(), frame["ts"].to_numpy()))
+    frame = frame.iloc[order].reset_index(drop=True)
+    return frame
+
+
+def validate(timeline: Timeline) -> list[str]:
+    """Return the invariant violations found (empty when the timeline is sound)."""
+    ev = timeline.events
+    problems: list[str] = []
+    missing = [c for c in COLUMNS if c not in ev.columns]
+    if missing:
+        return [f"missing columns: {', '.join(missing)}"]
+    if (ev["dur"].to_numpy() < 0).any():
+        problems.append("negative durations")
+    ts = ev["ts"].to_numpy()
+    if len(ts) and (np.diff(ts) < 0).any():
+        problems.append("rows not sorted by ts")
+    if ev["kind"].isna().any():
+        problems.append("unknown kind values")
+    dev = ev["device"].to_numpy()
+    host_mask = ev["kind"].isin([k.value for k in HOST_KINDS]).to_numpy()
+    if (dev[host_mask] != -1).any():
+        problems.append("host events with a device index")
+    if (dev[~host_mask] < 0).any():
+        problems.append("device events without a device index")
+    parent = ev["parent"].to_numpy()
+    has_parent = parent >= 0
+    if has_parent.any():
+        idx = np.nonzero(has_parent)[0]
+        p = parent[idx]
+        end = ts + ev["dur"].to_numpy()
+        if (p >= idx).any() or (ts[p] > ts[idx]).any() or (end[p] < end[idx]).any():
+            problems.append("parent does not enclose child")
+    kept_total = sum(timeline.meta.kept.values())
+    if kept_total != len(ev):
+        problems.append(f"kept counts ({kept_total}) differ from rows ({len(ev)})")
+    if timeline.meta.input_events and kept_total + sum(timeline.meta.dropped.values()) != timeline.meta.input_events:
+        problems.append("kept + dropped differs from input events")
+    return problems
