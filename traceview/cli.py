@@ -1,0 +1,142 @@
+"""Command line: thin typer commands; each validates, calls one library function, renders.
+
+Errors a user can act on (:class:`traceview.errors.TraceviewError`) become one line on stderr and
+exit code 2; anything else becomes one line and exit code 3 (set TRACEVIEW_DEBUG=1 for the
+traceback).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from traceview.errors import TraceviewError, UsageError
+
+app = typer.Typer(
+    name="traceview",
+    help="Explain deep-learning training-step time from torch.profiler and TensorFlow/JAX profiler traces.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+
+@app.callback()
+def _root() -> None:
+    """Explain deep-learning training-step time from torch.profiler and TensorFlow/JAX profiler traces."""
+
+
+FORMAT_HELP = "Output format: terminal (default), json."
+
+
+def _stderr_console():  # noqa: ANN202 - rich imported lazily
+    from rich.console import Console
+
+    return Console(file=sys.stderr, highlight=False)
+
+
+def _width(requested: Optional[int]) -> int:
+    if requested:
+        return requested
+    if sys.stdout.isatty():
+        return max(80, min(shutil.get_terminal_size((100, 24)).columns, 140))
+    return 100
+
+
+@app.command()
+def diagnose(
+    path: Path = typer.Argument(..., help="A trace file (.json, .json.gz, .xplane.pb), a TensorBoard logdir, or a "
+                                          "folder written by `traceview collect`."),
+    format: str = typer.Option("terminal", "--format", "-f", help=FORMAT_HELP),
+    run: Optional[str] = typer.Option(None, "--run", help="TensorBoard logdir: the run folder to read (default newest)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    width: Optional[int] = typer.Option(None, "--width", help="Terminal report width in columns."),
+    color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Force colours on or off."),
+    dispatch_gap_us: float = typer.Option(50.0, "--dispatch-gap-us",
+                                          help="Gaps between framework ops shorter than this count as dispatch "
+                                               "overhead (0 turns the rule off)."),
+) -> None:
+    """Report what a trace is, its steps, and where each step's time goes."""
+    from traceview.analyzers.attribution import AttributionOptions
+    from traceview.analyzers.diagnosis import diagnose as run_diagnose
+    from traceview.loader import trace_paths
+    from traceview.renderers import base
+
+    if format not in base.names():
+        raise UsageError(f"--format {format!r} is not one of: {', '.join(base.names())}")
+    if dispatch_gap_us < 0:
+        raise UsageError("--dispatch-gap-us must be >= 0")
+    options = AttributionOptions(dispatch_gap_ns=int(round(dispatch_gap_us * 1000)))
+    paths = trace_paths(path, run)
+    show_progress = sys.stderr.isatty() and format == "terminal" and output is None
+    diagnoses = []
+    console = _stderr_console() if show_progress else None
+    for p in paths:
+        if console is not None:
+            with console.status(f"reading {p} …"):
+                diagnoses.append(run_diagnose(p, options))
+        else:
+            diagnoses.append(run_diagnose(p, options))
+    renderer = base.get(format)
+    use_color = color if color is not None else (sys.stdout.isatty() and output is None and "NO_COLOR" not in os.environ)
+    text = renderer.render_diagnoses(diagnoses, width=_width(width), color=use_color)
+    _emit(text, output)
+
+
+def _emit(text: str, output: Optional[Path]) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"{output}: cannot write the report ({err.strerror})") from None
+
+
+def _register_optional_commands() -> None:
+    """Commands that live in their own modules (collect, compare, export)."""
+    try:
+        from traceview.commands.collect import collect
+    except ImportError:
+        return
+    app.command("collect")(collect)
+
+
+_register_optional_commands()
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Entry point: run the app, turning errors into one line and an exit code."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except TraceviewError as err:
+        _stderr_console().print(f"[bold red]traceview:[/] {err}", markup=True, highlight=False, soft_wrap=True)
+        sys.exit(err.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as err:  # noqa: BLE001 - last line of defence: one line, never a traceback
+        # Usage errors of the command-line parser (typer vendors click) know how to show themselves.
+        if hasattr(err, "show") and isinstance(getattr(err, "exit_code", None), int):
+            err.show()
+            sys.exit(err.exit_code)
+        if type(err).__name__ == "Abort":
+            sys.exit(1)
+        if os.environ.get("TRACEVIEW_DEBUG"):
+            raise
+        _stderr_console().print(
+            f"traceview: internal error: {type(err).__name__}: {err} (run with TRACEVIEW_DEBUG=1 for details)",
+            markup=False, highlight=False, soft_wrap=True,
+        )
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""``--format json``: the diagnosis as a stable, sorted, versioned JSON document (docs/json.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from traceview.renderers.base import Renderer, register
+
+
+def dumps(document: Any) -> str:
+    """Deterministic JSON: sorted keys, 2-space indent, trailing newline."""
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
+
+
+def render(diagnoses: list[Any], **_: Any) -> str:
+    if len(diagnoses) == 1:
+        return dumps(diagnoses[0].to_dict())
+    return dumps({"report_version": diagnoses[0].to_dict()["report_version"],
+                  "traces": [d.to_dict() for d in diagnoses]})
+
+
+RENDERER = register(Renderer(name="json", extension=".json", render_diagnoses=render,
+                             description="machine-readable report (documented keys)"))

@@ -1,0 +1,230 @@
+"""The default terminal report (rich): what the trace is, its steps, where the time goes.
+
+Fits an 80-column terminal; colours come only from styles, so ``NO_COLOR`` or a pipe gives plain
+text. Kernel and op names are shortened in the middle to fit their column.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from traceview.analyzers.attribution import BUCKETS
+from traceview.renderers.base import Renderer, register
+from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, shorten
+
+BUCKET_STYLE: dict[str, str] = {
+    "kernel": "green",
+    "memcpy": "cyan",
+    "graph_build": "magenta",
+    "sync_wait": "red",
+    "launch_overhead": "yellow",
+    "input": "blue",
+    "host_compute": "bright_white",
+    "idle": "bright_black",
+}
+BUCKET_LABEL: dict[str, str] = {
+    "kernel": "kernel",
+    "memcpy": "memcpy/memset",
+    "graph_build": "graph build/compile",
+    "sync_wait": "sync wait",
+    "launch_overhead": "launch/dispatch",
+    "input": "input",
+    "host_compute": "host compute",
+    "idle": "idle (nothing recorded)",
+}
+_BAR_CHARS = "█"
+
+
+def attribution_bar(buckets: dict[str, float], width: int) -> Text:
+    """One line of coloured blocks proportional to each bucket (largest remainders rounding)."""
+    total = sum(buckets.values())
+    text = Text()
+    if total <= 0:
+        return text
+    raw = {b: buckets.get(b, 0.0) / total * width for b in BUCKETS}
+    cells = {b: int(v) for b, v in raw.items()}
+    leftover = width - sum(cells.values())
+    for b in sorted(BUCKETS, key=lambda k: (-(raw[k] - cells[k]), BUCKETS.index(k)))[:leftover]:
+        cells[b] += 1
+    for b in BUCKETS:
+        if cells[b]:
+            text.append(_BAR_CHARS * cells[b], style=BUCKET_STYLE[b])
+    return text
+
+
+def _header(diag: Any) -> Table:
+    meta = diag.timeline.meta
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    devices = ", ".join(f"{d.index}: {d.name or 'device'}" for d in meta.devices) or "none (CPU-only trace)"
+    grid.add_row("trace", f"{meta.source}")
+    grid.add_row("format", f"{meta.framework} · {meta.format}" + (f" · host {meta.host_name}" if meta.host_name else ""))
+    grid.add_row("devices", devices)
+    dropped = sum(meta.dropped.values())
+    reasons = " · ".join(f"{r} {fmt_count(c)}" for r, c in sorted(meta.dropped.items(), key=lambda x: (-x[1], x[0])))
+    grid.add_row(
+        "events",
+        f"{fmt_count(meta.input_events)} in file · {fmt_count(sum(meta.kept.values()))} kept · "
+        f"{fmt_count(dropped)} dropped" + (f" ({reasons})" if reasons else ""),
+    )
+    table = diag.steps.table
+    cold = [f"#{n}" for n in table.loc[table["cold"], "number"]]
+    grid.add_row(
+        "steps",
+        f"{len(table)} found by rule '{diag.steps.rule}': {diag.steps.rule_detail}"
+        + (f" · cold: {', '.join(cold)}" if cold else "") + f" · steady: {len(diag.steady_positions)}",
+    )
+    for note in meta.notes:
+        grid.add_row("note", note)
+    return grid
+
+
+def _steady(diag: Any, width: int) -> Group:
+    buckets = diag.steady_attribution()
+    total = sum(buckets.values())
+    title = Text.assemble(
+        ("Steady-state step ", "bold"),
+        (fmt_ns(diag.steady_step_ns), "bold cyan"),
+        (f"  (median of {len(diag.steady_positions)}; mean {fmt_ns(total)}; "
+         f"attribution on {'device + host' if diag.attribution.mode == 'device' else 'host threads (CPU-only)'})", ""),
+    )
+    table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+    table.add_column("cause")
+    table.add_column("per step", justify="right")
+    table.add_column("share", justify="right")
+    table.add_column("", no_wrap=True)
+    bar_width = max(10, width - 48)
+    details = diag.steady_details()
+    for b in BUCKETS:
+        value = buckets[b]
+        share = value / total if total else 0.0
+        cells = int(round(share * bar_width))
+        table.add_row(Text(BUCKET_LABEL[b], style=BUCKET_STYLE[b]), fmt_ns(value), fmt_pct(share),
+                      Text(_BAR_CHARS * cells, style=BUCKET_STYLE[b]))
+        for key in sorted(k for k in details if k.startswith(b + ".")):
+            table.add_row(Text(f"  {key.split('.', 1)[1]}", style="dim"), Text(fmt_ns(details[key]), style="dim"),
+                          Text(fmt_pct(details[key] / total if total else 0.0), style="dim"), "")
+    return Group(title, attribution_bar(buckets, width), table)
+
+
+def _per_step(diag: Any) -> Table:
+    per = diag.attribution.per_step
+    table = Table(title="Per step", title_justify="left", title_style="bold", box=None, header_style="bold")
+    table.add_column("step", no_wrap=True)
+    table.add_column("time", justify="right")
+    short = {"kernel": "kern", "memcpy": "copy", "graph_build": "build", "sync_wait": "sync",
+             "launch_overhead": "launch", "input": "input", "host_compute": "host", "idle": "idle"}
+    shown = [b for b in BUCKETS if per[b].any()]
+    for b in shown:
+        table.add_column(short[b], justify="right", style=BUCKET_STYLE[b])
+    for i, row in enumerate(diag.steps.table.itertuples(index=False)):
+        label = f"#{row.number}" + (" cold" if row.cold else "")
+        table.add_row(label, fmt_ns(row.duration), *[fmt_ns(per.at[i, b], compact=True) for b in shown])
+    return table
+
+
+def _cold(diag: Any) -> Text | None:
+    cold = diag.steps.table[diag.steps.table["cold"]]
+    if cold.empty:
+        return None
+    steady = diag.steady_step_ns
+    text = Text()
+    text.append("Cold step(s)\n", style="bold")
+    per = diag.attribution.per_step
+    for i in cold.index:
+        row = cold.loc[i]
+        extra = row["duration"] - steady
+        builds = per.at[i, "graph_build"]
+        text.append(f"  #{row['number']}: {fmt_ns(row['duration'])} ({fmt_ns(extra)} over steady) · graph build/compile "
+                    f"{fmt_ns(builds)} in {row['graph_build_events']} events")
+        if extra > 0 and steady > 0:
+            text.append(f" · {extra / steady:.1f} steady steps' worth")
+        text.append("\n")
+    return text
+
+
+def _top(frame: Any, title: str, width: int, unit_label: str) -> Table | None:
+    if frame is None or frame.empty:
+        return None
+    table = Table(title=title, title_justify="left", title_style="bold", box=None, header_style="bold")
+    name_width = max(20, width - 40)
+    table.add_column("name", no_wrap=True, max_width=name_width)
+    table.add_column(unit_label, justify="right")
+    table.add_column("time/step", justify="right")
+    table.add_column("mean", justify="right")
+    table.add_column("share", justify="right")
+    for row in frame.itertuples(index=False):
+        table.add_row(shorten(row.name, name_width), f"{row.count_per_step:.1f}", fmt_ns(row.time_per_step_ns),
+                      fmt_ns(row.mean_ns), fmt_pct(row.share))
+    return table
+
+
+def _launch(diag: Any) -> Table:
+    s = diag.launch
+    table = Table(title="Launch / dispatch", title_justify="left", title_style="bold", box=None, show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("framework ops per step (top level)", f"{s.ops_per_step:.1f}")
+    table.add_row("host time per op (inclusive)", fmt_ns(s.host_ns_per_op))
+    if diag.timeline.has_device:
+        table.add_row("kernel launches per step", f"{s.launches_per_step:.1f}")
+        table.add_row("launch call median / p95", f"{fmt_ns(s.launch_call_median_ns)} / {fmt_ns(s.launch_call_p95_ns)}")
+        table.add_row("launch delay median / p95", f"{fmt_ns(s.launch_delay_median_ns)} / {fmt_ns(s.launch_delay_p95_ns)}")
+        table.add_row("device time per kernel (mean)", fmt_ns(s.device_ns_per_kernel))
+        table.add_row("short kernels (device < launch call)", f"{fmt_pct(s.short_kernel_share)}")
+    return table
+
+
+def _device(diag: Any) -> Table | None:
+    frame = diag.device
+    if frame is None or frame.empty:
+        return None
+    table = Table(title="Device time, whole trace (HTA temporal-breakdown definitions)", title_justify="left",
+                  title_style="bold", box=None, header_style="bold")
+    for col in ("device", "span", "busy", "idle", "compute"):
+        table.add_column(col, justify="right")
+    for row in frame.itertuples(index=False):
+        table.add_row(str(row.device), fmt_ns(row.span_ns), fmt_ns(row.busy_ns),
+                      f"{fmt_ns(row.idle_ns)} ({fmt_pct(row.idle_share)})",
+                      f"{fmt_ns(row.compute_ns)} ({fmt_pct(row.compute_share)})")
+    return table
+
+
+def render_one(diag: Any, width: int) -> list[Any]:
+    parts: list[Any] = [Panel(_header(diag), title="traceview diagnose", title_align="left", width=width)]
+    parts.append(_steady(diag, width))
+    parts.append(_per_step(diag))
+    cold = _cold(diag)
+    if cold is not None:
+        parts.append(cold)
+    kernel_title = "Top kernels" if diag.timeline.has_device else "Top compute ops (leaf ops doing the math)"
+    for block in (_top(diag.kernels, kernel_title, width, "n/step"),
+                  _top(diag.ops, "Top framework ops (top level, inclusive host time)", width, "n/step"),
+                  _launch(diag), _device(diag)):
+        if block is not None:
+            parts.append(block)
+    return parts
+
+
+def render(diagnoses: list[Any], width: int = 100, color: bool = False, **_: Any) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=color, no_color=not color, color_system="standard"
+                      if color else None, highlight=False, emoji=False, legacy_windows=False)
+    for i, diag in enumerate(diagnoses):
+        if i:
+            console.print()
+        for part in render_one(diag, width):
+            console.print(part)
+            console.print()
+    return buffer.getvalue()
+
+
+RENDERER = register(Renderer(name="terminal", extension=".txt", render_diagnoses=render,
+                             description="rich terminal report (default)"))

@@ -1,0 +1,38 @@
+"""Number formatting shared by the text renderers; fixed rules so output is byte-stable."""
+
+from __future__ import annotations
+
+
+def fmt_ns(ns: float, compact: bool = False) -> str:
+    """A duration with a unit chosen by size: 850 ns, 12.3 µs, 4.56 ms, 1.23 s."""
+    value = float(ns)
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    sep = "" if compact else " "
+    if value == 0:
+        return "0" if compact else "0 ns"
+    if value < 1_000:
+        return f"{sign}{value:.0f}{sep}ns"
+    if value < 1_000_000:
+        return f"{sign}{value / 1e3:.3g}{sep}µs" if value < 10_000 else f"{sign}{value / 1e3:.1f}{sep}µs"
+    if value < 1_000_000_000:
+        return f"{sign}{value / 1e6:.3g}{sep}ms" if value < 10_000_000 else f"{sign}{value / 1e6:.1f}{sep}ms"
+    return f"{sign}{value / 1e9:.2f}{sep}s"
+
+
+def fmt_pct(share: float) -> str:
+    return f"{share * 100:.1f} %"
+
+
+def fmt_count(n: int | float) -> str:
+    return f"{int(n):,}"
+
+
+def shorten(name: str, width: int) -> str:
+    """Cut a long (C++ template) name in the middle so both its start and end stay readable."""
+    name = " ".join(str(name).split())
+    if len(name) <= width:
+        return name
+    head = (width - 1) * 2 // 3
+    tail = width - 1 - head
+    return name[:head] + "…" + name[-tail:]
