@@ -1,0 +1,100 @@
+"""Framework-neutral pieces every collector shares: step timing, step markers, the run contract.
+
+A collector turns a workload into a :class:`Program` whose ``run(steps, recorder)`` drives its
+own loop (a Python loop, or Keras ``fit`` with a callback) and calls ``recorder.begin(i)`` /
+``recorder.end(i, loss)`` around every step. The recorder times the step with
+``perf_counter_ns`` and, when given a :class:`StepMarkers` (a profiler session), opens and
+closes the framework's step marker around it, so the same program runs with and without the
+profiler and the two timings differ only by the profiler.
+
+The marker is opened before the clock starts and closed after it stops, so the recorded wall
+time excludes the marker's own cost while the marker span encloses the whole step.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class StepMarkers(Protocol):
+    """Opens and closes the profiler's step marker around one step."""
+
+    def begin_step(self, step: int) -> None: ...
+
+    def end_step(self, step: int) -> None: ...
+
+
+class ProfilerSession(StepMarkers, Protocol):
+    """A profiler set up the traceview way: one session, one trace file, one marker per step."""
+
+    framework: str
+    trace_format: str
+
+    def start(self) -> None: ...
+
+    def stop(self) -> Path:
+        """Stop profiling, write the trace and return the path of the file written."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Profiler settings worth recording in the manifest (activities, marker names …)."""
+        ...
+
+
+@dataclass
+class StepRecorder:
+    """Per-step wall-clock times (seconds) and losses of one run."""
+
+    markers: StepMarkers | None = None
+    times_s: list[float] = field(default_factory=list)
+    losses: list[float | None] = field(default_factory=list)
+    starts_ns: list[int] = field(default_factory=list)  # perf_counter_ns at each step start
+    _t0: int = 0
+    _open: int = -1
+
+    def begin(self, step: int) -> None:
+        if self._open >= 0:
+            raise RuntimeError(f"step {step} began while step {self._open} is still open")
+        if step != len(self.times_s):
+            raise RuntimeError(f"steps must be recorded in order: expected {len(self.times_s)}, got {step}")
+        if self.markers is not None:
+            self.markers.begin_step(step)
+        self._open = step
+        self._t0 = time.perf_counter_ns()
+
+    def end(self, step: int, loss: float | None) -> None:
+        t1 = time.perf_counter_ns()
+        if step != self._open:
+            raise RuntimeError(f"step {step} ended but step {self._open} is the open one")
+        self.times_s.append((t1 - self._t0) / 1e9)
+        self.starts_ns.append(self._t0)
+        self.losses.append(None if loss is None else float(loss))
+        self._open = -1
+        if self.markers is not None:
+            self.markers.end_step(step)
+
+    @property
+    def steps(self) -> int:
+        return len(self.times_s)
+
+
+class Program(Protocol):
+    """One workload in one framework and mode, from fresh initial weights."""
+
+    def run(self, steps: int, recorder: StepRecorder) -> None:
+        """Run ``steps`` steps, reporting each to ``recorder`` (loss as a Python float)."""
+        ...
+
+
+def median(values: list[float]) -> float | None:
+    """Median without numpy's warnings on empty input."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[mid]
+    return (ordered[mid - 1] + ordered[mid]) / 2

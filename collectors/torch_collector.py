@@ -1,0 +1,373 @@
+"""torch side of the paired workloads: models, training loops per mode, and the profiler setup.
+
+Imported only when a torch capture is asked for (``collectors.runner.load_backend``), so
+traceview itself never needs torch.
+
+Modes:
+- ``eager``: the plain autograd loop a tutorial writes.
+- ``compile``: ``torch.compile(model)`` (inductor). Compilation happens on the first call, inside
+  step 0, where the trace shows dynamo/inductor phases; the loss, backward and optimizer stay eager
+  as in the usual ``model = torch.compile(model)`` recipe (backward runs as AOT-compiled code).
+- ``torchscript``: ``torch.jit.script(model)`` called inside step 0 under a
+  ``record_function("torch.jit.script")`` range (torch records no event of its own for scripting);
+  the profiling executor then specializes the graph on the second call, so steps 0 and 1 are cold.
+
+Profiler setup (shared with :func:`traceview.capture`): CPU activity (plus CUDA on a GPU),
+``record_shapes=True``, a schedule that records every step so markers are ``ProfilerStep#0``,
+``#1`` … matching the step index (no wait/warm-up offset), and ``tensorboard_trace_handler`` with
+gzip, which writes ``<folder>/<worker>.<ms>.pt.trace.json.gz`` when the session stops.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_function, tensorboard_trace_handler
+
+from collectors.harness import StepRecorder
+from collectors.workloads import WorkloadSpec, WorkloadState, cnn_flat_shape
+
+FRAMEWORK = "torch"
+TRACE_FORMAT = "kineto-json"
+TRACE_GLOB = "*.pt.trace.json.gz"
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment
+# ---------------------------------------------------------------------------------------------
+
+
+def configure(threads: int, device: str) -> dict[str, Any]:
+    """Pin thread counts (so runs compare) and check the device; return what was set."""
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(threads)
+    except RuntimeError:
+        # Only settable before the first inter-op work in this process; keep what is there.
+        pass
+    torch_device(device)
+    return {"torch_intra_op": torch.get_num_threads(), "torch_inter_op": torch.get_num_interop_threads()}
+
+
+def torch_device(device: str) -> torch.device:
+    """``cpu`` or ``cuda``/``gpu`` (the latter only when torch sees a CUDA device)."""
+    if device == "cpu":
+        return torch.device("cpu")
+    if device in ("cuda", "gpu"):
+        if not torch.cuda.is_available():
+            raise RuntimeError("device 'cuda' asked for, but this torch build sees no CUDA device")
+        return torch.device("cuda")
+    raise RuntimeError(f"unknown device {device!r} (cpu, cuda)")
+
+
+def device_name(device: str) -> str:
+    if device in ("cuda", "gpu") and torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return cpu_name()
+
+
+def cpu_name() -> str:
+    """The CPU model from /proc/cpuinfo where there is one, else what platform says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def versions() -> dict[str, str]:
+    out = {"torch": torch.__version__}
+    if torch.version.cuda:
+        out["cuda"] = str(torch.version.cuda)
+    return out
+
+
+def mode_unavailable(mode: str) -> str | None:
+    """Why ``mode`` cannot run on this machine, or ``None``."""
+    if mode == "compile":
+        import torch._dynamo
+
+        if not torch._dynamo.is_dynamo_supported():
+            return "torch.compile (dynamo) is not supported on this Python/platform"
+        compiler = os.environ.get("CXX") or next(
+            (c for c in ("g++", "clang++", "c++") if shutil.which(c)), None
+        )
+        if not compiler or not shutil.which(compiler):
+            return "torch.compile on CPU (inductor) needs a C++ compiler (g++ or clang++); none found"
+    if mode == "torchscript" and not hasattr(torch.jit, "script"):
+        return f"torch {torch.__version__} has no torch.jit.script"
+    return None
+
+
+def reset() -> None:
+    """Forget compiled frames so the next program compiles again (on-disk caches stay)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+
+
+def mode_notes(mode: str) -> list[str]:
+    notes: list[str] = []
+    if mode == "compile":
+        notes.append(
+            "torch.compile(model): inductor's on-disk caches (TORCHINDUCTOR_CACHE_DIR, default "
+            "/tmp/torchinductor_<user>) may already hold kernels from earlier runs, which shortens the cold step"
+        )
+    if mode == "torchscript":
+        notes.append(
+            "torch.jit.script runs inside step 0 under record_function('torch.jit.script'); "
+            "TorchScript is deprecated in recent torch releases"
+        )
+    return notes
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------------------------
+
+
+class LSTMRegressor(nn.Module):
+    """``nn.LSTM`` over the window, last hidden state through a linear head (Keras ``LSTM`` + ``Dense``)."""
+
+    def __init__(self, features: int, units: int, out: int) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(features, units, batch_first=True)
+        self.head = nn.Linear(units, out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        seq, _ = self.lstm(x)
+        return self.head(seq[:, -1, :])
+
+
+def build_model(spec: WorkloadSpec, params: dict[str, np.ndarray]) -> nn.Module:
+    """The spec's network with its canonical parameters loaded (layouts as in ``workloads``)."""
+    model: nn.Module
+    assign: list[tuple[torch.Tensor, np.ndarray]] = []
+    if spec.kind in ("mlp", "linreg"):
+        layers: list[nn.Module] = []
+        n_dense = len(spec.layers) - 1
+        for i, (fan_in, fan_out) in enumerate(zip(spec.layers[:-1], spec.layers[1:])):
+            hidden = i < n_dense - 1
+            bn = spec.batch_norm and hidden
+            lin = nn.Linear(fan_in, fan_out, bias=not bn)
+            layers.append(lin)
+            assign.append((lin.weight, params[f"dense{i}/kernel"].T))
+            if not bn:
+                assert lin.bias is not None
+                assign.append((lin.bias, params[f"dense{i}/bias"]))
+            if hidden:
+                if bn:
+                    norm = nn.BatchNorm1d(fan_out, eps=spec.bn_eps, momentum=spec.bn_momentum)
+                    layers.append(norm)
+                    assign.append((norm.weight, params[f"bn{i}/gamma"]))
+                    assign.append((norm.bias, params[f"bn{i}/beta"]))
+                layers.append(nn.ReLU())
+                if spec.dropout:
+                    layers.append(nn.Dropout(spec.dropout))
+        model = nn.Sequential(*layers)
+    elif spec.kind == "lstm":
+        features = spec.input_shape[-1]
+        net = LSTMRegressor(features, spec.hidden, spec.layers[-1])
+        assign += [
+            (net.lstm.weight_ih_l0, params["lstm/kernel"].T),
+            (net.lstm.weight_hh_l0, params["lstm/recurrent_kernel"].T),
+            (net.lstm.bias_ih_l0, params["lstm/bias"]),
+            (net.lstm.bias_hh_l0, np.zeros_like(params["lstm/bias"])),
+            (net.head.weight, params["dense0/kernel"].T),
+            (net.head.bias, params["dense0/bias"]),
+        ]
+        # Keras has one LSTM bias; a second trainable one would double its effective Adam step.
+        net.lstm.bias_hh_l0.requires_grad_(False)
+        model = net
+    elif spec.kind == "cnn":
+        layers = []
+        c_in = spec.input_shape[-1]
+        for i, c_out in enumerate(spec.conv_channels):
+            conv = nn.Conv2d(c_in, c_out, spec.kernel_size)
+            layers += [conv, nn.ReLU(), nn.MaxPool2d(2)]
+            # HWIO -> OIHW
+            assign.append((conv.weight, params[f"conv{i}/kernel"].transpose(3, 2, 0, 1)))
+            assign.append((conv.bias, params[f"conv{i}/bias"]))
+            c_in = c_out
+        h, w, c = cnn_flat_shape(spec)
+        lin = nn.Linear(h * w * c, spec.layers[-1])
+        layers += [nn.Flatten(), lin]
+        # Canonical rows are in Keras' H, W, C flatten order; torch flattens C, H, W.
+        kernel = params["dense0/kernel"].reshape(h, w, c, -1).transpose(3, 2, 0, 1).reshape(-1, h * w * c)
+        assign.append((lin.weight, kernel))
+        assign.append((lin.bias, params["dense0/bias"]))
+        model = nn.Sequential(*layers)
+    else:
+        raise ValueError(f"unknown workload kind {spec.kind!r}")
+    with torch.no_grad():
+        for tensor, value in assign:
+            if tuple(tensor.shape) != value.shape:
+                raise ValueError(f"{spec.name}: shape {tuple(tensor.shape)} != canonical {value.shape}")
+            tensor.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+    return model
+
+
+def _to_torch_x(spec: WorkloadSpec, x: np.ndarray, device: torch.device) -> torch.Tensor:
+    if spec.kind == "cnn":
+        x = x.transpose(0, 3, 1, 2)  # NHWC -> NCHW
+    return torch.from_numpy(np.ascontiguousarray(x)).to(device)
+
+
+# ---------------------------------------------------------------------------------------------
+# Programs
+# ---------------------------------------------------------------------------------------------
+
+
+class TorchProgram:
+    """One workload in one torch mode, from fresh initial weights."""
+
+    def __init__(self, spec: WorkloadSpec, state: WorkloadState, mode: str, device: str = "cpu") -> None:
+        if mode not in ("eager", "compile", "torchscript"):
+            raise ValueError(f"torch has no mode {mode!r}")
+        self.spec = spec
+        self.mode = mode
+        self.device = torch_device(device)
+        torch.manual_seed(spec.seed)
+        self.model = build_model(spec, state.params).to(self.device)
+        if not spec.train:
+            self.model.eval()
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer: torch.optim.Optimizer | None = None
+        if spec.train:
+            if spec.optimizer == "sgd":
+                self.optimizer = torch.optim.SGD(trainable, lr=spec.lr)
+            else:
+                self.optimizer = torch.optim.Adam(trainable, lr=spec.lr, betas=spec.adam_betas, eps=spec.adam_eps)
+        self.batches = [
+            (_to_torch_x(spec, x, self.device), torch.from_numpy(np.ascontiguousarray(y)).to(self.device))
+            for x, y in state.batches()
+        ]
+        self.loss_fn = F.mse_loss if spec.loss == "mse" else F.cross_entropy
+        self.forward: Any = None
+
+    def _prepare(self) -> None:
+        """Wrap the model for the mode; called inside step 0 so its cost lands in the cold step."""
+        if self.mode == "eager":
+            self.forward = self.model
+        elif self.mode == "compile":
+            self.forward = torch.compile(self.model)
+        else:
+            with record_function("torch.jit.script"):
+                self.forward = torch.jit.script(self.model)
+
+    def step(self, i: int) -> float:
+        if self.forward is None:
+            self._prepare()
+        x, y = self.batches[i % len(self.batches)]
+        if self.optimizer is None:
+            with torch.no_grad():
+                loss = self.loss_fn(self.forward(x), y)
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+            loss = self.loss_fn(self.forward(x), y)
+            loss.backward()
+            self.optimizer.step()
+        # .item() waits for the step's work, as a loop that logs its loss does.
+        return float(loss.item())
+
+    def run(self, steps: int, recorder: StepRecorder) -> None:
+        for i in range(steps):
+            recorder.begin(i)
+            loss = self.step(i)
+            recorder.end(i, loss)
+
+
+def build_program(spec: WorkloadSpec, state: WorkloadState, mode: str, device: str) -> TorchProgram:
+    return TorchProgram(spec, state, mode, device)
+
+
+# ---------------------------------------------------------------------------------------------
+# Profiler
+# ---------------------------------------------------------------------------------------------
+
+
+def _record_every_step(step: int) -> ProfilerAction:
+    """A schedule with no wait/warm-up: every step is recorded, so ``ProfilerStep#N`` is step N.
+
+    Passing a schedule (rather than none) is what makes torch emit ``ProfilerStep#`` markers; the
+    trace is written when the session stops.
+    """
+    return ProfilerAction.RECORD
+
+
+class TorchProfilerSession:
+    """``torch.profiler.profile`` set up the traceview way; one gzip Kineto trace per session."""
+
+    framework = FRAMEWORK
+    trace_format = TRACE_FORMAT
+
+    def __init__(self, folder: Path, device: str = "cpu", record_shapes: bool = True) -> None:
+        self.folder = Path(folder)
+        self.device = device
+        self.record_shapes = record_shapes
+        self.worker_name = f"{socket.gethostname()}_{os.getpid()}"
+        self._prof: profile | None = None
+        self._before: set[Path] = set()
+
+    def _activities(self) -> list[ProfilerActivity]:
+        acts = [ProfilerActivity.CPU]
+        if self.device in ("cuda", "gpu"):
+            acts.append(ProfilerActivity.CUDA)
+        return acts
+
+    def start(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._before = set(self.folder.glob(TRACE_GLOB))
+        self._prof = profile(
+            activities=self._activities(),
+            schedule=_record_every_step,
+            on_trace_ready=tensorboard_trace_handler(str(self.folder), worker_name=self.worker_name, use_gzip=True),
+            record_shapes=self.record_shapes,
+        )
+        # Opens ProfilerStep#0 right away.
+        self._prof.start()
+
+    def begin_step(self, step: int) -> None:
+        assert self._prof is not None, "session not started"
+        while self._prof.step_num < step:
+            self._prof.step()  # closes ProfilerStep#(n-1), opens ProfilerStep#n
+
+    def end_step(self, step: int) -> None:
+        # The marker closes at the next step's begin (or at stop), as torch's own loop does.
+        return None
+
+    def stop(self) -> Path:
+        assert self._prof is not None, "session not started"
+        self._prof.stop()
+        self._prof = None
+        new = sorted(set(self.folder.glob(TRACE_GLOB)) - self._before, key=lambda p: p.stat().st_mtime)
+        if not new:
+            raise RuntimeError(f"torch.profiler wrote no {TRACE_GLOB} under {self.folder}")
+        return new[-1]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "profiler": "torch.profiler.profile",
+            "activities": [a.name for a in self._activities()],
+            "record_shapes": self.record_shapes,
+            "schedule": "record every step (no wait, no warm-up)",
+            "on_trace_ready": "tensorboard_trace_handler(use_gzip=True)",
+            "step_marker": "user_annotation ProfilerStep#N, N = step index",
+            "step_marker_offset": 0,
+        }
+
+
+def profiler_session(folder: Path, device: str) -> TorchProfilerSession:
+    return TorchProfilerSession(folder, device)

@@ -1,0 +1,106 @@
+"""The command line: bad input gets one clear line and exit 2; output is deterministic."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from tests.conftest import REPO, SAMPLES, sample_kineto_traces, shared_trace
+
+
+def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=cwd or REPO,
+                          env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
+
+
+def _bad_inputs(tmp_path):
+    real_json = next(iter(sample_kineto_traces()), None) or shared_trace("torch_gpu/alexnet_a100_nosteps.json.gz")
+    raw = gzip.decompress(real_json.read_bytes()) if real_json.suffix == ".gz" else real_json.read_bytes()
+    cases = {
+        "empty.json": b"",
+        "truncated.json": raw[: len(raw) // 2],
+        "truncated.json.gz": gzip.compress(raw)[:200],
+        "notatrace.json": b'{"hello": "world"}',
+        "random.bin": bytes(range(256)) * 4,
+        "text.txt": b"just some text\n",
+    }
+    xplanes = sorted(SAMPLES.rglob("*.xplane.pb"))
+    if xplanes:
+        cases["truncated.xplane.pb"] = xplanes[0].read_bytes()[:300]
+    paths = []
+    for name, content in cases.items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        paths.append(path)
+    empty_dir = tmp_path / "emptydir"
+    empty_dir.mkdir()
+    (empty_dir / "notes.txt").write_text("no traces here")
+    paths.append(empty_dir)
+    paths.append(tmp_path / "missing.json")
+    return paths
+
+
+def test_bad_input_gets_one_line_and_exit_2(tmp_path):
+    for path in _bad_inputs(tmp_path):
+        before = path.read_bytes() if path.is_file() else None
+        result = run_cli("diagnose", str(path))
+        assert result.returncode == 2, (path.name, result.stdout, result.stderr)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, (path.name, result.stderr)
+        assert "Traceback" not in result.stderr
+        assert path.name in lines[0]
+        if before is not None:
+            assert path.read_bytes() == before, "the user's file must never be modified"
+
+
+def test_unknown_format_option_is_a_usage_error():
+    trace = shared_trace("torch_gpu/alexnet_a100_nosteps.json.gz")
+    result = run_cli("diagnose", str(trace), "--format", "pdf")
+    assert result.returncode == 2
+    assert "--format" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_json_output_is_byte_identical_across_runs():
+    trace = (sample_kineto_traces() or [shared_trace("torch_gpu/alexnet_a100_nosteps.json.gz")])[0]
+    first = run_cli("diagnose", str(trace), "--format", "json")
+    second = run_cli("diagnose", str(trace), "--format", "json")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    doc = orjson.loads(first.stdout)
+    assert doc["report_version"] == "1"
+    assert doc["steps"]["count"] >= 1
+    buckets = doc["steady_state"]["buckets_ns"]
+    assert abs(sum(buckets.values()) - doc["steady_state"]["mean_step_time_ns"]) < 1.0
+
+
+def test_terminal_report_names_the_essentials():
+    trace = shared_trace("torch_gpu/resnet_v100_1rank.pt.trace.json.gz")
+    result = run_cli("diagnose", str(trace), "--width", "80")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for needle in ("Steady-state step", "Per step", "Top kernels", "Top framework ops", "Launch / dispatch",
+                   "kernel launches per step", "found by rule 'markers'", "dropped"):
+        assert needle in out, needle
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "\x1b[" not in out
+
+
+def test_progress_never_reaches_piped_output():
+    trace = shared_trace("torch_gpu/alexnet_a100_nosteps.json.gz")
+    result = run_cli("diagnose", str(trace), "--format", "json")
+    assert result.stderr == ""
+    orjson.loads(result.stdout)
+
+
+@pytest.mark.skipif(not SAMPLES.is_dir() or not any(SAMPLES.iterdir()), reason="no sample traces")
+def test_diagnose_a_whole_folder_of_captures():
+    result = run_cli("diagnose", str(SAMPLES), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    doc = orjson.loads(result.stdout)
+    traces = doc.get("traces", [doc])
+    assert len(traces) >= 2
+    assert {t["trace"]["format"] for t in traces} >= {"kineto-json"}

@@ -1,0 +1,5 @@
+"""``python -m traceview`` runs the command line."""
+
+from traceview.cli import main
+
+main()
