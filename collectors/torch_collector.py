@@ -21,7 +21,6 @@ gzip, which writes ``<folder>/<worker>.<ms>.pt.trace.json.gz`` when the session 
 from __future__ import annotations
 
 import os
-import platform
 import shutil
 import socket
 from pathlib import Path
@@ -34,6 +33,7 @@ from torch import nn
 from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_function, tensorboard_trace_handler
 
 from collectors.harness import StepRecorder
+from collectors.manifest import cpu_name
 from collectors.workloads import WorkloadSpec, WorkloadState, cnn_flat_shape
 
 FRAMEWORK = "torch"
@@ -73,18 +73,6 @@ def device_name(device: str) -> str:
     if device in ("cuda", "gpu") and torch.cuda.is_available():
         return torch.cuda.get_device_name(0)
     return cpu_name()
-
-
-def cpu_name() -> str:
-    """The CPU model from /proc/cpuinfo where there is one, else what platform says."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def versions() -> dict[str, str]:

@@ -71,17 +71,107 @@ TF_GRAPH_BUILD = re.compile(
     r"(Trace|Lower)(ing)?\s?\(|.*\.trace$|.*\.lower$)"
 )
 # XLA compilation: HLO pass pipelines, backend codegen (TF XLA and JAX alike); there is no
-# single XlaCompile event in current TF (see docs/attribution.md).
+# single XlaCompile event in current TF (see docs/attribution.md). TF 2.21 jit_compile on CPU
+# writes "HLO passes through layout assignment", "HLO passes after layout assignment",
+# "CpuCompiler::RunBackend", "ThunkEmitter::EmitEntryComputation", "JitCompiler::Compile",
+# "RunInvariantCheckers" (between passes) and "SubbytePacker pipeline"; the individual passes
+# ("dce", "algsimp", "sharding-removal" …) are matched by XPLANE_HLO_PASS below.
 TF_COMPILE = re.compile(
     r"^(HLO passes|CpuCompiler::|GpuCompiler::|NVPTXCompiler::|AMDGPUCompiler::|ThunkEmitter::|"
     r"JitCompiler::Compile|FusionCompiler::Compile|XlaCompile|BuildXlaCompilerArgs|"
     r"XlaCompilationCache|DeviceCompiler|PjRt.*Compile|CompileAndLoad|backend_compile|"
     r"compile_or_get_cached|RunHloPasses|RunBackend|Compile$|.*::Compile$|"
-    r"xla::Compile|LLVM|OptimizeHloModule|PrepareHloModuleForIrEmitting)"
+    r"xla::Compile|LLVM|OptimizeHloModule|PrepareHloModuleForIrEmitting|"
+    r"RunInvariantCheckers$|SubbytePacker pipeline$|HloPassPipeline)"
 )
 # tf.data and feeding: IteratorGetNext op, Iterator::* ranges from tf.data's iterator stack.
 TF_INPUT = re.compile(r"^(IteratorGetNext|IteratorGetNextSync|Iterator::|MultiDeviceIteratorGetNextFromShard|"
                       r".*:IteratorGetNext$|.*Iterator.*GetNext)")
+# Framework op dispatch on a host thread (kind host_op). TF eager (TF 2.21 python line, nested
+# outer to inner): "TFE_Py_FastPathExecute_C" > "EagerExecute" (stat eager_op) >
+# "EagerLocalExecute: MatMul" > "EagerCopyToDevice", "ValidateInputTypeAndPlacement",
+# "EagerKernelExecute" > "KernelAndDeviceFunc::Run" (the kernel itself; in tf.function calls it
+# holds "FunctionRun" and waits for the tf_Compute threads). Python-API wrappers
+# "convert_to_tensor", "tf.constant". Graph executor: "ExecutorState::Process" encloses the op
+# kernels of a tf_Compute thread. XLA on CPU: "CpuExecutable::ExecuteAsyncOnStream" >
+# "ThunkExecutor::Execute" > thunks (stat hlo_op). JAX: "PjitFunction(matmul)" (a jitted call),
+# "jit_matmul:XLA GPU module" (module execution on the host, thunks nested inside).
+TF_HOST_OP = re.compile(
+    r"^(TFE_Py_\w+|TFE_Execute|TFE_DeleteTensorHandle|EagerExecute|EagerLocalExecute: .+|EagerKernelExecute|"
+    r"EagerCopyToDevice|ValidateInputTypeAndPlacement|KernelAndDevice(Func|Op)::Run|FunctionRun|"
+    r"convert_to_tensor|tf\.constant|ExecutorState::Process|CpuExecutable::\w+|ThunkExecutor::Execute|"
+    r"(Pjit|Pmap)Function\(.*\)|.+:XLA (CPU|GPU|TPU) module)$"
+)
+# TF op kernels (graph executor, XLA cluster ops) are named "name:Type": "sgd_1/Mul_3:Mul",
+# "__inference_step_90:__inference_step_90". ("EagerLocalExecute: MatMul" has a space: no match.)
+TF_OP_KERNEL = re.compile(r"^[^\s:]+:[A-Za-z_][\w]*$")
+# The host waits for XLA work it enqueued (XLA CPU runs thunks on Eigen threads; PJRT buffers).
+XLA_SYNC = re.compile(r"^(BlockUntilReady|BlockHostUntilReady|\w+::BlockHostUntilReady|\w+::BlockUntilReady)$")
+# Host ranges inside which XLA runs its thunks; a child named like an HLO instruction
+# ("custom-call.1", "loop_convert_fusion", "wrapped_transpose") is a thunk (kind host_op).
+XLA_MODULE_EXECUTION = re.compile(r"(:XLA (CPU|GPU|TPU) module$|^ThunkExecutor::Execute$|^GpuExecutable::ExecuteThunks$)")
+XLA_THUNK_NAME = re.compile(r"^[A-Za-z_][\w.\-]*$")
+# HLO pass and pass-pipeline names as XLA's pass pipeline records them: lower case words with
+# - _ . ("dce", "sharding-removal", "float-normalization-bf16", "simplification after layout
+# assignment"). Used only next to a compile event under the same parent (see readers/xplane.py).
+XPLANE_HLO_PASS = re.compile(r"^[a-z][a-z0-9_\-.]*( [a-z0-9_\-.]+)*$")
+# Python tracer frames (JAX enables it by default): "$builtins isinstance", "$util.py:175 <genexpr>".
+XPLANE_PYTHON_FRAME = re.compile(r"^\$")
+# Allocator records on host lines (zero duration; dropped, counted).
+XPLANE_MEMORY_RECORD = re.compile(r"^Memory(Allocation|Deallocation)$")
+
+# --------------------------------------------------------------------------------------------
+# XPlane planes and lines (TF / JAX / XLA profiler, tsl/profiler/utils/xplane_schema.h)
+# --------------------------------------------------------------------------------------------
+XPLANE_HOST_PLANE = re.compile(r"^/host:(?!metadata$)")
+XPLANE_DEVICE_PLANE = re.compile(r"^/device:(GPU|TPU):(\d+)$")
+# Planes that hold no timed events of their own: HLO protos, the session's start time, and
+# custom planes such as "/device:CUSTOM:Megascale Trace".
+XPLANE_METADATA_PLANE = re.compile(r"^(/host:metadata|Task Environment|/device:CUSTOM:.*)$")
+# Device stream lines: "Stream #16(Kernel)", "Stream #7(MemcpyH2D,Kernel)", "Stream #2".
+XPLANE_STREAM_LINE = re.compile(r"^Stream #(\d+)")
+# Host lines of the GPU tracer (CUPTI / roctracer API callbacks): "Host Threads/2356".
+XPLANE_API_LINE = re.compile(r"^Host Threads/")
+# Host threads that only compile: TF 2.21 XLA CPU codegen pool "tf_xla-cpu-codegen/<id>".
+XPLANE_COMPILE_LINE = re.compile(r"(xla-cpu-codegen|xla-gpu-compile|xla_compile|XLACompile)", re.IGNORECASE)
+# Lines derived from other events by TF >= 2.4 / xprof tooling (derived_timeline.cc). They
+# duplicate events kept elsewhere (device stream events, host ops), so readers drop them; on a
+# device plane without stream lines (TPU) "XLA Ops" is the primary record and is kept.
+XPLANE_DERIVED_LINES = {
+    "Steps": "step markers",
+    "TensorFlow Ops": "op kernels",
+    "Framework Ops": "op kernels",
+    "TensorFlow Name Scope": "op kernels",
+    "Framework Name Scope": "op kernels",
+    "XLA Modules": "device events",
+    "XLA Ops": "device events",
+    "Async XLA Ops": "device events",
+    "XLA TraceMe": "host events",
+    "Launch Stats": "launch API events",
+    "Source code": "op kernels",
+    "Host Offload Ops": "device events",
+    "SparseCore Steps": "step markers",
+    "Sparse Core Steps": "step markers",
+}
+# Device events that are copies / fills. NVIDIA (CUPTI): "MemcpyH2D", "MemcpyD2H", "MemcpyD2D",
+# "MemcpyP2P", "Memset"; AMD (ROCm) runs hipMemcpy*/hipMemset* as blit kernels
+# "__amd_rocclr_copyBuffer.kd", "__amd_rocclr_fillBufferAligned.kd".
+XPLANE_DEVICE_MEMCPY = re.compile(r"^(Memcpy|memcpy|__amd_rocclr_copy)")
+XPLANE_DEVICE_MEMSET = re.compile(r"^(Memset|memset|__amd_rocclr_fill)")
+XPLANE_COPY_NAME_DIRECTION = {"MemcpyH2D": "H2D", "MemcpyD2H": "D2H", "MemcpyD2D": "D2D", "MemcpyP2P": "P2P",
+                              "MemcpyH2H": "H2H"}
+# Copy direction from the launching API: hipMemcpyHtoDAsync, cuMemcpyDtoHAsync_v2, cudaMemcpyPeerAsync.
+API_COPY_DIRECTION = re.compile(r"(HtoD|DtoH|DtoD|HtoH|Peer)")
+# memcpy_details "kind_src:<k> kind_dst:<k> size:N dest:D async:B": memory kinds (tsl GetMemoryKindName).
+XPLANE_HOST_MEMORY = frozenset({"pageable", "pinned", "host", "managed_host"})
+XPLANE_DEVICE_MEMORY = frozenset({"device", "array", "managed", "device_static", "managed_static"})
+# Framework of an XPlane file. JAX: jitted calls "PjitFunction(f)", XLA modules "jit_f"/"pmap_f"
+# (module names in stats, "/host:metadata" and "jit_f:XLA GPU module"). TensorFlow: eager runtime
+# events, "__inference_*" functions, tf_Compute threads, tf.function call stats.
+JAX_MARKER = re.compile(r"^((Pjit|Pmap)Function\(|(jit|pjit|pmap)_\S*:XLA \w+ module$)")
+JAX_MODULE = re.compile(r"^(jit|pjit|pmap)_")
+TF_MARKER = re.compile(r"^(EagerExecute$|EagerLocalExecute: |TFE_Py_|tf\.function-graph_building$|__inference_)")
+TF_LINE = re.compile(r"^(tf_Compute|tf_inter_op|tf_data)")
 
 # --------------------------------------------------------------------------------------------
 # Leaf compute ops on CPU (the ops whose time is "kernel" in CPU-only traces)
@@ -96,9 +186,14 @@ TORCH_NON_COMPUTE_OP = re.compile(
     r"view_as|flatten|unflatten|zeros_like|ones_like|new_empty|new_empty_strided|_has_compatible_shallow_copy_type)$"
 )
 # TF op kernels on tf_Compute / TensorFlow Ops lines are named "name:Type"; these types do no math.
+# The TF/JAX runtime ranges of TF_HOST_OP are dispatch, not math, even when no child op was
+# recorded under them ("KernelAndDeviceFunc::Run" is the eager kernel itself and is not listed).
 TF_NON_COMPUTE_OP = re.compile(
     r":(Identity|IdentityN|NoOp|Const|Placeholder|_Arg|_Retval|ReadVariableOp|VarHandleOp|"
-    r"_Recv|_Send|Shape|Reshape|_HostRecv|_HostSend|StopGradient)$"
+    r"_Recv|_Send|Shape|Reshape|_HostRecv|_HostSend|StopGradient)$|"
+    r"^(TFE_Py_\w+|TFE_Execute|TFE_DeleteTensorHandle|EagerExecute|EagerLocalExecute: .+|EagerKernelExecute|"
+    r"EagerCopyToDevice|ValidateInputTypeAndPlacement|FunctionRun|convert_to_tensor|tf\.constant|"
+    r"ExecutorState::Process|CpuExecutable::\w+|ThunkExecutor::Execute|(Pjit|Pmap)Function\(.*\))$"
 )
 
 # --------------------------------------------------------------------------------------------
@@ -123,3 +218,61 @@ def copy_kind_from_kineto_name(name: str) -> str:
     if not m:
         return "other"
     return KINETO_COPY_DIRECTION.get(m.group(1), "other")
+
+
+# --------------------------------------------------------------------------------------------
+# Op families: align framework ops and kernels across frameworks (traceview compare)
+# --------------------------------------------------------------------------------------------
+# Matched against the op's base name: torch "aten::addmm" -> "addmm"; TF op kernels
+# "dense/MatMul:MatMul" -> the type after ":"; eager "EagerLocalExecute: MatMul" -> "MatMul";
+# GPU kernels by their own name (cuBLAS "sgemm", cuDNN "conv", Triton "triton_…").
+OP_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("optimizer", re.compile(
+        r"(?i)^(Optimizer\.|_foreach_|_fused_(adam|sgd)|adam|sgd|ResourceApply|ApplyAdam|ApplyGradientDescent|"
+        r"AssignSubVariableOp|AssignAddVariableOp|AssignVariableOp|addcdiv|addcmul|lerp)")),
+    ("loss", re.compile(
+        r"(?i)(mse_loss|cross_entropy|nll_loss|log_softmax|_softmax_backward|SoftmaxCrossEntropy|"
+        r"SquaredDifference|binary_cross_entropy|smooth_l1|huber)")),
+    ("normalization", re.compile(r"(?i)(batch_norm|layer_norm|group_norm|FusedBatchNorm|bn_fw|bn_bw|LayerNorm|rms_norm)")),
+    ("conv", re.compile(r"(?i)(conv|cudnn_convolution|Conv2D|Conv3D|winograd|implicit_gemm|dgrad|wgrad)")),
+    ("matmul", re.compile(
+        r"(?i)(^(addmm|mm|bmm|matmul|linear|baddbmm|addmv|mv|dot|einsum)$|MatMul|BatchMatMul|gemm|gemv|cublas|cutlass|"
+        r"_scaled_mm|^lstm|^gru|^rnn|LSTM|GRU|Dense)")),
+    ("reduction", re.compile(r"(?i)(^(sum|mean|max|min|amax|amin|prod|norm|argmax|argmin|var|std)$|reduce|Sum$|Mean$|Max$|"
+                             r"BiasAddGrad|Prod$|ArgMax)")),
+    ("copy", re.compile(r"(?i)(^(copy_|to|_to_copy|cat|stack|clone|contiguous|index|index_select|gather|scatter)$|"
+                        r"Memcpy|memcpy|Copy|Cast|ConcatV2|Pack|Identity|Transpose|Tile|GatherV2|Slice)")),
+    ("elementwise", re.compile(
+        r"(?i)(^(add|add_|sub|mul|mul_|div|div_|relu|relu_|threshold|threshold_backward|sigmoid|tanh|exp|log|pow|sqrt|"
+        r"rsqrt|neg|abs|clamp|clamp_min|where|fill_|zero_|zeros|ones|gelu|silu|dropout|native_dropout|"
+        r"sigmoid_backward|tanh_backward|masked_fill|maximum|minimum|square|reciprocal|sign|rand|randn|uniform_|"
+        r"bernoulli_|normal_)$|elementwise|vectorized|BiasAdd|Relu|ReluGrad|AddV2|Add$|Sub$|Mul$|RealDiv|Sigmoid|"
+        r"Tanh|Square|Sqrt|Rsqrt|Exp|Log|Neg|Maximum|Minimum|Select|ZerosLike|OnesLike|Fill|Dropout|triton_poi)")),
+)
+
+
+def op_base_name(name: str) -> str:
+    """The op's own name without framework prefixes: "aten::addmm" -> "addmm",
+    "dense/MatMul:MatMul" -> "MatMul", "EagerLocalExecute: MatMul" -> "MatMul"."""
+    name = str(name)
+    if name.startswith("autograd::engine::evaluate_function: "):
+        name = name.split(": ", 1)[1]
+    if ": " in name:
+        name = name.rsplit(": ", 1)[1]
+    elif ":" in name and "::" not in name:
+        name = name.rsplit(":", 1)[1]
+    if "::" in name:
+        name = name.rsplit("::", 1)[1]
+    return name
+
+
+def op_family(name: str) -> str:
+    """Common family of a framework op or kernel name; "other" when none matches."""
+    base = op_base_name(name)
+    backward = base.endswith("Backward0") or base.endswith("Backward1") or base.endswith("Grad")
+    if backward:
+        base = re.sub(r"(Backward\d|Grad)$", "", base)
+    for family, pattern in OP_FAMILIES:
+        if pattern.search(base) or pattern.search(str(name)):
+            return family
+    return "other"

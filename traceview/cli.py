@@ -32,7 +32,7 @@ def _root() -> None:
     """Explain deep-learning training-step time from torch.profiler and TensorFlow/JAX profiler traces."""
 
 
-FORMAT_HELP = "Output format: terminal (default), json."
+FORMAT_HELP = "Output format: terminal (default), md, json, html."
 
 
 def _stderr_console():  # noqa: ANN202 - rich imported lazily
@@ -66,10 +66,8 @@ def diagnose(
     from traceview.analyzers.attribution import AttributionOptions
     from traceview.analyzers.diagnosis import diagnose as run_diagnose
     from traceview.loader import trace_paths
-    from traceview.renderers import base
 
-    if format not in base.names():
-        raise UsageError(f"--format {format!r} is not one of: {', '.join(base.names())}")
+    renderer = _renderer(format)
     if dispatch_gap_us < 0:
         raise UsageError("--dispatch-gap-us must be >= 0")
     options = AttributionOptions(dispatch_gap_ns=int(round(dispatch_gap_us * 1000)))
@@ -83,10 +81,62 @@ def diagnose(
                 diagnoses.append(run_diagnose(p, options))
         else:
             diagnoses.append(run_diagnose(p, options))
-    renderer = base.get(format)
-    use_color = color if color is not None else (sys.stdout.isatty() and output is None and "NO_COLOR" not in os.environ)
-    text = renderer.render_diagnoses(diagnoses, width=_width(width), color=use_color)
+    text = renderer.render_diagnoses(diagnoses, width=_width(width), color=_use_color(color, output))
     _emit(text, output)
+
+
+@app.command()
+def compare(
+    baseline: Path = typer.Argument(..., help="The reference trace (or a folder with one trace)."),
+    candidate: Path = typer.Argument(..., help="The trace to explain (or a folder with one trace)."),
+    format: str = typer.Option("terminal", "--format", "-f", help=FORMAT_HELP),
+    run: Optional[str] = typer.Option(None, "--run", help="TensorBoard logdir: the run folder to read (default newest)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
+    width: Optional[int] = typer.Option(None, "--width", help="Terminal report width in columns."),
+    color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Force colours on or off."),
+    fail_if_slower: Optional[float] = typer.Option(None, "--fail-if-slower", metavar="PCT",
+                                                   help="Exit 1 when the candidate's steady step is more than PCT % "
+                                                        "slower than the baseline's (CI regression gate)."),
+) -> None:
+    """Explain why one trace's steady-state step is slower than another's."""
+    from traceview.analyzers.compare import compare as run_compare
+    from traceview.analyzers.diagnosis import diagnose as run_diagnose
+    from traceview.loader import trace_paths
+
+    renderer = _renderer(format, comparison=True)
+    sides = []
+    for label, path in (("baseline", baseline), ("candidate", candidate)):
+        paths = trace_paths(path, run)
+        if len(paths) != 1:
+            raise UsageError(f"{path}: holds {len(paths)} traces; name one trace file for the {label}")
+        sides.append(run_diagnose(paths[0]))
+    comparison = run_compare(sides[0], sides[1])
+    text = renderer.render_comparison(comparison, width=_width(width), color=_use_color(color, output))
+    _emit(text, output)
+    if fail_if_slower is not None and comparison.baseline_step_ns > 0:
+        slower_pct = (comparison.candidate_step_ns / comparison.baseline_step_ns - 1.0) * 100.0
+        if slower_pct > fail_if_slower:
+            _stderr_console().print(f"traceview: candidate is {slower_pct:.1f} % slower than the baseline "
+                                    f"(limit {fail_if_slower:g} %)", markup=False, highlight=False)
+            raise typer.Exit(1)
+
+
+def _renderer(format: str, comparison: bool = False):  # noqa: ANN202
+    from traceview.renderers import base
+
+    if format not in base.names():
+        raise UsageError(f"--format {format!r} is not one of: {', '.join(base.names())}")
+    renderer = base.get(format)
+    if comparison and renderer.render_comparison is None:
+        supported = [n for n in base.names() if base.get(n).render_comparison is not None]
+        raise UsageError(f"--format {format!r} cannot show a comparison; use one of: {', '.join(supported)}")
+    return renderer
+
+
+def _use_color(color: Optional[bool], output: Optional[Path]) -> bool:
+    if color is not None:
+        return color
+    return sys.stdout.isatty() and output is None and "NO_COLOR" not in os.environ
 
 
 def _emit(text: str, output: Optional[Path]) -> None:
@@ -114,7 +164,9 @@ _register_optional_commands()
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: run the app, turning errors into one line and an exit code."""
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)  # typer.Exit(n) comes back as a return value when standalone_mode is off
     except TraceviewError as err:
         _stderr_console().print(f"[bold red]traceview:[/] {err}", markup=True, highlight=False, soft_wrap=True)
         sys.exit(err.exit_code)

@@ -1,14 +1,35 @@
 """Device busy / idle over the whole trace, per device — the quantity HTA's temporal breakdown reports.
 
-Definitions, chosen to match Holistic Trace Analysis (``get_temporal_breakdown``) so the numbers
-can be checked against it: over all device events of a device (kernels, memcpy, memset and
-stream sync records; not the ``gpu_user_annotation`` mirrors), span = last end − first start,
-busy = length of the union of their intervals, idle = span − busy, compute = union of kernel
-intervals, non-compute = busy − compute. traceview's step attribution differs on purpose: it
-covers step windows only and splits device-idle time by what the host was doing.
+Definitions, chosen to match Holistic Trace Analysis 0.5.0 (``get_temporal_breakdown``) so the
+numbers can be checked against it (``tests/test_hta_differential.py``): over all device events of
+a device (kernels, memcpy, memset and stream sync records; not the ``gpu_user_annotation``
+mirrors), span = last end − first start, busy = length of the union of their intervals,
+idle = span − busy, compute = union of the computation kernels (kernels that are not
+communication kernels: HTA's ``^nccl.*Kernel``, which also names RCCL's kernels),
+non-compute = busy − compute (copies, memsets, sync records, collectives).
+
+Where traceview differs from HTA on purpose (the differential test reproduces each rule and
+shows the numbers then agree to the nanosecond, or to HTA's float resolution):
+
+- Event selection: HTA drops the device work launched from the last ``ProfilerStep`` onwards
+  (unless ``include_last_profiler_step=True``) whenever a trace has two or more step markers;
+  traceview covers the whole trace, last step included.
+- Timestamps: for traces with fractional µs timestamps HTA rounds every event inward to whole µs
+  (start up, end down) unless ``HTA_DISABLE_NS_ROUNDING=1``; that alone moves the ResNet trace's
+  idle share by about one point. traceview keeps the nanoseconds.
+- Compute: HTA classifies by kernel name, so a ``Stream Wait Event`` sync record counts as
+  compute and a kernel whose name contains ``Memcpy`` or ``Sync`` does not; traceview uses the
+  event kind (``kernel`` vs ``memcpy``/``memset``/``device_sync``) and only the communication
+  kernel names.
+- Devices: HTA reports one row per rank (trace file), all devices pooled; traceview one per device.
+
+traceview's step attribution differs again: it covers step windows only and splits device-idle
+time by what the host was doing.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
@@ -16,6 +37,9 @@ import pandas as pd
 from traceview.schema import Kind, Timeline
 
 _BUSY_KINDS = (Kind.KERNEL.value, Kind.MEMCPY.value, Kind.MEMSET.value, Kind.DEVICE_SYNC.value)
+# Collective-communication kernels (NCCL, and RCCL which keeps NCCL's kernel names): HTA's
+# ``hta.utils.utils.NCCL_KERNEL_RE``.
+COMMUNICATION_KERNEL = re.compile(r"^nccl.*Kernel")
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
@@ -41,6 +65,7 @@ def device_time(timeline: Timeline) -> pd.DataFrame:
     device = ev["device"].to_numpy()
     ts = ev["ts"].to_numpy()
     end = ts + ev["dur"].to_numpy()
+    communication = _communication_kernels(ev)
     rows = []
     for dev in sorted(int(d) for d in np.unique(device[device >= 0])):
         busy_mask = (device == dev) & np.isin(kind, _BUSY_KINDS)
@@ -48,7 +73,7 @@ def device_time(timeline: Timeline) -> pd.DataFrame:
             continue
         span = int(end[busy_mask].max() - ts[busy_mask].min())
         busy = union_length(ts[busy_mask], end[busy_mask])
-        kmask = busy_mask & (kind == Kind.KERNEL.value)
+        kmask = busy_mask & (kind == Kind.KERNEL.value) & ~communication
         compute = union_length(ts[kmask], end[kmask])
         rows.append(
             {
@@ -63,3 +88,13 @@ def device_time(timeline: Timeline) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def _communication_kernels(events: pd.DataFrame) -> np.ndarray:
+    """Rows that are collective-communication kernels (the pattern is matched once per distinct name)."""
+    names = events["name"].astype("category")
+    categories = names.cat.categories
+    hits = np.fromiter((COMMUNICATION_KERNEL.match(str(c)) is not None for c in categories), bool, len(categories))
+    codes = names.cat.codes.to_numpy()
+    is_comm = np.append(hits, False)[codes]  # code -1 (missing name) picks the appended False
+    return is_comm & (events["kind"].to_numpy() == Kind.KERNEL.value)

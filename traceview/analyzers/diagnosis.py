@@ -6,7 +6,7 @@ read it. ``Diagnosis.to_dict()`` is the JSON document (keys documented in docs/j
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ class Diagnosis:
     ops: pd.DataFrame
     launch: LaunchStats
     device: pd.DataFrame
+    findings: list[Any] = field(default_factory=list)
 
     @property
     def steady_positions(self) -> np.ndarray:
@@ -110,6 +111,7 @@ class Diagnosis:
             "top_ops": _records(self.ops),
             "launch": self.launch.to_dict(),
             "device_time": _records(self.device),
+            "findings": [f.to_dict() for f in self.findings],
         }
 
 
@@ -127,7 +129,9 @@ def diagnose(path: str | Path, options: AttributionOptions | None = None) -> Dia
 
 
 def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None) -> Diagnosis:
-    return Diagnosis(
+    from traceview.analyzers.rules import findings
+
+    result = Diagnosis(
         timeline=timeline,
         steps=steps,
         attribution=attribute(timeline, steps, options),
@@ -136,3 +140,5 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
         launch=launch_stats(timeline, steps),
         device=device_time(timeline),
     )
+    result.findings = findings(result)
+    return result

@@ -18,6 +18,7 @@ class Renderer:
     extension: str
     render_diagnoses: Callable[..., str]  # (list[Diagnosis], **options) -> str
     description: str
+    render_comparison: Callable[..., str] | None = None  # (Comparison, **options) -> str
 
 
 def register(renderer: Renderer) -> Renderer:
@@ -37,7 +38,7 @@ def names() -> list[str]:
 
 def _load_builtin() -> None:
     # Importing the modules registers them; done lazily so the CLI starts fast.
-    from traceview.renderers import json_report, terminal  # noqa: F401
+    from traceview.renderers import json_report, markdown, terminal  # noqa: F401
 
 
 def by_extension(extension: str) -> Renderer | None:

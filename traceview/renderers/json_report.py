@@ -21,5 +21,10 @@ def render(diagnoses: list[Any], **_: Any) -> str:
                   "traces": [d.to_dict() for d in diagnoses]})
 
 
+def render_comparison(comparison: Any, **_: Any) -> str:
+    return dumps(comparison.to_dict())
+
+
 RENDERER = register(Renderer(name="json", extension=".json", render_diagnoses=render,
-                             description="machine-readable report (documented keys)"))
+                             description="machine-readable report (documented keys)",
+                             render_comparison=render_comparison))

@@ -197,6 +197,29 @@ def _device(diag: Any) -> Table | None:
     return table
 
 
+GRADE_STYLE = {"high": "bold red", "moderate": "yellow", "none": "green", "skipped": "bright_black"}
+GRADE_LABEL = {"high": "HIGH", "moderate": "MODERATE", "none": "ok", "skipped": "skipped"}
+
+
+def findings_block(findings: list[Any], title: str = "Findings") -> Table | None:
+    """Problems first (high, moderate), then passed rules, then skipped ones."""
+    if not findings:
+        return None
+    order = {g: i for i, g in enumerate(("high", "moderate", "none", "skipped"))}
+    table = Table(title=title, title_justify="left", title_style="bold", box=None, show_header=False,
+                  pad_edge=False)
+    table.add_column(no_wrap=True, justify="right")
+    table.add_column(ratio=1)
+    for f in sorted(findings, key=lambda f: order.get(f.grade, 9)):
+        body = Text()
+        body.append(f"{f.rule}: ", style="bold")
+        body.append(f.summary if f.grade != "none" else f"no problem: {f.summary}")
+        if f.grade in ("high", "moderate") and f.advice:
+            body.append(f"\n→ {f.advice}", style="dim")
+        table.add_row(Text(GRADE_LABEL.get(f.grade, f.grade), style=GRADE_STYLE.get(f.grade, "")), body)
+    return table
+
+
 def render_one(diag: Any, width: int) -> list[Any]:
     parts: list[Any] = [Panel(_header(diag), title="traceview diagnose", title_align="left", width=width)]
     parts.append(_steady(diag, width))
@@ -207,24 +230,104 @@ def render_one(diag: Any, width: int) -> list[Any]:
     kernel_title = "Top kernels" if diag.timeline.has_device else "Top compute ops (leaf ops doing the math)"
     for block in (_top(diag.kernels, kernel_title, width, "n/step"),
                   _top(diag.ops, "Top framework ops (top level, inclusive host time)", width, "n/step"),
-                  _launch(diag), _device(diag)):
+                  _launch(diag), _device(diag), findings_block(diag.findings)):
         if block is not None:
             parts.append(block)
     return parts
 
 
-def render(diagnoses: list[Any], width: int = 100, color: bool = False, **_: Any) -> str:
+def _print_all(parts: list[Any], width: int, color: bool) -> str:
+    """Render rich parts to a string: fixed width, colour only when asked, no emoji or highlighting."""
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=color, no_color=not color, color_system="standard"
-                      if color else None, highlight=False, emoji=False, legacy_windows=False)
-    for i, diag in enumerate(diagnoses):
-        if i:
-            console.print()
-        for part in render_one(diag, width):
-            console.print(part)
-            console.print()
+    console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
+                      color_system="standard" if color else None, highlight=False, emoji=False, legacy_windows=False)
+    for part in parts:
+        console.print(part)
+        console.print()
     return buffer.getvalue()
 
 
+def render(diagnoses: list[Any], width: int = 100, color: bool = False, **_: Any) -> str:
+    return "\n".join(_print_all(render_one(diag, width), width, color) for diag in diagnoses)
+
+
+def _comparison_parts(cmp: Any, width: int) -> list[Any]:
+    from traceview.analyzers.compare import FAMILIES
+
+    base, cand = cmp.baseline, cmp.candidate
+    gap = cmp.gap_ns
+    header = Table.grid(padding=(0, 1))
+    header.add_column(style="bold", no_wrap=True)
+    header.add_column()
+    for label, diag in (("baseline", base), ("candidate", cand)):
+        m = diag.timeline.meta
+        header.add_row(label, f"{m.source} · {m.framework} · {len(diag.steady_positions)} steady steps")
+    parts: list[Any] = [Panel(header, title="traceview compare", title_align="left", width=width)]
+    slower = "candidate" if gap >= 0 else "baseline"
+    ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
+    headline = Text()
+    headline.append(f"The {slower} is {ratio:.2f}× slower", style="bold")
+    headline.append(f": {fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)} per steady step "
+                    f"(mean; medians {fmt_ns(cand.steady_step_ns)} vs {fmt_ns(base.steady_step_ns)}), "
+                    f"gap {fmt_ns(abs(gap))}.")
+    parts.append(headline)
+    causes = [d for d in cmp.ranked() if (d.delta_ns / gap if gap else 0) > 0.005]
+    if causes:
+        sentence = Text("Where the gap comes from: ", style="bold")
+        sentence.append("; ".join(f"{'+' if d.delta_ns * (1 if gap >= 0 else -1) > 0 else '-'}{fmt_ns(abs(d.delta_ns))} "
+                                  f"{BUCKET_LABEL[d.bucket]} ({fmt_pct(d.delta_ns / gap)} of the gap)" for d in causes))
+        sentence.append(f". Named causes explain {fmt_pct(cmp.explained_share)}; unexplained (nothing recorded) "
+                        f"{fmt_ns(cmp.unexplained_ns)}.")
+        parts.append(sentence)
+    table = Table(box=None, header_style="bold")
+    table.add_column("cause")
+    table.add_column("baseline", justify="right")
+    table.add_column("candidate", justify="right")
+    table.add_column("delta", justify="right")
+    table.add_column("of gap", justify="right")
+    for d in cmp.buckets:
+        table.add_row(Text(BUCKET_LABEL[d.bucket], style=BUCKET_STYLE[d.bucket]), fmt_ns(d.baseline_ns),
+                      fmt_ns(d.candidate_ns), fmt_ns(d.delta_ns), fmt_pct(d.delta_ns / gap) if gap else "-")
+    table.add_row(Text("step", style="bold"), fmt_ns(cmp.baseline_step_ns), fmt_ns(cmp.candidate_step_ns),
+                  fmt_ns(gap), "100.0 %" if gap else "-")
+    parts.append(table)
+    fam = cmp.families
+    if not fam.empty:
+        ft = Table(title="Op families per steady step (ops · compute time · host dispatch per op)", title_justify="left",
+                   title_style="bold", box=None, header_style="bold")
+        ft.add_column("family")
+        ft.add_column("base ops", justify="right")
+        ft.add_column("cand ops", justify="right")
+        ft.add_column("base compute", justify="right")
+        ft.add_column("cand compute", justify="right")
+        ft.add_column("base /op", justify="right")
+        ft.add_column("cand /op", justify="right")
+        for family in [f for f in FAMILIES if f in fam.index]:
+            row = fam.loc[family]
+            ft.add_row(family, f"{row['baseline_ops_per_step']:.1f}", f"{row['candidate_ops_per_step']:.1f}",
+                       fmt_ns(row["baseline_compute_ns"]), fmt_ns(row["candidate_compute_ns"]),
+                       fmt_ns(row["baseline_dispatch_ns_per_op"]), fmt_ns(row["candidate_dispatch_ns_per_op"]))
+        parts.append(ft)
+    c = cmp.cold
+    cold = Text("Cold start: ", style="bold")
+    cold.append(f"baseline {fmt_ns(c.baseline_cold_ns) if c.baseline_cold_ns is not None else 'no cold step'}"
+                f" (graph build {fmt_ns(c.baseline_graph_build_ns)}), candidate "
+                f"{fmt_ns(c.candidate_cold_ns) if c.candidate_cold_ns is not None else 'no cold step'}"
+                f" (graph build {fmt_ns(c.candidate_graph_build_ns)}); {c.payback_note}.")
+    parts.append(cold)
+    block = findings_block(cmp.findings, "Gap findings")
+    if block is not None:
+        parts.append(block)
+    for label, diag in (("baseline", base), ("candidate", cand)):
+        block = findings_block(diag.findings, f"Findings: {label} ({diag.timeline.meta.framework})")
+        if block is not None:
+            parts.append(block)
+    return parts
+
+
+def render_comparison(comparison: Any, width: int = 100, color: bool = False, **_: Any) -> str:
+    return _print_all(_comparison_parts(comparison, width), width, color)
+
+
 RENDERER = register(Renderer(name="terminal", extension=".txt", render_diagnoses=render,
-                             description="rich terminal report (default)"))
+                             description="rich terminal report (default)", render_comparison=render_comparison))

@@ -1,0 +1,222 @@
+"""Record Holistic Trace Analysis (HTA) numbers for the shared torch GPU traces.
+
+``tests/test_hta_differential.py`` compares traceview against these numbers (and, when HTA is
+importable there, against a live HTA run that calls :func:`hta_numbers` from this file).
+
+Run it with an interpreter that has HTA; HTA pulls jupyterlab, plotly and networkx, so keep it out
+of the project's environment::
+
+    python3 -m venv /tmp/htavenv && /tmp/htavenv/bin/pip install holistictraceanalysis==0.5.0
+    /tmp/htavenv/bin/python benchmarks/hta_reference.py            # writes tests/data/hta_reference.json
+
+What HTA 0.5.0 counts (read from its source; file names relative to the installed ``hta`` package):
+
+- Parsing (``common/trace_parser.py``): rows without ``dur`` or ``cat`` are dropped (flows, instants,
+  metadata) and so is the ``Trace`` span. ``stream`` comes from ``args.stream`` (-1 when absent, so
+  ``gpu_user_annotation`` rows count as host rows). Traces with float timestamps are rounded
+  *inward* to whole µs (``round_down_time_stamps``: ts = ceil(ts), end = floor(ts + dur)), unless
+  the environment variable ``HTA_DISABLE_NS_ROUNDING=1`` is set. Float timestamps stay doubles
+  of absolute epoch µs (0.25 µs resolution around 1.7e15 µs).
+- Filtering (``common/trace.py`` ``_filter_irrelevant_gpu_kernels``), applied only when at least two
+  distinct names containing ``ProfilerStep`` exist: host rows (every row that is not a GPU row, where a
+  GPU row has ``stream >= 0 and correlation >= 0`` or is named ``Event Sync`` / ``Context Sync``) are
+  kept when they start before the start of the last ``ProfilerStep`` (``include_last_profiler_step=
+  True``: start no later than its end); GPU rows are kept when a kept host row has the same
+  correlation id. So the last step's device work is dropped by default, device work launched before
+  the first step is kept, and a trace without ``ProfilerStep`` (alexnet) is used whole (HTA logs
+  "ProfilerStep not found").
+- Temporal breakdown (``analyzers/breakdown_analysis.py``), one row per rank (trace file, all devices
+  pooled): over the kept rows with ``stream != -1``, ``kernel_time`` = last end - first start (the
+  span), ``idle`` = span - union of intervals, ``compute`` = union of the rows whose name is a
+  computation kernel by ``utils.get_kernel_type`` (not ``^nccl.*Kernel``, not ``^Memcpy|^Memset|^dma``,
+  not matching ``.*Memcpy|Memset|.*Sync``; so a ``Stream Wait Event`` sync record counts as
+  compute), ``non_compute`` = span - compute - idle. Columns are µs (the docstring says ns).
+- Launch stats (``analyzers/cuda_kernel_analysis.py`` ``cuda_kernel_launch_stats``): host rows named
+  ``cudaLaunchKernel`` / ``cudaLaunchKernelExC`` (plus ``cudaMemcpyAsync`` / ``cudaMemsetAsync`` with
+  ``include_memory_events``) joined on correlation with rows that have ``stream != -1``;
+  ``launch_delay`` = gpu.ts - (cpu.ts + cpu.dur) clipped at 0. HTA's plot of short kernels uses
+  ``cpu_duration <= runtime_cutoff (50 µs) and gpu_duration < cpu_duration``; outliers are
+  ``cpu_duration > 50`` and ``launch_delay > 100`` (µs).
+
+Each trace is recorded under three settings: ``default`` (what a user of HTA gets), ``exact``
+(``HTA_DISABLE_NS_ROUNDING=1``) and ``exact_include_last`` (also ``include_last_profiler_step=True``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import platform
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "torch_gpu"
+OUTPUT = REPO / "tests" / "data" / "hta_reference.json"
+HTA_PACKAGE = "holistictraceanalysis"
+ROUNDING_ENV = "HTA_DISABLE_NS_ROUNDING"
+RUNTIME_CUTOFF_US = 50
+LAUNCH_DELAY_CUTOFF_US = 100
+
+# name -> (disable ns rounding, include_last_profiler_step)
+SETTINGS: dict[str, tuple[bool, bool]] = {
+    "default": (False, False),
+    "exact": (True, False),
+    "exact_include_last": (True, True),
+}
+
+
+def hta_version() -> str:
+    from importlib.metadata import version
+
+    return version(HTA_PACKAGE)
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str | None) -> Iterator[None]:
+    old = os.environ.get(name)
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+def _quiet_hta() -> None:
+    from hta.configs.config import logger
+
+    logger.setLevel(logging.ERROR)
+
+
+def _launch_summary(frame: Any) -> dict[str, Any]:
+    """Summary of HTA's per-launch table (columns cpu_duration, gpu_duration, launch_delay; µs)."""
+    cpu = frame["cpu_duration"].to_numpy(dtype=np.float64)
+    gpu = frame["gpu_duration"].to_numpy(dtype=np.float64)
+    delay = frame["launch_delay"].to_numpy(dtype=np.float64)
+    if not len(cpu):
+        return {"launches": 0}
+    return {
+        "launches": int(len(cpu)),
+        "short_kernels": int((gpu < cpu).sum()),  # gpu_duration < cpu_duration
+        "short_kernels_plotted": int(((cpu <= RUNTIME_CUTOFF_US) & (gpu < cpu)).sum()),  # HTA's plot
+        "launch_call_median_us": float(np.median(cpu)),
+        "launch_call_p95_us": float(np.percentile(cpu, 95)),
+        "launch_delay_median_us": float(np.median(delay)),
+        "launch_delay_p95_us": float(np.percentile(delay, 95)),
+        "launch_delay_mean_us": float(delay.mean()),
+        "gpu_duration_mean_us": float(gpu.mean()),
+        "launch_call_outliers": int((cpu > RUNTIME_CUTOFF_US).sum()),
+        "launch_delay_outliers": int((delay > LAUNCH_DELAY_CUTOFF_US).sum()),
+    }
+
+
+def hta_numbers(trace: Path, *, exact: bool = False, include_last_profiler_step: bool = False) -> dict[str, Any]:
+    """Run HTA on one trace file (copied alone into a temporary folder) and return its numbers."""
+    from hta.trace_analysis import TraceAnalysis
+
+    _quiet_hta()
+    with tempfile.TemporaryDirectory(prefix="hta_") as tmp, _env(ROUNDING_ENV, "1" if exact else None):
+        shutil.copy(trace, Path(tmp) / trace.name)
+        started = time.perf_counter()
+        analysis = TraceAnalysis(trace_dir=tmp, include_last_profiler_step=include_last_profiler_step)
+        load_s = time.perf_counter() - started
+        ranks = analysis.t.get_ranks()
+        if len(ranks) != 1:
+            raise RuntimeError(f"{trace.name}: expected one rank, HTA found {ranks}")
+        rank = ranks[0]
+        frame = analysis.t.get_trace(rank)
+        gpu_rows = frame[frame["stream"].ne(-1)]
+        breakdown = analysis.get_temporal_breakdown(visualize=False).set_index("rank").loc[rank]
+        kernels_only = analysis.get_cuda_kernel_launch_stats(
+            ranks=[rank], include_memory_events=False, visualize=False
+        )[rank]
+        with_memory = analysis.get_cuda_kernel_launch_stats(
+            ranks=[rank], include_memory_events=True, visualize=False
+        )[rank]
+        return {
+            "settings": {"ns_rounding": not exact, "include_last_profiler_step": include_last_profiler_step},
+            "rank": int(rank),
+            "load_s": round(load_s, 3),
+            "iterations": [int(i) for i in analysis.t.get_iterations(rank)],
+            "gpu_rows": int(len(gpu_rows)),
+            "gpu_start_us": float(gpu_rows["ts"].min()),
+            "gpu_end_us": float((gpu_rows["ts"] + gpu_rows["dur"]).max()),
+            "temporal_breakdown_us": {
+                "idle": float(breakdown["idle_time(us)"]),
+                "compute": float(breakdown["compute_time(us)"]),
+                "non_compute": float(breakdown["non_compute_time(us)"]),
+                "span": float(breakdown["kernel_time(us)"]),
+            },
+            "launch_stats": {
+                "kernels": _launch_summary(kernels_only),
+                "with_memory_events": _launch_summary(with_memory),
+            },
+        }
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def record(traces: list[Path]) -> dict[str, Any]:
+    import pandas as pd
+
+    out: dict[str, Any] = {
+        "hta_version": hta_version(),
+        "command": " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
+        "cwd": os.getcwd(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "units": "µs (HTA's own units: timestamps relative to the earliest event of the trace)",
+        "settings": {
+            name: {"ns_rounding": not exact, "include_last_profiler_step": last}
+            for name, (exact, last) in SETTINGS.items()
+        },
+        "traces": {},
+    }
+    for trace in traces:
+        entry: dict[str, Any] = {"sha256": sha256(trace), "results": {}}
+        for name, (exact, last) in SETTINGS.items():
+            print(f"{trace.name}: {name}", file=sys.stderr)
+            entry["results"][name] = hta_numbers(trace, exact=exact, include_last_profiler_step=last)
+        out["traces"][trace.name] = entry
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("traces", nargs="*", type=Path, help=f"trace files (default: every *.json.gz in {TRACES})")
+    parser.add_argument("-o", "--output", type=Path, default=OUTPUT)
+    args = parser.parse_args(argv)
+    traces = args.traces or sorted(TRACES.glob("*.json.gz"))
+    if not traces:
+        print(f"no traces found in {TRACES}", file=sys.stderr)
+        return 1
+    data = record(traces)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""Explain why one trace's steady-state step is slower than another's.
+
+``compare(baseline, candidate)`` takes two diagnoses and returns a :class:`Comparison`:
+
+- step times and ratio: mean steady-state step of each (the per-bucket means sum to it exactly,
+  so the bucket deltas sum exactly to the gap) and the median, which the diagnose report shows;
+- bucket deltas: candidate − baseline per bucket, in ns per step and as a share of the gap.
+  ``idle`` (time in which the trace records nothing) is not an explanation: its delta is reported
+  as *unexplained*; ``explained_share`` = 1 − unexplained / gap;
+- op families: framework ops and kernels mapped to common families (matmul, conv, elementwise,
+  reduction, normalization, loss, optimizer, copy, other; patterns in ``categories.OP_FAMILIES``)
+  with, per steady step: top-level op count, compute time (device kernels on device traces,
+  leaf compute ops on CPU traces) and host dispatch time per op (inclusive host time of the
+  top-level op minus the compute inside it);
+- cold start: first cold step, its graph-build time, and how many steady steps it takes for the
+  trace with the faster steady state to pay back a larger cold step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from traceview import categories as cat
+from traceview.analyzers.attribution import BUCKETS, leaf_compute_ops
+from traceview.analyzers.diagnosis import Diagnosis, diagnose
+from traceview.normalize import top_level_ops
+from traceview.schema import Kind
+
+FAMILIES: tuple[str, ...] = tuple(f for f, _ in cat.OP_FAMILIES) + ("other",)
+_OPTIMIZER_SCOPE = ("Optimizer.step#", "Optimizer.zero_grad#")
+
+
+@dataclass
+class BucketDelta:
+    bucket: str
+    baseline_ns: float
+    candidate_ns: float
+
+    @property
+    def delta_ns(self) -> float:
+        return self.candidate_ns - self.baseline_ns
+
+
+@dataclass
+class ColdStart:
+    baseline_cold_ns: float | None
+    candidate_cold_ns: float | None
+    baseline_graph_build_ns: float
+    candidate_graph_build_ns: float
+    payback_steps: float | None  # steady steps for the faster-steady trace to recover a larger cold step
+    payback_note: str
+
+
+@dataclass
+class Comparison:
+    baseline: Diagnosis
+    candidate: Diagnosis
+    buckets: list[BucketDelta]
+    families: pd.DataFrame  # index family; columns <side>_{ops_per_step,compute_ns,dispatch_ns_per_op}
+    cold: ColdStart
+    findings: list[Any] = field(default_factory=list)
+
+    @property
+    def baseline_step_ns(self) -> float:
+        return sum(d.baseline_ns for d in self.buckets)
+
+    @property
+    def candidate_step_ns(self) -> float:
+        return sum(d.candidate_ns for d in self.buckets)
+
+    @property
+    def gap_ns(self) -> float:
+        return self.candidate_step_ns - self.baseline_step_ns
+
+    @property
+    def ratio(self) -> float:
+        return self.candidate_step_ns / self.baseline_step_ns if self.baseline_step_ns else math.inf
+
+    @property
+    def unexplained_ns(self) -> float:
+        return next(d.delta_ns for d in self.buckets if d.bucket == "idle")
+
+    @property
+    def explained_share(self) -> float:
+        if self.gap_ns == 0:
+            return 1.0
+        return 1.0 - self.unexplained_ns / self.gap_ns
+
+    def ranked(self) -> list[BucketDelta]:
+        """Named causes (idle excluded) in the direction of the gap, largest first."""
+        sign = 1.0 if self.gap_ns >= 0 else -1.0
+        named = [d for d in self.buckets if d.bucket != "idle"]
+        return sorted(named, key=lambda d: (-sign * d.delta_ns, BUCKETS.index(d.bucket)))
+
+    def slower_is_candidate(self) -> bool:
+        return self.gap_ns >= 0
+
+    def to_dict(self) -> dict[str, Any]:
+        gap = self.gap_ns
+        return {
+            "report_version": "1",
+            "baseline": self.baseline.to_dict(),
+            "candidate": self.candidate.to_dict(),
+            "comparison": {
+                "baseline_step_ns": self.baseline_step_ns,
+                "candidate_step_ns": self.candidate_step_ns,
+                "baseline_median_step_ns": self.baseline.steady_step_ns,
+                "candidate_median_step_ns": self.candidate.steady_step_ns,
+                "ratio": self.ratio,
+                "gap_ns": gap,
+                "explained_share": self.explained_share,
+                "unexplained_ns": self.unexplained_ns,
+                "buckets": [
+                    {"bucket": d.bucket, "baseline_ns": d.baseline_ns, "candidate_ns": d.candidate_ns,
+                     "delta_ns": d.delta_ns, "share_of_gap": (d.delta_ns / gap if gap else 0.0)}
+                    for d in self.buckets
+                ],
+                "ranked_causes": [d.bucket for d in self.ranked()],
+                "families": [
+                    {"family": fam, **{k: float(v) for k, v in row.items()}}
+                    for fam, row in self.families.iterrows()
+                ],
+                "cold_start": {
+                    "baseline_cold_step_ns": self.cold.baseline_cold_ns,
+                    "candidate_cold_step_ns": self.cold.candidate_cold_ns,
+                    "baseline_graph_build_ns": self.cold.baseline_graph_build_ns,
+                    "candidate_graph_build_ns": self.cold.candidate_graph_build_ns,
+                    "payback_steps": self.cold.payback_steps,
+                    "note": self.cold.payback_note,
+                },
+            },
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def compare_paths(baseline: str | Path, candidate: str | Path) -> Comparison:
+    return compare(diagnose(baseline), diagnose(candidate))
+
+
+def compare(baseline: Diagnosis, candidate: Diagnosis) -> Comparison:
+    a = baseline.steady_attribution()
+    b = candidate.steady_attribution()
+    buckets = [BucketDelta(bucket, a[bucket], b[bucket]) for bucket in BUCKETS]
+    fam_a = op_families(baseline)
+    fam_b = op_families(candidate)
+    families = pd.concat([fam_a.add_prefix("baseline_"), fam_b.add_prefix("candidate_")], axis=1).fillna(0.0)
+    families = families.reindex([f for f in FAMILIES if f in families.index])
+    result = Comparison(baseline, candidate, buckets, families, _cold_start(baseline, candidate))
+    from traceview.analyzers.rules import comparison_findings
+
+    result.findings = comparison_findings(result)
+    return result
+
+
+def op_families(diag: Diagnosis) -> pd.DataFrame:
+    """Per family, per steady step: top-level ops, compute time, host dispatch time per op."""
+    ev = diag.timeline.events
+    steady = np.isin(ev["step"].to_numpy(), diag.steady_positions)
+    n = max(len(diag.steady_positions), 1)
+    names = ev["name"]
+    codes = names.cat.codes.to_numpy()
+    family_of_name = np.array([cat.op_family(str(c)) for c in names.cat.categories] + ["other"], dtype=object)
+    family = family_of_name[codes]
+    family = np.where(_under_optimizer_scope(ev), "optimizer", family)
+    dur = ev["dur"].to_numpy()
+
+    top = steady & top_level_ops(ev)
+    kind = ev["kind"].to_numpy()
+    host_op = (kind == Kind.HOST_OP.value) & (ev["device"].to_numpy() < 0)
+    if diag.timeline.has_device:
+        compute_rows = steady & (kind == Kind.KERNEL.value)
+        launcher = ev["launcher"].astype(str).to_numpy()
+        launcher_family = np.array([cat.op_family(x) if x else "" for x in launcher], dtype=object)
+        compute_family = np.where(launcher_family != "", launcher_family, family)
+        leaf_inside = np.zeros(len(ev), dtype=np.int64)
+    else:
+        compute_rows = steady & leaf_compute_ops(ev, host_op)
+        compute_family = family
+        leaf_inside = _compute_inside_top(ev, leaf_compute_ops(ev, host_op))
+    rows = []
+    for fam in FAMILIES:
+        ops = top & (family == fam)
+        comp = compute_rows & (compute_family == fam)
+        count = int(ops.sum())
+        dispatch = float((dur[ops] - leaf_inside[ops]).sum())
+        rows.append(
+            {
+                "family": fam,
+                "ops_per_step": count / n,
+                "compute_ns": float(dur[comp].sum()) / n,
+                "dispatch_ns_per_op": dispatch / count if count else 0.0,
+            }
+        )
+    frame = pd.DataFrame(rows).set_index("family")
+    return frame[(frame != 0).any(axis=1)]
+
+
+def _under_optimizer_scope(ev: pd.DataFrame) -> np.ndarray:
+    """Rows inside torch's Optimizer.step / zero_grad annotations."""
+    scope = np.array([n.startswith(_OPTIMIZER_SCOPE) for n in ev["name"].cat.categories] + [False])[
+        ev["name"].cat.codes.to_numpy()]
+    parent = ev["parent"].to_numpy()
+    result = scope.copy()
+    current = parent.copy()
+    pending = current >= 0
+    while pending.any():
+        idx = np.flatnonzero(pending)
+        hit = scope[current[idx]]
+        result[idx[hit]] = True
+        nxt = parent[current[idx]]
+        current[idx] = nxt
+        pending[idx] = (~hit) & (nxt >= 0)
+    return result
+
+
+def _compute_inside_top(ev: pd.DataFrame, leaf: np.ndarray) -> np.ndarray:
+    """For each top-level op row, the summed duration of leaf compute ops nested inside it."""
+    parent = ev["parent"].to_numpy()
+    top = top_level_ops(ev)
+    dur = ev["dur"].to_numpy()
+    out = np.zeros(len(ev), dtype=np.int64)
+    rows = np.flatnonzero(leaf)
+    current = rows.copy()
+    owner = np.full(len(rows), -1, dtype=np.int64)
+    pending = np.ones(len(rows), dtype=bool)
+    while pending.any():
+        idx = np.flatnonzero(pending)
+        hit = top[current[idx]]
+        owner[idx[hit]] = current[idx[hit]]
+        pending[idx[hit]] = False
+        nxt = parent[current[idx[~hit]]]
+        current[idx[~hit]] = nxt
+        pending[idx[~hit]] = nxt >= 0
+    ok = owner >= 0
+    np.add.at(out, owner[ok], dur[rows[ok]])
+    return out
+
+
+def _cold_start(baseline: Diagnosis, candidate: Diagnosis) -> ColdStart:
+    def cold_of(diag: Diagnosis) -> tuple[float | None, float]:
+        table = diag.steps.table
+        cold = np.flatnonzero(table["cold"].to_numpy())
+        if not len(cold):
+            return None, 0.0
+        i = int(cold[0])
+        return float(table["duration"].iloc[i]), float(diag.attribution.per_step["graph_build"].iloc[i])
+
+    a_cold, a_build = cold_of(baseline)
+    b_cold, b_build = cold_of(candidate)
+    a_steady = sum(baseline.steady_attribution().values())
+    b_steady = sum(candidate.steady_attribution().values())
+    payback: float | None = None
+    note = "no cold step in one or both traces"
+    if a_cold is not None and b_cold is not None:
+        extra_cold = b_cold - a_cold
+        saving = a_steady - b_steady  # > 0 when the candidate is faster per steady step
+        if extra_cold > 0 and saving > 0:
+            payback = extra_cold / saving
+            note = f"the candidate's larger cold step is paid back after {payback:.1f} steady steps"
+        elif extra_cold < 0 and saving < 0:
+            payback = -extra_cold / -saving
+            note = f"the baseline's larger cold step is paid back after {payback:.1f} steady steps"
+        elif extra_cold >= 0 and saving <= 0:
+            note = "the candidate is slower both cold and steady: never paid back"
+        else:
+            note = "the candidate is faster both cold and steady: nothing to pay back"
+    return ColdStart(a_cold, b_cold, a_build, b_build, payback, note)

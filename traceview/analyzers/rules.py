@@ -1,0 +1,307 @@
+"""Findings: named rules that grade what a diagnosis (or a comparison) shows, with evidence and advice.
+
+Each rule has a name, what it detects, documented thresholds, and returns a :class:`Finding`
+with grade ``high`` / ``moderate`` / ``none`` ("no problem"), or ``skipped`` with what the trace
+lacks. Thresholds and where they come from (docs/findings.md):
+
+====================  ==========================================  =====================  =========================
+rule                  measure (steady-state step)                 moderate / high        grounded in
+====================  ==========================================  =====================  =========================
+launch_bound          launch_overhead share                       ≥ 3 % / ≥ 15 %         XProf kernel-launch verdict
+short_kernels         kernels whose device time < launch call     ≥ 20 % / ≥ 50 %        HTA short-kernel definition
+steady_graph_build    graph_build share in steady steps           ≥ 1 % / ≥ 10 %         (retracing / recompiles)
+cold_compile          cold-step extra time, in steady steps       ≥ 2 / ≥ 10 steps       —
+sync_each_step        sync_wait share                             ≥ 2 % / ≥ 10 %         Nsight sync rule
+memcpy                memcpy share; pageable copies                ≥ 5 % / ≥ 20 %         Nsight pageable-memcpy rule
+input_bound           input share                                 ≥ 5 % / ≥ 20 %         XProf input verdict
+low_utilization       kernel share of the step (device traces)    < 80 % / < 50 %        —
+dominant_kernel       one kernel's share of kernel time           ≥ 50 % (and kernel ≥ 80 % of step) —
+host_between_steps    gaps between step windows / step time       ≥ 2 % / ≥ 10 %         —
+unrecorded            idle (nothing recorded) share                ≥ 3 % / ≥ 15 %         XProf "all others"
+====================  ==========================================  =====================  =========================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from traceview.renderers.units import fmt_ns, fmt_pct
+from traceview.schema import Kind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from traceview.analyzers.compare import Comparison
+    from traceview.analyzers.diagnosis import Diagnosis
+
+GRADES = ("high", "moderate", "none", "skipped")
+
+
+@dataclass
+class Finding:
+    rule: str
+    detects: str
+    grade: str  # one of GRADES
+    summary: str  # one sentence with the evidence numbers
+    evidence: dict[str, float | int | str] = field(default_factory=dict)
+    advice: str = ""
+    threshold: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "detects": self.detects, "grade": self.grade, "summary": self.summary,
+                "evidence": self.evidence, "advice": self.advice, "threshold": self.threshold}
+
+
+def _grade(value: float, moderate: float, high: float, higher_is_worse: bool = True) -> str:
+    if higher_is_worse:
+        return "high" if value >= high else "moderate" if value >= moderate else "none"
+    return "high" if value < high else "moderate" if value < moderate else "none"
+
+
+def _shares(diag: "Diagnosis") -> tuple[dict[str, float], float]:
+    buckets = diag.steady_attribution()
+    total = sum(buckets.values())
+    return {b: (v / total if total else 0.0) for b, v in buckets.items()}, total
+
+
+Rule = Callable[["Diagnosis"], Finding]
+RULES: list[Rule] = []
+
+
+def rule(fn: Rule) -> Rule:
+    RULES.append(fn)
+    return fn
+
+
+@rule
+def launch_bound(diag: "Diagnosis") -> Finding:
+    shares, total = _shares(diag)
+    share = shares["launch_overhead"]
+    s = diag.launch
+    grade = _grade(share, 0.03, 0.15)
+    where = "the device waits for the host" if diag.timeline.has_device else "framework dispatch outside the math"
+    return Finding(
+        "launch_bound", "launch/dispatch-bound steps: " + where, grade,
+        f"launch/dispatch overhead is {fmt_pct(share)} of the step ({fmt_ns(share * total)}); "
+        f"{s.ops_per_step:.0f} framework ops per step at {fmt_ns(s.host_ns_per_op)} host time each",
+        {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op},
+        "fuse work into fewer, larger ops: torch.compile / CUDA graphs in PyTorch, tf.function / jit_compile=True "
+        "in TensorFlow, jax.jit; or grow the batch so each op does more work",
+        "≥ 3 % moderate, ≥ 15 % high (XProf kernel-launch verdict)",
+    )
+
+
+@rule
+def short_kernels(diag: "Diagnosis") -> Finding:
+    if not diag.timeline.has_device or diag.launch.launches_per_step == 0:
+        return Finding("short_kernels", "kernels shorter than their launch call", "skipped",
+                       "skipped: needs device kernels linked to host launches")
+    share = diag.launch.short_kernel_share
+    return Finding(
+        "short_kernels", "kernels shorter than their launch call", _grade(share, 0.2, 0.5),
+        f"{fmt_pct(share)} of kernels run for less time than their launch call "
+        f"({diag.launch.short_kernels_per_step:.0f} per step)",
+        {"short_kernel_share": share, "short_kernels_per_step": diag.launch.short_kernels_per_step},
+        "batch small ops (fusion via torch.compile / XLA) or capture the step in a CUDA graph",
+        "≥ 20 % moderate, ≥ 50 % high (HTA short-kernel definition)",
+    )
+
+
+@rule
+def steady_graph_build(diag: "Diagnosis") -> Finding:
+    shares, total = _shares(diag)
+    share = shares["graph_build"]
+    table = diag.steps.table
+    steady_events = int(table["graph_build_events"].to_numpy()[diag.steady_positions].sum())
+    return Finding(
+        "steady_graph_build", "graph building / compilation in steady-state steps (retracing, recompiles)",
+        _grade(share, 0.01, 0.10),
+        f"graph building is {fmt_pct(share)} of the steady step ({fmt_ns(share * total)}), "
+        f"{steady_events} build/compile events across {len(diag.steady_positions)} steady steps",
+        {"graph_build_share": share, "graph_build_events": steady_events},
+        "tf.function retraces on new Python values or shapes: pass tensors, set input_signature / reduce_retracing; "
+        "torch.compile recompiles on new shapes or guards: mark_dynamic or dynamic=True",
+        "≥ 1 % moderate, ≥ 10 % high",
+    )
+
+
+@rule
+def cold_compile(diag: "Diagnosis") -> Finding:
+    table = diag.steps.table
+    cold = np.flatnonzero(table["cold"].to_numpy())
+    if not len(cold):
+        return Finding("cold_compile", "tracing / compilation cost of the cold first step", "skipped",
+                       "skipped: needs a cold step in the trace (capture the first step too)")
+    i = int(cold[0])
+    steady = diag.steady_step_ns
+    extra = float(table["duration"].iloc[i]) - steady
+    worth = extra / steady if steady else 0.0
+    build = float(diag.attribution.per_step["graph_build"].iloc[i])
+    return Finding(
+        "cold_compile", "tracing / compilation cost of the cold first step", _grade(worth, 2.0, 10.0),
+        f"the cold step #{table['number'].iloc[i]} takes {fmt_ns(extra)} more than a steady step "
+        f"({worth:.1f} steady steps' worth), {fmt_ns(build)} of it graph building/compilation",
+        {"cold_extra_ns": extra, "steady_steps_worth": worth, "cold_graph_build_ns": build},
+        "a one-time cost: it matters for short jobs and benchmarks; cache compiled artefacts "
+        "(TORCHINDUCTOR_CACHE_DIR, XLA persistent cache) or exclude warm-up from timings",
+        "≥ 2 steady steps moderate, ≥ 10 high",
+    )
+
+
+@rule
+def sync_each_step(diag: "Diagnosis") -> Finding:
+    shares, total = _shares(diag)
+    ev = diag.timeline.events
+    steady = np.isin(ev["step"].to_numpy(), diag.steady_positions)
+    calls = int((steady & (ev["kind"].to_numpy() == Kind.SYNC.value)).sum()) / max(len(diag.steady_positions), 1)
+    share = shares["sync_wait"]
+    return Finding(
+        "sync_each_step", "host-device synchronization in every step", _grade(share, 0.02, 0.10),
+        f"the host waits on the device for {fmt_pct(share)} of the step ({fmt_ns(share * total)}), "
+        f"{calls:.1f} sync calls per step",
+        {"sync_wait_share": share, "sync_calls_per_step": calls},
+        "avoid .item(), .cpu(), print(tensor) and blocking copies inside the step; log every N steps",
+        "≥ 2 % moderate, ≥ 10 % high (Nsight Systems sync rule)",
+    )
+
+
+@rule
+def memcpy(diag: "Diagnosis") -> Finding:
+    if not diag.timeline.has_device:
+        return Finding("memcpy", "time in host↔device copies", "skipped", "skipped: needs device events")
+    shares, total = _shares(diag)
+    share = shares["memcpy"]
+    ev = diag.timeline.events
+    copies = ev[(ev["kind"] == Kind.MEMCPY.value) & ev["step"].isin(diag.steady_positions)]
+    pageable = int(copies["name"].astype(str).str.contains("Pageable").sum())
+    details = diag.steady_details()
+    parts = ", ".join(f"{k.split('.', 1)[1]} {fmt_ns(v)}" for k, v in sorted(details.items()) if k.startswith("memcpy."))
+    grade = _grade(share, 0.05, 0.20)
+    if pageable and grade == "none":
+        grade = "moderate"
+    return Finding(
+        "memcpy", "time in copies and memsets (direction, pageable vs pinned)", grade,
+        f"copies/memsets hold the device alone for {fmt_pct(share)} of the step ({fmt_ns(share * total)}"
+        + (f": {parts}" if parts else "") + f"); {pageable} pageable copies",
+        {"memcpy_share": share, "pageable_copies": pageable},
+        "keep data on the device; use pinned memory (DataLoader(pin_memory=True)) and non_blocking copies",
+        "≥ 5 % moderate, ≥ 20 % high; any pageable copy is at least moderate (Nsight pageable-memcpy rule)",
+    )
+
+
+@rule
+def input_bound(diag: "Diagnosis") -> Finding:
+    shares, total = _shares(diag)
+    share = shares["input"]
+    return Finding(
+        "input_bound", "steps waiting for the input pipeline", _grade(share, 0.05, 0.20),
+        f"input is {fmt_pct(share)} of the step ({fmt_ns(share * total)})",
+        {"input_share": share},
+        "prefetch and parallelize input: DataLoader(num_workers>0, pin_memory=True); tf.data .prefetch(AUTOTUNE) "
+        "and .map(num_parallel_calls=AUTOTUNE)",
+        "≥ 5 % moderate, ≥ 20 % high (XProf input verdict)",
+    )
+
+
+@rule
+def low_utilization(diag: "Diagnosis") -> Finding:
+    if not diag.timeline.has_device:
+        return Finding("low_utilization", "device idle for much of the step", "skipped", "skipped: needs device events")
+    shares, _ = _shares(diag)
+    share = shares["kernel"]
+    return Finding(
+        "low_utilization", "device idle for much of the step", _grade(share, 0.8, 0.5, higher_is_worse=False),
+        f"kernels run for {fmt_pct(share)} of the step",
+        {"kernel_share": share},
+        "see the largest non-kernel cause above; the device is waiting for it",
+        "< 80 % moderate, < 50 % high",
+    )
+
+
+@rule
+def dominant_kernel(diag: "Diagnosis") -> Finding:
+    kernels = diag.kernels
+    if kernels is None or kernels.empty:
+        return Finding("dominant_kernel", "one kernel dominates (compute-bound)", "skipped",
+                       "skipped: needs kernels or compute ops in the steady steps")
+    shares, _ = _shares(diag)
+    top = kernels.iloc[0]
+    dominant = top["share"] >= 0.5 and shares["kernel"] >= 0.8
+    return Finding(
+        "dominant_kernel", "one kernel dominates (compute-bound: the framework is not the problem)",
+        "moderate" if dominant else "none",
+        f"the top kernel '{top['name'][:60]}' is {fmt_pct(top['share'])} of kernel time; kernels are "
+        f"{fmt_pct(shares['kernel'])} of the step",
+        {"top_kernel_share": float(top["share"]), "kernel_share": shares["kernel"]},
+        "the step is compute-bound: speed up that kernel (dtype, shapes, algorithm, tensor cores); framework "
+        "overhead is not the bottleneck",
+        "top kernel ≥ 50 % of kernel time and kernels ≥ 80 % of the step",
+    )
+
+
+@rule
+def host_between_steps(diag: "Diagnosis") -> Finding:
+    table = diag.steps.table
+    if len(table) < 2:
+        return Finding("host_between_steps", "Python / host time between steps", "skipped",
+                       "skipped: needs at least two steps")
+    gaps = table["start"].to_numpy()[1:] - table["end"].to_numpy()[:-1]
+    mean_gap = float(np.maximum(gaps, 0).mean())
+    share = mean_gap / diag.steady_step_ns if diag.steady_step_ns else 0.0
+    return Finding(
+        "host_between_steps", "Python / host time between steps (outside every step window)",
+        _grade(share, 0.02, 0.10),
+        f"{fmt_ns(mean_gap)} between consecutive steps on average ({fmt_pct(share)} of a steady step)",
+        {"mean_gap_ns": mean_gap, "gap_share": share},
+        "move logging, metrics and checkpoint work out of the loop or do it every N steps",
+        "≥ 2 % moderate, ≥ 10 % high",
+    )
+
+
+@rule
+def unrecorded(diag: "Diagnosis") -> Finding:
+    shares, total = _shares(diag)
+    share = shares["idle"]
+    return Finding(
+        "unrecorded", "step time in which the trace records nothing", _grade(share, 0.03, 0.15),
+        f"{fmt_pct(share)} of the step ({fmt_ns(share * total)}) has no recorded event on any track",
+        {"idle_share": share},
+        "usually Python between framework calls; profile with the Python tracer (torch with_stack / "
+        "python_tracer_level) or lower --dispatch-gap-us to see it",
+        "≥ 3 % moderate, ≥ 15 % high (XProf 'all others' verdict)",
+    )
+
+
+def findings(diag: "Diagnosis") -> list[Finding]:
+    """Every rule, in the order defined above."""
+    return [fn(diag) for fn in RULES]
+
+
+def comparison_findings(comparison: "Comparison") -> list[Finding]:
+    """What explains the gap, as findings: the top causes and whether the gap is explained."""
+    out: list[Finding] = []
+    gap = comparison.gap_ns
+    if gap == 0:
+        return [Finding("gap", "step-time difference", "none", "the steady steps take the same time")]
+    slower = "candidate" if gap > 0 else "baseline"
+    for d in comparison.ranked()[:3]:
+        share = d.delta_ns / gap
+        if share <= 0.05:
+            break
+        out.append(Finding(
+            f"gap_{d.bucket}", f"{d.bucket} explains part of the gap", "high" if share >= 0.5 else "moderate",
+            f"{d.bucket}: {fmt_ns(abs(d.delta_ns))} more per step in the {slower} ({fmt_pct(share)} of the gap)",
+            {"delta_ns": d.delta_ns, "share_of_gap": share},
+        ))
+    explained = comparison.explained_share
+    out.append(Finding(
+        "gap_explained", "share of the gap explained by named causes",
+        "none" if explained >= 0.9 else "moderate",
+        f"named causes explain {fmt_pct(explained)} of the gap; {fmt_ns(comparison.unexplained_ns)} per step is "
+        "time in which the traces record nothing",
+        {"explained_share": explained, "unexplained_ns": comparison.unexplained_ns},
+        "" if explained >= 0.9 else "profile with the Python tracer to see what the host does in the unrecorded time",
+        "≥ 90 % explained is the goal",
+    ))
+    return out

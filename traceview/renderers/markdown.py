@@ -1,0 +1,158 @@
+"""``--format md``: GitHub-flavoured markdown to paste into an issue.
+
+Summary first (step time, attribution, findings that are problems), details in a collapsible
+``<details>`` block. Every name from a trace goes through :func:`cell`, so a C++ kernel name
+with ``|``, ``<`` or backticks cannot break a table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from traceview.analyzers.attribution import BUCKETS
+from traceview.renderers.base import Renderer, register
+from traceview.renderers.terminal import BUCKET_LABEL
+from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, shorten
+
+_NAME_WIDTH = 90
+
+
+def cell(text: Any, width: int | None = None) -> str:
+    """A value safe inside a markdown table cell."""
+    value = " ".join(str(text).split())
+    if width:
+        value = shorten(value, width)
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = value.replace("|", "\\|").replace("`", "\\`").replace("*", "\\*").replace("_", "\\_")
+    return value
+
+
+def _table(headers: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
+    align = align or "l" + "r" * (len(headers) - 1)
+    marks = {"l": ":---", "r": "---:"}
+    out = ["| " + " | ".join(headers) + " |", "| " + " | ".join(marks[a] for a in align) + " |"]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return out
+
+
+def _findings(findings: list[Any], heading: str) -> list[str]:
+    problems = [f for f in findings if f.grade in ("high", "moderate")]
+    lines = [f"**{heading}**", ""]
+    if not problems:
+        lines.append("- no problem found by any rule")
+    for f in sorted(problems, key=lambda f: (f.grade != "high", f.rule)):
+        lines.append(f"- **{f.grade.upper()}** `{f.rule}`: {cell(f.summary)}. *Try:* {cell(f.advice)}")
+    return lines + [""]
+
+
+def _attribution_rows(diag: Any) -> list[list[str]]:
+    buckets = diag.steady_attribution()
+    total = sum(buckets.values())
+    return [[BUCKET_LABEL[b], fmt_ns(v), fmt_pct(v / total if total else 0.0)] for b, v in buckets.items()]
+
+
+def diagnosis_markdown(diag: Any) -> list[str]:
+    meta = diag.timeline.meta
+    table = diag.steps.table
+    devices = ", ".join(cell(d.name or f"device {d.index}") for d in meta.devices) or "none (CPU-only)"
+    lines = [
+        f"### traceview diagnose: {cell(meta.source)}",
+        "",
+        f"**Steady-state step: {fmt_ns(diag.steady_step_ns)}** (median of {len(diag.steady_positions)} steady steps; "
+        f"{meta.framework}, {meta.format}; devices: {devices})",
+        "",
+    ]
+    lines += _table(["cause", "per step", "share"], _attribution_rows(diag))
+    lines.append("")
+    lines += _findings(diag.findings, "Findings")
+    lines += ["<details><summary>Details: steps, top kernels and ops, launch statistics, event accounting</summary>", ""]
+    lines.append(f"Steps: {len(table)} found by rule `{diag.steps.rule}` — {cell(diag.steps.rule_detail)}.")
+    lines.append("")
+    per = diag.attribution.per_step
+    rows = []
+    for i, r in enumerate(table.itertuples(index=False)):
+        rows.append([f"#{r.number}" + (" (cold)" if r.cold else ""), fmt_ns(r.duration)]
+                    + [fmt_ns(per.at[i, b]) for b in BUCKETS])
+    lines += _table(["step", "time"] + [BUCKET_LABEL[b] for b in BUCKETS], rows)
+    lines.append("")
+    for title, frame in (("Top kernels" if diag.timeline.has_device else "Top compute ops", diag.kernels),
+                         ("Top framework ops", diag.ops)):
+        if frame is None or frame.empty:
+            continue
+        lines += [f"**{title}**", ""]
+        lines += _table(["name", "n/step", "time/step", "mean", "share"],
+                        [[cell(r.name, _NAME_WIDTH), f"{r.count_per_step:.1f}", fmt_ns(r.time_per_step_ns),
+                          fmt_ns(r.mean_ns), fmt_pct(r.share)] for r in frame.itertuples(index=False)])
+        lines.append("")
+    s = diag.launch
+    lines += ["**Launch / dispatch**", ""]
+    rows = [["framework ops per step", f"{s.ops_per_step:.1f}"], ["host time per op", fmt_ns(s.host_ns_per_op)]]
+    if diag.timeline.has_device:
+        rows += [["kernel launches per step", f"{s.launches_per_step:.1f}"],
+                 ["launch call median / p95", f"{fmt_ns(s.launch_call_median_ns)} / {fmt_ns(s.launch_call_p95_ns)}"],
+                 ["launch delay median / p95", f"{fmt_ns(s.launch_delay_median_ns)} / {fmt_ns(s.launch_delay_p95_ns)}"],
+                 ["short kernels", fmt_pct(s.short_kernel_share)]]
+    lines += _table(["measure", "value"], rows)
+    lines.append("")
+    lines.append(f"Events: {fmt_count(meta.input_events)} in file, {fmt_count(sum(meta.kept.values()))} kept, "
+                 f"{fmt_count(sum(meta.dropped.values()))} dropped.")
+    lines.append("")
+    if meta.dropped:
+        lines += _table(["dropped because", "events"],
+                        [[cell(r), fmt_count(c)] for r, c in sorted(meta.dropped.items(), key=lambda x: (-x[1], x[0]))])
+        lines.append("")
+    lines += ["</details>", ""]
+    return lines
+
+
+def render(diagnoses: list[Any], **_: Any) -> str:
+    lines: list[str] = []
+    for diag in diagnoses:
+        lines += diagnosis_markdown(diag)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_comparison(cmp: Any, **_: Any) -> str:
+    gap = cmp.gap_ns
+    base, cand = cmp.baseline, cmp.candidate
+    slower = "candidate" if gap >= 0 else "baseline"
+    ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
+    lines = [
+        "### traceview compare",
+        "",
+        f"- baseline: {cell(base.timeline.meta.source)} ({base.timeline.meta.framework})",
+        f"- candidate: {cell(cand.timeline.meta.source)} ({cand.timeline.meta.framework})",
+        "",
+        f"**The {slower} is {ratio:.2f}× slower**: {fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)} "
+        f"per steady step (mean), gap {fmt_ns(abs(gap))}. Named causes explain {fmt_pct(cmp.explained_share)} of it.",
+        "",
+    ]
+    causes = [d for d in cmp.ranked() if gap and d.delta_ns / gap > 0.005]
+    for d in causes:
+        lines.append(f"1. {BUCKET_LABEL[d.bucket]}: {fmt_ns(abs(d.delta_ns))} per step ({fmt_pct(d.delta_ns / gap)} of the gap)")
+    if causes:
+        lines.append("")
+    lines += _table(["cause", "baseline", "candidate", "delta", "of gap"],
+                    [[BUCKET_LABEL[d.bucket], fmt_ns(d.baseline_ns), fmt_ns(d.candidate_ns), fmt_ns(d.delta_ns),
+                      fmt_pct(d.delta_ns / gap) if gap else "-"] for d in cmp.buckets])
+    lines.append("")
+    lines += ["<details><summary>Op families, cold start, findings, and both diagnoses</summary>", ""]
+    fam = cmp.families
+    if not fam.empty:
+        lines += _table(["family", "base ops/step", "cand ops/step", "base compute", "cand compute", "base host/op",
+                         "cand host/op"],
+                        [[f, f"{r['baseline_ops_per_step']:.1f}", f"{r['candidate_ops_per_step']:.1f}",
+                          fmt_ns(r["baseline_compute_ns"]), fmt_ns(r["candidate_compute_ns"]),
+                          fmt_ns(r["baseline_dispatch_ns_per_op"]), fmt_ns(r["candidate_dispatch_ns_per_op"])]
+                         for f, r in fam.iterrows()])
+        lines.append("")
+    lines += [f"Cold start: {cell(cmp.cold.payback_note)}.", ""]
+    lines += _findings(base.findings, "Findings: baseline")
+    lines += _findings(cand.findings, "Findings: candidate")
+    lines += diagnosis_markdown(base) + diagnosis_markdown(cand)
+    lines += ["</details>", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+RENDERER = register(Renderer(name="md", extension=".md", render_diagnoses=render,
+                             description="GitHub markdown for bug reports", render_comparison=render_comparison))
