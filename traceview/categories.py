@@ -19,6 +19,16 @@ TORCH_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 # JAX: jax.profiler.StepTraceAnnotation(name, step_num=n) -> host event named `name` with stat step_num.
 XPLANE_STEP_STAT = "step_num"
 
+# Fallback step rule (no markers): repeated top-level events that are not steps. Profiler start/stop
+# frames (torch/jax profiler.py), waits (jax block_until_ready, PjRt "Wait for … holds") and
+# buffer bookkeeping repeat too but do not delimit a training step.
+NOT_A_STEP = re.compile(
+    r"(?:profiler\.py|start_trace|stop_trace|block_until_ready|^Wait for|BufferSequencingEvent|"
+    r"ThenExecuteCallback|Release$|^\[memory\]|^cuda|^hip|^cu[A-Z])"
+)
+# Tracks that run the user's Python loop (Kineto main thread names, XPlane "python" lines).
+USER_LOOP_TRACK = re.compile(r"(?:python|pt_main_thread|MainThread)", re.IGNORECASE)
+
 # --------------------------------------------------------------------------------------------
 # Host runtime / driver API calls (Kineto cat cuda_runtime / cuda_driver; XPlane Host Threads lines)
 # --------------------------------------------------------------------------------------------

@@ -152,6 +152,12 @@ def _emit(text: str, output: Optional[Path]) -> None:
 def _register_optional_commands() -> None:
     """Commands that live in their own modules (collect, compare, export)."""
     try:
+        from traceview.commands.export import export
+    except ImportError:
+        pass
+    else:
+        app.command("export")(export)
+    try:
         from traceview.commands.collect import collect
     except ImportError:
         return

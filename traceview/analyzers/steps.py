@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from traceview import categories as cat
 from traceview.normalize import launch_rows
 from traceview.schema import DEVICE_KINDS, Kind, Timeline
 
@@ -156,22 +157,31 @@ def _marker_label(names: np.ndarray) -> str:
 
 
 def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """The repeated top-level host event that most likely is the training step.
+
+    Candidates repeat at least twice at depth 0 and are not profiler machinery or waits
+    (``categories.NOT_A_STEP``). Tracks running the user's Python loop are preferred; among the
+    candidates there, the name covering the most time wins.
+    """
     host = (events["device"].to_numpy() < 0) & (events["depth"].to_numpy() == 0)
     rows = np.flatnonzero(host)
     if not len(rows):
         return rows, ""
     frame = pd.DataFrame(
-        {"name": events["name"].to_numpy()[rows], "track": events["track"].to_numpy()[rows],
+        {"name": events["name"].to_numpy()[rows].astype(str), "track": events["track"].to_numpy()[rows].astype(str),
          "dur": events["dur"].to_numpy()[rows]}
     )
-    agg = frame.groupby(["track", "name"], sort=True, observed=True)["dur"].agg(["count", "sum"])
-    agg = agg[agg["count"] >= 2]
+    agg = frame.groupby(["track", "name"], sort=True)["dur"].agg(["count", "sum"]).reset_index()
+    agg = agg[(agg["count"] >= 2) & ~agg["name"].str.contains(cat.NOT_A_STEP)]
     if agg.empty:
         return np.array([], dtype=np.int64), ""
-    best_track, best_name = agg["sum"].idxmax()
-    chosen = rows[(frame["name"].to_numpy() == best_name) & (frame["track"].to_numpy() == best_track)]
-    detail = (f"no step markers; each of the {len(chosen)} runs of the top-level event '{best_name}' "
-              f"on '{best_track}' is taken as one step")
+    user_loop = agg["track"].str.contains(cat.USER_LOOP_TRACK)
+    if user_loop.any():
+        agg = agg[user_loop]
+    best = agg.sort_values(["sum", "track", "name"], ascending=[False, True, True], kind="stable").iloc[0]
+    chosen = rows[(frame["name"].to_numpy() == best["name"]) & (frame["track"].to_numpy() == best["track"])]
+    detail = (f"no step markers; each of the {len(chosen)} runs of the top-level event '{best['name']}' "
+              f"on '{best['track']}' is taken as one step")
     return chosen, detail
 
 

@@ -1,0 +1,372 @@
+"""The normalized timeline as Chrome Trace-Event JSON, for ui.perfetto.dev and chrome://tracing.
+
+``traceview export A [B …] --perfetto out.json`` writes what traceview *read*, after
+normalization, so the picture the user opens is exactly the one the report was computed from.
+
+Layout of the document:
+
+- one **process** per trace (``pid`` 1, 2, … in argument order), named
+  ``"<trace file name> (<framework>)"``;
+- its **threads**, in this order: ``steps`` (one slice per step window, with the step's buckets in
+  its args), ``traceview: attribution`` (the step time cut into consecutive runs of one bucket,
+  by the same rules as the report: see :mod:`traceview.analyzers.attribution`), then the host
+  tracks sorted by (pid, tid), then the device streams sorted by (device, stream). Thread ids are
+  renumbered (unique over the whole file); the original ids stay in the thread names;
+- every kept event as one complete event (``ph: "X"``), ``cat`` = its kind, ``ts``/``dur`` in µs
+  with the ns digits kept (``ns / 1000``), ``args`` = ``kind`` and, when known, ``step`` (the step
+  number), ``correlation``, ``launcher``, ``bytes``, ``copy_kind``;
+- one flow arrow (``ph: "s"`` → ``ph: "f"``, ``bp: "e"``, cat ``launch``) from each launch call
+  to each device event it queued (same correlation id). The arrow ends are placed inside the two
+  slices (not on their edges) so both viewers bind them to the right slice;
+- events of one track that overlap without nesting (profiler clock jitter, async ranges) would be
+  dropped by the viewers, so they go to an extra thread ``"<track> (overlap N)"`` instead.
+
+Time origin: each trace keeps its own clock, shifted so that its **first step starts at the same
+instant** in every process: ``ts = event ts − first step start + L``, where ``L`` is the longest
+stretch recorded before a first step among the exported traces (so no timestamp is negative).
+With one trace ``L`` is its own lead-in and the timestamps are the normalized ones
+(``ts`` relative to the earliest kept event). ``otherData.traces[i].shift_us`` records the
+shift applied to each trace.
+
+The output is deterministic: the same traces give the same bytes (no generation time).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from traceview.analyzers.attribution import BUCKETS, Attribution, _covered, _layers
+from traceview.analyzers.steps import Steps
+from traceview.normalize import launch_rows
+from traceview.redact import merge_secrets, redact_path, redact_text, secrets_of
+from traceview.schema import SCHEMA_VERSION, Timeline
+
+STEPS_TRACK = "steps"
+ATTRIBUTION_TRACK = "traceview: attribution"
+FLOW_NAME = "launch"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def attribution_segments(timeline: Timeline, steps: Steps, attribution: Attribution) -> pd.DataFrame:
+    """The step windows cut into consecutive runs of one bucket.
+
+    Columns: ``step`` (position in the steps table), ``start``, ``end`` (ns, timeline clock),
+    ``bucket``. Recomputed with the same layers and priorities as
+    :func:`traceview.analyzers.attribution.attribute`, so per step the lengths of a bucket's
+    segments sum exactly to ``attribution.per_step``.
+    """
+    table = steps.table
+    starts = table["start"].to_numpy().astype(np.int64)
+    ends = table["end"].to_numpy().astype(np.int64)
+    empty = pd.DataFrame({"step": np.array([], dtype=np.int64), "start": np.array([], dtype=np.int64),
+                          "end": np.array([], dtype=np.int64), "bucket": np.array([], dtype=object)})
+    if not len(starts):
+        return empty
+    layers = _layers(timeline, attribution.mode, attribution.options, steps)
+    bounds = [starts, ends]
+    for _, (s, e) in layers:
+        bounds.extend((s, e))
+    points = np.unique(np.concatenate(bounds).astype(np.int64))
+    if len(points) < 2:
+        return empty
+    seg_start = points[:-1]
+    seg_end = points[1:]
+    step_idx = np.searchsorted(starts, seg_start, side="right") - 1
+    in_step = (step_idx >= 0) & (seg_start < ends[np.maximum(step_idx, 0)])
+
+    active = np.zeros((len(layers), len(seg_start)), dtype=bool)
+    for i, (_, (s, e)) in enumerate(layers):
+        active[i] = _covered(points, s, e)
+    bucket_of_layer = np.array([BUCKETS.index(name.split(".")[0]) for name, _ in layers], dtype=np.int64)
+    winner = np.where(active.any(axis=0), active.argmax(axis=0), -1)
+    bucket = np.where(winner >= 0, bucket_of_layer[np.maximum(winner, 0)], BUCKETS.index("idle"))
+
+    keep = np.flatnonzero(in_step)
+    seg_start, seg_end, step_idx, bucket = seg_start[keep], seg_end[keep], step_idx[keep], bucket[keep]
+    # A new run starts where the step or the bucket changes, or where segments are not contiguous.
+    new_run = np.ones(len(keep), dtype=bool)
+    if len(keep) > 1:
+        new_run[1:] = (step_idx[1:] != step_idx[:-1]) | (bucket[1:] != bucket[:-1]) | (seg_start[1:] != seg_end[:-1])
+    first = np.flatnonzero(new_run)
+    last = np.append(first[1:], len(keep)) - 1
+    return pd.DataFrame(
+        {
+            "step": step_idx[first].astype(np.int64),
+            "start": seg_start[first].astype(np.int64),
+            "end": seg_end[last].astype(np.int64),
+            "bucket": np.array(BUCKETS, dtype=object)[bucket[first]],
+        }
+    )
+
+
+def render(diagnoses: list[Any], redact: bool = False) -> bytes:
+    """The Chrome Trace-Event JSON document for one or more diagnosed traces, as bytes."""
+    return orjson.dumps(trace_document(diagnoses, redact=redact))
+
+
+def write(diagnoses: list[Any], path: Path, redact: bool = False) -> int:
+    """Write the document to ``path`` (gzip-compressed when it ends in ``.gz``); returns bytes written."""
+    data = render(diagnoses, redact=redact)
+    if path.name.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    path.write_bytes(data)
+    return len(data)
+
+
+def trace_document(diagnoses: list[Any], redact: bool = False) -> dict[str, Any]:
+    """The trace-event document as a dict: ``traceEvents`` plus ``otherData`` (what was exported)."""
+    if redact:
+        secrets = merge_secrets(secrets_of(*[d.timeline.meta for d in diagnoses]))
+
+        def clean(text: str) -> str:
+            return _CONTROL.sub(" ", redact_text(str(text), secrets))
+
+        def clean_path(text: str) -> str:
+            return _CONTROL.sub(" ", redact_path(str(text), secrets))
+    else:
+
+        def clean(text: str) -> str:
+            return _CONTROL.sub(" ", str(text))
+
+        clean_path = clean
+
+    lead = max((_lead_in(d) for d in diagnoses), default=0)
+    events: list[dict[str, Any]] = []
+    traces: list[dict[str, Any]] = []
+    next_tid = len(diagnoses) + 1
+    next_flow = 1
+    for pid, diag in enumerate(diagnoses, start=1):
+        shift = lead - _first_step_start(diag)
+        exported = _Exporter(diag, pid, shift, next_tid, next_flow, clean)
+        events.extend(exported.events)
+        next_tid, next_flow = exported.next_tid, exported.next_flow
+        meta = diag.timeline.meta
+        traces.append(
+            {
+                "pid": pid,
+                "source": clean_path(meta.source),
+                "format": meta.format,
+                "framework": meta.framework,
+                "host_name": clean(meta.host_name),
+                "devices": [{"index": d.index, "name": clean(d.name)} for d in meta.devices],
+                "events_kept": int(len(diag.timeline.events)),
+                "steps": int(len(diag.steps.table)),
+                "step_rule": diag.steps.rule,
+                "shift_us": shift / 1000,
+                "first_step_ts_us": lead / 1000,
+                "extra": {str(k): (clean(v) if isinstance(v, str) else v) for k, v in sorted(meta.extra.items())
+                          if isinstance(v, (str, int, float, bool))},
+            }
+        )
+    return {
+        "traceEvents": events,
+        "otherData": {
+            "generator": "traceview",
+            "schema_version": SCHEMA_VERSION,
+            "time_origin": "per trace: ts = event ts - first step start + first_step_ts_us",
+            "redacted": bool(redact),
+            "traces": traces,
+        },
+    }
+
+
+def _first_step_start(diag: Any) -> int:
+    table = diag.steps.table
+    return int(table["start"].min()) if len(table) else 0
+
+
+def _lead_in(diag: Any) -> int:
+    """Time recorded before the first step (the earliest kept event is at 0 or later)."""
+    ts = diag.timeline.events["ts"].to_numpy()
+    earliest = int(ts.min()) if len(ts) else 0
+    return max(0, _first_step_start(diag) - earliest)
+
+
+class _Exporter:
+    """Trace events of one diagnosed trace (one process)."""
+
+    def __init__(self, diag: Any, pid: int, shift: int, first_tid: int, first_flow: int,
+                 clean: Callable[[str], str]) -> None:
+        self.diag = diag
+        self.pid = pid
+        self.shift = shift
+        self.clean = clean
+        self.next_tid = first_tid
+        self.next_flow = first_flow
+        self.events: list[dict[str, Any]] = []
+        self._build()
+
+    def _us(self, ns: Any) -> float:
+        return (int(ns) + self.shift) / 1000
+
+    def _new_thread(self, name: str) -> int:
+        tid = self.next_tid
+        self.next_tid += 1
+        self.events.append({"ph": "M", "name": "thread_name", "pid": self.pid, "tid": tid,
+                            "args": {"name": name}})
+        self.events.append({"ph": "M", "name": "thread_sort_index", "pid": self.pid, "tid": tid,
+                            "args": {"sort_index": tid}})
+        return tid
+
+    def _build(self) -> None:
+        diag = self.diag
+        meta = diag.timeline.meta
+        name = f"{Path(meta.source).name} ({meta.framework})"
+        self.events.append({"ph": "M", "name": "process_name", "pid": self.pid, "tid": 0,
+                            "args": {"name": self.clean(name)}})
+        self.events.append({"ph": "M", "name": "process_sort_index", "pid": self.pid, "tid": 0,
+                            "args": {"sort_index": self.pid}})
+        steps_tid = self._new_thread(STEPS_TRACK)
+        attribution_tid = self._new_thread(ATTRIBUTION_TRACK)
+        slices: list[dict[str, Any]] = []
+        slices.extend(self._step_slices(steps_tid))
+        slices.extend(self._attribution_slices(attribution_tid))
+        event_slices, flows = self._timeline_slices()
+        self.events.extend(slices)
+        self.events.extend(event_slices)
+        self.events.extend(flows)
+
+    def _step_slices(self, tid: int) -> list[dict[str, Any]]:
+        table = self.diag.steps.table
+        per = self.diag.attribution.per_step
+        out = []
+        for i, row in enumerate(table.itertuples(index=False)):
+            out.append({
+                "ph": "X", "name": f"step {int(row.number)}" + (" (cold)" if bool(row.cold) else ""),
+                "cat": "step", "pid": self.pid, "tid": tid, "ts": self._us(row.start), "dur": int(row.duration) / 1000,
+                "args": {"step": int(row.number), "name": self.clean(str(row.name)), "cold": bool(row.cold),
+                         "buckets_us": {b: int(per.at[i, b]) / 1000 for b in BUCKETS}},
+            })
+        return out
+
+    def _attribution_slices(self, tid: int) -> list[dict[str, Any]]:
+        diag = self.diag
+        segments = attribution_segments(diag.timeline, diag.steps, diag.attribution)
+        numbers = diag.steps.table["number"].to_numpy()
+        out = []
+        for step, start, end, bucket in zip(segments["step"].tolist(), segments["start"].tolist(),
+                                            segments["end"].tolist(), segments["bucket"].tolist()):
+            out.append({"ph": "X", "name": bucket, "cat": "attribution", "pid": self.pid, "tid": tid,
+                        "ts": self._us(start), "dur": (end - start) / 1000,
+                        "args": {"bucket": bucket, "step": int(numbers[step])}})
+        return out
+
+    def _timeline_slices(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        ev = self.diag.timeline.events
+        n = len(ev)
+        if not n:
+            return [], []
+        ts = ev["ts"].to_numpy().astype(np.int64)
+        dur = ev["dur"].to_numpy().astype(np.int64)
+        track_codes = ev["track"].cat.codes.to_numpy().astype(np.int64)
+        lanes = _lanes(track_codes, ts, ts + dur)
+        tids = self._thread_ids(ev, track_codes, lanes)
+        row_tid = tids[track_codes, lanes]
+
+        clean = self.clean
+        names = [clean(c) for c in ev["name"].cat.categories]
+        name_of = [names[c] for c in ev["name"].cat.codes.tolist()]
+        launchers = [clean(c) for c in ev["launcher"].cat.categories]
+        launcher_codes = ev["launcher"].cat.codes.tolist()
+        kinds = ev["kind"].astype(str).tolist()
+        copy_kinds = ev["copy_kind"].astype(str).tolist()
+        step_pos = ev["step"].to_numpy()
+        numbers = self.diag.steps.table["number"].to_numpy()
+        step_number = np.where(step_pos >= 0, numbers[np.maximum(step_pos, 0)] if len(numbers) else -1, -1).tolist()
+        correlation = ev["correlation"].tolist()
+        nbytes = ev["bytes"].tolist()
+        # Rows are in (ts, -dur) order, so each thread's slices come parent first.
+        order = np.lexsort((np.arange(n), row_tid)).tolist()
+        ts_list, dur_list, tid_list = ts.tolist(), dur.tolist(), row_tid.tolist()
+        slices: list[dict[str, Any]] = []
+        for i in order:
+            args: dict[str, Any] = {"kind": kinds[i]}
+            if step_number[i] >= 0:
+                args["step"] = int(step_number[i])
+            if correlation[i] >= 0:
+                args["correlation"] = correlation[i]
+            code = launcher_codes[i]
+            if code >= 0 and launchers[code]:
+                args["launcher"] = launchers[code]
+            if nbytes[i] >= 0:
+                args["bytes"] = nbytes[i]
+            if copy_kinds[i] and copy_kinds[i] != "nan":
+                args["copy_kind"] = copy_kinds[i]
+            slices.append({"ph": "X", "name": name_of[i], "cat": kinds[i], "pid": self.pid, "tid": tid_list[i],
+                           "ts": self._us(ts_list[i]), "dur": dur_list[i] / 1000, "args": args})
+        return slices, self._flows(ev, ts, dur, row_tid)
+
+    def _thread_ids(self, ev: pd.DataFrame, track_codes: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        """A thread per (track, lane), numbered host tracks first, then device streams; lanes after their track."""
+        labels = list(ev["track"].cat.categories)
+        n_lanes = int(lanes.max()) + 1 if len(lanes) else 1
+        tids = np.zeros((len(labels), n_lanes), dtype=np.int64)
+        codes, first = np.unique(track_codes, return_index=True)
+        device = ev["device"].to_numpy()
+        key_a = np.where(device >= 0, device, ev["pid"].to_numpy())
+        key_b = np.where(device >= 0, ev["stream"].to_numpy(), ev["tid"].to_numpy())
+        lanes_per_track = np.zeros(len(labels), dtype=np.int64)
+        np.maximum.at(lanes_per_track, track_codes, lanes + 1)
+        order = sorted(
+            zip(codes.tolist(), first.tolist()),
+            key=lambda cf: (int(device[cf[1]] >= 0), int(key_a[cf[1]]), int(key_b[cf[1]]), str(labels[cf[0]])),
+        )
+        for code, _ in order:
+            label = self.clean(str(labels[code]))
+            for lane in range(int(lanes_per_track[code])):
+                tids[code, lane] = self._new_thread(label if lane == 0 else f"{label} (overlap {lane})")
+        return tids
+
+    def _flows(self, ev: pd.DataFrame, ts: np.ndarray, dur: np.ndarray, row_tid: np.ndarray) -> list[dict[str, Any]]:
+        """Arrows launch call → device event, one per device event with a resolved launch."""
+        launch = launch_rows(ev)
+        device_rows = np.flatnonzero(launch >= 0)
+        if not len(device_rows):
+            return []
+        host_rows = launch[device_rows]
+        # Inside both slices: the launch's midpoint (but not after the device event starts) and the
+        # device event's midpoint, so "s" precedes "f" and each binds to its enclosing slice.
+        start_ts = ts[host_rows] + np.minimum(dur[host_rows] // 2, np.maximum(0, ts[device_rows] - ts[host_rows]))
+        end_ts = ts[device_rows] + dur[device_rows] // 2
+        out: list[dict[str, Any]] = []
+        for s_ts, s_tid, f_ts, f_tid in zip(start_ts.tolist(), row_tid[host_rows].tolist(), end_ts.tolist(),
+                                            row_tid[device_rows].tolist()):
+            flow_id = self.next_flow
+            self.next_flow += 1
+            out.append({"ph": "s", "name": FLOW_NAME, "cat": FLOW_NAME, "id": flow_id, "pid": self.pid,
+                        "tid": s_tid, "ts": self._us(s_ts), "bp": "e"})
+            out.append({"ph": "f", "name": FLOW_NAME, "cat": FLOW_NAME, "id": flow_id, "pid": self.pid,
+                        "tid": f_tid, "ts": self._us(f_ts), "bp": "e"})
+        return out
+
+
+def _lanes(track_codes: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For each row (in (ts, -dur) order), the first lane of its track where it nests properly.
+
+    Lane 0 holds every event that nests in the track's stack of open events; an event that
+    overlaps an open one without fitting inside it moves to the next lane where it does.
+    """
+    lane = np.zeros(len(ts), dtype=np.int64)
+    stacks: dict[int, list[list[int]]] = {}
+    for i, (code, start, stop) in enumerate(zip(track_codes.tolist(), ts.tolist(), end.tolist())):
+        track_lanes = stacks.get(code)
+        if track_lanes is None:
+            track_lanes = stacks[code] = []
+        for k, stack in enumerate(track_lanes):
+            while stack and stack[-1] <= start:
+                stack.pop()
+            if not stack or stack[-1] >= stop:
+                stack.append(stop)
+                lane[i] = k
+                break
+        else:
+            track_lanes.append([stop])
+            lane[i] = len(track_lanes) - 1
+    return lane
