@@ -99,6 +99,8 @@ class CaptureSettings:
     warmup: int | None = None
     device: str = "cpu"
     threads: int = field(default_factory=default_threads)
+    # False skips the unprofiled timing run (quicker; the manifest then has no overhead figures).
+    unprofiled: bool = True
 
     def validate(self) -> None:
         if self.steps is not None and self.steps < 1:
@@ -167,15 +169,18 @@ def capture_pair(
     program = backend.build_program(spec, state, mode, settings.device)
     profiled, trace_file, session = _run_profiled(backend, program, folder, settings.device, total)
 
-    backend.reset()
-    program = backend.build_program(spec, state, mode, settings.device)
-    unprofiled = StepRecorder()
-    program.run(total, unprofiled)
+    unprofiled: StepRecorder | None = None
+    if settings.unprofiled:
+        backend.reset()
+        program = backend.build_program(spec, state, mode, settings.device)
+        unprofiled = StepRecorder()
+        program.run(total, unprofiled)
 
     n_parity = min(spec.parity_steps, total)
     if spec.parity_same_as_run:
-        parity_losses = [float(v) for v in unprofiled.losses[:n_parity] if v is not None]
-        parity_source = "unprofiled run"
+        source = unprofiled if unprofiled is not None else profiled
+        parity_losses = [float(v) for v in source.losses[:n_parity] if v is not None]
+        parity_source = "unprofiled run" if unprofiled is not None else "profiled run"
     else:
         backend.reset()
         variant = spec.parity_variant()
@@ -187,10 +192,9 @@ def capture_pair(
     del program
 
     med_p = median([profiled.times_s[i] for i in steady_steps])
-    med_u = median([unprofiled.times_s[i] for i in steady_steps])
-    deterministic = spec.parity_same_as_run
+    med_u = median([unprofiled.times_s[i] for i in steady_steps]) if unprofiled is not None else None
     same_losses = None
-    if deterministic:
+    if unprofiled is not None and spec.parity_same_as_run:
         diffs = [
             parity.rel_diff(a, b, spec.parity_atol)
             for a, b in zip(profiled.losses, unprofiled.losses)
@@ -228,9 +232,9 @@ def capture_pair(
         "timing": {
             "unit": "s",
             "profiled_s": profiled.times_s,
-            "unprofiled_s": unprofiled.times_s,
+            "unprofiled_s": unprofiled.times_s if unprofiled is not None else None,
             "cold_profiled_s": sum(profiled.times_s[i] for i in cold_steps),
-            "cold_unprofiled_s": sum(unprofiled.times_s[i] for i in cold_steps),
+            "cold_unprofiled_s": sum(unprofiled.times_s[i] for i in cold_steps) if unprofiled is not None else None,
             "steady_median_profiled_s": med_p,
             "steady_median_unprofiled_s": med_u,
             "profiler_overhead": (med_p / med_u - 1.0) if med_p and med_u else None,
@@ -239,11 +243,13 @@ def capture_pair(
                 "fresh model from the same initial weights, run after the profiled run in the same process: "
                 "its cold step can reuse process-wide caches (kernel registrations, on-disk compile caches), "
                 "so compare steady steps"
+                if unprofiled is not None
+                else "unprofiled run skipped (CaptureSettings.unprofiled=False)"
             ),
         },
         "losses": {
             "profiled": profiled.losses,
-            "unprofiled": unprofiled.losses,
+            "unprofiled": unprofiled.losses if unprofiled is not None else None,
             "profiled_equals_unprofiled": same_losses,
         },
         "parity": {"ok": None, "pending": True, "steps": n_parity, "source": parity_source, "losses": {
@@ -356,6 +362,7 @@ def _capture_isolated(
         "warmup": settings.warmup,
         "device": settings.device,
         "threads": settings.threads,
+        "unprofiled": settings.unprofiled,
     }
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ)
@@ -513,7 +520,7 @@ class _Say:
         if console is None:
             from rich.console import Console
 
-            console = Console(stderr=True, highlight=False)
+            console = Console(stderr=True, highlight=False, soft_wrap=True)
         self.console = console or None
 
     def _print(self, text: str, style: str = "") -> None:

@@ -278,7 +278,12 @@ class FitProgram:
     def run(self, steps: int, recorder: StepRecorder) -> None:
         with tf.device(self.device):
             self.model.fit(
-                self.dataset, epochs=1, steps_per_epoch=steps, callbacks=[_StepCallback(recorder)], verbose=0
+                self.dataset,
+                epochs=1,
+                steps_per_epoch=steps,
+                callbacks=[_StepCallback(recorder)],
+                verbose=0,
+                shuffle=False,  # the dataset is already in step order
             )
 
 

@@ -85,9 +85,9 @@ def versions() -> dict[str, str]:
 def mode_unavailable(mode: str) -> str | None:
     """Why ``mode`` cannot run on this machine, or ``None``."""
     if mode == "compile":
-        import torch._dynamo
+        from torch import _dynamo
 
-        if not torch._dynamo.is_dynamo_supported():
+        if not _dynamo.is_dynamo_supported():
             return "torch.compile (dynamo) is not supported on this Python/platform"
         compiler = os.environ.get("CXX") or next(
             (c for c in ("g++", "clang++", "c++") if shutil.which(c)), None
@@ -101,9 +101,9 @@ def mode_unavailable(mode: str) -> str | None:
 
 def reset() -> None:
     """Forget compiled frames so the next program compiles again (on-disk caches stay)."""
-    import torch._dynamo
+    from torch import _dynamo
 
-    torch._dynamo.reset()
+    _dynamo.reset()
 
 
 def mode_notes(mode: str) -> list[str]:

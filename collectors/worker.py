@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
 
     job = json.loads(args[0])
     settings = CaptureSettings(
-        steps=job.get("steps"), warmup=job.get("warmup"), device=job.get("device", "cpu"), threads=int(job["threads"])
+        steps=job.get("steps"), warmup=job.get("warmup"), device=job.get("device", "cpu"), threads=int(job["threads"]),
+        unprofiled=bool(job.get("unprofiled", True)),
     )
     try:
         capture_pair(get(job["workload"]), job["framework"], job["mode"], Path(job["folder"]), settings)

@@ -42,7 +42,7 @@ Adam: torch and Keras place epsilon differently (torch adds it to the bias-corre
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -109,7 +109,6 @@ class WorkloadSpec:
     dtype: str = "float32"
     numpy_baseline: bool = False
     question: str = ""
-    tags: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def n_batches(self) -> int:
@@ -135,7 +134,6 @@ class WorkloadSpec:
         data["layers"] = list(self.layers)
         data["conv_channels"] = list(self.conv_channels)
         data["adam_betas"] = list(self.adam_betas)
-        data["tags"] = list(self.tags)
         return data
 
 

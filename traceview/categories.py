@@ -144,6 +144,9 @@ XPLANE_STREAM_LINE = re.compile(r"^Stream #(\d+)")
 XPLANE_API_LINE = re.compile(r"^Host Threads/")
 # Host threads that only compile: TF 2.21 XLA CPU codegen pool "tf_xla-cpu-codegen/<id>".
 XPLANE_COMPILE_LINE = re.compile(r"(xla-cpu-codegen|xla-gpu-compile|xla_compile|XLACompile)", re.IGNORECASE)
+# tf.data threads ("tf_data_iterator_resource/<id>", "tf_data_private_threadpool/<id>"): the map
+# functions' op kernels ("mul:Mul") and iterator ranges there are input-pipeline work.
+XPLANE_INPUT_LINE = re.compile(r"^tf_data_")
 # Lines derived from other events by TF >= 2.4 / xprof tooling (derived_timeline.cc). They
 # duplicate events kept elsewhere (device stream events, host ops), so readers drop them; on a
 # device plane without stream lines (TPU) "XLA Ops" is the primary record and is kept.

@@ -106,8 +106,12 @@ def _launchers(events: pd.DataFrame) -> None:
     by_correlation = by_correlation[~by_correlation.index.duplicated(keep="first")]
     device_rows = np.flatnonzero(device_mask)
     found = by_correlation.reindex(correlation[device_rows]).to_numpy()
-    launcher = np.full(len(events), "", dtype=object)
-    launcher[device_rows] = np.where(pd.isna(found), "", found)
+    # Readers may already know the launcher (XPlane tf_op / hlo_op stats on device events, or launch
+    # calls on their own threads with no enclosing op): keep theirs where no enclosing op is found.
+    launcher = events["launcher"].astype(object).to_numpy().copy()
+    found_names = np.where(pd.isna(found), "", found)
+    has_name = found_names != ""
+    launcher[device_rows[has_name]] = found_names[has_name]
     events["launcher"] = pd.Categorical(launcher)
 
 

@@ -22,10 +22,11 @@ def export(
 ) -> None:
     """Write traces as one Chrome trace-event JSON to open in ui.perfetto.dev or chrome://tracing.
 
-    Each trace becomes a process (pid 1, 2, … in argument order) with its host threads and device
-    streams, launch→kernel flow arrows, a "steps" track and a "traceview: attribution" track
-    showing which cause each stretch of every step was attributed to. Traces are aligned on their
-    first step.
+    Each trace is one process (pid 1, 2, … in argument order): host threads, device streams, launch arrows.
+
+    Two extra tracks per trace: "steps" and "traceview: attribution" (the cause of each stretch of every step).
+
+    Traces are aligned on their first step.
     """
     from traceview.analyzers.diagnosis import diagnose
     from traceview.loader import trace_paths

@@ -46,12 +46,11 @@ def discover(path: Path, run: str | None = None) -> list[Path]:
     if path.is_file():
         return [path]
     found: list[Path] = []
-    profile_dirs = sorted({p.parent.parent for p in path.rglob("*.xplane.pb")})
-    if profile_dirs or path.name == "profile" or (path / "plugins" / "profile").is_dir():
+    logdirs = sorted({_logdir_of(f, path) for f in path.rglob("*.xplane.pb") if f.is_file()})
+    if logdirs:
         xplane = importlib.import_module("traceview.readers.xplane")
-        roots = profile_dirs or [path]
-        for root in roots:
-            found.extend(xplane.find_xplanes(root, run))
+        for logdir in logdirs:
+            found.extend(xplane.find_xplanes(logdir, run))
     for candidate in sorted(path.rglob("*")):
         if candidate.is_file() and candidate.name.endswith(_JSON_SUFFIXES) and candidate.name != "manifest.json":
             try:
@@ -66,3 +65,20 @@ def discover(path: Path, run: str | None = None) -> list[Path]:
             f"plugins/profile/<run>/*.xplane.pb); point at a trace file or a TensorBoard logdir"
         )
     return found
+
+
+def _logdir_of(xplane_file: Path, root: Path) -> Path:
+    """The folder whose newest run this file competes in: the TensorBoard logdir above
+    ``plugins/profile/<run>/``, the ``profile`` folder or run folder the user named, or the file's folder."""
+    run_dir = xplane_file.parent
+    profile_dir = run_dir.parent
+    if run_dir == root:
+        return root
+    if profile_dir == root:
+        return root
+    if profile_dir.name == "profile" and profile_dir.parent.name == "plugins":
+        logdir = profile_dir.parent.parent
+        if logdir == root or root in logdir.parents:
+            return logdir
+        return root
+    return run_dir

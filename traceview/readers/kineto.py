@@ -19,7 +19,11 @@ checked against the parsed values. ``baseTimeNanoseconds`` (newer Kineto) anchor
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import itertools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +55,7 @@ _CATEGORY_KIND: dict[str, Kind] = {
     "cuda_sync": Kind.DEVICE_SYNC,
     "gpu_user_annotation": Kind.DEVICE_ANNOTATION,
 }
-_DEVICE_CATEGORIES = {c for c, k in _CATEGORY_KIND.items() if k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET,
-                                                                    Kind.DEVICE_SYNC, Kind.DEVICE_ANNOTATION)}
+_DEVICE_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.DEVICE_SYNC, Kind.DEVICE_ANNOTATION)
 _FLOW_PHASES = {"s", "f", "t"}
 _TS_NUMBER = re.compile(rb'"ts"\s*:\s*(-?\d+)(?:\.(\d+))?(?:[eE][-+]?\d+)?')
 # Floats above this many µs cannot carry ns exactly in a double (2**53 ns / 1000).
@@ -70,23 +73,41 @@ def sniff(head: bytes) -> bool:
 def read(path: Path) -> Timeline:
     """Read one Kineto trace file into the normalized timeline (not yet step-annotated)."""
     raw = read_bytes(path)
-    if not raw.strip():
+    if not raw or raw.isspace():  # (no strip(): that would copy the whole document)
         raise FormatError(f"{path}: file is empty; re-export the trace")
+    with _gc_paused():
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError as err:
+            where = f"at byte {err.pos}" if getattr(err, "pos", None) is not None else ""
+            truncated = " (file looks truncated)" if err.pos is not None and err.pos >= len(raw) - 2 else ""
+            raise FormatError(
+                f"{path}: invalid JSON {where}{truncated}: {err.msg}; re-export the trace or check the copy"
+            ) from None
+        if isinstance(doc, list):
+            events, top = doc, {}
+        elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+            events, top = doc["traceEvents"], doc
+        else:
+            raise FormatError(f"{path}: JSON has no 'traceEvents' list; not a Chrome/Kineto trace")
+        return _build(path, raw, events, top)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a document is parsed and turned into columns.
+
+    A parsed trace is hundreds of thousands of dicts without reference cycles; while they are
+    created the collector rescans them again and again (a third of orjson's time on a 50 MB
+    trace) and frees nothing. The previous state is restored on the way out.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as err:
-        where = f"at byte {err.pos}" if getattr(err, "pos", None) is not None else ""
-        truncated = " (file looks truncated)" if err.pos is not None and err.pos >= len(raw) - 2 else ""
-        raise FormatError(
-            f"{path}: invalid JSON {where}{truncated}: {err.msg}; re-export the trace or check the copy"
-        ) from None
-    if isinstance(doc, list):
-        events, top = doc, {}
-    elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
-        events, top = doc["traceEvents"], doc
-    else:
-        raise FormatError(f"{path}: JSON has no 'traceEvents' list; not a Chrome/Kineto trace")
-    return _build(path, raw, events, top)
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Timeline:
@@ -102,48 +123,68 @@ def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Ti
 
     process_names: dict[Any, str] = {}
     thread_names: dict[tuple[Any, Any], str] = {}
-    complete: list[int] = []
+    # One pass over the events: complete events are classified by category as they come; the
+    # others are counted by drop reason (phase reasons first, then category reasons, as recorded).
+    phase_drops: dict[str, int] = {}
+    category_drops: dict[str, int] = {}
+    category_cache: dict[str, tuple[str, str | None]] = {}  # cat as written -> (lower-cased, kind value)
+    xs: list[dict[str, Any]] = []
+    kind_values: list[str] = []
+    rows_list: list[int] = []
     for i, ev in enumerate(events):
         if not isinstance(ev, dict):
-            meta.drop("not a JSON object")
+            phase_drops["not a JSON object"] = phase_drops.get("not a JSON object", 0) + 1
             continue
         ph = ev.get("ph")
         if ph == "X":
-            complete.append(i)
-        elif ph == "M":
+            raw_cat = ev.get("cat", "")
+            cached = category_cache.get(raw_cat) if type(raw_cat) is str else None
+            if cached is None:
+                lowered = str(raw_cat).lower()
+                kind = _CATEGORY_KIND.get(lowered)
+                cached = (lowered, kind.value if kind is not None else None)
+                if type(raw_cat) is str:
+                    category_cache[raw_cat] = cached
+            c, k = cached
+            if k is None:
+                reason = "profiler span (cat Trace)" if c == "trace" else f"unknown category {c!r}"
+            elif "ts" not in ev or not isinstance(ev.get("pid"), (int, str)):
+                reason = "complete event without ts or pid"
+            else:
+                xs.append(ev)
+                kind_values.append(k)
+                rows_list.append(i)
+                continue
+            category_drops[reason] = category_drops.get(reason, 0) + 1
+            continue
+        if ph == "M":
             args = ev.get("args") or {}
             if ev.get("name") == "process_name":
                 process_names[ev.get("pid")] = str(args.get("name", ""))
             elif ev.get("name") == "thread_name":
                 thread_names[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
-            meta.drop("metadata record (names used for track labels)")
+            reason = "metadata record (names used for track labels)"
         elif ph in _FLOW_PHASES:
-            meta.drop("flow arrow (link kept as correlation id)")
+            reason = "flow arrow (link kept as correlation id)"
         elif ph in ("i", "I", "n"):
-            meta.drop("instant event (no duration)")
+            reason = "instant event (no duration)"
         elif ph in ("C",):
-            meta.drop("counter sample")
+            reason = "counter sample"
         else:
-            meta.drop(f"unsupported phase {ph!r}")
+            reason = f"unsupported phase {ph!r}"
+        phase_drops[reason] = phase_drops.get(reason, 0) + 1
+    for reason, count in (*phase_drops.items(), *category_drops.items()):
+        meta.drop(reason, count)
 
-    xs = [events[i] for i in complete]
-    cats = [str(e.get("cat", "")).lower() for e in xs]
-    kind_of = [_CATEGORY_KIND.get(c) for c in cats]
-    keep_idx: list[int] = []
-    for j, (c, k, e) in enumerate(zip(cats, kind_of, xs)):
-        if k is None:
-            meta.drop("profiler span (cat Trace)" if c == "trace" else f"unknown category {c!r}")
-        elif "ts" not in e or not isinstance(e.get("pid"), (int, str)):
-            meta.drop("complete event without ts or pid")
-        else:
-            keep_idx.append(j)
-    xs = [xs[j] for j in keep_idx]
-    cats = [cats[j] for j in keep_idx]
-    kinds = np.array([kind_of[j].value for j in keep_idx], dtype=object)  # type: ignore[union-attr]
-    rows = np.array([complete[j] for j in keep_idx], dtype=np.int64)
+    kinds = np.array(kind_values, dtype=object)
+    rows = np.array(rows_list, dtype=np.int64)
+    del kind_values, rows_list
 
     n = len(xs)
-    names = np.array([str(e.get("name", "")) for e in xs], dtype=object)
+    names_list = [e.get("name", "") for e in xs]
+    if set(map(type, names_list)) - {str}:
+        names_list = [str(v) for v in names_list]
+    names = np.array(names_list, dtype=object)
     dur_us = np.array([e.get("dur", 0) or 0 for e in xs], dtype=np.float64)
     if ts_exact is not None:
         ts_ns = ts_exact[rows]
@@ -155,19 +196,21 @@ def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Ti
         meta.drop("negative duration", int(negative.sum()))
 
     args = [e.get("args") or {} for e in xs]
-    is_device = np.array([c in _DEVICE_CATEGORIES for c in cats], dtype=bool)
-    pid = np.array([_as_int(e.get("pid")) for e in xs], dtype=np.int64)
-    tid = np.array([_as_int(e.get("tid", 0)) for e in xs], dtype=np.int64)
-    device = np.where(
-        is_device, np.array([_as_int(a.get("device", -1)) for a in args], dtype=np.int64), -1
-    )
+    device_kinds = [k.value for k in _DEVICE_KINDS]
+    is_device = np.isin(kinds, device_kinds)
+    pid = _int_column([e["pid"] for e in xs])
+    tid = _int_column([e.get("tid", 0) for e in xs])
+    device_rows = np.flatnonzero(is_device)
+    device = np.full(n, -1, dtype=np.int64)
+    stream = np.full(n, -1, dtype=np.int64)
+    if len(device_rows):
+        device_args = [args[j] for j in device_rows.tolist()]
+        device[device_rows] = _int_column([a.get("device", -1) for a in device_args])
+        stream[device_rows] = _int_column([a.get("stream", -1) for a in device_args])
     device = np.where(is_device & (device < 0), pid, device)
-    stream = np.where(
-        is_device, np.array([_as_int(a.get("stream", -1)) for a in args], dtype=np.int64), -1
-    )
     stream = np.where(is_device & (stream < 0), tid, stream)
-    correlation = np.array([_as_int(a.get("correlation", -1)) for a in args], dtype=np.int64)
-    nbytes = np.array([_as_int(a.get("bytes", -1)) for a in args], dtype=np.int64)
+    correlation = _int_column([a.get("correlation", -1) for a in args])
+    nbytes = _int_column([a.get("bytes", -1) for a in args])
 
     kinds = _refine_kinds(kinds, names)
 
@@ -181,11 +224,15 @@ def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Ti
     # Track labels, built once per distinct (pid, tid) / (device, stream).
     key_a = np.where(is_device, device, pid)
     key_b = np.where(is_device, stream, tid)
-    codes, uniques = pd.factorize(pd.MultiIndex.from_arrays([is_device, key_a, key_b]))
-    labels = [
-        f"GPU {a} stream {b}" if dev else _host_label(a, b, process_names, thread_names)
-        for dev, a, b in uniques
-    ]
+    codes_a, uniq_a = pd.factorize(key_a)
+    codes_b, uniq_b = pd.factorize(key_b)
+    combined = (codes_a.astype(np.int64) * len(uniq_b) + codes_b) * 2 + is_device
+    codes, uniques = pd.factorize(combined)
+    labels = []
+    for key in uniques.tolist():
+        dev, rest = key % 2, key // 2
+        a, b = int(uniq_a[rest // len(uniq_b)]), int(uniq_b[rest % len(uniq_b)])
+        labels.append(f"GPU {a} stream {b}" if dev else _host_label(a, b, process_names, thread_names))
     track = np.array(labels, dtype=object)[codes]
 
     keep = ~negative
@@ -257,21 +304,27 @@ def _exact_timestamps(raw: bytes, events: list[Any]) -> np.ndarray | None:
     """
     if not _needs_exact(events):
         return None
-    has_ts = np.array([isinstance(e, dict) and "ts" in e for e in events], dtype=bool)
+    has_ts = [isinstance(e, dict) and "ts" in e for e in events]
+    with_ts = list(itertools.compress(events, has_ts))
     found = _TS_NUMBER.findall(raw)
-    if len(found) != int(has_ts.sum()):
+    if len(found) != len(with_ts):
         return None
-    exact = np.array(
-        [int(whole) * 1000 + (int((frac + b"000")[:3]) if not whole.startswith(b"-") else -int((frac + b"000")[:3]))
-         for whole, frac in found],
-        dtype=np.int64,
-    )
-    approx = np.array([float(e["ts"]) for e in events if isinstance(e, dict) and "ts" in e], dtype=np.float64)
+    # "<whole>" + first three fraction digits (zero padded) is the value in ns, sign included:
+    # "-12" + "500" reads as -12500 = -12 µs - 500 ns.
+    exact = np.array([int(whole + (frac + b"000")[:3]) for whole, frac in found], dtype=np.int64)
+    approx = np.array([float(e["ts"]) for e in with_ts], dtype=np.float64)
     if len(approx) and np.abs(exact / 1000.0 - approx).max() > 1.0:
         return None
     out = np.zeros(len(events), dtype=np.int64)
-    out[has_ts] = exact
+    out[np.array(has_ts, dtype=bool)] = exact
     return out
+
+
+def _int_column(values: list[Any]) -> np.ndarray:
+    """int64 array of id-like values; plain ints go straight to numpy, anything else via ``_as_int``."""
+    if not set(map(type, values)) - {int}:
+        return np.array(values, dtype=np.int64)
+    return np.array([_as_int(v) for v in values], dtype=np.int64)
 
 
 def _as_int(value: Any) -> int:

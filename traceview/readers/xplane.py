@@ -11,7 +11,9 @@ Planes and lines → kinds (every XEvent is either kept or dropped under a count
 
 - ``/host:*`` planes (``/host:CPU``). Line ``Host Threads/<tid>`` (GPU tracer API callbacks):
   launch / sync / runtime API by ``categories.LAUNCH_API`` / ``SYNC_API``, anything else there
-  ``runtime``. Lines whose thread only compiles (``tf_xla-cpu-codegen/<id>``): ``compile``. All
+  ``runtime``. Lines whose thread only compiles (``tf_xla-cpu-codegen/<id>``): ``compile``;
+  tf.data threads (``tf_data_iterator_resource/<id>``, ``tf_data_private_threadpool/<id>``, where
+  the map functions' op kernels run): ``input`` (rules 1–3 below still apply there). All
   other lines (``python``, ``tf_Compute/<id>``, ``tf_numa_-1_Eigen/<id>``, ``py_xla_callback/…``):
   by event, first rule that matches:
 
@@ -32,7 +34,7 @@ Planes and lines → kinds (every XEvent is either kept or dropped under a count
   ``compile`` event is ``compile`` (TF 2.21 runs the first passes outside any named compile
   range); an ``annotation`` named like an HLO instruction directly inside an XLA module execution
   (``jit_f:XLA GPU module``, ``ThunkExecutor::Execute``) is a thunk → ``host_op``.
-  Zero-duration events (``ThreadpoolListener::*`` flow markers, ``MemoryAllocation``) are dropped.
+  Zero-duration host events (``ThreadpoolListener::*`` flow markers, ``MemoryAllocation``) are dropped.
 
 - ``/device:GPU:N`` planes, lines ``Stream #<id>(…)``: ``memcpy`` when the event has
   ``memcpy_details`` or a copy name (``MemcpyH2D``, ROCm ``__amd_rocclr_copyBuffer``),
@@ -59,7 +61,6 @@ the framework ops, so nesting cannot name the op there.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,12 +96,11 @@ _WANTED_STATS = frozenset(
 _EPOCH_NS_MIN = 10**17  # line timestamps above this are absolute epoch ns, not session-relative
 _RUN_NAME = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}")
 
-_K = Kind
 _INHERITING = frozenset({Kind.COMPILE.value, Kind.GRAPH_BUILD.value, Kind.INPUT.value})
 _INHERITABLE = frozenset({Kind.ANNOTATION.value, Kind.HOST_OP.value, Kind.PYTHON.value})
 
 # Line classes.
-_HOST, _HOST_API, _HOST_COMPILE, _DEVICE = 0, 1, 2, 3
+_HOST, _HOST_API, _HOST_COMPILE, _HOST_INPUT, _DEVICE = 0, 1, 2, 3, 4
 
 
 # --------------------------------------------------------------------------------------------
@@ -302,7 +302,6 @@ def _parse(path: Path, raw: bytes) -> Any:
 class _Columns:
     """Per-event arrays gathered line by line, concatenated once at the end."""
 
-    mids: list[np.ndarray] = field(default_factory=list)
     offset_ps: list[np.ndarray] = field(default_factory=list)
     duration_ps: list[np.ndarray] = field(default_factory=list)
     names: list[np.ndarray] = field(default_factory=list)
@@ -412,6 +411,8 @@ class _Builder:
                 cls = _HOST_API
             elif cat.XPLANE_COMPILE_LINE.search(line_name):
                 cls = _HOST_COMPILE
+            elif cat.XPLANE_INPUT_LINE.match(line_name):
+                cls = _HOST_INPUT
             else:
                 cls = _HOST
             label = f"{prefix} {line_name}"
@@ -490,7 +491,6 @@ class _Builder:
                 self.unknown_metadata += int((inverse == k).sum())
                 found = ""
             names_u[k] = found
-        cols.mids.append(mids)
         cols.offset_ps.append(offs)
         cols.duration_ps.append(durs)
         cols.names.append(names_u[inverse])
@@ -530,7 +530,7 @@ class _Builder:
         else:
             names = np.empty(0, dtype=object)
             offs = durs = line_ts = line_idx = np.empty(0, dtype=np.int64)
-        stats = {k: v for k, v in cols.stats.items()}
+        stats = cols.stats
 
         line_cls = np.array([ln.cls for ln in self.lines], dtype=np.int64)[line_idx] if n else line_idx
         is_device = line_cls == _DEVICE
@@ -599,11 +599,11 @@ class _Builder:
                 "dur": dur,
                 "kind": kinds,
                 "name": names,
-                "track": track_u[line_idx] if len(lines) else np.empty(0, dtype=object),
-                "pid": pid_u[line_idx] if len(lines) else np.empty(0, dtype=np.int64),
-                "tid": tid_u[line_idx] if len(lines) else np.empty(0, dtype=np.int64),
-                "device": device_u[line_idx] if len(lines) else np.empty(0, dtype=np.int64),
-                "stream": stream_u[line_idx] if len(lines) else np.empty(0, dtype=np.int64),
+                "track": track_u[line_idx],
+                "pid": pid_u[line_idx],
+                "tid": tid_u[line_idx],
+                "device": device_u[line_idx],
+                "stream": stream_u[line_idx],
                 "correlation": correlation,
                 "launcher": launcher,
                 "bytes": nbytes,
@@ -622,7 +622,8 @@ class _Builder:
         meta.kept = {str(k): int(v) for k, v in counts.items() if v}
         meta.devices = [self.devices[i] for i in sorted(self.devices)]
         if self.device_stats:
-            meta.extra["device_stats"] = {i: self.device_stats[i] for i in sorted(self.device_stats)}
+            # String keys: meta.extra is written to JSON as is.
+            meta.extra["device_stats"] = {str(i): self.device_stats[i] for i in sorted(self.device_stats)}
         meta.extra["extra_columns"] = list(EXTRA_COLUMNS)
         return Timeline(events=frame, meta=meta)
 
@@ -762,13 +763,14 @@ def _base_kinds(names: np.ndarray, line_cls: np.ndarray, stats: dict[str, dict[i
     step = has("step_num")
     framework_op = has("eager_op") | has("hlo_op") | has("tf_function_call") | op_kernel | host_op
 
-    host = (line_cls == _HOST) | (line_cls == _HOST_COMPILE)
+    host = (line_cls == _HOST) | (line_cls == _HOST_COMPILE) | (line_cls == _HOST_INPUT)
     # Generic host lines: lowest-priority rule first, so later assignments win.
     kinds[host & framework_op] = Kind.HOST_OP.value
     kinds[host & input_] = Kind.INPUT.value
     kinds[host & compile_] = Kind.COMPILE.value
     kinds[host & graph] = Kind.GRAPH_BUILD.value
     kinds[line_cls == _HOST_COMPILE] = Kind.COMPILE.value
+    kinds[line_cls == _HOST_INPUT] = Kind.INPUT.value
     kinds[host & xla_sync] = Kind.SYNC.value
     kinds[host & api] = Kind.RUNTIME.value
     kinds[host & launch] = Kind.LAUNCH.value
@@ -871,7 +873,9 @@ def _detail_direction(parsed: dict[str, str] | None) -> str:
     return {"HD": "H2D", "DH": "D2H", "DD": "D2D", "HH": "H2H"}[s + d]
 
 
-def _nest(line_idx: np.ndarray, ts: np.ndarray, end: np.ndarray, is_device: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _nest(
+    line_idx: np.ndarray, ts: np.ndarray, end: np.ndarray, is_device: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Parent row and depth of every host event on its line (rows sorted by (ts, -dur)).
 
     Device events get parent -1, depth -1. Same rule as :func:`traceview.normalize._nest`: an

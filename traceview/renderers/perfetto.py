@@ -51,6 +51,8 @@ from traceview.schema import SCHEMA_VERSION, Timeline
 STEPS_TRACK = "steps"
 ATTRIBUTION_TRACK = "traceview: attribution"
 FLOW_NAME = "launch"
+STEPS_CAT = "traceview.step"  # not a Kind value, so never confused with the step-marker events
+ATTRIBUTION_CAT = "traceview.attribution"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -240,7 +242,7 @@ class _Exporter:
         for i, row in enumerate(table.itertuples(index=False)):
             out.append({
                 "ph": "X", "name": f"step {int(row.number)}" + (" (cold)" if bool(row.cold) else ""),
-                "cat": "step", "pid": self.pid, "tid": tid, "ts": self._us(row.start), "dur": int(row.duration) / 1000,
+                "cat": STEPS_CAT, "pid": self.pid, "tid": tid, "ts": self._us(row.start), "dur": int(row.duration) / 1000,
                 "args": {"step": int(row.number), "name": self.clean(str(row.name)), "cold": bool(row.cold),
                          "buckets_us": {b: int(per.at[i, b]) / 1000 for b in BUCKETS}},
             })
@@ -253,7 +255,7 @@ class _Exporter:
         out = []
         for step, start, end, bucket in zip(segments["step"].tolist(), segments["start"].tolist(),
                                             segments["end"].tolist(), segments["bucket"].tolist()):
-            out.append({"ph": "X", "name": bucket, "cat": "attribution", "pid": self.pid, "tid": tid,
+            out.append({"ph": "X", "name": bucket, "cat": ATTRIBUTION_CAT, "pid": self.pid, "tid": tid,
                         "ts": self._us(start), "dur": (end - start) / 1000,
                         "args": {"bucket": bucket, "step": int(numbers[step])}})
         return out

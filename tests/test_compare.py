@@ -1,0 +1,74 @@
+"""compare and findings on real traces; markdown safety on hostile names."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from tests.conftest import REPO, cached_diagnosis, shared_trace
+from traceview.analyzers.attribution import BUCKETS
+from traceview.analyzers.compare import compare
+from traceview.analyzers.rules import GRADES, RULES
+from traceview.renderers.markdown import cell
+
+
+@pytest.fixture(scope="module")
+def gpu_pair():
+    a = cached_diagnosis(shared_trace("torch_gpu/resnet_v100_1rank.pt.trace.json.gz"))
+    b = cached_diagnosis(shared_trace("torch_gpu/v100_2rank_rank1_large.json.gz"))
+    return compare(a, b)
+
+
+def test_bucket_deltas_add_up_to_the_gap(gpu_pair):
+    cmp = gpu_pair
+    assert sum(d.delta_ns for d in cmp.buckets) == pytest.approx(cmp.gap_ns, rel=1e-9)
+    assert cmp.ratio == pytest.approx(cmp.candidate_step_ns / cmp.baseline_step_ns)
+    assert [d.bucket for d in cmp.buckets] == list(BUCKETS)
+    ranked = cmp.ranked()
+    assert ranked[0].delta_ns == max(d.delta_ns for d in cmp.buckets if d.bucket != "idle")
+    assert 0.0 <= cmp.explained_share <= 1.0
+
+
+def test_swapping_sides_flips_the_gap(gpu_pair):
+    swapped = compare(gpu_pair.candidate, gpu_pair.baseline)
+    assert swapped.gap_ns == pytest.approx(-gpu_pair.gap_ns)
+    assert swapped.ranked()[0].bucket == gpu_pair.ranked()[0].bucket
+
+
+def test_every_rule_reports_a_grade_with_evidence_or_a_skip_reason():
+    diag = cached_diagnosis(shared_trace("torch_gpu/resnet_v100_1rank.pt.trace.json.gz"))
+    assert [f.rule for f in diag.findings] == [fn.__name__ for fn in RULES]
+    for f in diag.findings:
+        assert f.grade in GRADES
+        if f.grade == "skipped":
+            assert f.summary.startswith("skipped: needs")
+        else:
+            assert f.evidence and f.threshold
+
+
+def test_fail_if_slower_gate_sets_the_exit_status():
+    a = str(shared_trace("torch_gpu/resnet_v100_1rank.pt.trace.json.gz"))
+    b = str(shared_trace("torch_gpu/v100_2rank_rank1_large.json.gz"))
+    env = {"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+    slower = subprocess.run([sys.executable, "-m", "traceview", "compare", a, b, "--fail-if-slower", "10",
+                             "--format", "json"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert slower.returncode == 1, slower.stderr
+    assert "slower than the baseline" in slower.stderr
+    doc = orjson.loads(slower.stdout)
+    assert doc["comparison"]["ratio"] > 1.1
+    faster = subprocess.run([sys.executable, "-m", "traceview", "compare", b, a, "--fail-if-slower", "10",
+                             "--format", "md"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert faster.returncode == 0, faster.stderr
+    assert faster.stdout.startswith("### traceview compare")
+
+
+def test_markdown_cells_cannot_break_tables():
+    hostile = "void k<a|b>(`x`)\n<script>alert(1)</script> *bold* _it_"
+    escaped = cell(hostile)
+    assert "|" not in escaped.replace("\\|", "")
+    assert "<" not in escaped and ">" not in escaped
+    assert "\n" not in escaped
+    assert "`" not in escaped.replace("\\`", "")

@@ -1,0 +1,120 @@
+"""``traceview collect``: capture the paired workloads with the frameworks' own profilers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from traceview.errors import TraceviewError, UsageError
+
+
+def collect(
+    workload: Optional[str] = typer.Argument(None, help="Workload to capture (see --list)."),
+    framework: str = typer.Option(
+        "all", "--framework", "-f", help="Comma-separated frameworks: torch, tf, numpy, or all."
+    ),
+    mode: str = typer.Option(
+        "all",
+        "--mode",
+        "-m",
+        help="Comma-separated modes: eager, compile, torchscript (torch); eager, function, xla, fit, "
+        "graph-v1 (tf); or all.",
+    ),
+    device: str = typer.Option("cpu", "--device", help="cpu, or cuda where the framework sees a GPU."),
+    output: Optional[Path] = typer.Option(
+        None, "-o", "--output", help="Folder to write into; one subfolder per framework-mode."
+    ),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Steady steps to profile (default: the workload's)."),
+    warmup: Optional[int] = typer.Option(
+        None, "--warmup", help="Warm-up steps between the cold step(s) and the steady ones (default: 1)."
+    ),
+    threads: Optional[int] = typer.Option(None, "--threads", help="Intra/inter-op threads (default: all cores)."),
+    isolate: bool = typer.Option(
+        True, "--isolate/--in-process", help="Run each capture in a fresh Python process (default) or in this one."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace captures already in the output folder."),
+    list_: bool = typer.Option(False, "--list", help="Show the workloads and which framework x mode pairs exist."),
+) -> None:
+    """Capture a workload in torch and TensorFlow (and numpy) from identical weights and data.
+
+    Each framework-mode pair gets a folder with its native trace and a manifest.json.
+
+    torch writes Kineto *.pt.trace.json.gz; TensorFlow the TensorBoard layout plugins/profile/<run>/<host>.xplane.pb.
+
+    The manifest holds versions, threads, cold/warm-up/steady steps, per-step wall time with and without the profiler, and the loss-parity check across frameworks. The cold first step (tracing, compilation) is inside the profiled window.
+
+    Example: traceview collect mlp2 -f torch,tf -m eager,function -o runs/mlp2
+    """
+    from collectors.runner import CaptureSettings, collect as run_collect, default_threads
+
+    if list_:
+        render_matrix(Console(highlight=False))
+        return
+    if workload is None:
+        raise UsageError("name a workload to capture (traceview collect --list shows them)")
+    if output is None:
+        raise UsageError("missing -o/--output: the folder to write the captures into")
+    settings = CaptureSettings(
+        steps=steps, warmup=warmup, device=device, threads=threads if threads is not None else default_threads()
+    )
+    outcomes = run_collect(
+        workload,
+        output,
+        framework,
+        mode,
+        settings,
+        isolate=isolate,
+        overwrite=overwrite,
+        console=Console(stderr=True, highlight=False, soft_wrap=True),
+    )
+    failed = [o for o in outcomes if o.error]
+    if failed:
+        names = ", ".join(o.label for o in failed)
+        raise TraceviewError(f"{len(failed)} of {len(outcomes)} captures failed ({names}); the others are in {output}")
+
+
+def render_matrix(console: Console) -> None:
+    """The workload x (framework, mode) table behind ``--list``, plus what each mode means."""
+    from collectors.runner import availability
+    from collectors.workloads import MODE_HELP, MODES, WORKLOADS, not_applicable
+
+    columns = [(fw, m) for fw, modes in MODES.items() for m in modes]
+    table = Table(title="workload x framework-mode (yes: captured by traceview collect)", show_lines=False)
+    table.add_column("workload", no_wrap=True)
+    for fw, m in columns:
+        table.add_column(f"{fw}\n{m}", justify="center")
+    unavailable: dict[str, str] = {}
+    for name, spec in WORKLOADS.items():
+        cells = []
+        for fw, m in columns:
+            if not_applicable(spec, fw, m):
+                cells.append("-")
+                continue
+            why = availability(fw, m)
+            if why:
+                unavailable[f"{fw}-{m}"] = why
+                cells.append("n/a*")
+            else:
+                cells.append("yes")
+        table.add_row(name, *cells)
+    console.print(table)
+    if unavailable:
+        for pair, why in unavailable.items():
+            console.print(f"* {pair}: {why} on this machine")
+    modes = Table(title="modes", show_header=True)
+    modes.add_column("framework-mode", no_wrap=True)
+    modes.add_column("what runs")
+    for (fw, m), text in MODE_HELP.items():
+        modes.add_row(f"{fw}-{m}", text)
+    console.print(modes)
+    work = Table(title="workloads", show_header=True)
+    work.add_column("workload", no_wrap=True)
+    work.add_column("what")
+    work.add_column("question it answers")
+    for name, spec in WORKLOADS.items():
+        work.add_row(name, spec.description, spec.question)
+    console.print(work)

@@ -1,0 +1,627 @@
+"""``--format html``: one self-contained HTML page per report (inline CSS and SVG, no scripts, no fonts).
+
+One section per trace: what the trace is, where the steady-state step time goes (stacked bar
+and table), the findings, the per-step table, a **timeline picture of a representative step**,
+the top kernels and framework ops, and the launch statistics.
+
+The timeline shows the steady step whose duration is closest to the median: one row per host
+thread (one sub-row per nesting level) and per device stream, events coloured by kind, and on
+top the attribution of that step (the same segments as the ``traceview: attribution`` track of
+``traceview export``). To keep huge steps small, events narrower than a few pixels are not
+drawn one by one: each row is rasterized into half-pixel columns, a column takes the colour of
+the kind that covers most of it, and its opacity says how much of it is covered; runs of equal
+columns become one rectangle. Wide events are drawn exactly, with their name as a tooltip.
+
+Every name from a trace is escaped (``html.escape``); the output holds no generation time, so
+the same traces give the same bytes.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from traceview.analyzers.attribution import BUCKETS, leaf_compute_ops
+from traceview.renderers.base import Renderer, register
+from traceview.renderers.perfetto import attribution_segments
+from traceview.renderers.terminal import BUCKET_LABEL
+from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, shorten
+from traceview.schema import Kind
+
+# Bucket colours: the terminal's BUCKET_STYLE hues, tuned for a white page.
+BUCKET_COLOR: dict[str, str] = {
+    "kernel": "#2f9e44",
+    "memcpy": "#1098ad",
+    "graph_build": "#ae3ec9",
+    "sync_wait": "#e03131",
+    "launch_overhead": "#f59f00",
+    "input": "#3b5bdb",
+    "host_compute": "#868e96",
+    "idle": "#dee2e6",
+}
+
+# Event groups drawn on the timeline: (key, legend label, colour, kinds). The colour is the one
+# of the bucket the kind usually lands in; framework ops and Python get their own pale tones so
+# the launch calls under them stand out.
+EVENT_GROUPS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("kernel", "kernel", BUCKET_COLOR["kernel"], (Kind.KERNEL.value,)),
+    ("leaf", "compute op (CPU leaf op)", "#69db7c", ()),  # CPU-only traces: host ops counted as kernel time
+    ("memcpy", "memcpy / memset", BUCKET_COLOR["memcpy"], (Kind.MEMCPY.value, Kind.MEMSET.value)),
+    ("launch", "launch call", BUCKET_COLOR["launch_overhead"], (Kind.LAUNCH.value,)),
+    ("runtime", "other runtime call", "#ffd43b", (Kind.RUNTIME.value,)),
+    ("sync", "sync wait", BUCKET_COLOR["sync_wait"], (Kind.SYNC.value, Kind.DEVICE_SYNC.value)),
+    ("graph_build", "graph build / compile", BUCKET_COLOR["graph_build"], (Kind.GRAPH_BUILD.value,
+                                                                           Kind.COMPILE.value)),
+    ("input", "input pipeline", BUCKET_COLOR["input"], (Kind.INPUT.value,)),
+    ("host_op", "framework op", "#ffc9a9", (Kind.HOST_OP.value,)),
+    ("python", "python", "#d0bfff", (Kind.PYTHON.value,)),
+    ("annotation", "annotation / step marker", "#ced4da", (Kind.ANNOTATION.value, Kind.STEP.value)),
+)
+_GROUP_INDEX = {key: i for i, (key, _, _, _) in enumerate(EVENT_GROUPS)}
+_KIND_GROUP = {kind: _GROUP_INDEX[key] for key, _, _, kinds in EVENT_GROUPS for kind in kinds}
+
+GRADE_LABEL = {"high": "HIGH", "moderate": "MODERATE", "none": "ok", "skipped": "skipped"}
+
+# Timeline geometry (px).
+SVG_WIDTH = 1200
+LABEL_WIDTH = 250
+PLOT_WIDTH = SVG_WIDTH - LABEL_WIDTH - 12
+RESOLUTION = 0.5  # raster column width
+WIDE_PX = 3.0  # events at least this wide are drawn one by one
+MAX_WIDE_PER_LEVEL = 400
+MAX_LEVELS = 8  # host nesting levels drawn per thread (deeper ones share the last)
+LEVEL_HEIGHT = 10
+DEVICE_ROW_HEIGHT = 24
+ATTRIBUTION_ROW_HEIGHT = 24
+ROW_GAP = 5
+AXIS_HEIGHT = 26
+TEXT_MIN_PX = 70  # wide rects at least this wide get their name written inside
+CHAR_PX = 6.2
+_NAME_WIDTH = 100
+
+_CSS = """
+:root { --fg: #212529; --muted: #6c757d; --line: #dee2e6; --bg-alt: #f8f9fa; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, sans-serif; color: var(--fg);
+       margin: 0 auto; padding: 20px 28px 40px; max-width: 1320px; background: #fff; }
+h1 { font-size: 22px; margin: 4px 0 12px; }
+h2 { font-size: 19px; margin: 30px 0 8px; padding-top: 14px; border-top: 2px solid var(--line); word-break: break-all; }
+h3 { font-size: 15px; margin: 22px 0 6px; }
+p.sub, .muted { color: var(--muted); margin: 2px 0 8px; }
+nav ul { margin: 4px 0; padding-left: 20px; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 8px 0; }
+dl.facts dt { font-weight: 600; }
+dl.facts dd { margin: 0; word-break: break-word; }
+table { border-collapse: collapse; margin: 4px 0 8px; font-size: 13px; }
+th, td { padding: 3px 9px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+th { background: var(--bg-alt); font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.name { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; word-break: break-all; }
+tr.detail td { color: var(--muted); font-size: 12px; }
+tr.detail td:first-child { padding-left: 30px; }
+.swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px; margin-right: 6px;
+          vertical-align: -1px; border: 1px solid rgba(0,0,0,.15); }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 16px; margin: 6px 0 4px; font-size: 12px; }
+.legend b { font-weight: 600; margin-right: 4px; }
+.grade { font-weight: 700; font-size: 11px; padding: 1px 6px; border-radius: 3px; white-space: nowrap; }
+.grade.high { background: #ffe3e3; color: #c92a2a; }
+.grade.moderate { background: #fff3bf; color: #a06000; }
+.grade.none { background: #ebfbee; color: #2b8a3e; }
+.grade.skipped { background: #f1f3f5; color: #868e96; }
+.advice { color: var(--muted); font-size: 12px; }
+.badge { font-size: 11px; padding: 0 5px; border-radius: 3px; background: #e7f5ff; color: #1971c2; margin-left: 4px; }
+svg { display: block; }
+svg.timeline { width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; }
+svg text { font-family: -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, sans-serif; }
+footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
+"""
+
+
+def esc(value: Any) -> str:
+    """Text safe inside HTML content and attribute values."""
+    return html.escape(str(value), quote=True)
+
+
+def _n(value: float) -> str:
+    """A coordinate with at most two decimals and no trailing zeros (stable, compact)."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+# ---------------------------------------------------------------------------------------------
+# Page
+
+
+def render(diagnoses: list[Any], **_: Any) -> str:
+    """The whole HTML page for one or more diagnoses."""
+    names = [Path(d.timeline.meta.source).name for d in diagnoses]
+    title = f"traceview report: {names[0]}" if len(names) == 1 else f"traceview report: {len(names)} traces"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{esc(title)}</h1>",
+    ]
+    if len(diagnoses) > 1:
+        parts.append(_index(diagnoses))
+    for i, diag in enumerate(diagnoses, start=1):
+        parts.append(_section(diag, i))
+    parts.append("<footer>Written by traceview. Times are per step; shares are of the mean steady step. "
+                 "Colours: see the legends.</footer>")
+    parts += ["</body>", "</html>", ""]
+    return "\n".join(parts)
+
+
+def _index(diagnoses: list[Any]) -> str:
+    rows = []
+    for i, diag in enumerate(diagnoses, start=1):
+        meta = diag.timeline.meta
+        buckets = diag.steady_attribution()
+        top = max(BUCKETS, key=lambda b: (buckets[b], -BUCKETS.index(b)))
+        total = sum(buckets.values())
+        rows.append(
+            f'<tr><td><a href="#trace-{i}">{esc(Path(meta.source).name)}</a></td><td>{esc(meta.framework)}</td>'
+            f'<td class="num">{esc(fmt_ns(diag.steady_step_ns))}</td>'
+            f"<td>{_swatch(BUCKET_COLOR[top])}{esc(BUCKET_LABEL[top])} "
+            f"({esc(fmt_pct(buckets[top] / total if total else 0.0))})</td></tr>"
+        )
+    return ("<nav><table><tr><th>trace</th><th>framework</th><th class=\"num\">steady step</th>"
+            "<th>largest cause</th></tr>" + "".join(rows) + "</table></nav>")
+
+
+def _section(diag: Any, index: int) -> str:
+    meta = diag.timeline.meta
+    out = [f'<section id="trace-{index}">', f"<h2>{esc(Path(meta.source).name)}</h2>", _facts(diag)]
+    out.append(_steady(diag))
+    out.append(_timeline_block(diag))
+    findings = _findings(getattr(diag, "findings", None) or [])
+    if findings:
+        out.append(findings)
+    out.append(_per_step(diag))
+    kernel_title = "Top kernels" if diag.timeline.has_device else "Top compute ops (leaf ops doing the math)"
+    for title, frame in ((kernel_title, diag.kernels), ("Top framework ops (top level, inclusive host time)", diag.ops)):
+        block = _top(frame, title)
+        if block:
+            out.append(block)
+    out.append(_launch(diag))
+    device = _device(diag)
+    if device:
+        out.append(device)
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _swatch(color: str, opacity: float = 1.0) -> str:
+    style = f"background:{color}" + (f";opacity:{opacity}" if opacity < 1 else "")
+    return f'<span class="swatch" style="{style}"></span>'
+
+
+def _facts(diag: Any) -> str:
+    meta = diag.timeline.meta
+    devices = ", ".join(f"{d.index}: {d.name or 'device'}" for d in meta.devices) or "none (CPU-only trace)"
+    kept = sum(meta.kept.values())
+    dropped = sum(meta.dropped.values())
+    reasons = "; ".join(f"{r}: {fmt_count(c)}" for r, c in sorted(meta.dropped.items(), key=lambda x: (-x[1], x[0])))
+    kinds = ", ".join(f"{k} {fmt_count(c)}" for k, c in sorted(meta.kept.items(), key=lambda x: (-x[1], x[0])) if c)
+    table = diag.steps.table
+    cold = [f"#{n}" for n in table.loc[table["cold"], "number"]]
+    rows = [
+        ("trace", meta.source),
+        ("format", f"{meta.framework} · {meta.format}" + (f" · host {meta.host_name}" if meta.host_name else "")),
+        ("devices", devices),
+        ("events", f"{fmt_count(meta.input_events)} in file · {fmt_count(kept)} kept · {fmt_count(dropped)} dropped"),
+        ("kept", kinds or "none"),
+    ]
+    if reasons:
+        rows.append(("dropped", reasons))
+    rows.append(("steps", f"{len(table)} found by rule '{diag.steps.rule}': {diag.steps.rule_detail}"
+                 + (f" · cold: {', '.join(cold)}" if cold else "") + f" · steady: {len(diag.steady_positions)}"))
+    rows += [("note", note) for note in meta.notes]
+    body = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows)
+    return f'<dl class="facts">{body}</dl>'
+
+
+def _stacked_bar(values: dict[str, float], height: int, labels: bool) -> str:
+    """A horizontal stacked bar in percentages of the width (so it scales without distorting text)."""
+    total = sum(values.values())
+    if total <= 0:
+        return f'<svg width="100%" height="{height}" role="img" aria-label="no time"></svg>'
+    parts = [f'<svg width="100%" height="{height}" role="img" aria-label="attribution">']
+    x = 0.0
+    for b in BUCKETS:
+        share = values.get(b, 0.0) / total
+        if share <= 0:
+            continue
+        w = share * 100
+        tip = f"{BUCKET_LABEL[b]}: {fmt_ns(values[b])} ({fmt_pct(share)})"
+        parts.append(f'<rect x="{_n(x)}%" y="0" width="{_n(w)}%" height="{height}" fill="{BUCKET_COLOR[b]}">'
+                     f"<title>{esc(tip)}</title></rect>")
+        if labels and share >= 0.08:
+            color = "#212529" if b in ("idle", "launch_overhead") else "#fff"
+            parts.append(f'<text x="{_n(x + w / 2)}%" y="{_n(height / 2 + 4)}" text-anchor="middle" '
+                         f'font-size="12" fill="{color}">{esc(BUCKET_LABEL[b])} {esc(fmt_pct(share))}</text>')
+        x += w
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _steady(diag: Any) -> str:
+    buckets = diag.steady_attribution()
+    total = sum(buckets.values())
+    details = diag.steady_details()
+    where = "device + host" if diag.attribution.mode == "device" else "host threads (CPU-only)"
+    rows = []
+    for b in BUCKETS:
+        value = buckets[b]
+        share = value / total if total else 0.0
+        rows.append(f"<tr><td>{_swatch(BUCKET_COLOR[b])}{esc(BUCKET_LABEL[b])}</td>"
+                    f'<td class="num">{esc(fmt_ns(value))}</td><td class="num">{esc(fmt_pct(share))}</td></tr>')
+        for key in sorted(k for k in details if k.startswith(b + ".")):
+            rows.append(f'<tr class="detail"><td>{esc(key.split(".", 1)[1])}</td>'
+                        f'<td class="num">{esc(fmt_ns(details[key]))}</td>'
+                        f'<td class="num">{esc(fmt_pct(details[key] / total if total else 0.0))}</td></tr>')
+    return (
+        f"<h3>Steady-state step: {esc(fmt_ns(diag.steady_step_ns))}</h3>"
+        f'<p class="sub">median of {len(diag.steady_positions)} steady steps; mean {esc(fmt_ns(total))}; '
+        f"attribution on {esc(where)}</p>"
+        + _stacked_bar(buckets, 30, labels=True)
+        + '<table><tr><th>cause</th><th class="num">per step</th><th class="num">share</th></tr>'
+        + "".join(rows) + "</table>"
+    )
+
+
+def _findings(findings: list[Any]) -> str:
+    if not findings:
+        return ""
+    order = {g: i for i, g in enumerate(("high", "moderate", "none", "skipped"))}
+    rows = []
+    for f in sorted(findings, key=lambda f: (order.get(f.grade, 9), f.rule)):
+        advice = (f'<div class="advice">→ {esc(f.advice)}</div>'
+                  if f.grade in ("high", "moderate") and f.advice else "")
+        summary = f.summary if f.grade != "none" else f"no problem: {f.summary}"
+        rows.append(f'<tr><td><span class="grade {esc(f.grade)}">{esc(GRADE_LABEL.get(f.grade, f.grade))}</span></td>'
+                    f"<td><b>{esc(f.rule)}</b>: {esc(summary)}{advice}</td></tr>")
+    return "<h3>Findings</h3><table>" + "".join(rows) + "</table>"
+
+
+def _per_step(diag: Any) -> str:
+    per = diag.attribution.per_step
+    table = diag.steps.table
+    shown = [b for b in BUCKETS if per[b].any()]
+    head = "".join(f'<th class="num">{_swatch(BUCKET_COLOR[b])}{esc(BUCKET_LABEL[b])}</th>' for b in shown)
+    rows = []
+    for i, row in enumerate(table.itertuples(index=False)):
+        label = f"#{row.number}" + ('<span class="badge">cold</span>' if row.cold else "")
+        cells = "".join(f'<td class="num">{esc(fmt_ns(per.at[i, b]))}</td>' for b in shown)
+        bar = _stacked_bar({b: float(per.at[i, b]) for b in BUCKETS}, 10, labels=False)
+        rows.append(f'<tr><td>{label}</td><td class="num">{esc(fmt_ns(row.duration))}</td>{cells}'
+                    f'<td style="width:160px;vertical-align:middle">{bar}</td></tr>')
+    cold = _cold(diag)
+    return ("<h3>Per step</h3>" + f'<table><tr><th>step</th><th class="num">time</th>{head}<th></th></tr>'
+            + "".join(rows) + "</table>" + cold)
+
+
+def _cold(diag: Any) -> str:
+    table = diag.steps.table
+    cold = table[table["cold"]]
+    if cold.empty:
+        return ""
+    steady = diag.steady_step_ns
+    per = diag.attribution.per_step
+    items = []
+    for i in cold.index:
+        row = cold.loc[i]
+        extra = float(row["duration"]) - steady
+        text = (f"#{row['number']}: {fmt_ns(row['duration'])} ({fmt_ns(extra)} over steady) · graph build/compile "
+                f"{fmt_ns(per.at[i, 'graph_build'])} in {row['graph_build_events']} events")
+        if extra > 0 and steady > 0:
+            text += f" · {extra / steady:.1f} steady steps' worth"
+        items.append(f"<li>{esc(text)}</li>")
+    return "<p><b>Cold step(s)</b></p><ul>" + "".join(items) + "</ul>"
+
+
+def _top(frame: Any, title: str) -> str:
+    if frame is None or frame.empty:
+        return ""
+    rows = []
+    for row in frame.itertuples(index=False):
+        rows.append(f'<tr><td class="name" title="{esc(row.name)}">{esc(shorten(row.name, _NAME_WIDTH))}</td>'
+                    f'<td class="num">{row.count_per_step:.1f}</td>'
+                    f'<td class="num">{esc(fmt_ns(row.time_per_step_ns))}</td>'
+                    f'<td class="num">{esc(fmt_ns(row.mean_ns))}</td><td class="num">{esc(fmt_pct(row.share))}</td></tr>')
+    return (f"<h3>{esc(title)}</h3><table><tr><th>name</th><th class=\"num\">n/step</th>"
+            "<th class=\"num\">time/step</th><th class=\"num\">mean</th><th class=\"num\">share</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def _launch(diag: Any) -> str:
+    s = diag.launch
+    rows = [("framework ops per step (top level)", f"{s.ops_per_step:.1f}"),
+            ("host time per op (inclusive)", fmt_ns(s.host_ns_per_op))]
+    if diag.timeline.has_device:
+        rows += [("kernel launches per step", f"{s.launches_per_step:.1f}"),
+                 ("launch call median / p95", f"{fmt_ns(s.launch_call_median_ns)} / {fmt_ns(s.launch_call_p95_ns)}"),
+                 ("launch delay median / p95",
+                  f"{fmt_ns(s.launch_delay_median_ns)} / {fmt_ns(s.launch_delay_p95_ns)}"),
+                 ("device time per kernel (mean)", fmt_ns(s.device_ns_per_kernel)),
+                 ("short kernels (device < launch call)", fmt_pct(s.short_kernel_share))]
+    body = "".join(f'<tr><td>{esc(k)}</td><td class="num">{esc(v)}</td></tr>' for k, v in rows)
+    return f"<h3>Launch / dispatch</h3><table>{body}</table>"
+
+
+def _device(diag: Any) -> str:
+    frame = diag.device
+    if frame is None or frame.empty:
+        return ""
+    rows = []
+    for row in frame.itertuples(index=False):
+        rows.append(f'<tr><td class="num">{row.device}</td><td class="num">{esc(fmt_ns(row.span_ns))}</td>'
+                    f'<td class="num">{esc(fmt_ns(row.busy_ns))}</td>'
+                    f'<td class="num">{esc(fmt_ns(row.idle_ns))} ({esc(fmt_pct(row.idle_share))})</td>'
+                    f'<td class="num">{esc(fmt_ns(row.compute_ns))} ({esc(fmt_pct(row.compute_share))})</td></tr>')
+    return ("<h3>Device time, whole trace</h3><table><tr><th class=\"num\">device</th><th class=\"num\">span</th>"
+            "<th class=\"num\">busy</th><th class=\"num\">idle</th><th class=\"num\">compute</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+# ---------------------------------------------------------------------------------------------
+# Timeline of a representative step
+
+
+def representative_step(diag: Any) -> int:
+    """Position of the steady step whose duration is closest to the median (earliest on ties)."""
+    positions = diag.steady_positions
+    if not len(positions):
+        return 0
+    durations = diag.steps.table["duration"].to_numpy()[positions].astype(np.float64)
+    median = float(np.median(durations))
+    return int(positions[int(np.argmin(np.abs(durations - median)))])
+
+
+def _timeline_block(diag: Any) -> str:
+    table = diag.steps.table
+    if not len(table):
+        return ""
+    pos = representative_step(diag)
+    row = table.iloc[pos]
+    svg, groups_used = timeline_svg(diag, pos)
+    legend_events = "".join(
+        f"<span>{_swatch(EVENT_GROUPS[g][2])}{esc(EVENT_GROUPS[g][1])}</span>" for g in sorted(groups_used)
+    )
+    legend_buckets = "".join(f"<span>{_swatch(BUCKET_COLOR[b])}{esc(BUCKET_LABEL[b])}</span>" for b in BUCKETS)
+    return (
+        f"<h3>Timeline of step #{esc(row['number'])} ({esc(fmt_ns(row['duration']))})</h3>"
+        f'<p class="sub">the steady step closest to the median; top row: what each stretch of the step is '
+        f"attributed to; below: one row per host thread (a sub-row per nesting level) and per device stream. "
+        f"Faded columns are only partly covered by events too short to draw one by one.</p>"
+        + svg
+        + f'<div class="legend"><b>events</b>{legend_events}</div>'
+        + f'<div class="legend"><b>attribution</b>{legend_buckets}</div>'
+    )
+
+
+def _event_groups(diag: Any) -> np.ndarray:
+    """Colour group of every event (-1: not drawn)."""
+    ev = diag.timeline.events
+    kind = ev["kind"].astype(str).to_numpy()
+    lookup = np.array([_KIND_GROUP.get(k, -1) for k in ev["kind"].cat.categories], dtype=np.int64)
+    groups = lookup[ev["kind"].cat.codes.to_numpy()] if len(kind) else np.array([], dtype=np.int64)
+    if not diag.timeline.has_device and len(kind):
+        host_op = (kind == Kind.HOST_OP.value) & (ev["device"].to_numpy() < 0)
+        groups = np.where(leaf_compute_ops(ev, host_op), _GROUP_INDEX["leaf"], groups)
+    return groups
+
+
+def timeline_svg(diag: Any, position: int) -> tuple[str, set[int]]:
+    """The SVG picture of one step window, and the event groups it shows (for the legend)."""
+    ev = diag.timeline.events
+    table = diag.steps.table
+    start = int(table["start"].iloc[position])
+    end = int(table["end"].iloc[position])
+    span = max(end - start, 1)
+    scale = PLOT_WIDTH / span
+    ts = ev["ts"].to_numpy().astype(np.int64)
+    te = ts + ev["dur"].to_numpy().astype(np.int64)
+    groups = _event_groups(diag)
+    inside = (ts < end) & ((te > start) | ((te == ts) & (ts >= start))) & (groups >= 0)
+    rows_idx = np.flatnonzero(inside)
+    x0 = (np.clip(ts[rows_idx], start, end) - start) * scale
+    x1 = (np.clip(te[rows_idx], start, end) - start) * scale
+    grp = groups[rows_idx]
+    names = ev["name"].to_numpy()[rows_idx]
+    durs = (te - ts)[rows_idx]
+    tracks = ev["track"].to_numpy()[rows_idx]
+    device = ev["device"].to_numpy()[rows_idx]
+    depth = ev["depth"].to_numpy()[rows_idx]
+
+    # Rows: host threads first (by pid, tid), then device streams (by device, stream).
+    key_a = np.where(device >= 0, device, ev["pid"].to_numpy()[rows_idx])
+    key_b = np.where(device >= 0, ev["stream"].to_numpy()[rows_idx], ev["tid"].to_numpy()[rows_idx])
+    track_keys: dict[str, tuple[int, int, int, str]] = {}
+    for t, d, a, b in zip(tracks.tolist(), device.tolist(), key_a.tolist(), key_b.tolist()):
+        if t not in track_keys:
+            track_keys[t] = (int(d >= 0), int(a), int(b), str(t))
+    ordered = sorted(track_keys, key=lambda t: track_keys[t])
+
+    colors = [g[2] for g in EVENT_GROUPS]
+    body: list[str] = []
+    y = 6.0
+    # Attribution row.
+    segments = attribution_segments(diag.timeline, diag.steps, diag.attribution)
+    segments = segments[segments["step"].to_numpy() == position]
+    bucket_index = {b: i for i, b in enumerate(BUCKETS)}
+    s0 = (segments["start"].to_numpy() - start) * scale
+    s1 = (segments["end"].to_numpy() - start) * scale
+    sb = np.array([bucket_index[b] for b in segments["bucket"].tolist()], dtype=np.int64)
+    seg_names = [BUCKET_LABEL[b] for b in segments["bucket"].tolist()]
+    seg_durs = (segments["end"].to_numpy() - segments["start"].to_numpy())
+    body.append(_row_label("attribution", y, ATTRIBUTION_ROW_HEIGHT, bold=True))
+    body.extend(_draw_level(s0, s1, sb, seg_names, seg_durs, [BUCKET_COLOR[b] for b in BUCKETS], y,
+                            ATTRIBUTION_ROW_HEIGHT, text_colors=_text_colors([BUCKET_COLOR[b] for b in BUCKETS])))
+    y += ATTRIBUTION_ROW_HEIGHT + ROW_GAP + 2
+    body.append(f'<line x1="0" x2="{SVG_WIDTH}" y1="{_n(y - ROW_GAP / 2 - 1)}" y2="{_n(y - ROW_GAP / 2 - 1)}" '
+                f'stroke="#adb5bd" stroke-width="1"/>')
+    used: set[int] = set()
+    for t in ordered:
+        sel = np.flatnonzero(tracks == t)
+        is_device = track_keys[t][0] == 1
+        if is_device:
+            levels = np.zeros(len(sel), dtype=np.int64)
+            n_levels, height = 1, DEVICE_ROW_HEIGHT
+        else:
+            levels = np.clip(depth[sel].astype(np.int64), 0, MAX_LEVELS - 1)
+            n_levels = int(levels.max()) + 1 if len(levels) else 1
+            height = LEVEL_HEIGHT
+        row_height = n_levels * height
+        body.append(f'<rect x="0" y="{_n(y - 2)}" width="{SVG_WIDTH}" height="{_n(row_height + 4)}" '
+                    f'fill="{"#f8f9fa" if is_device else "#ffffff"}"/>')
+        body.append(_row_label(str(t), y, min(row_height, 18)))
+        for level in range(n_levels):
+            part = sel[levels == level]
+            if not len(part):
+                continue
+            used.update(int(g) for g in np.unique(grp[part]))
+            body.extend(_draw_level(x0[part], x1[part], grp[part], names[part], durs[part], colors,
+                                    y + level * height, height - 1, text_colors=_text_colors(colors)))
+        y += row_height + ROW_GAP
+        body.append(f'<line x1="0" x2="{SVG_WIDTH}" y1="{_n(y - ROW_GAP / 2)}" y2="{_n(y - ROW_GAP / 2)}" '
+                    f'stroke="#e9ecef" stroke-width="1"/>')
+    plot_bottom = y
+    axis = _axis(span, plot_bottom)
+    height = plot_bottom + AXIS_HEIGHT
+    svg = (f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {SVG_WIDTH} {_n(height)}" '
+           f'width="{SVG_WIDTH}" height="{_n(height)}" role="img" aria-label="timeline of one step">'
+           + "".join(axis[0]) + "".join(body) + "".join(axis[1]) + "</svg>")
+    return svg, used
+
+
+def _text_colors(colors: Sequence[str]) -> list[str]:
+    """Dark text on light fills, white on dark ones."""
+    out = []
+    for c in colors:
+        r, g, b = (int(c[i:i + 2], 16) for i in (1, 3, 5))
+        out.append("#212529" if 0.299 * r + 0.587 * g + 0.114 * b > 150 else "#ffffff")
+    return out
+
+
+def _row_label(text: str, y: float, height: float, bold: bool = False) -> str:
+    label = shorten(text, 40)
+    weight = ' font-weight="600"' if bold else ""
+    return (f'<text x="6" y="{_n(y + min(height, 18) / 2 + 4)}" font-size="11"{weight} fill="#343a40">'
+            f"<title>{esc(text)}</title>{esc(label)}</text>")
+
+
+def _draw_level(x0: np.ndarray, x1: np.ndarray, group: np.ndarray, names: Sequence[Any], durs: np.ndarray,
+                colors: Sequence[str], y: float, height: float, text_colors: Sequence[str]) -> list[str]:
+    """Rects for one row level: all events rasterized into columns, wide ones also drawn one by one."""
+    out: list[str] = []
+    widths = x1 - x0
+    wide = np.flatnonzero(widths >= WIDE_PX)
+    if len(wide) > MAX_WIDE_PER_LEVEL:
+        keep = np.argsort(-widths[wide], kind="stable")[:MAX_WIDE_PER_LEVEL]
+        wide = np.sort(wide[keep])
+    # Everything is rasterized (so column opacities are right at the edges of wide events); wide
+    # events are then drawn on top, exactly, with a tooltip.
+    out.extend(_raster(x0, x1, group, colors, y, height))
+    ox = LABEL_WIDTH
+    for i in wide.tolist():
+        g = int(group[i])
+        tip = f"{names[i]} · {fmt_ns(durs[i])}"
+        rect = (f'<rect x="{_n(ox + x0[i])}" y="{_n(y)}" width="{_n(widths[i])}" height="{_n(height)}" '
+                f'fill="{colors[g]}"><title>{esc(tip)}</title></rect>')
+        out.append(rect)
+        if widths[i] >= TEXT_MIN_PX and height >= 12:
+            chars = int((widths[i] - 6) / CHAR_PX)
+            label = shorten(str(names[i]), max(chars, 4))
+            out.append(f'<text x="{_n(ox + x0[i] + 3)}" y="{_n(y + height / 2 + 4)}" font-size="10.5" '
+                       f'fill="{text_colors[g]}" pointer-events="none">{esc(label)}</text>')
+    return out
+
+
+def _raster(x0: np.ndarray, x1: np.ndarray, group: np.ndarray, colors: Sequence[str], y: float,
+            height: float) -> list[str]:
+    """Columns of RESOLUTION px: the colour covering most of each, opacity = covered share; runs merged."""
+    if not len(x0):
+        return []
+    n_cols = int(math.ceil(PLOT_WIDTH / RESOLUTION))
+    grid = np.arange(n_cols + 1, dtype=np.float64) * RESOLUTION
+    n_groups = len(colors)
+    coverage = np.zeros((n_groups, n_cols), dtype=np.float64)
+    for g in np.unique(group).tolist():
+        mask = group == g
+        a = np.sort(x0[mask])
+        b = np.sort(x1[mask])
+        coverage[g] = np.diff(_covered_upto(a, grid) - _covered_upto(b, grid))
+    total = np.minimum(coverage.sum(axis=0) / RESOLUTION, 1.0)
+    best = coverage.argmax(axis=0)
+    # Opacity in quarters so neighbouring columns merge; anything covered shows at least faintly.
+    level = np.where(total > 0, np.maximum(np.ceil(total * 4 - 1e-9), 1), 0).astype(np.int64)
+    code = np.where(level > 0, best * 8 + level, -1)
+    out: list[str] = []
+    change = np.flatnonzero(np.diff(code)) + 1
+    starts = np.concatenate(([0], change))
+    ends = np.concatenate((change, [n_cols]))
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        c = int(code[s])
+        if c < 0:
+            continue
+        g, lvl = divmod(c, 8)
+        opacity = "" if lvl == 4 else f' fill-opacity="{lvl / 4:g}"'
+        out.append(f'<rect x="{_n(LABEL_WIDTH + s * RESOLUTION)}" y="{_n(y)}" width="{_n((e - s) * RESOLUTION)}" '
+                   f'height="{_n(height)}" fill="{colors[g]}"{opacity} shape-rendering="crispEdges"/>')
+    return out
+
+
+def _covered_upto(sorted_points: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """For each grid value g: Σ max(0, g − p) over the points (a piecewise-linear running sum)."""
+    count = np.searchsorted(sorted_points, grid, side="left")
+    prefix = np.concatenate(([0.0], np.cumsum(sorted_points)))
+    return count * grid - prefix[count]
+
+
+def _axis(span: int, bottom: float) -> tuple[list[str], list[str]]:
+    """Grid lines (drawn under the rows) and tick labels (drawn at the bottom)."""
+    step = _nice_step(span / 8)
+    unit, unit_name = next((u, name) for u, name in ((1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs"), (1, "ns"))
+                           if step >= u)
+    grid: list[str] = []
+    labels: list[str] = [f'<line x1="{LABEL_WIDTH}" x2="{LABEL_WIDTH + PLOT_WIDTH}" y1="{_n(bottom)}" '
+                         f'y2="{_n(bottom)}" stroke="#495057" stroke-width="1"/>']
+    scale = PLOT_WIDTH / span
+    t = 0
+    while t <= span:
+        x = LABEL_WIDTH + t * scale
+        grid.append(f'<line x1="{_n(x)}" x2="{_n(x)}" y1="2" y2="{_n(bottom)}" stroke="#e9ecef" stroke-width="1"/>')
+        value = t / unit
+        text = f"{value:g} {unit_name}" if t else "0"
+        anchor = "start" if t == 0 else "middle"
+        labels.append(f'<line x1="{_n(x)}" x2="{_n(x)}" y1="{_n(bottom)}" y2="{_n(bottom + 4)}" stroke="#495057"/>')
+        labels.append(f'<text x="{_n(x)}" y="{_n(bottom + 16)}" font-size="11" text-anchor="{anchor}" '
+                      f'fill="#495057">{esc(text)}</text>')
+        t += step
+    return grid, labels
+
+
+def _nice_step(raw: float) -> int:
+    """The 1-2-5 step (integer ns) at or above ``raw``."""
+    if raw <= 1:
+        return 1
+    exponent = 10 ** int(math.floor(math.log10(raw)))
+    for m in (1, 2, 5, 10):
+        if m * exponent >= raw:
+            return int(m * exponent)
+    return int(10 * exponent)
+
+
+RENDERER = register(Renderer(name="html", extension=".html", render_diagnoses=render,
+                             description="self-contained HTML page with a timeline picture of a representative step"))
