@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import hashlib
 import json
 import logging
@@ -176,6 +177,15 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def float_timestamps(trace: Path) -> bool:
+    """True when some event's ``ts`` is a JSON float (HTA rounds such traces to whole µs)."""
+    opener = gzip.open if trace.read_bytes()[:2] == b"\x1f\x8b" else open
+    with opener(trace, "rb") as handle:
+        doc = json.load(handle)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return any(isinstance(e, dict) and isinstance(e.get("ts"), float) for e in events)
+
+
 def record(traces: list[Path]) -> dict[str, Any]:
     import pandas as pd
 
@@ -194,7 +204,11 @@ def record(traces: list[Path]) -> dict[str, Any]:
         "traces": {},
     }
     for trace in traces:
-        entry: dict[str, Any] = {"sha256": sha256(trace), "results": {}}
+        entry: dict[str, Any] = {
+            "sha256": sha256(trace),
+            "float_timestamps": float_timestamps(trace),  # HTA's inward rounding applies only then
+            "results": {},
+        }
         for name, (exact, last) in SETTINGS.items():
             print(f"{trace.name}: {name}", file=sys.stderr)
             entry["results"][name] = hta_numbers(trace, exact=exact, include_last_profiler_step=last)

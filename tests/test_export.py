@@ -156,6 +156,19 @@ def test_slices_nest_on_every_thread(path):
     _check_nesting(_doc([cached_diagnosis(path)]))
 
 
+def _bound(thread: tuple[list[dict[str, Any]], np.ndarray], t: int) -> list[dict[str, Any]]:
+    """The slices a flow event at ``t`` can bind to: the innermost one containing ``t``, or, when that
+    one lasts 0 ns, every 0 ns slice at ``t`` (the viewers cannot tell those apart either)."""
+    slices, starts = thread
+    inner = _innermost(slices, starts, t)
+    if inner is None:
+        return []
+    if _ns(inner["dur"]) > 0:
+        return [inner]
+    lo, hi = np.searchsorted(starts, t, side="left"), np.searchsorted(starts, t, side="right")
+    return [slices[i] for i in range(lo, hi) if _ns(slices[i]["dur"]) == 0]
+
+
 def _innermost(slices: list[dict[str, Any]], starts: np.ndarray, t: int) -> dict[str, Any] | None:
     """The innermost slice containing ``t`` on a properly nested thread (latest start that still contains it)."""
     i = int(np.searchsorted(starts, t, side="right")) - 1
@@ -189,12 +202,12 @@ def test_flows_pair_up_and_bind_launch_to_its_device_event(relative):
     for flow_id in sorted(starts):
         s, f = starts[flow_id], ends[flow_id]
         assert _ns(s["ts"]) <= _ns(f["ts"]), "the arrow must start before it ends"
-        src = _innermost(*index[s["tid"]], _ns(s["ts"]))
-        dst = _innermost(*index[f["tid"]], _ns(f["ts"]))
-        assert src is not None and dst is not None
-        assert src["args"].get("correlation") == dst["args"].get("correlation") is not None
-        assert src["cat"] in ("launch", "runtime", "sync")
-        assert dst["cat"] in ("kernel", "memcpy", "memset", "device_sync", "device_annotation")
+        src = _bound(index[s["tid"]], _ns(s["ts"]))
+        dst = _bound(index[f["tid"]], _ns(f["ts"]))
+        correlations = {c for c in (e["args"].get("correlation") for e in src) if c is not None}
+        assert any(e["args"].get("correlation") in correlations for e in dst), (s, f)
+        assert any(e["cat"] in ("launch", "runtime", "sync") for e in src)
+        assert any(e["cat"] in ("kernel", "memcpy", "memset", "device_sync", "device_annotation") for e in dst)
 
 
 def test_attribution_track_matches_the_report():
@@ -239,11 +252,12 @@ def test_two_traces_become_two_processes_aligned_on_their_first_step():
 def test_output_is_deterministic(tmp_path):
     diag = cached_diagnosis(shared_trace(RESNET))
     assert perfetto.render([diag]) == perfetto.render([diag])
+    small = cached_diagnosis(shared_trace(ALEXNET))
     first, second = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
-    perfetto.write([diag], first)
-    perfetto.write([diag], second)
+    perfetto.write([small], first)
+    perfetto.write([small], second)
     assert first.read_bytes() == second.read_bytes()
-    assert orjson.loads(gzip.decompress(first.read_bytes())) == _doc([diag])
+    assert orjson.loads(gzip.decompress(first.read_bytes())) == _doc([small])
 
 
 def test_redaction_removes_host_names_and_paths():

@@ -196,7 +196,14 @@ TORCH_NON_COMPUTE_OP = re.compile(
     r"t|transpose|permute|expand|expand_as|squeeze|unsqueeze|detach|detach_|alias|slice|select|"
     r"narrow|resize_|set_|lift_fresh|contiguous|numpy_T|to|_to_copy|result_type|is_nonzero|item|"
     r"_local_scalar_dense|size|stride|dim|broadcast_tensors|unbind|split|chunk|record_stream|"
-    r"view_as|flatten|unflatten|zeros_like|ones_like|new_empty|new_empty_strided|_has_compatible_shallow_copy_type)$"
+    r"view_as|flatten|unflatten|zeros_like|ones_like|new_empty|new_empty_strided|_has_compatible_shallow_copy_type|"
+    # Composite ops: their own time is dispatch; the math runs in the op they call
+    # (linear -> addmm, relu -> clamp_min, conv2d -> mkldnn_convolution, batch_norm -> native_batch_norm).
+    r"linear|matmul|conv1d|conv2d|conv3d|convolution|_convolution|batch_norm|_batch_norm_impl_index|dropout|"
+    r"cross_entropy_loss|relu|lstm|gru|rnn_tanh|layer_norm|group_norm|conv_transpose2d|max_pool2d|softmax|"
+    r"convolution_backward_overrideable|_convolution_mode|resolve_conj|resolve_neg)$"
+    # Autograd engine wrappers and backward nodes: dispatch around the backward kernels.
+    r"|^autograd::engine::evaluate_function: |^[A-Za-z0-9_]+Backward\d*$|^torch::autograd::AccumulateGrad$"
 )
 # TF op kernels on tf_Compute / TensorFlow Ops lines are named "name:Type"; these types do no math.
 # The TF/JAX runtime ranges of TF_HOST_OP are dispatch, not math, even when no child op was
@@ -247,7 +254,7 @@ OP_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?i)(mse_loss|cross_entropy|nll_loss|log_softmax|_softmax_backward|SoftmaxCrossEntropy|"
         r"SquaredDifference|binary_cross_entropy|smooth_l1|huber)")),
     ("normalization", re.compile(r"(?i)(batch_norm|layer_norm|group_norm|FusedBatchNorm|bn_fw|bn_bw|LayerNorm|rms_norm)")),
-    ("conv", re.compile(r"(?i)(conv|cudnn_convolution|Conv2D|Conv3D|winograd|implicit_gemm|dgrad|wgrad)")),
+    ("conv", re.compile(r"(?i)(conv(?!ert)|cudnn_convolution|Conv2D|Conv3D|winograd|implicit_gemm|dgrad|wgrad)")),
     ("matmul", re.compile(
         r"(?i)(^(addmm|mm|bmm|matmul|linear|baddbmm|addmv|mv|dot|einsum)$|MatMul|BatchMatMul|gemm|gemv|cublas|cutlass|"
         r"_scaled_mm|^lstm|^gru|^rnn|LSTM|GRU|Dense)")),

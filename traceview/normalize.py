@@ -139,3 +139,74 @@ def top_level_ops(events: pd.DataFrame) -> np.ndarray:
     host_op = (kind == Kind.HOST_OP.value) & (events["device"].to_numpy() < 0)
     parent_kind = np.where(parent >= 0, kind[np.maximum(parent, 0)], "")
     return host_op & (parent_kind != Kind.HOST_OP.value)
+
+
+def compute_ops(events: pd.DataFrame) -> np.ndarray:
+    """Host ops that do math: framework ops whose name is not a view / allocation / wrapper /
+    runtime range (``categories.TORCH_NON_COMPUTE_OP`` and ``TF_NON_COMPUTE_OP``)."""
+    from traceview import categories as cat
+
+    kind = events["kind"].to_numpy()
+    host_op = (kind == Kind.HOST_OP.value) & (events["device"].to_numpy() < 0)
+    names = events["name"]
+    non_compute = np.array(
+        [bool(cat.TORCH_NON_COMPUTE_OP.match(str(c)) or cat.TF_NON_COMPUTE_OP.search(str(c)))
+         for c in names.cat.categories] + [True],
+        dtype=bool,
+    )
+    return host_op & ~non_compute[names.cat.codes.to_numpy()]
+
+
+def self_intervals(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The parts of the selected rows' intervals not covered by their direct host-op children.
+
+    This is where the selected op itself is the innermost framework op running on its thread
+    (its "self time"). Returned as (starts, ends), empty pieces removed.
+    """
+    ts = events["ts"].to_numpy()
+    end = ts + events["dur"].to_numpy()
+    parent = events["parent"].to_numpy()
+    kind = events["kind"].to_numpy()
+    child = np.flatnonzero((kind == Kind.HOST_OP.value) & (parent >= 0))
+    child = child[rows_mask[parent[child]]]
+    selected = np.flatnonzero(rows_mask)
+    if not len(child):
+        return ts[selected], end[selected]
+    order = np.lexsort((ts[child], parent[child]))
+    child = child[order]
+    par = parent[child]
+    first = np.ones(len(child), dtype=bool)
+    first[1:] = par[1:] != par[:-1]
+    last = np.ones(len(child), dtype=bool)
+    last[:-1] = par[1:] != par[:-1]
+    # Running max of child ends within each parent (children of one op may overlap slightly).
+    running = pd.Series(end[child]).groupby(np.cumsum(first)).cummax().to_numpy()
+    previous_end = np.concatenate(([0], running[:-1]))
+    gap_start = np.where(first, ts[par], previous_end)  # before each child
+    gap_end = ts[child]
+    tail_start, tail_end = running[last], end[par[last]]  # after the last child
+    childless = selected[~np.isin(selected, par)]
+    starts = np.concatenate((gap_start, tail_start, ts[childless]))
+    ends = np.concatenate((gap_end, tail_end, end[childless]))
+    keep = ends > starts
+    return starts[keep], ends[keep]
+
+
+def self_time(events: pd.DataFrame) -> np.ndarray:
+    """Per row: duration minus the summed durations of its direct host-op children (≥ 0)."""
+    dur = events["dur"].to_numpy()
+    parent = events["parent"].to_numpy()
+    kind = events["kind"].to_numpy()
+    child = np.flatnonzero((kind == Kind.HOST_OP.value) & (parent >= 0))
+    covered = np.bincount(parent[child], weights=dur[child], minlength=len(dur)).astype(np.int64)
+    return np.maximum(dur - covered, 0)
+
+
+def op_names(events: pd.DataFrame) -> np.ndarray:
+    """Event names, with the framework op (XPlane ``fw_op``: tf_op / eager_op / hlo_op) where known."""
+    names = events["name"].to_numpy().astype(object)
+    if "fw_op" not in events.columns:
+        return names
+    fw = events["fw_op"].astype(object).to_numpy()
+    known = pd.notna(fw) & (fw != "")
+    return np.where(known, fw, names)

@@ -24,10 +24,12 @@ host_compute      (device idle) any other recorded host work: Python, annotation
 idle              nothing is recorded
 ================  ==========================================================================
 
-CPU-only traces use the same buckets; ``kernel`` is the time inside *leaf compute ops* (host
-ops with no child op whose name is not a view/allocation op: ``aten::addmm``, TF op kernels
-``dense/MatMul:MatMul``, XLA thunks) on any thread of the process, and ``launch_overhead`` is
-framework dispatch outside them (op wrappers, EagerExecute, executor bookkeeping).
+CPU-only traces use the same buckets; ``kernel`` is the time in which the innermost framework
+op running on some thread is a *compute op* (a host op whose name is not a view, allocation,
+wrapper or runtime range: ``aten::addmm`` outside its ``aten::expand`` / ``aten::copy_``
+children, TF op kernels ``dense/MatMul:MatMul``, ``KernelAndDeviceFunc::Run``, XLA thunks),
+and ``launch_overhead`` is framework dispatch around them (op wrappers such as ``aten::linear``,
+view ops, EagerExecute, executor bookkeeping).
 
 Inferred dispatch gaps (``dispatch_gap_ns``): profilers record framework ops but not the
 Python between them (TF eager spends most of its per-op cost in Python op wrappers). A gap on a
@@ -50,7 +52,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview.analyzers.steps import Steps
-from traceview.normalize import launch_rows, top_level_ops
+from traceview.normalize import compute_ops, launch_rows, self_intervals, top_level_ops
 from traceview.schema import Kind, Timeline
 
 BUCKETS: tuple[str, ...] = (
@@ -178,8 +180,7 @@ def _layers(
         if leftover.any():
             layers.append(("memcpy.other", _interval(ev, leftover)))
     else:
-        leaf = leaf_compute_ops(ev, host_op)
-        layers.append(("kernel", _interval(ev, leaf)))
+        layers.append(("kernel", self_intervals(ev, compute_ops(ev))))
     layers.append(("graph_build.graph", _interval(ev, of(Kind.GRAPH_BUILD))))
     layers.append(("graph_build.compile", _interval(ev, of(Kind.COMPILE))))
     layers.append(("sync_wait", _interval(ev, of(Kind.SYNC, Kind.DEVICE_SYNC))))
@@ -214,20 +215,12 @@ def _has_ancestor(ev: pd.DataFrame, kind_value: str) -> np.ndarray:
 
 
 def leaf_compute_ops(ev: pd.DataFrame, host_op: np.ndarray) -> np.ndarray:
-    """Host ops that do the math: no child op, and not a view/allocation/identity op."""
+    """Compute ops with no child op (the innermost math, e.g. aten::addmm's BLAS call on its own)."""
     parent = ev["parent"].to_numpy()
     has_op_child = np.zeros(len(ev), dtype=bool)
     child_parents = parent[host_op]
     has_op_child[child_parents[child_parents >= 0]] = True
-    leaf = host_op & ~has_op_child
-    names = ev["name"]
-    codes = names.cat.codes.to_numpy()
-    categories = names.cat.categories
-    non_compute = np.array(
-        [bool(cat.TORCH_NON_COMPUTE_OP.match(str(c)) or cat.TF_NON_COMPUTE_OP.search(str(c))) for c in categories],
-        dtype=bool,
-    )
-    return leaf & ~non_compute[codes]
+    return compute_ops(ev) & host_op & ~has_op_child
 
 
 def _queued(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.analyzers.attribution import BUCKETS, leaf_compute_ops
+from traceview.analyzers.attribution import BUCKETS
 from traceview.analyzers.diagnosis import Diagnosis, diagnose
-from traceview.normalize import top_level_ops
+from traceview.normalize import compute_ops, op_names, self_time, top_level_ops
 from traceview.schema import Kind
 
 FAMILIES: tuple[str, ...] = tuple(f for f, _ in cat.OP_FAMILIES) + ("other",)
@@ -90,7 +90,8 @@ class Comparison:
     def explained_share(self) -> float:
         if self.gap_ns == 0:
             return 1.0
-        return 1.0 - self.unexplained_ns / self.gap_ns
+        # Unrecorded time counts against the explanation whichever way it moves.
+        return max(0.0, 1.0 - abs(self.unexplained_ns) / abs(self.gap_ns))
 
     def ranked(self) -> list[BucketDelta]:
         """Named causes (idle excluded) in the direction of the gap, largest first."""
@@ -163,13 +164,12 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
     ev = diag.timeline.events
     steady = np.isin(ev["step"].to_numpy(), diag.steady_positions)
     n = max(len(diag.steady_positions), 1)
-    names = ev["name"]
-    codes = names.cat.codes.to_numpy()
-    family_of_name = np.array([cat.op_family(str(c)) for c in names.cat.categories] + ["other"], dtype=object)
-    family = family_of_name[codes]
+    codes, uniques = pd.factorize(op_names(ev))
+    family = np.array([cat.op_family(str(u)) for u in uniques], dtype=object)[codes]
     family = np.where(_under_optimizer_scope(ev), "optimizer", family)
-    dur = ev["dur"].to_numpy()
+    inclusive = ev["dur"].to_numpy()
 
+    family = _family_from_first_compute(ev, family, compute_ops(ev))
     top = steady & top_level_ops(ev)
     kind = ev["kind"].to_numpy()
     host_op = (kind == Kind.HOST_OP.value) & (ev["device"].to_numpy() < 0)
@@ -178,22 +178,24 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
         launcher = ev["launcher"].astype(str).to_numpy()
         launcher_family = np.array([cat.op_family(x) if x else "" for x in launcher], dtype=object)
         compute_family = np.where(launcher_family != "", launcher_family, family)
-        leaf_inside = np.zeros(len(ev), dtype=np.int64)
+        compute_time = inclusive
+        compute_inside = np.zeros(len(ev), dtype=np.int64)  # device work does not block host dispatch
     else:
-        compute_rows = steady & leaf_compute_ops(ev, host_op)
+        compute_rows = steady & compute_ops(ev)
         compute_family = family
-        leaf_inside = _compute_inside_top(ev, leaf_compute_ops(ev, host_op))
+        compute_time = self_time(ev)  # on CPU an op computes during its self time
+        compute_inside = _compute_inside_top(ev, compute_ops(ev), compute_time)
     rows = []
     for fam in FAMILIES:
         ops = top & (family == fam)
         comp = compute_rows & (compute_family == fam)
         count = int(ops.sum())
-        dispatch = float((dur[ops] - leaf_inside[ops]).sum())
+        dispatch = float((inclusive[ops] - compute_inside[ops]).sum())
         rows.append(
             {
                 "family": fam,
                 "ops_per_step": count / n,
-                "compute_ns": float(dur[comp].sum()) / n,
+                "compute_ns": float(compute_time[comp].sum()) / n,
                 "dispatch_ns_per_op": dispatch / count if count else 0.0,
             }
         )
@@ -219,16 +221,13 @@ def _under_optimizer_scope(ev: pd.DataFrame) -> np.ndarray:
     return result
 
 
-def _compute_inside_top(ev: pd.DataFrame, leaf: np.ndarray) -> np.ndarray:
-    """For each top-level op row, the summed duration of leaf compute ops nested inside it."""
+def _top_owner(ev: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """For each row, its top-level op ancestor (or itself if it is one); -1 when none."""
     parent = ev["parent"].to_numpy()
     top = top_level_ops(ev)
-    dur = ev["dur"].to_numpy()
-    out = np.zeros(len(ev), dtype=np.int64)
-    rows = np.flatnonzero(leaf)
     current = rows.copy()
     owner = np.full(len(rows), -1, dtype=np.int64)
-    pending = np.ones(len(rows), dtype=bool)
+    pending = current >= 0
     while pending.any():
         idx = np.flatnonzero(pending)
         hit = top[current[idx]]
@@ -237,9 +236,33 @@ def _compute_inside_top(ev: pd.DataFrame, leaf: np.ndarray) -> np.ndarray:
         nxt = parent[current[idx[~hit]]]
         current[idx[~hit]] = nxt
         pending[idx[~hit]] = nxt >= 0
+    return owner
+
+
+def _compute_inside_top(ev: pd.DataFrame, compute: np.ndarray, compute_time: np.ndarray) -> np.ndarray:
+    """For each top-level op row, the summed compute (self) time of compute ops at or below it."""
+    out = np.zeros(len(ev), dtype=np.int64)
+    rows = np.flatnonzero(compute)
+    owner = _top_owner(ev, rows)
     ok = owner >= 0
-    np.add.at(out, owner[ok], dur[rows[ok]])
+    np.add.at(out, owner[ok], compute_time[rows[ok]])
     return out
+
+
+def _family_from_first_compute(ev: pd.DataFrame, family: np.ndarray, compute: np.ndarray) -> np.ndarray:
+    """Top-level ops named generically (TF eager's TFE_Py_FastPathExecute_C) take the family of
+    the first compute op they run."""
+    rows = np.flatnonzero(compute)  # rows are in ts order, so the first hit per owner is the earliest
+    owner = _top_owner(ev, rows)
+    ok = owner >= 0
+    first_of_owner = pd.Series(family[rows[ok]], index=owner[ok])
+    first_of_owner = first_of_owner[~first_of_owner.index.duplicated(keep="first")]
+    result = family.copy()
+    generic = np.flatnonzero((family == "other") & top_level_ops(ev))
+    found = first_of_owner.reindex(generic).to_numpy()
+    has = pd.notna(found)
+    result[generic[has]] = found[has]
+    return result
 
 
 def _cold_start(baseline: Diagnosis, candidate: Diagnosis) -> ColdStart:

@@ -1,7 +1,7 @@
 """The heaviest kernels and framework ops of the steady-state steps.
 
-Kernels: on device traces, device ``kernel`` events; on CPU-only traces, the leaf compute ops
-that the attribution counts as ``kernel``. Framework ops: top-level host ops (ops whose parent is
+Kernels: on device traces, device ``kernel`` events; on CPU-only traces, compute ops by self
+time (what the attribution counts as ``kernel``). Framework ops: top-level host ops (ops whose parent is
 not an op), with inclusive host time, so ``aten::linear`` counts its ``aten::addmm``.
 All numbers are per steady-state step (totals divided by the number of steady steps).
 """
@@ -11,9 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from traceview.analyzers.attribution import leaf_compute_ops
 from traceview.analyzers.steps import Steps
-from traceview.normalize import top_level_ops
+from traceview.normalize import compute_ops, op_names, self_time, top_level_ops
 from traceview.schema import Kind, Timeline
 
 TOP_N = 10
@@ -51,10 +50,11 @@ def top_kernels(timeline: Timeline, steps: Steps, limit: int = TOP_N) -> pd.Data
     steady, n = _steady_mask(timeline, steps)
     if timeline.has_device:
         mask = steady & (ev["kind"].to_numpy() == Kind.KERNEL.value)
-    else:
-        host_op = (ev["kind"].to_numpy() == Kind.HOST_OP.value) & (ev["device"].to_numpy() < 0)
-        mask = steady & leaf_compute_ops(ev, host_op)
-    return _summarize(ev["name"].to_numpy()[mask], ev["dur"].to_numpy()[mask], n, limit)
+        return _summarize(ev["name"].to_numpy()[mask], ev["dur"].to_numpy()[mask], n, limit)
+    # CPU: compute ops by their self time (what the attribution counts as kernel time), named by
+    # the framework op when the reader knows it (TF eager runs every op as KernelAndDeviceFunc::Run).
+    mask = steady & compute_ops(ev)
+    return _summarize(op_names(ev)[mask], self_time(ev)[mask], n, limit)
 
 
 def top_ops(timeline: Timeline, steps: Steps, limit: int = TOP_N) -> pd.DataFrame:

@@ -14,7 +14,9 @@ Supported part of the Trace Event Format:
 Timestamps: ``ts``/``dur`` are µs, often floats with ns fractions. Absolute epoch µs do not fit
 in a double with ns precision (1.7e15 µs has a 0.25 µs ulp), so when a trace has fractional
 absolute timestamps the ``"ts"`` numbers are re-read from the raw text as exact decimals and
-checked against the parsed values. ``baseTimeNanoseconds`` (newer Kineto) anchors relative ts.
+checked against the parsed values. Integer µs are converted to ns with integer arithmetic
+(``ts * 1000.0`` in floating point would be off by up to 128 ns at epoch scale).
+``baseTimeNanoseconds`` (newer Kineto) anchors relative ts.
 """
 
 from __future__ import annotations
@@ -186,10 +188,7 @@ def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Ti
         names_list = [str(v) for v in names_list]
     names = np.array(names_list, dtype=object)
     dur_us = np.array([e.get("dur", 0) or 0 for e in xs], dtype=np.float64)
-    if ts_exact is not None:
-        ts_ns = ts_exact[rows]
-    else:
-        ts_ns = np.round(np.array([e["ts"] for e in xs], dtype=np.float64) * 1000.0).astype(np.int64)
+    ts_ns = ts_exact[rows] if ts_exact is not None else _ns_from_us([e["ts"] for e in xs])
     dur_ns = np.round(dur_us * 1000.0).astype(np.int64)
     negative = dur_ns < 0
     if negative.any():
@@ -318,6 +317,19 @@ def _exact_timestamps(raw: bytes, events: list[Any]) -> np.ndarray | None:
     out = np.zeros(len(events), dtype=np.int64)
     out[np.array(has_ts, dtype=bool)] = exact
     return out
+
+
+def _ns_from_us(values: list[Any]) -> np.ndarray:
+    """Timestamps in µs (JSON numbers) to int64 ns, without losing digits to float rounding.
+
+    Integer µs are multiplied exactly; for floats the whole and fractional µs are converted
+    apart (``ts * 1000.0`` as a double is off by up to 128 ns at epoch scale, 1.7e18 ns).
+    """
+    if not set(map(type, values)) - {int}:
+        return np.array(values, dtype=np.int64) * 1000
+    us = np.array(values, dtype=np.float64)
+    whole = np.floor(us)
+    return whole.astype(np.int64) * 1000 + np.round((us - whole) * 1000.0).astype(np.int64)
 
 
 def _int_column(values: list[Any]) -> np.ndarray:

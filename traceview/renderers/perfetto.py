@@ -16,8 +16,9 @@ Layout of the document:
   with the ns digits kept (``ns / 1000``), ``args`` = ``kind`` and, when known, ``step`` (the step
   number), ``correlation``, ``launcher``, ``bytes``, ``copy_kind``;
 - one flow arrow (``ph: "s"`` → ``ph: "f"``, ``bp: "e"``, cat ``launch``) from each launch call
-  to each device event it queued (same correlation id). The arrow ends are placed inside the two
-  slices (not on their edges) so both viewers bind them to the right slice;
+  to each device event it queued (same correlation id). Each arrow end is placed at an instant of
+  its slice that no nested slice covers (not on its edges), so the viewers, which bind a flow
+  event to the innermost slice open at its time, bind it to the right slice;
 - events of one track that overlap without nesting (profiler clock jitter, async ranges) would be
   dropped by the viewers, so they go to an extra thread ``"<track> (overlap N)"`` instead.
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
@@ -268,7 +270,7 @@ class _Exporter:
         ts = ev["ts"].to_numpy().astype(np.int64)
         dur = ev["dur"].to_numpy().astype(np.int64)
         track_codes = ev["track"].cat.codes.to_numpy().astype(np.int64)
-        lanes = _lanes(track_codes, ts, ts + dur)
+        lanes, parent = _lanes(track_codes, ts, ts + dur)
         tids = self._thread_ids(ev, track_codes, lanes)
         row_tid = tids[track_codes, lanes]
 
@@ -303,7 +305,7 @@ class _Exporter:
                 args["copy_kind"] = copy_kinds[i]
             slices.append({"ph": "X", "name": name_of[i], "cat": kinds[i], "pid": self.pid, "tid": tid_list[i],
                            "ts": self._us(ts_list[i]), "dur": dur_list[i] / 1000, "args": args})
-        return slices, self._flows(ev, ts, dur, row_tid)
+        return slices, self._flows(ev, ts, dur, row_tid, parent)
 
     def _thread_ids(self, ev: pd.DataFrame, track_codes: np.ndarray, lanes: np.ndarray) -> np.ndarray:
         """A thread per (track, lane), numbered host tracks first, then device streams; lanes after their track."""
@@ -326,20 +328,28 @@ class _Exporter:
                 tids[code, lane] = self._new_thread(label if lane == 0 else f"{label} (overlap {lane})")
         return tids
 
-    def _flows(self, ev: pd.DataFrame, ts: np.ndarray, dur: np.ndarray, row_tid: np.ndarray) -> list[dict[str, Any]]:
+    def _flows(self, ev: pd.DataFrame, ts: np.ndarray, dur: np.ndarray, row_tid: np.ndarray,
+               parent: np.ndarray) -> list[dict[str, Any]]:
         """Arrows launch call → device event, one per device event with a resolved launch."""
         launch = launch_rows(ev)
         device_rows = np.flatnonzero(launch >= 0)
         if not len(device_rows):
             return []
         host_rows = launch[device_rows]
-        # Inside both slices: the launch's midpoint (but not after the device event starts) and the
-        # device event's midpoint, so "s" precedes "f" and each binds to its enclosing slice.
-        start_ts = ts[host_rows] + np.minimum(dur[host_rows] // 2, np.maximum(0, ts[device_rows] - ts[host_rows]))
-        end_ts = ts[device_rows] + dur[device_rows] // 2
+        end = ts + dur
+        # Each end of an arrow sits at a point of its slice that no child slice covers, so a viewer
+        # binding it to the innermost open slice finds that slice; "s" is placed no later than the
+        # device event starts, so it precedes "f" in time.
+        children: dict[int, list[int]] = defaultdict(list)
+        wanted = set(host_rows.tolist()) | set(device_rows.tolist())
+        for row, up in enumerate(parent.tolist()):
+            if up in wanted:
+                children[up].append(row)
         out: list[dict[str, Any]] = []
-        for s_ts, s_tid, f_ts, f_tid in zip(start_ts.tolist(), row_tid[host_rows].tolist(), end_ts.tolist(),
-                                            row_tid[device_rows].tolist()):
+        for host, device, s_tid, f_tid in zip(host_rows.tolist(), device_rows.tolist(), row_tid[host_rows].tolist(),
+                                              row_tid[device_rows].tolist()):
+            s_ts = _free_point(ts, end, host, children.get(host, ()), limit=int(ts[device]) + 1)
+            f_ts = _free_point(ts, end, device, children.get(device, ()), floor=s_ts)
             flow_id = self.next_flow
             self.next_flow += 1
             out.append({"ph": "s", "name": FLOW_NAME, "cat": FLOW_NAME, "id": flow_id, "pid": self.pid,
@@ -349,26 +359,56 @@ class _Exporter:
         return out
 
 
-def _lanes(track_codes: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """For each row (in (ts, -dur) order), the first lane of its track where it nests properly.
+def _free_point(ts: np.ndarray, end: np.ndarray, row: int, children: Any, limit: int | None = None,
+                floor: int | None = None) -> int:
+    """A time inside ``row``'s slice covered by none of its children: the middle of the first gap.
+
+    ``limit`` (exclusive) and ``floor`` narrow the search when possible; the slice start is the
+    fallback when every instant is covered.
+    """
+    lo, hi = int(ts[row]), int(end[row])
+    if floor is not None and lo < floor < hi:
+        lo = floor
+    if limit is not None and lo < limit < hi:
+        hi = limit
+    cursor = lo
+    for child in sorted(children, key=lambda c: (int(ts[c]), -int(end[c]))):
+        c_start, c_end = int(ts[child]), int(end[child])
+        if c_start > cursor:
+            gap_end = min(c_start, hi)
+            if gap_end > cursor:
+                return cursor + (gap_end - cursor) // 2
+        cursor = max(cursor, c_end)
+        if cursor >= hi:
+            break
+    if cursor < hi:
+        return cursor + (hi - cursor) // 2
+    return int(ts[row])
+
+
+def _lanes(track_codes: np.ndarray, ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row (in (ts, -dur) order), the first lane of its track where it nests properly,
+    and the row that encloses it there (-1 when none).
 
     Lane 0 holds every event that nests in the track's stack of open events; an event that
     overlaps an open one without fitting inside it moves to the next lane where it does.
     """
     lane = np.zeros(len(ts), dtype=np.int64)
-    stacks: dict[int, list[list[int]]] = {}
+    parent = np.full(len(ts), -1, dtype=np.int64)
+    stacks: dict[int, list[list[tuple[int, int]]]] = {}
     for i, (code, start, stop) in enumerate(zip(track_codes.tolist(), ts.tolist(), end.tolist())):
         track_lanes = stacks.get(code)
         if track_lanes is None:
             track_lanes = stacks[code] = []
         for k, stack in enumerate(track_lanes):
-            while stack and stack[-1] <= start:
+            while stack and stack[-1][0] <= start:
                 stack.pop()
-            if not stack or stack[-1] >= stop:
-                stack.append(stop)
+            if not stack or stack[-1][0] >= stop:
+                parent[i] = stack[-1][1] if stack else -1
+                stack.append((stop, i))
                 lane[i] = k
                 break
         else:
-            track_lanes.append([stop])
+            track_lanes.append([(stop, i)])
             lane[i] = len(track_lanes) - 1
-    return lane
+    return lane, parent
