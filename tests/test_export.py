@@ -24,7 +24,8 @@ from traceview.analyzers.attribution import BUCKETS
 from traceview.normalize import launch_rows
 from traceview.redact import redact_path, redact_text, secrets_from, secrets_of
 from traceview.renderers import perfetto
-from traceview.renderers.perfetto import ATTRIBUTION_CAT, ATTRIBUTION_TRACK, STEPS_CAT, STEPS_TRACK, attribution_segments
+from traceview.renderers.perfetto import (ATTRIBUTION_CAT, ATTRIBUTION_TRACK, STEPS_CAT, STEPS_TRACK,
+                                          attribution_segments)
 from traceview.schema import TraceMeta
 
 RESNET = "torch_gpu/resnet_v100_1rank.pt.trace.json.gz"
@@ -45,6 +46,8 @@ def write_cpu_trace(folder: Path, user: str = "alice") -> Path:
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python3"}},
         {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": "thread 4242 (python3)"}},
     ]
+    # Work before the first step, so the trace has a lead-in to align.
+    events.append({"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "pid": pid, "tid": tid, "ts": 200.0, "dur": 50.0})
     t = 1_000.0
     for step in range(1, 4):
         start = t
@@ -93,9 +96,10 @@ def cpu_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("path", _traces(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_every_kept_event_is_one_slice(path):
+def test_every_kept_event_is_one_slice_and_slices_nest(path):
     diag = cached_diagnosis(path)
     doc = _doc([diag])
+    _check_nesting(doc)
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     segments = attribution_segments(diag.timeline, diag.steps, diag.attribution)
     by_cat = Counter(e["cat"] for e in slices)
@@ -149,11 +153,6 @@ def _check_nesting(doc: dict[str, Any]) -> None:
                 stack.pop()
             assert not stack or end <= stack[-1], f"thread {key}: [{start}, {end}) overlaps an open slice"
             stack.append(end)
-
-
-@pytest.mark.parametrize("path", _traces(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_slices_nest_on_every_thread(path):
-    _check_nesting(_doc([cached_diagnosis(path)]))
 
 
 def _bound(thread: tuple[list[dict[str, Any]], np.ndarray], t: int) -> list[dict[str, Any]]:
@@ -247,6 +246,19 @@ def test_two_traces_become_two_processes_aligned_on_their_first_step():
     assert len({e["id"] for e in doc["traceEvents"] if e["ph"] == "s"}) == \
         sum(1 for e in doc["traceEvents"] if e["ph"] == "s"), "flow ids are unique over the whole file"
     _check_nesting(doc)
+
+
+def test_traces_with_different_lead_ins_line_up_on_their_first_step(cpu_trace):
+    gpu = cached_diagnosis(shared_trace(ALEXNET))
+    cpu = cached_diagnosis(cpu_trace)
+    lead_in = int(cpu.steps.table["start"].iloc[0])
+    assert lead_in == 800_000 and int(gpu.steps.table["start"].iloc[0]) == 0
+    doc = _doc([gpu, cpu])
+    first_step = {pid: min(e["ts"] for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == STEPS_CAT
+                           and e["pid"] == pid) for pid in (1, 2)}
+    assert first_step == {1: 800.0, 2: 800.0}
+    assert min(e["ts"] for e in doc["traceEvents"] if e["ph"] == "X") == 0.0
+    assert [t["shift_us"] for t in doc["otherData"]["traces"]] == [800.0, 0.0]
 
 
 def test_output_is_deterministic(tmp_path):

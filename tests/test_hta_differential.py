@@ -111,11 +111,12 @@ def hta_times_us(timeline: Timeline, ns_rounding: bool) -> tuple[np.ndarray, np.
     ev = timeline.events
     absolute = ev["ts"].to_numpy() + timeline.meta.origin_ns
     start = (absolute // US).astype(np.float64) + (absolute % US) / US  # correctly rounded, like the parser
-    end = start + ev["dur"].to_numpy() / US
-    if ns_rounding:
-        start, end = np.ceil(start), np.floor(end)
-    base = np.floor(start.min()) if len(start) else 0.0  # HTA subtracts the earliest start; any constant works
-    return start - base, end - base
+    dur = ev["dur"].to_numpy() / US
+    # HTA subtracts the earliest start (exactly: the doubles are close); any whole-µs constant will do.
+    base = np.floor(start.min()) if len(start) else 0.0
+    if ns_rounding:  # at parse time, on the absolute values
+        return np.ceil(start) - base, np.floor(start + dur) - base
+    return start - base, (start - base) + dur  # ends are added after the alignment
 
 
 def hta_rows(timeline: Timeline, start: np.ndarray, end: np.ndarray, include_last: bool) -> np.ndarray:

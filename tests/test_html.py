@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import html
 import re
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from tests.test_export import EVIL_NAME, write_cpu_trace
 from traceview.renderers import base
 from traceview.renderers import html as html_renderer
 from traceview.renderers.html import BUCKET_COLOR, EVENT_GROUPS, representative_step
+from traceview.renderers.units import fmt_count
 
 RESNET = "torch_gpu/resnet_v100_1rank.pt.trace.json.gz"
 KERNEL_COLOR = dict((key, color) for key, _, color, _ in EVENT_GROUPS)["kernel"]
@@ -69,10 +71,12 @@ def test_gpu_report_has_every_section_and_a_timeline_with_kernels():
     pos = representative_step(diag)
     number = int(diag.steps.table["number"].iloc[pos])
     assert f"Timeline of step #{number} " in page
-    # Facts of the header.
+    # Facts of the header: devices, format, and every drop reason with its count.
     meta = diag.timeline.meta
-    assert "Tesla V100-SXM2-32GB" in page and "kineto-json" in page
-    assert "flow arrow (link kept as correlation id): 23,234" in page
+    assert meta.devices and all(html.escape(d.name) in page for d in meta.devices)
+    assert html.escape(meta.format) in page and html.escape(meta.host_name) in page
+    for reason, count in meta.dropped.items():
+        assert html.escape(f"{reason}: {fmt_count(count)}") in page
 
 
 def test_representative_step_is_the_steady_step_closest_to_the_median():

@@ -204,6 +204,9 @@ TORCH_NON_COMPUTE_OP = re.compile(
     r"convolution_backward_overrideable|_convolution_mode|resolve_conj|resolve_neg)$"
     # Autograd engine wrappers and backward nodes: dispatch around the backward kernels.
     r"|^autograd::engine::evaluate_function: |^[A-Za-z0-9_]+Backward\d*$|^torch::autograd::AccumulateGrad$"
+    # torch.compile runtime wrappers (guards, cache lookup, AOT prologue/epilogue); the generated
+    # code runs inside CompiledFunction / CompiledFunctionBackward, which stay compute.
+    r"|^Torch-Compiled Region|^TorchDynamo Cache Lookup|^AOTDispatcher Runtime Wrapper|^PythonDispatchMode$"
 )
 # TF op kernels on tf_Compute / TensorFlow Ops lines are named "name:Type"; these types do no math.
 # The TF/JAX runtime ranges of TF_HOST_OP are dispatch, not math, even when no child op was

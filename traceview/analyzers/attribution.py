@@ -162,12 +162,15 @@ def _layers(
     kind = ev["kind"].to_numpy()
     is_host = ev["device"].to_numpy() < 0
     under_input = _has_ancestor(ev, Kind.INPUT.value)
+    # Ops run while tracing/compiling (dynamo's fake-tensor propagation, inductor's codegen) are
+    # graph building, not the step's math or dispatch: the enclosing build event covers them.
+    under_build = _has_ancestor(ev, Kind.GRAPH_BUILD.value) | _has_ancestor(ev, Kind.COMPILE.value)
 
     def of(*kinds: Kind) -> np.ndarray:
         return np.isin(kind, [k.value for k in kinds])
 
     layers: list[tuple[str, tuple[np.ndarray, np.ndarray]]] = []
-    host_op = of(Kind.HOST_OP) & is_host
+    host_op = of(Kind.HOST_OP) & is_host & ~under_build
     if mode == "device":
         layers.append(("kernel", _interval(ev, of(Kind.KERNEL))))
         copy_kind = ev["copy_kind"].to_numpy()
@@ -180,7 +183,7 @@ def _layers(
         if leftover.any():
             layers.append(("memcpy.other", _interval(ev, leftover)))
     else:
-        layers.append(("kernel", self_intervals(ev, compute_ops(ev))))
+        layers.append(("kernel", self_intervals(ev, compute_ops(ev) & ~under_build)))
     layers.append(("graph_build.graph", _interval(ev, of(Kind.GRAPH_BUILD))))
     layers.append(("graph_build.compile", _interval(ev, of(Kind.COMPILE))))
     layers.append(("sync_wait", _interval(ev, of(Kind.SYNC, Kind.DEVICE_SYNC))))

@@ -18,7 +18,8 @@ def export(
                                                           "when the name ends in .gz)."),
     redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names with "
                                                         "placeholders (<path>, <host>, <user>)."),
-    run: Optional[str] = typer.Option(None, "--run", help="TensorBoard logdir: the run folder to read (default newest)."),
+    run: Optional[str] = typer.Option(None, "--run",
+                                      help="TensorBoard logdir: the run folder to read (default newest)."),
 ) -> None:
     """Write traces as one Chrome trace-event JSON to open in ui.perfetto.dev or chrome://tracing.
 

@@ -81,6 +81,8 @@ ROW_GAP = 5
 AXIS_HEIGHT = 26
 TEXT_MIN_PX = 70  # wide rects at least this wide get their name written inside
 CHAR_PX = 6.2
+BAR_PX = 1150  # the page's content width, for fitting labels into the stacked bar
+BAR_CHAR_PX = 7.2
 _NAME_WIDTH = 100
 
 _CSS = """
@@ -189,7 +191,8 @@ def _section(diag: Any, index: int) -> str:
         out.append(findings)
     out.append(_per_step(diag))
     kernel_title = "Top kernels" if diag.timeline.has_device else "Top compute ops (leaf ops doing the math)"
-    for title, frame in ((kernel_title, diag.kernels), ("Top framework ops (top level, inclusive host time)", diag.ops)):
+    ops_title = "Top framework ops (top level, inclusive host time)"
+    for title, frame in ((kernel_title, diag.kernels), (ops_title, diag.ops)):
         block = _top(frame, title)
         if block:
             out.append(block)
@@ -246,13 +249,24 @@ def _stacked_bar(values: dict[str, float], height: int, labels: bool) -> str:
         tip = f"{BUCKET_LABEL[b]}: {fmt_ns(values[b])} ({fmt_pct(share)})"
         parts.append(f'<rect x="{_n(x)}%" y="0" width="{_n(w)}%" height="{height}" fill="{BUCKET_COLOR[b]}">'
                      f"<title>{esc(tip)}</title></rect>")
-        if labels and share >= 0.08:
-            color = "#212529" if b in ("idle", "launch_overhead") else "#fff"
+        text = _bar_label(BUCKET_LABEL[b], share) if labels else ""
+        if text:
+            color = _text_colors([BUCKET_COLOR[b]])[0]
             parts.append(f'<text x="{_n(x + w / 2)}%" y="{_n(height / 2 + 4)}" text-anchor="middle" '
-                         f'font-size="12" fill="{color}">{esc(BUCKET_LABEL[b])} {esc(fmt_pct(share))}</text>')
+                         f'font-size="12" fill="{color}">{esc(text)}</text>')
         x += w
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _bar_label(label: str, share: float) -> str:
+    """The label that fits a bar segment of ``share`` (assuming a bar about BAR_PX wide): name and
+    share, the share alone, or nothing."""
+    room = share * BAR_PX - 8
+    for text in (f"{label} {fmt_pct(share)}", fmt_pct(share)):
+        if len(text) * BAR_CHAR_PX <= room:
+            return text
+    return ""
 
 
 def _steady(diag: Any) -> str:
@@ -338,7 +352,8 @@ def _top(frame: Any, title: str) -> str:
         rows.append(f'<tr><td class="name" title="{esc(row.name)}">{esc(shorten(row.name, _NAME_WIDTH))}</td>'
                     f'<td class="num">{row.count_per_step:.1f}</td>'
                     f'<td class="num">{esc(fmt_ns(row.time_per_step_ns))}</td>'
-                    f'<td class="num">{esc(fmt_ns(row.mean_ns))}</td><td class="num">{esc(fmt_pct(row.share))}</td></tr>')
+                    f'<td class="num">{esc(fmt_ns(row.mean_ns))}</td>'
+                    f'<td class="num">{esc(fmt_pct(row.share))}</td></tr>')
     return (f"<h3>{esc(title)}</h3><table><tr><th>name</th><th class=\"num\">n/step</th>"
             "<th class=\"num\">time/step</th><th class=\"num\">mean</th><th class=\"num\">share</th></tr>"
             + "".join(rows) + "</table>")

@@ -47,7 +47,7 @@ import pandas as pd
 from traceview.analyzers.attribution import BUCKETS, Attribution, _covered, _layers
 from traceview.analyzers.steps import Steps
 from traceview.normalize import launch_rows
-from traceview.redact import merge_secrets, redact_path, redact_text, secrets_of
+from traceview.redact import redact_path, redact_text, secrets_of
 from traceview.schema import SCHEMA_VERSION, Timeline
 
 STEPS_TRACK = "steps"
@@ -126,21 +126,7 @@ def write(diagnoses: list[Any], path: Path, redact: bool = False) -> int:
 
 def trace_document(diagnoses: list[Any], redact: bool = False) -> dict[str, Any]:
     """The trace-event document as a dict: ``traceEvents`` plus ``otherData`` (what was exported)."""
-    if redact:
-        secrets = merge_secrets(secrets_of(*[d.timeline.meta for d in diagnoses]))
-
-        def clean(text: str) -> str:
-            return _CONTROL.sub(" ", redact_text(str(text), secrets))
-
-        def clean_path(text: str) -> str:
-            return _CONTROL.sub(" ", redact_path(str(text), secrets))
-    else:
-
-        def clean(text: str) -> str:
-            return _CONTROL.sub(" ", str(text))
-
-        clean_path = clean
-
+    clean, clean_path = _cleaners([d.timeline.meta for d in diagnoses], redact)
     lead = max((_lead_in(d) for d in diagnoses), default=0)
     events: list[dict[str, Any]] = []
     traces: list[dict[str, Any]] = []
@@ -179,6 +165,19 @@ def trace_document(diagnoses: list[Any], redact: bool = False) -> dict[str, Any]
             "traces": traces,
         },
     }
+
+
+def _cleaners(metas: list[Any], redact: bool) -> tuple[Callable[[str], str], Callable[[str], str]]:
+    """Text and path cleaners: control characters out (old viewers reject escapes), secrets too when redacting."""
+    secrets = secrets_of(*metas) if redact else {}
+
+    def clean(text: str) -> str:
+        return _CONTROL.sub(" ", redact_text(str(text), secrets) if redact else str(text))
+
+    def clean_path(text: str) -> str:
+        return _CONTROL.sub(" ", redact_path(str(text), secrets) if redact else str(text))
+
+    return clean, clean_path
 
 
 def _first_step_start(diag: Any) -> int:
@@ -244,7 +243,8 @@ class _Exporter:
         for i, row in enumerate(table.itertuples(index=False)):
             out.append({
                 "ph": "X", "name": f"step {int(row.number)}" + (" (cold)" if bool(row.cold) else ""),
-                "cat": STEPS_CAT, "pid": self.pid, "tid": tid, "ts": self._us(row.start), "dur": int(row.duration) / 1000,
+                "cat": STEPS_CAT, "pid": self.pid, "tid": tid, "ts": self._us(row.start),
+                "dur": int(row.duration) / 1000,
                 "args": {"step": int(row.number), "name": self.clean(str(row.name)), "cold": bool(row.cold),
                          "buckets_us": {b: int(per.at[i, b]) / 1000 for b in BUCKETS}},
             })

@@ -111,7 +111,7 @@ def _steady(diag: Any, width: int) -> Group:
         for key in sorted(k for k in details if k.startswith(b + ".")):
             table.add_row(Text(f"  {key.split('.', 1)[1]}", style="dim"), Text(fmt_ns(details[key]), style="dim"),
                           Text(fmt_pct(details[key] / total if total else 0.0), style="dim"), "")
-    return Group(title, attribution_bar(buckets, width), table)
+    return Group(title, attribution_bar(buckets, width), _legend(), table)
 
 
 def _per_step(diag: Any) -> Table:
@@ -130,23 +130,32 @@ def _per_step(diag: Any) -> Table:
     return table
 
 
-def _cold(diag: Any) -> Text | None:
+def _cold(diag: Any, width: int) -> Group | None:
+    """Each cold step with its own attribution bar, so cold and steady read side by side."""
     cold = diag.steps.table[diag.steps.table["cold"]]
     if cold.empty:
         return None
     steady = diag.steady_step_ns
-    text = Text()
-    text.append("Cold step(s)\n", style="bold")
+    parts: list[Any] = [Text("Cold step(s)", style="bold")]
     per = diag.attribution.per_step
     for i in cold.index:
         row = cold.loc[i]
         extra = row["duration"] - steady
         builds = per.at[i, "graph_build"]
-        text.append(f"  #{row['number']}: {fmt_ns(row['duration'])} ({fmt_ns(extra)} over steady) · graph build/compile "
-                    f"{fmt_ns(builds)} in {row['graph_build_events']} events")
+        line = Text(f"  #{row['number']}: {fmt_ns(row['duration'])} ({fmt_ns(extra)} over steady) · graph "
+                    f"build/compile {fmt_ns(builds)} in {row['graph_build_events']} events")
         if extra > 0 and steady > 0:
-            text.append(f" · {extra / steady:.1f} steady steps' worth")
-        text.append("\n")
+            line.append(f" · {extra / steady:.1f} steady steps' worth")
+        parts.append(line)
+        parts.append(attribution_bar({b: float(per.at[i, b]) for b in BUCKETS}, width))
+    return Group(*parts)
+
+
+def _legend() -> Text:
+    text = Text()
+    for b in BUCKETS:
+        text.append("█ ", style=BUCKET_STYLE[b])
+        text.append(f"{BUCKET_LABEL[b]}  ")
     return text
 
 
@@ -224,10 +233,10 @@ def render_one(diag: Any, width: int) -> list[Any]:
     parts: list[Any] = [Panel(_header(diag), title="traceview diagnose", title_align="left", width=width)]
     parts.append(_steady(diag, width))
     parts.append(_per_step(diag))
-    cold = _cold(diag)
+    cold = _cold(diag, width)
     if cold is not None:
         parts.append(cold)
-    kernel_title = "Top kernels" if diag.timeline.has_device else "Top compute ops (leaf ops doing the math)"
+    kernel_title = "Top kernels" if diag.timeline.has_device else "Top compute ops (self time of ops doing the math)"
     for block in (_top(diag.kernels, kernel_title, width, "n/step"),
                   _top(diag.ops, "Top framework ops (top level, inclusive host time)", width, "n/step"),
                   _launch(diag), _device(diag), findings_block(diag.findings)):
