@@ -15,8 +15,8 @@ from tests.conftest import REPO, TORCH_GPU_TRACES, XPLANE_GPU_TRACES, cached_dia
     sample_xplane_traces, shared_trace
 from tests.test_export import EVIL_NAME, write_cpu_trace
 from traceview.renderers import base
-from traceview.renderers import html as html_renderer
-from traceview.renderers.html import BUCKET_COLOR, EVENT_GROUPS, representative_step
+from traceview.renderers import html_report as html_renderer
+from traceview.renderers.html_report import BUCKET_COLOR, EVENT_GROUPS, representative_step
 from traceview.renderers.units import fmt_count
 
 RESNET = "torch_gpu/resnet_v100_1rank.pt.trace.json.gz"

@@ -101,6 +101,11 @@ class Capture:
                 raise UsageError(f"{self.path} already holds a capture; pass overwrite=True or choose another path")
             _remove_capture(self.path)
         self._backend = load_backend(self.framework)  # MissingExtraError when not installed
+        check_device = self._backend.torch_device if self.framework == "torch" else self._backend.tf_device
+        try:
+            check_device(self.device)
+        except RuntimeError as err:
+            raise UsageError(f"capture(device={self.device!r}): {err}") from err
         self.path.mkdir(parents=True, exist_ok=True)
         self._session = self._backend.profiler_session(self.path, self.device)
         self._profiled = StepRecorder(markers=self._session)

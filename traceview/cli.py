@@ -149,22 +149,16 @@ def _emit(text: str, output: Optional[Path]) -> None:
         raise UsageError(f"{output}: cannot write the report ({err.strerror})") from None
 
 
-def _register_optional_commands() -> None:
-    """Commands that live in their own modules (collect, compare, export)."""
-    try:
-        from traceview.commands.export import export
-    except ImportError:
-        pass
-    else:
-        app.command("export")(export)
-    try:
-        from traceview.commands.collect import collect
-    except ImportError:
-        return
+def _register_commands() -> None:
+    """Commands that live in their own modules; each imports its heavy parts only when run."""
+    from traceview.commands.collect import collect
+    from traceview.commands.export import export
+
     app.command("collect")(collect)
+    app.command("export")(export)
 
 
-_register_optional_commands()
+_register_commands()
 
 
 def main(argv: Optional[list[str]] = None) -> None:

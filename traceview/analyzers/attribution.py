@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from traceview import categories as cat
 from traceview.analyzers.steps import Steps
 from traceview.normalize import compute_ops, launch_rows, self_intervals, top_level_ops
 from traceview.schema import Kind, Timeline
@@ -85,57 +84,95 @@ class Attribution:
     options: AttributionOptions = field(default_factory=AttributionOptions)
 
 
-def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None) -> Attribution:
-    """Attribute each step window's time to buckets. Buckets sum exactly to the window length."""
-    options = options or AttributionOptions()
-    ev = timeline.events
+@dataclass
+class _Segments:
+    """Elementary segments of the step windows, each with the layer that wins it."""
+
+    start: np.ndarray  # ns
+    length: np.ndarray  # ns
+    step: np.ndarray  # step position, valid where in_step
+    in_step: np.ndarray
+    winner_layer: np.ndarray  # index into layer_names, -1 when no layer is active (idle)
+    bucket: np.ndarray  # index into BUCKETS
+    layer_names: list[str]
+
+
+def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionOptions) -> _Segments:
+    """Cut the step windows at every event boundary and give each piece to the first active layer."""
     table = steps.table
     starts = table["start"].to_numpy()
     ends = table["end"].to_numpy()
-    mode = "device" if timeline.has_device else "cpu"
     layers = _layers(timeline, mode, options, steps)
     layer_names = [name for name, _ in layers]
-
     bounds = [starts, ends]
     for _, (s, e) in layers:
         bounds.extend((s, e))
-    points = np.unique(np.concatenate(bounds))
+    points = np.unique(np.concatenate(bounds).astype(np.int64))
     seg_start = points[:-1]
     seg_len = np.diff(points)
     step_idx = np.searchsorted(starts, seg_start, side="right") - 1
-    in_step = (step_idx >= 0) & (seg_start < ends[np.maximum(step_idx, 0)])
-
+    in_step = (step_idx >= 0) & (seg_start < ends[np.maximum(step_idx, 0)]) if len(starts) else np.zeros(
+        len(seg_start), dtype=bool)
     active = np.zeros((len(layers), len(seg_start)), dtype=bool)
     for i, (_, (s, e)) in enumerate(layers):
         active[i] = _covered(points, s, e)
-
-    # Top-level buckets: the first active layer wins; layer names are "bucket" or "bucket.detail".
+    # Layer names are "bucket" or "bucket.detail"; the first active layer wins.
     bucket_of_layer = np.array([BUCKETS.index(n.split(".")[0]) for n in layer_names], dtype=np.int64)
-    winner_layer = np.where(active.any(axis=0), active.argmax(axis=0), -1)
-    bucket = np.where(winner_layer >= 0, bucket_of_layer[np.maximum(winner_layer, 0)], BUCKETS.index("idle"))
+    winner = np.where(active.any(axis=0), active.argmax(axis=0), -1)
+    bucket = np.where(winner >= 0, bucket_of_layer[np.maximum(winner, 0)], BUCKETS.index("idle"))
+    return _Segments(seg_start, seg_len, step_idx, in_step, winner, bucket, layer_names)
 
-    n_steps = len(starts)
-    sel = in_step
-    per = np.zeros((n_steps, len(BUCKETS)), dtype=np.int64)
-    flat = step_idx[sel] * len(BUCKETS) + bucket[sel]
-    per += np.bincount(flat, weights=seg_len[sel], minlength=n_steps * len(BUCKETS)).astype(np.int64).reshape(
-        n_steps, len(BUCKETS)
-    )
-    per_step = pd.DataFrame(per, columns=list(BUCKETS))
-    per_step["total"] = per.sum(axis=1)
 
-    # Details: time of each detail layer that won its segment.
+def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None) -> Attribution:
+    """Attribute each step window's time to buckets. Buckets sum exactly to the window length."""
+    options = options or AttributionOptions()
+    mode = "device" if timeline.has_device else "cpu"
+    seg = _segments(timeline, steps, mode, options)
+    n_steps = len(steps.table)
+    sel = seg.in_step
+    flat = seg.step[sel] * len(BUCKETS) + seg.bucket[sel]
+    per = np.bincount(flat, weights=seg.length[sel], minlength=n_steps * len(BUCKETS)).astype(np.int64)
+    per_step = pd.DataFrame(per.reshape(n_steps, len(BUCKETS)), columns=list(BUCKETS))
+    per_step["total"] = per_step[list(BUCKETS)].sum(axis=1)
+
+    # Details: time of each detail layer ("memcpy.H2D", "launch_overhead.queued" …) that won its segment.
     detail_cols: dict[str, np.ndarray] = {}
-    for i, name in enumerate(layer_names):
+    for i, name in enumerate(seg.layer_names):
         if "." not in name:
             continue
-        won = sel & (winner_layer == i)
-        detail_cols[name] = np.bincount(step_idx[won], weights=seg_len[won], minlength=n_steps).astype(np.int64)[
-            :n_steps
-        ]
-    details = pd.DataFrame(detail_cols, index=per_step.index)
-    details = details.T.groupby(level=0, sort=True).sum().T if len(detail_cols) else details
+        won = sel & (seg.winner_layer == i)
+        column = np.bincount(seg.step[won], weights=seg.length[won], minlength=n_steps).astype(np.int64)[:n_steps]
+        detail_cols[name] = detail_cols.get(name, 0) + column
+    details = pd.DataFrame(dict(sorted(detail_cols.items())), index=per_step.index)
     return Attribution(per_step=per_step, details=details, mode=mode, options=options)
+
+
+def attribution_segments(timeline: Timeline, steps: Steps, attribution: Attribution) -> pd.DataFrame:
+    """The step windows cut into consecutive runs of one bucket (for timelines: HTML, Perfetto).
+
+    Columns: ``step`` (position in the steps table), ``start``, ``end`` (ns), ``bucket``. Per step
+    the lengths of a bucket's runs sum exactly to ``attribution.per_step``.
+    """
+    seg = _segments(timeline, steps, attribution.mode, attribution.options)
+    keep = np.flatnonzero(seg.in_step)
+    start = seg.start[keep]
+    end = start + seg.length[keep]
+    step = seg.step[keep]
+    bucket = seg.bucket[keep]
+    # A new run starts where the step or the bucket changes, or where segments are not contiguous.
+    new_run = np.ones(len(keep), dtype=bool)
+    if len(keep) > 1:
+        new_run[1:] = (step[1:] != step[:-1]) | (bucket[1:] != bucket[:-1]) | (start[1:] != end[:-1])
+    first = np.flatnonzero(new_run)
+    last = np.append(first[1:], len(keep)) - 1
+    return pd.DataFrame(
+        {
+            "step": step[first].astype(np.int64),
+            "start": start[first].astype(np.int64),
+            "end": end[last].astype(np.int64) if len(keep) else np.array([], dtype=np.int64),
+            "bucket": np.array(BUCKETS, dtype=object)[bucket[first]] if len(keep) else np.array([], dtype=object),
+        }
+    )
 
 
 def _covered(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -172,7 +172,6 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
     family = _family_from_first_compute(ev, family, compute_ops(ev))
     top = steady & top_level_ops(ev)
     kind = ev["kind"].to_numpy()
-    host_op = (kind == Kind.HOST_OP.value) & (ev["device"].to_numpy() < 0)
     if diag.timeline.has_device:
         compute_rows = steady & (kind == Kind.KERNEL.value)
         launcher = ev["launcher"].astype(str).to_numpy()

@@ -38,7 +38,7 @@ def names() -> list[str]:
 
 def _load_builtin() -> None:
     # Importing the modules registers them; done lazily so the CLI starts fast.
-    from traceview.renderers import html, json_report, markdown, terminal  # noqa: F401
+    from traceview.renderers import html_report, json_report, markdown, terminal  # noqa: F401
 
 
 def by_extension(extension: str) -> Renderer | None:

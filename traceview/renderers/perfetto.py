@@ -44,11 +44,10 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from traceview.analyzers.attribution import BUCKETS, Attribution, _covered, _layers
-from traceview.analyzers.steps import Steps
+from traceview.analyzers.attribution import BUCKETS, attribution_segments
 from traceview.normalize import launch_rows
 from traceview.redact import redact_path, redact_text, secrets_of
-from traceview.schema import SCHEMA_VERSION, Timeline
+from traceview.schema import SCHEMA_VERSION
 
 STEPS_TRACK = "steps"
 ATTRIBUTION_TRACK = "traceview: attribution"
@@ -56,58 +55,6 @@ FLOW_NAME = "launch"
 STEPS_CAT = "traceview.step"  # not a Kind value, so never confused with the step-marker events
 ATTRIBUTION_CAT = "traceview.attribution"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def attribution_segments(timeline: Timeline, steps: Steps, attribution: Attribution) -> pd.DataFrame:
-    """The step windows cut into consecutive runs of one bucket.
-
-    Columns: ``step`` (position in the steps table), ``start``, ``end`` (ns, timeline clock),
-    ``bucket``. Recomputed with the same layers and priorities as
-    :func:`traceview.analyzers.attribution.attribute`, so per step the lengths of a bucket's
-    segments sum exactly to ``attribution.per_step``.
-    """
-    table = steps.table
-    starts = table["start"].to_numpy().astype(np.int64)
-    ends = table["end"].to_numpy().astype(np.int64)
-    empty = pd.DataFrame({"step": np.array([], dtype=np.int64), "start": np.array([], dtype=np.int64),
-                          "end": np.array([], dtype=np.int64), "bucket": np.array([], dtype=object)})
-    if not len(starts):
-        return empty
-    layers = _layers(timeline, attribution.mode, attribution.options, steps)
-    bounds = [starts, ends]
-    for _, (s, e) in layers:
-        bounds.extend((s, e))
-    points = np.unique(np.concatenate(bounds).astype(np.int64))
-    if len(points) < 2:
-        return empty
-    seg_start = points[:-1]
-    seg_end = points[1:]
-    step_idx = np.searchsorted(starts, seg_start, side="right") - 1
-    in_step = (step_idx >= 0) & (seg_start < ends[np.maximum(step_idx, 0)])
-
-    active = np.zeros((len(layers), len(seg_start)), dtype=bool)
-    for i, (_, (s, e)) in enumerate(layers):
-        active[i] = _covered(points, s, e)
-    bucket_of_layer = np.array([BUCKETS.index(name.split(".")[0]) for name, _ in layers], dtype=np.int64)
-    winner = np.where(active.any(axis=0), active.argmax(axis=0), -1)
-    bucket = np.where(winner >= 0, bucket_of_layer[np.maximum(winner, 0)], BUCKETS.index("idle"))
-
-    keep = np.flatnonzero(in_step)
-    seg_start, seg_end, step_idx, bucket = seg_start[keep], seg_end[keep], step_idx[keep], bucket[keep]
-    # A new run starts where the step or the bucket changes, or where segments are not contiguous.
-    new_run = np.ones(len(keep), dtype=bool)
-    if len(keep) > 1:
-        new_run[1:] = (step_idx[1:] != step_idx[:-1]) | (bucket[1:] != bucket[:-1]) | (seg_start[1:] != seg_end[:-1])
-    first = np.flatnonzero(new_run)
-    last = np.append(first[1:], len(keep)) - 1
-    return pd.DataFrame(
-        {
-            "step": step_idx[first].astype(np.int64),
-            "start": seg_start[first].astype(np.int64),
-            "end": seg_end[last].astype(np.int64),
-            "bucket": np.array(BUCKETS, dtype=object)[bucket[first]],
-        }
-    )
 
 
 def render(diagnoses: list[Any], redact: bool = False) -> bytes:

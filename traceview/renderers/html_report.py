@@ -25,9 +25,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from traceview.analyzers.attribution import BUCKETS, leaf_compute_ops
+from traceview.analyzers.attribution import BUCKETS, attribution_segments, leaf_compute_ops
 from traceview.renderers.base import Renderer, register
-from traceview.renderers.perfetto import attribution_segments
 from traceview.renderers.terminal import BUCKET_LABEL
 from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, shorten
 from traceview.schema import Kind
