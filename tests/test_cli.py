@@ -104,3 +104,15 @@ def test_diagnose_a_whole_folder_of_captures():
     traces = doc.get("traces", [doc])
     assert len(traces) >= 2
     assert {t["trace"]["format"] for t in traces} >= {"kineto-json"}
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "md", "json", "html"])
+def test_redact_removes_paths_and_host_names_from_every_report(fmt):
+    trace = shared_trace("torch_gpu/resnet_v100_1rank.pt.trace.json.gz")
+    plain = run_cli("diagnose", str(trace), "--format", fmt)
+    redacted = run_cli("diagnose", str(trace), "--format", fmt, "--redact")
+    assert plain.returncode == 0 and redacted.returncode == 0, redacted.stderr
+    for secret in ("twshared39868", str(trace.parent)):
+        assert secret in plain.stdout
+        assert secret not in redacted.stdout
+    assert "resnet_v100_1rank" in redacted.stdout.replace("\\_", "_")

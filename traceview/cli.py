@@ -58,6 +58,7 @@ def diagnose(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
     width: Optional[int] = typer.Option(None, "--width", help="Terminal report width in columns."),
     color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Force colours on or off."),
+    redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names."),
     dispatch_gap_us: float = typer.Option(50.0, "--dispatch-gap-us",
                                           help="Gaps between framework ops shorter than this count as dispatch "
                                                "overhead (0 turns the rule off)."),
@@ -81,6 +82,10 @@ def diagnose(
                 diagnoses.append(run_diagnose(p, options))
         else:
             diagnoses.append(run_diagnose(p, options))
+    if redact:
+        from traceview.redact import redact_diagnoses
+
+        diagnoses = redact_diagnoses(diagnoses)
     text = renderer.render_diagnoses(diagnoses, width=_width(width), color=_use_color(color, output))
     _emit(text, output)
 
@@ -97,6 +102,7 @@ def compare(
     fail_if_slower: Optional[float] = typer.Option(None, "--fail-if-slower", metavar="PCT",
                                                    help="Exit 1 when the candidate's steady step is more than PCT % "
                                                         "slower than the baseline's (CI regression gate)."),
+    redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names."),
 ) -> None:
     """Explain why one trace's steady-state step is slower than another's."""
     from traceview.analyzers.compare import compare as run_compare
@@ -110,6 +116,10 @@ def compare(
         if len(paths) != 1:
             raise UsageError(f"{path}: holds {len(paths)} traces; name one trace file for the {label}")
         sides.append(run_diagnose(paths[0]))
+    if redact:
+        from traceview.redact import redact_diagnoses
+
+        sides = redact_diagnoses(sides)
     comparison = run_compare(sides[0], sides[1])
     text = renderer.render_comparison(comparison, width=_width(width), color=_use_color(color, output))
     _emit(text, output)

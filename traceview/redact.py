@@ -147,3 +147,50 @@ def _distinct(values: Iterable[str]) -> list[str]:
 
 def _placeholder(kind: str, index: int, count: int) -> str:
     return f"<{kind}>" if count == 1 else f"<{kind}-{index + 1}>"
+
+
+def redact_diagnoses(diagnoses: list[Any]) -> list[Any]:
+    """Copies of the diagnoses with paths, host and user names replaced in everything a report
+    shows (source, host, track and event names, step rule text, findings). The originals are
+    left untouched; placeholders are shared across the list so a comparison stays consistent."""
+    import copy
+    import dataclasses
+
+    secrets = secrets_of(*(d.timeline.meta for d in diagnoses))
+
+    def text(value: str) -> str:
+        return redact_text(str(value), secrets)
+
+    out = []
+    for diag in diagnoses:
+        meta = dataclasses.replace(
+            diag.timeline.meta,
+            source=redact_path(diag.timeline.meta.source, secrets),
+            host_name=text(diag.timeline.meta.host_name) if diag.timeline.meta.host_name else "",
+            notes=[text(n) for n in diag.timeline.meta.notes],
+        )
+        events = diag.timeline.events.copy()
+        for column in ("name", "track", "launcher"):
+            events[column] = events[column].cat.rename_categories(
+                _unique_renames([text(c) for c in events[column].cat.categories]))
+        timeline = dataclasses.replace(diag.timeline, events=events, meta=meta)
+        steps = dataclasses.replace(diag.steps, rule_detail=text(diag.steps.rule_detail))
+        clone = copy.copy(diag)
+        clone.timeline = timeline
+        clone.steps = steps
+        clone.kernels = diag.kernels.assign(name=[text(n) for n in diag.kernels["name"]]) if len(diag.kernels) else diag.kernels
+        clone.ops = diag.ops.assign(name=[text(n) for n in diag.ops["name"]]) if len(diag.ops) else diag.ops
+        clone.findings = [dataclasses.replace(f, summary=text(f.summary)) for f in diag.findings]
+        out.append(clone)
+    return out
+
+
+def _unique_renames(names: list[str]) -> list[str]:
+    """Redaction can make two category names equal; keep them distinct with a suffix."""
+    seen: dict[str, int] = {}
+    result = []
+    for name in names:
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        result.append(name if count == 0 else f"{name} [{count + 1}]")
+    return result
