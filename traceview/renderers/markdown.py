@@ -59,7 +59,8 @@ def diagnosis_markdown(diag: Any) -> list[str]:
         f"### traceview diagnose: {cell(meta.source)}",
         "",
         f"**Steady-state step: {fmt_ns(diag.steady_step_ns)}** (median of {len(diag.steady_positions)} steady steps; "
-        f"{meta.framework}, {meta.format}; devices: {devices})",
+        f"{meta.framework}, {meta.format}" + (f", host {cell(meta.host_name)}" if meta.host_name else "")
+        + f"; devices: {devices})",
         "",
     ]
     lines += _table(["cause", "per step", "share"], _attribution_rows(diag))
