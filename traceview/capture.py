@@ -137,7 +137,10 @@ class Capture:
         index = self._next
         if self._profiling(index):
             if not self._started:
-                self._session.start()
+                try:
+                    self._session.start()
+                except RuntimeError as err:  # e.g. another TensorFlow profiler session is running
+                    raise UsageError(f"traceview.capture: {err}") from err
                 self._started = True
             self._profiled.begin(index)
         else:

@@ -59,7 +59,7 @@ def diagnose(
     width: Optional[int] = typer.Option(None, "--width", help="Terminal report width in columns."),
     color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Force colours on or off."),
     redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names."),
-    dispatch_gap_us: float = typer.Option(50.0, "--dispatch-gap-us",
+    dispatch_gap_us: float = typer.Option(2000.0, "--dispatch-gap-us",
                                           help="Gaps between framework ops shorter than this count as dispatch "
                                                "overhead (0 turns the rule off)."),
 ) -> None:

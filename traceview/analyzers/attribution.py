@@ -32,10 +32,15 @@ and ``launch_overhead`` is framework dispatch around them (op wrappers such as `
 view ops, EagerExecute, executor bookkeeping).
 
 Inferred dispatch gaps (``dispatch_gap_ns``): profilers record framework ops but not the
-Python between them (TF eager spends most of its per-op cost in Python op wrappers). A gap on a
-host thread between two consecutive top-level framework ops of the same step that is shorter
-than ``dispatch_gap_ns`` (default 50 µs) is counted as ``launch_overhead`` and reported
-separately as ``launch_overhead.inferred``; longer gaps stay ``host_compute``/``idle``.
+Python between them (TF eager spends most of its per-op cost in Python op wrappers, Keras and
+the tape). An unrecorded gap on a host thread inside a step — between two consecutive top-level
+framework ops, or between the step marker's start/end and the first/last op on its thread —
+that is shorter than ``dispatch_gap_ns`` (default 2 ms) is counted as ``launch_overhead`` and
+reported separately as ``launch_overhead.inferred``. Longer gaps (user code, garbage
+collection, the OS) stay ``host_compute``/``idle``. Measured on the TF eager sample captures:
+99 % of the gaps between ops are under 0.5 ms, the stretch from the step marker to the first op
+is about 1.0–1.1 ms (entering the tape and the model call), and the longer pauses are isolated
+4–15 ms stretches (garbage collection) that the rule leaves unexplained.
 
 Differences from the peers (see docs/attribution.md): HTA's temporal breakdown looks at the GPU
 only (idle = span − union of GPU events; sync events count as busy), XProf's overview splits
@@ -64,7 +69,7 @@ BUCKETS: tuple[str, ...] = (
     "host_compute",
     "idle",
 )
-DEFAULT_DISPATCH_GAP_NS = 50_000
+DEFAULT_DISPATCH_GAP_NS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -274,19 +279,27 @@ def _queued(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _dispatch_gaps(ev: pd.DataFrame, max_gap: int) -> tuple[np.ndarray, np.ndarray]:
-    """Short gaps between consecutive top-level framework ops on the same host thread and step."""
+    """Short unrecorded gaps on a host thread inside a step: between consecutive top-level
+    framework ops, and between a step marker's edges and the first / last op on its thread."""
+    ts_all = ev["ts"].to_numpy()
+    end_all = ts_all + ev["dur"].to_numpy()
+    codes = ev["track"].cat.codes.to_numpy()
+    step_all = ev["step"].to_numpy()
     top = np.flatnonzero(top_level_ops(ev))
-    if len(top) < 2:
+    markers = np.flatnonzero(ev["kind"].to_numpy() == Kind.STEP.value)
+    # Step-marker edges enter as zero-length points: [marker start] and [marker end].
+    ts = np.concatenate((ts_all[top], ts_all[markers], end_all[markers]))
+    end = np.concatenate((end_all[top], ts_all[markers], end_all[markers]))
+    track = np.concatenate((codes[top], codes[markers], codes[markers]))
+    step = np.concatenate((step_all[top], step_all[markers], step_all[markers]))
+    if len(ts) < 2:
         return np.array([], dtype=np.int64), np.array([], dtype=np.int64)
-    track = ev["track"].cat.codes.to_numpy()[top]
-    order = top[np.lexsort((ev["ts"].to_numpy()[top], track))]
-    ts = ev["ts"].to_numpy()[order]
-    end = ts + ev["dur"].to_numpy()[order]
-    trk = ev["track"].cat.codes.to_numpy()[order]
-    step = ev["step"].to_numpy()[order]
-    prev_end = np.maximum.accumulate(end)  # ops on one track may overlap slightly
+    order = np.lexsort((ts, track))
+    ts, end, track, step = ts[order], end[order], track[order], step[order]
+    # Ops on one thread may overlap slightly: a gap starts after everything before it has ended.
+    prev_end = pd.Series(end).groupby(track).cummax().to_numpy()
     gap_start = prev_end[:-1]
     gap_end = ts[1:]
-    ok = (trk[1:] == trk[:-1]) & (step[1:] == step[:-1]) & (step[1:] >= 0)
+    ok = (track[1:] == track[:-1]) & (step[1:] == step[:-1]) & (step[1:] >= 0)
     ok &= (gap_end > gap_start) & (gap_end - gap_start <= max_gap)
     return gap_start[ok], gap_end[ok]

@@ -43,9 +43,11 @@ def collect(
 
     Each framework-mode pair gets a folder with its native trace and a manifest.json.
 
-    torch writes Kineto *.pt.trace.json.gz; TensorFlow the TensorBoard layout plugins/profile/<run>/<host>.xplane.pb.
+    Traces: torch writes Kineto *.pt.trace.json.gz, TensorFlow plugins/profile/<run>/<host>.xplane.pb.
 
-    The manifest holds versions, threads, cold/warm-up/steady steps, per-step wall time with and without the profiler, and the loss-parity check across frameworks. The cold first step (tracing, compilation) is inside the profiled window.
+    The cold first step (tracing, compilation) is inside the profiled window.
+
+    The manifest keeps versions, threads, per-step wall time with and without the profiler, and loss parity.
 
     Example: traceview collect mlp2 -f torch,tf -m eager,function -o runs/mlp2
     """
