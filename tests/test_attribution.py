@@ -125,3 +125,31 @@ def test_step_windows_cover_device_work_and_do_not_overlap():
     assert table["end"].tolist()[0] == 200  # extended to the kernel's end
     assert table["start"].tolist()[1] == 200  # next step starts after it
     assert attribution.per_step["total"].tolist() == table["duration"].tolist()
+
+
+def test_gaps_at_step_marker_edges_are_inferred_dispatch_too():
+    rows = [
+        {"ts": 0, "dur": 10_000, "kind": "step", "name": "train"},
+        {"ts": 3_000, "dur": 1_000, "kind": "host_op", "name": "EagerLocalExecute: MatMul"},
+        {"ts": 5_000, "dur": 1_000, "kind": "host_op", "name": "EagerLocalExecute: MatMul"},
+    ]
+    attribution, _ = _attribute(rows, gap_ns=3_500)
+    # marker start → first op (3000 ns) and op → op (1000 ns) are short; last op → marker end (4000 ns) is not.
+    assert attribution.details.loc[0, "launch_overhead.inferred"] == 3_000 + 1_000
+    assert attribution.per_step.iloc[0]["idle"] == 4_000
+
+
+def test_a_gap_on_one_thread_is_not_hidden_by_a_later_op_on_another_thread():
+    rows = [
+        {"ts": 0, "dur": 100_000, "kind": "step", "name": "ProfilerStep#0", "track": "main"},
+        {"ts": 0, "dur": 90_000, "kind": "host_op", "name": "aten::mm", "track": "worker"},
+        {"ts": 10_000, "dur": 1_000, "kind": "host_op", "name": "aten::mm", "track": "main"},
+        {"ts": 11_500, "dur": 1_000, "kind": "host_op", "name": "aten::mm", "track": "main"},
+    ]
+    # The 500 ns gap on "main" lies inside the worker's op, which ends later: it is still a gap on "main".
+    tl = _timeline(rows)
+    from traceview.analyzers.attribution import _dispatch_gaps
+
+    find_steps(tl)
+    starts, ends = _dispatch_gaps(tl.events, 1_000)
+    assert (11_000, 11_500) in set(zip(starts.tolist(), ends.tolist()))
