@@ -3,7 +3,8 @@
 Definitions (HTA's ``cuda_kernel_analysis`` where they match):
 - launch call: a host ``launch`` event with a correlation id that a device event shares;
 - launch delay = device start − (launch start + launch duration), clipped at 0 (HTA: launch_delay);
-- short kernel: device duration < its launch call's duration (HTA's definition);
+- short kernel: device duration < its launch call's duration (HTA's definition; HTA's plot also
+  leaves out launch calls over 50 µs, traceview counts every launch);
 - outliers: launch call > 50 µs, launch delay > 100 µs (HTA's defaults).
 CPU-only traces have no launches; they report framework ops per step and host time per op.
 """
