@@ -257,7 +257,8 @@ OP_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?i)(mse_loss|cross_entropy|nll_loss|log_softmax|_softmax_backward|SoftmaxCrossEntropy|"
         r"SquaredDifference|binary_cross_entropy|smooth_l1|huber)")),
     ("normalization", re.compile(r"(?i)(batch_norm|layer_norm|group_norm|FusedBatchNorm|bn_fw|bn_bw|LayerNorm|rms_norm)")),
-    ("conv", re.compile(r"(?i)(conv(?!ert)|cudnn_convolution|Conv2D|Conv3D|winograd|implicit_gemm|dgrad|wgrad)")),
+    ("conv", re.compile(r"(?i)(conv(?!ert)|cudnn_convolution|Conv2D|Conv3D|winograd|implicit_gemm|"
+                        r"(?<![a-z])dgrad|(?<![a-z])wgrad)")),
     ("matmul", re.compile(
         r"(?i)(^(addmm|mm|bmm|matmul|linear|baddbmm|addmv|mv|dot|einsum)$|MatMul|BatchMatMul|gemm|gemv|cublas|cutlass|"
         r"_scaled_mm|^lstm|^gru|^rnn|LSTM|GRU|Dense)")),
@@ -290,12 +291,15 @@ def op_base_name(name: str) -> str:
 
 
 def op_family(name: str) -> str:
-    """Common family of a framework op or kernel name; "other" when none matches."""
+    """Common family of a framework op or kernel name; "other" when none matches.
+
+    Tried in order: the op's own name ("BiasAddGrad"), the same without a backward suffix
+    ("AddmmBackward0" -> "Addmm"), then the full name (name scopes such as "Adam/…").
+    """
     base = op_base_name(name)
-    backward = base.endswith("Backward0") or base.endswith("Backward1") or base.endswith("Grad")
-    if backward:
-        base = re.sub(r"(Backward\d|Grad)$", "", base)
-    for family, pattern in OP_FAMILIES:
-        if pattern.search(base) or pattern.search(str(name)):
-            return family
+    forward = re.sub(r"(Backward\d|Grad)$", "", base)
+    for text in (base, forward, str(name)):
+        for family, pattern in OP_FAMILIES:
+            if pattern.search(text):
+                return family
     return "other"

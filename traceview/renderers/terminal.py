@@ -302,15 +302,11 @@ def _comparison_parts(cmp: Any, width: int) -> list[Any]:
     parts.append(table)
     fam = cmp.families
     if not fam.empty:
-        ft = Table(title="Op families per steady step (ops · compute time · host dispatch per op)", title_justify="left",
-                   title_style="bold", box=None, header_style="bold")
+        ft = Table(title="Op families per steady step (A = baseline, B = candidate; host = dispatch per op)",
+                   title_justify="left", title_style="bold", box=None, header_style="bold")
         ft.add_column("family")
-        ft.add_column("base ops", justify="right")
-        ft.add_column("cand ops", justify="right")
-        ft.add_column("base compute", justify="right")
-        ft.add_column("cand compute", justify="right")
-        ft.add_column("base /op", justify="right")
-        ft.add_column("cand /op", justify="right")
+        for header in ("ops A", "ops B", "compute A", "compute B", "host A", "host B"):
+            ft.add_column(header, justify="right", no_wrap=True)
         for family in [f for f in FAMILIES if f in fam.index]:
             row = fam.loc[family]
             ft.add_row(family, f"{row['baseline_ops_per_step']:.1f}", f"{row['candidate_ops_per_step']:.1f}",
