@@ -254,7 +254,7 @@ OP_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?i)^(Optimizer\.|_foreach_|_fused_(adam|sgd)|adam|sgd|ResourceApply|ApplyAdam|ApplyGradientDescent|"
         r"AssignSubVariableOp|AssignAddVariableOp|AssignVariableOp|addcdiv|addcmul|lerp)")),
     ("loss", re.compile(
-        r"(?i)(mse_loss|cross_entropy|nll_loss|log_softmax|_softmax_backward|SoftmaxCrossEntropy|"
+        r"(?i)(mse_?loss|cross_?entropy|nll_?loss|log_?softmax|_softmax_backward|SoftmaxCrossEntropy|"
         r"SquaredDifference|binary_cross_entropy|smooth_l1|huber)")),
     ("normalization", re.compile(r"(?i)(batch_norm|layer_norm|group_norm|FusedBatchNorm|bn_fw|bn_bw|LayerNorm|rms_norm)")),
     ("conv", re.compile(r"(?i)(conv(?!ert)|cudnn_convolution|Conv2D|Conv3D|winograd|implicit_gemm|"
