@@ -54,6 +54,16 @@ def reset() -> None:
     return None
 
 
+def environment(mode: str) -> dict[str, Any]:
+    """Process state that changes what the cold step holds (none worth recording here)."""
+    return {}
+
+
+def compile_report(mode: str) -> dict[str, Any]:
+    """Facts about compilation gathered after the profiled run (none recorded for this framework)."""
+    return {}
+
+
 def mode_notes(mode: str) -> list[str]:
     return [
         "numpy has no profiler: the trace holds ProfilerStep#N spans timed with perf_counter_ns, no op events"

@@ -138,5 +138,7 @@ def check(
         if ref_label == this_label:
             continue
         losses[ref_label] = [float(v) for v in ref_losses[:n]]
-        result.comparisons.append(compare(losses[this_label], losses[ref_label], ref_label, spec.parity_rtol, spec.parity_atol))
+        result.comparisons.append(
+            compare(losses[this_label], losses[ref_label], ref_label, spec.parity_rtol, spec.parity_atol)
+        )
     return result

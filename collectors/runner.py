@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -113,7 +114,9 @@ class CaptureSettings:
             raise UsageError(f"--device must be cpu or cuda, got {self.device!r}")
 
 
-def _run_profiled(backend: ModuleType, program: Any, folder: Path, device: str, total: int) -> tuple[StepRecorder, Path, Any]:
+def _run_profiled(
+    backend: ModuleType, program: Any, folder: Path, device: str, total: int
+) -> tuple[StepRecorder, Path, Any]:
     session = backend.profiler_session(folder, device)
     recorder = StepRecorder(markers=session)
     session.start()
@@ -151,6 +154,7 @@ def capture_pair(
         thread_info = backend.configure(settings.threads, settings.device)
     except RuntimeError as err:
         raise UsageError(str(err)) from err
+    environment = backend.environment(mode)
     first_in_process = _captures_in_process == 0
     _captures_in_process += 1
 
@@ -168,6 +172,7 @@ def capture_pair(
 
     program = backend.build_program(spec, state, mode, settings.device)
     profiled, trace_file, session = _run_profiled(backend, program, folder, settings.device, total)
+    compile_report = backend.compile_report(mode)
 
     unprofiled: StepRecorder | None = None
     if settings.unprofiled:
@@ -213,6 +218,8 @@ def capture_pair(
         "host": mf.host_info(),
         "versions": {**mf.base_versions(), **backend.versions()},
         "threads": {"requested": settings.threads, **thread_info},
+        "environment": environment,
+        "compile_report": compile_report,
         "process": {
             "pid": os.getpid(),
             "first_capture_in_process": first_in_process,
@@ -252,8 +259,13 @@ def capture_pair(
             "unprofiled": unprofiled.losses if unprofiled is not None else None,
             "profiled_equals_unprofiled": same_losses,
         },
-        "parity": {"ok": None, "pending": True, "steps": n_parity, "source": parity_source, "losses": {
-            parity.label(framework, mode): parity_losses}},
+        "parity": {
+            "ok": None,
+            "pending": True,
+            "steps": n_parity,
+            "source": parity_source,
+            "losses": {parity.label(framework, mode): parity_losses},
+        },
         "notes": backend.mode_notes(mode),
     }
     mf.write(folder, manifest)
@@ -394,17 +406,20 @@ def collect(
     isolate: bool = True,
     overwrite: bool = False,
     console: Any = None,
+    leave_out: Collection[str] = (),
 ) -> list[PairOutcome]:
     """Capture every planned pair of one workload under ``output/<framework>-<mode>/``.
 
     Returns one outcome per planned pair; captures that fail are reported in their outcome and
     the others still run. Loss parity is checked at the end and written into each manifest.
+    ``leave_out`` names pairs (``"torch-compile"``) to drop from the plan without a message.
     """
     spec = workload if isinstance(workload, WorkloadSpec) else _get_spec(workload)
     settings = settings or CaptureSettings()
     settings.validate()
     say = _Say(console)
     chosen, messages = plan(spec, frameworks, modes)
+    chosen = [(fw, m) for fw, m in chosen if parity.label(fw, m) not in leave_out]
     for msg in messages:
         say.note(msg)
     if not chosen:
@@ -485,7 +500,8 @@ def apply_parity(spec: WorkloadSpec, outcomes: list[PairOutcome], settings: Capt
             for line in result.mismatches():
                 say.warn(f"LOSS PARITY MISMATCH {spec.name}: {line}")
         elif result.ok is None:
-            say.warn(f"loss parity of {spec.name} {o.label} not checked: nothing to compare with ({'; '.join(missing)})")
+            why = "; ".join(missing)
+            say.warn(f"loss parity of {spec.name} {o.label} not checked: nothing to compare with ({why})")
     oks = [o.manifest["parity"]["ok"] for o in captured if o.manifest]
     if all(v is True for v in oks):
         worst = max(
@@ -506,10 +522,13 @@ def _summary(outcome: PairOutcome) -> str:
     def ms(v: float | None) -> str:
         return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v * 1e3:.3g} ms"
 
+    fallbacks = (m.get("compile_report") or {}).get("fell_back_to_eager") or []
+    fell_back = f"; dynamo fell back to eager ({'; '.join(fallbacks)})" if fallbacks else ""
     return (
-        f"{outcome.label}: {trace.get('path')} ({trace.get('bytes', 0) / 1024:.0f} KiB); cold {ms(timing.get('cold_profiled_s'))}, "
+        f"{outcome.label}: {trace.get('path')} ({trace.get('bytes', 0) / 1024:.0f} KiB); "
+        f"cold {ms(timing.get('cold_profiled_s'))}, "
         f"steady median {ms(timing.get('steady_median_profiled_s'))} profiled / "
-        f"{ms(timing.get('steady_median_unprofiled_s'))} unprofiled"
+        f"{ms(timing.get('steady_median_unprofiled_s'))} unprofiled{fell_back}"
     )
 
 

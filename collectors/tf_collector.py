@@ -7,9 +7,10 @@ Modes:
 - ``function``: the same step function wrapped in ``tf.function``; step 0 traces it
   (``tf.function-graph_building`` in the trace).
 - ``xla``: ``tf.function(jit_compile=True)``; step 0 traces and XLA-compiles.
-- ``fit``: Keras ``model.fit`` over a ``tf.data`` pipeline (``jit_compile=False``, which is what
-  Keras picks on a CPU-only machine anyway); a callback opens and closes the step marker around
-  every batch, and the first batch traces Keras' train function.
+- ``fit``: Keras ``model.fit(x, y, batch_size=..., epochs=...)`` on the in-memory arrays
+  (``jit_compile=False``, which is what Keras picks on a CPU-only machine anyway); a callback
+  opens and closes the step marker around every batch, and the first batch traces Keras' train
+  function. Keras feeds arrays through its own ``tf.data`` pipeline (batched index gathers).
 - ``graph-v1``: the network written with ``tf.nn`` ops in a ``tf.compat.v1`` graph, run with
   ``Session.run`` and ``feed_dict``. Graph construction, session creation and variable
   initialization run inside step 0 under ``Trace('tf.compat.v1-graph_building')`` (TensorFlow
@@ -103,11 +104,22 @@ def reset() -> None:
     keras.backend.clear_session()
 
 
+def environment(mode: str) -> dict[str, Any]:
+    """Process state that changes what the cold step holds (none worth recording here)."""
+    return {}
+
+
+def compile_report(mode: str) -> dict[str, Any]:
+    """Facts about compilation gathered after the profiled run (none recorded for this framework)."""
+    return {}
+
+
 def mode_notes(mode: str) -> list[str]:
     if mode == "fit":
         return [
-            "model.fit(jit_compile=False) on tf.data .batch().repeat(); per-step losses are recovered from "
-            "Keras' running epoch mean: loss_n = (n+1)*mean_n - n*mean_(n-1)"
+            "model.fit(x, y, batch_size, epochs, shuffle=False), jit_compile=False; one step per batch, "
+            "numbered across epochs; per-step losses are recovered from Keras' running epoch mean: "
+            "loss_n = (n+1)*mean_n - n*mean_(n-1)"
         ]
     if mode == "graph-v1":
         return [
@@ -241,49 +253,65 @@ class KerasLoopProgram:
 
 
 class _StepCallback(keras.callbacks.Callback):
-    """Hands each ``fit`` batch to the recorder as one step and recovers that batch's loss."""
+    """Hands each ``fit`` batch to the recorder as one step and recovers that batch's loss.
 
-    def __init__(self, recorder: StepRecorder) -> None:
+    Steps are numbered across epochs; after ``steps`` batches it asks Keras to stop, which Keras
+    does right after that batch (mid-epoch if need be).
+    """
+
+    def __init__(self, recorder: StepRecorder, steps: int) -> None:
         super().__init__()
         self.recorder = recorder
+        self.steps = steps
+        self._step = 0
         self._prev_mean = 0.0
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        self.recorder.begin(batch)
+        self.recorder.begin(self._step)
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         mean = float((logs or {}).get("loss", float("nan")))
-        # Keras reports the running mean over the epoch; undo it for this batch's own loss.
-        loss = (batch + 1) * mean - batch * self._prev_mean
+        # Keras reports the running mean over the epoch (reset at each epoch's batch 0); undo it
+        # to get this batch's own loss.
+        loss = mean if batch == 0 else (batch + 1) * mean - batch * self._prev_mean
         self._prev_mean = mean
-        self.recorder.end(batch, loss)
+        self.recorder.end(self._step, loss)
+        self._step += 1
+        if self._step >= self.steps:
+            self.model.stop_training = True
 
 
 class FitProgram:
-    """``fit``: Keras drives the loop; a callback marks the steps."""
+    """``fit``: Keras drives the loop over in-memory arrays, as most Keras code does.
+
+    ``model.fit(x, y, batch_size=..., epochs=..., shuffle=False)``: batches come in data order,
+    so step ``i`` trains on the same batch as in the other modes; epochs are as many as the
+    steps need (one step per epoch for the full-batch workloads) and the callback stops fit
+    after the last step.
+    """
 
     def __init__(self, spec: WorkloadSpec, state: WorkloadState, mode: str = "fit", device: str = "cpu") -> None:
         if not spec.train:
             raise ValueError(f"{spec.name} is inference only; Keras fit does not apply")
         self.spec = spec
         self.device = tf_device(device)
+        self.x, self.y = state.x, state.y
         keras.utils.set_random_seed(spec.seed)
         with tf.device(self.device):
             self.model = build_keras_model(spec, state.params)
             self.model.compile(optimizer=make_optimizer(spec), loss=make_loss(spec), jit_compile=False)
-        self.dataset = (
-            tf.data.Dataset.from_tensor_slices((state.x, state.y)).batch(spec.batch, drop_remainder=True).repeat()
-        )
 
     def run(self, steps: int, recorder: StepRecorder) -> None:
+        epochs = -(-steps // self.spec.n_batches)
         with tf.device(self.device):
             self.model.fit(
-                self.dataset,
-                epochs=1,
-                steps_per_epoch=steps,
-                callbacks=[_StepCallback(recorder)],
+                self.x,
+                self.y,
+                batch_size=self.spec.batch,
+                epochs=epochs,
+                shuffle=False,
+                callbacks=[_StepCallback(recorder, steps)],
                 verbose=0,
-                shuffle=False,  # the dataset is already in step order
             )
 
 

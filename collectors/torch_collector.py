@@ -106,12 +106,51 @@ def reset() -> None:
     _dynamo.reset()
 
 
+def environment(mode: str) -> dict[str, Any]:
+    """Process state that changes what the cold step holds; read before the capture starts.
+
+    For ``compile``: inductor's cache folder and whether it already held anything. A warm cache
+    turns the cold step's ``inductor_compile`` / ``compile_fx_inner`` (code generation and C++
+    builds) into ``AOTAutogradCache.inductor_load`` / ``PyCodeCache.load_by_key_path``; dynamo's
+    tracing (``dynamo``, ``_compile.compile_inner``, ``backend_compile``) stays either way.
+    """
+    if mode != "compile":
+        return {}
+    from torch._dynamo.utils import counters
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    counters.clear()  # so compile_report() sees this capture's frames only
+    folder = Path(cache_dir())
+    warm = folder.is_dir() and any(p.is_file() for p in folder.rglob("*"))
+    return {"inductor_cache_dir": str(folder), "inductor_cache_warm": warm}
+
+
+def compile_report(mode: str) -> dict[str, Any]:
+    """What dynamo did during the profiled run: frames compiled and why any fell back to eager.
+
+    Dynamo skips what it cannot trace (``nn.LSTM`` in torch 2.13: "Dynamo does not support RNN,
+    GRU, or LSTM") and runs it eagerly; the trace then shows the tracing attempt in the cold step
+    and no compiled region afterwards, and this report says why.
+    """
+    if mode != "compile":
+        return {}
+    from torch._dynamo.utils import counters
+
+    fallbacks = sorted({reason.strip().splitlines()[0] for reason in counters.get("unimplemented", {})})
+    breaks = sorted({str(reason).strip().splitlines()[0] for reason in counters.get("graph_break", {})})
+    return {
+        "dynamo_frames": dict(counters.get("frames", {})),
+        "fell_back_to_eager": fallbacks,
+        "graph_breaks": breaks,
+    }
+
+
 def mode_notes(mode: str) -> list[str]:
     notes: list[str] = []
     if mode == "compile":
         notes.append(
-            "torch.compile(model): inductor's on-disk caches (TORCHINDUCTOR_CACHE_DIR, default "
-            "/tmp/torchinductor_<user>) may already hold kernels from earlier runs, which shortens the cold step"
+            "torch.compile(model): with a warm inductor cache (environment.inductor_cache_warm) the cold step "
+            "loads compiled code instead of generating and building it"
         )
     if mode == "torchscript":
         notes.append(

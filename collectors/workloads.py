@@ -56,13 +56,13 @@ MODES: dict[str, tuple[str, ...]] = {
     "numpy": ("eager",),
 }
 MODE_HELP: dict[tuple[str, str], str] = {
-    ("torch", "eager"): "plain autograd loop",
+    ("torch", "eager"): "plain Python loop, autograd for training",
     ("torch", "compile"): "torch.compile(model) with the inductor backend",
     ("torch", "torchscript"): "torch.jit.script(model) in the same loop",
-    ("tf", "eager"): "GradientTape loop, no tf.function",
-    ("tf", "function"): "the training step wrapped in tf.function",
+    ("tf", "eager"): "plain Python loop calling the Keras model eagerly (GradientTape for training)",
+    ("tf", "function"): "the step function wrapped in tf.function",
     ("tf", "xla"): "tf.function(jit_compile=True)",
-    ("tf", "fit"): "Keras model.fit on a tf.data pipeline",
+    ("tf", "fit"): "Keras model.fit(x, y, batch_size, epochs)",
     ("tf", "graph-v1"): "tf.compat.v1 graph and Session.run",
     ("numpy", "eager"): "hand-written gradient descent in numpy",
 }
@@ -239,7 +239,9 @@ WORKLOADS: dict[str, WorkloadSpec] = {
         WorkloadSpec(
             name="cnn",
             kind="cnn",
-            description="Conv(1->8,3)-ReLU-MaxPool2-Conv(8->16,3)-ReLU-MaxPool2-Dense(400->10) on 28x28x1, Adam, batch 32",
+            description=(
+                "Conv(1->8,3)-ReLU-MaxPool2-Conv(8->16,3)-ReLU-MaxPool2-Dense(400->10) on 28x28x1, Adam, batch 32"
+            ),
             input_shape=(28, 28, 1),
             layers=(400, 10),
             conv_channels=(8, 16),
