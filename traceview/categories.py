@@ -76,7 +76,7 @@ TORCH_INPUT = re.compile(r"^enumerate\(DataLoader\)#|DataLoaderIter\.__next__")
 # tf.function tracing: "tf.function-graph_building" (TF python/eager/polymorphic_function) and
 # FuncGraph construction; JAX tracing/lowering: "jit_*" trace and lower phases.
 TF_GRAPH_BUILD = re.compile(
-    r"^(tf\.function-graph_building|FuncGraph|__inference_.*_tracing|"
+    r"^(tf\.function-graph_building|tf\.compat\.v1-graph_building|FuncGraph|__inference_.*_tracing|"
     r"TraceContext|pjit\.trace|jax.*trace_to_jaxpr|lower_jaxpr|jaxpr_to_mlir|"
     r"(Trace|Lower)(ing)?\s?\(|.*\.trace$|.*\.lower$)"
 )

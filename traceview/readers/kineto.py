@@ -113,7 +113,9 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Timeline:
-    meta = TraceMeta(source=str(path), format=FORMAT_NAME, framework="torch")
+    # traceview's numpy baseline writes step spans in this format and says so in traceName.
+    framework = "numpy" if str(top.get("traceName", "")).startswith("numpy") else "torch"
+    meta = TraceMeta(source=str(path), format=FORMAT_NAME, framework=framework)
     meta.input_events = len(events)
     meta.host_name = str(top.get("host_name", ""))
     meta.extra = {k: top[k] for k in ("schemaVersion", "displayTimeUnit", "traceName") if k in top}
