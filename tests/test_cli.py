@@ -96,14 +96,18 @@ def test_progress_never_reaches_piped_output():
     orjson.loads(result.stdout)
 
 
-@pytest.mark.skipif(not SAMPLES.is_dir() or not any(SAMPLES.iterdir()), reason="no sample traces")
-def test_diagnose_a_whole_folder_of_captures():
-    result = run_cli("diagnose", str(SAMPLES), "--format", "json")
+@pytest.mark.skipif(not (SAMPLES / "mlp2").is_dir(), reason="no sample traces")
+def test_diagnose_a_folder_of_captures_compares_the_frameworks():
+    result = run_cli("diagnose", "sample_traces/mlp2", "--format", "json")
     assert result.returncode == 0, result.stderr
     doc = orjson.loads(result.stdout)
-    traces = doc.get("traces", [doc])
-    assert len(traces) >= 2
-    assert {t["trace"]["format"] for t in traces} >= {"kineto-json"}
+    traces = doc["traces"]
+    assert {t["trace"]["framework"] for t in traces} == {"torch", "tensorflow"}
+    assert {t["trace"]["format"] for t in traces} == {"kineto-json", "xplane"}
+    comparisons = doc["comparisons"]
+    tf_traces = [t for t in traces if t["trace"]["framework"] == "tensorflow"]
+    assert len(comparisons) == len(tf_traces)
+    assert all("torch-eager" in c["baseline"] for c in comparisons)
 
 
 @pytest.mark.parametrize("fmt", ["terminal", "md", "json", "html"])

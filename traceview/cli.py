@@ -86,7 +86,10 @@ def diagnose(
         from traceview.redact import redact_diagnoses
 
         diagnoses = redact_diagnoses(diagnoses)
-    text = renderer.render_diagnoses(diagnoses, width=_width(width), color=_use_color(color, output))
+    from traceview.analyzers.compare import folder_comparisons
+
+    text = renderer.render_diagnoses(diagnoses, width=_width(width), color=_use_color(color, output),
+                                     comparisons=folder_comparisons(diagnoses))
     _emit(text, output)
 
 

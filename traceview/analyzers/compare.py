@@ -293,3 +293,16 @@ def _cold_start(baseline: Diagnosis, candidate: Diagnosis) -> ColdStart:
         else:
             note = "the candidate is faster both cold and steady: nothing to pay back"
     return ColdStart(a_cold, b_cold, a_build, b_build, payback, note)
+
+
+def folder_comparisons(diagnoses: list[Diagnosis]) -> list[Comparison]:
+    """When a folder holds traces of several frameworks (``traceview collect`` output), compare
+    every non-torch trace with the torch baseline: the eager torch trace if there is one, else the
+    first torch trace. Empty when the traces are all of one framework."""
+    frameworks = {d.timeline.meta.framework for d in diagnoses}
+    torch_traces = [d for d in diagnoses if d.timeline.meta.framework == "torch"]
+    if len(frameworks) < 2 or not torch_traces:
+        return []
+    eager = [d for d in torch_traces if "eager" in Path(d.timeline.meta.source).as_posix()]
+    baseline = (eager or torch_traces)[0]
+    return [compare(baseline, d) for d in diagnoses if d.timeline.meta.framework != "torch"]

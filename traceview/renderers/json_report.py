@@ -14,11 +14,18 @@ def dumps(document: Any) -> str:
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
 
 
-def render(diagnoses: list[Any], **_: Any) -> str:
+def render(diagnoses: list[Any], comparisons: list[Any] | None = None, **_: Any) -> str:
     if len(diagnoses) == 1:
         return dumps(diagnoses[0].to_dict())
-    return dumps({"report_version": diagnoses[0].to_dict()["report_version"],
-                  "traces": [d.to_dict() for d in diagnoses]})
+    document: dict[str, Any] = {"report_version": diagnoses[0].to_dict()["report_version"],
+                                "traces": [d.to_dict() for d in diagnoses]}
+    if comparisons:
+        document["comparisons"] = [
+            {"baseline": c.baseline.timeline.meta.source, "candidate": c.candidate.timeline.meta.source,
+             **c.to_dict()["comparison"]}
+            for c in comparisons
+        ]
+    return dumps(document)
 
 
 def render_comparison(comparison: Any, **_: Any) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from traceview.analyzers.attribution import BUCKETS
 from traceview.renderers.base import Renderer, register
 from traceview.renderers.terminal import BUCKET_LABEL
-from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, shorten
+from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, shorten, trace_label
 
 _NAME_WIDTH = 90
 
@@ -106,8 +106,20 @@ def diagnosis_markdown(diag: Any) -> list[str]:
     return lines
 
 
-def render(diagnoses: list[Any], **_: Any) -> str:
+def render(diagnoses: list[Any], comparisons: list[Any] | None = None, **_: Any) -> str:
     lines: list[str] = []
+    if comparisons:
+        base = comparisons[0].baseline
+        lines += ["### traceview: across the traces", "",
+                  f"Each compared with {cell(trace_label(base.timeline.meta.source))} ({fmt_ns(comparisons[0].baseline_step_ns)} "
+                  "per steady step).", ""]
+        rows = []
+        for cmp in comparisons:
+            top = cmp.ranked()[0]
+            rows.append([cell(trace_label(cmp.candidate.timeline.meta.source)), fmt_ns(cmp.candidate_step_ns), f"{cmp.ratio:.2f}×",
+                         f"{BUCKET_LABEL[top.bucket]} {fmt_ns(top.delta_ns)}", fmt_pct(cmp.explained_share)])
+        lines += _table(["trace", "steady step", "vs baseline", "largest cause", "explained"], rows)
+        lines.append("")
     for diag in diagnoses:
         lines += diagnosis_markdown(diag)
     return "\n".join(lines).rstrip() + "\n"

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from traceview.analyzers.attribution import BUCKETS
 from traceview.renderers.base import Renderer, register
-from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, shorten
+from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, shorten, trace_label
 
 BUCKET_STYLE: dict[str, str] = {
     "kernel": "green",
@@ -256,8 +256,31 @@ def _print_all(parts: list[Any], width: int, color: bool) -> str:
     return buffer.getvalue()
 
 
-def render(diagnoses: list[Any], width: int = 100, color: bool = False, **_: Any) -> str:
-    return "\n".join(_print_all(render_one(diag, width), width, color) for diag in diagnoses)
+def render(diagnoses: list[Any], width: int = 100, color: bool = False, comparisons: list[Any] | None = None,
+           **_: Any) -> str:
+    text = "\n".join(_print_all(render_one(diag, width), width, color) for diag in diagnoses)
+    if comparisons:
+        text += "\n" + _print_all([_across(comparisons, width)], width, color)
+    return text
+
+
+def _across(comparisons: list[Any], width: int) -> Table:
+    """One line per trace compared with the folder's torch baseline."""
+    base = comparisons[0].baseline
+    table = Table(title=f"Across the traces: each compared with {trace_label(base.timeline.meta.source)} "
+                        f"({fmt_ns(comparisons[0].baseline_step_ns)} per steady step)",
+                  title_justify="left", title_style="bold", box=None, header_style="bold")
+    table.add_column("trace", no_wrap=True)
+    table.add_column("step", justify="right", no_wrap=True)
+    table.add_column("×", justify="right", no_wrap=True)
+    table.add_column("largest cause of the gap", no_wrap=True)
+    table.add_column("expl.", justify="right", no_wrap=True)
+    for cmp in comparisons:
+        top = cmp.ranked()[0]
+        cause = f"{'+' if top.delta_ns >= 0 else '-'}{fmt_ns(abs(top.delta_ns))} {BUCKET_LABEL[top.bucket]}"
+        table.add_row(trace_label(cmp.candidate.timeline.meta.source), fmt_ns(cmp.candidate_step_ns), f"{cmp.ratio:.2f}", cause,
+                      fmt_pct(cmp.explained_share))
+    return table
 
 
 def _comparison_parts(cmp: Any, width: int) -> list[Any]:

@@ -36,3 +36,16 @@ def shorten(name: str, width: int) -> str:
     head = (width - 1) * 2 // 3
     tail = width - 1 - head
     return name[:head] + "…" + name[-tail:]
+
+
+def trace_label(source: str) -> str:
+    """A short name for a trace in tables: the capture folder (``torch-eager``, the folder above
+    ``plugins/profile/<run>/`` for TensorBoard logdirs), else the file name."""
+    parts = str(source).replace("\\", "/").split("/")
+    if "plugins" in parts:
+        i = len(parts) - 1 - parts[::-1].index("plugins")
+        if i >= 1:
+            return parts[i - 1]
+    if len(parts) >= 2 and parts[-2]:
+        return parts[-2]
+    return parts[-1]
