@@ -211,9 +211,17 @@ TORCH_NON_COMPUTE_OP = re.compile(
 # TF op kernels on tf_Compute / TensorFlow Ops lines are named "name:Type"; these types do no math.
 # The TF/JAX runtime ranges of TF_HOST_OP are dispatch, not math, even when no child op was
 # recorded under them ("KernelAndDeviceFunc::Run" is the eager kernel itself and is not listed).
+# TF op types that move no data through math (also matched alone: eager ops carry the bare type
+# in their eager_op stat, e.g. "ReadVariableOp").
+TF_NON_COMPUTE_TYPE = re.compile(
+    r"^(Identity|IdentityN|NoOp|Const|Placeholder|_Arg|_Retval|ReadVariableOp|VarHandleOp|"
+    r"_Recv|_Send|Shape|ShapeN|Reshape|_HostRecv|_HostSend|StopGradient|DestroyResourceOp|"
+    r"BroadcastGradientArgs|Size|Rank|ExpandDims|Squeeze)$"
+)
 TF_NON_COMPUTE_OP = re.compile(
     r":(Identity|IdentityN|NoOp|Const|Placeholder|_Arg|_Retval|ReadVariableOp|VarHandleOp|"
-    r"_Recv|_Send|Shape|Reshape|_HostRecv|_HostSend|StopGradient)$|"
+    r"_Recv|_Send|Shape|ShapeN|Reshape|_HostRecv|_HostSend|StopGradient|DestroyResourceOp|"
+    r"BroadcastGradientArgs|Size|Rank|ExpandDims|Squeeze)$|"
     r"^(TFE_Py_\w+|TFE_Execute|TFE_DeleteTensorHandle|EagerExecute|EagerLocalExecute: .+|EagerKernelExecute|"
     r"EagerCopyToDevice|ValidateInputTypeAndPlacement|FunctionRun|convert_to_tensor|tf\.constant|"
     r"ExecutorState::Process|CpuExecutable::\w+|ThunkExecutor::Execute|(Pjit|Pmap)Function\(.*\))$"

@@ -154,7 +154,13 @@ def compute_ops(events: pd.DataFrame) -> np.ndarray:
          for c in names.cat.categories] + [True],
         dtype=bool,
     )
-    return host_op & ~non_compute[names.cat.codes.to_numpy()]
+    result = host_op & ~non_compute[names.cat.codes.to_numpy()]
+    if "fw_op" in events.columns:
+        # TF eager runs every op as KernelAndDeviceFunc::Run; its eager_op stat names the type.
+        fw = events["fw_op"]
+        fw_non_compute = np.array([bool(cat.TF_NON_COMPUTE_TYPE.match(str(c))) for c in fw.cat.categories] + [False])
+        result &= ~fw_non_compute[fw.cat.codes.to_numpy()]
+    return result
 
 
 def self_intervals(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
