@@ -71,23 +71,30 @@ def _nest(timeline: Timeline) -> None:
         )
 
 
-def enclosing_of_kind(events: pd.DataFrame, rows: np.ndarray, kinds: set[str]) -> np.ndarray:
-    """For each row, the nearest ancestor (or itself) whose kind is in ``kinds``; -1 when none."""
+def nearest_ancestor(events: pd.DataFrame, rows: np.ndarray, wanted: np.ndarray, include_self: bool = True) -> np.ndarray:
+    """For each of ``rows``, the nearest row up its parent chain (itself first when
+    ``include_self``) for which the boolean mask ``wanted`` is set; -1 when none.
+
+    One vectorized step per nesting level, so the cost is rows × depth in numpy, not in Python.
+    """
     parent = events["parent"].to_numpy()
-    kind_codes = events["kind"].cat.codes.to_numpy()
-    wanted = np.array([events["kind"].cat.categories.get_loc(k) for k in kinds], dtype=kind_codes.dtype)
-    current = rows.copy()
+    current = rows.copy() if include_self else parent[rows]
     result = np.full(len(rows), -1, dtype=np.int64)
     pending = current >= 0
     while pending.any():
         idx = np.flatnonzero(pending)
-        hit = np.isin(kind_codes[current[idx]], wanted)
+        hit = wanted[current[idx]]
         result[idx[hit]] = current[idx[hit]]
         pending[idx[hit]] = False
-        nxt = parent[current[idx[~hit]]]
-        current[idx[~hit]] = nxt
-        pending[idx[~hit]] = nxt >= 0
+        miss = idx[~hit]
+        current[miss] = parent[current[miss]]
+        pending[miss] = current[miss] >= 0
     return result
+
+
+def has_ancestor(events: pd.DataFrame, wanted: np.ndarray) -> np.ndarray:
+    """Per row: whether some strict ancestor is selected by the mask ``wanted``."""
+    return nearest_ancestor(events, np.arange(len(events)), wanted, include_self=False) >= 0
 
 
 def _launchers(events: pd.DataFrame) -> None:
@@ -99,7 +106,7 @@ def _launchers(events: pd.DataFrame) -> None:
     if not device_mask.any() or not host_mask.any():
         return
     host_rows = np.flatnonzero(host_mask)
-    ops = enclosing_of_kind(events, host_rows, {Kind.HOST_OP.value})
+    ops = nearest_ancestor(events, host_rows, events["kind"].to_numpy() == Kind.HOST_OP.value)
     names = events["name"].to_numpy()
     op_names = np.where(ops >= 0, names[np.maximum(ops, 0)], "")
     by_correlation = pd.Series(op_names, index=correlation[host_rows])

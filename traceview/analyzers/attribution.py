@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from traceview.analyzers.steps import Steps
-from traceview.normalize import compute_ops, launch_rows, self_intervals, top_level_ops
+from traceview.normalize import compute_ops, has_ancestor, launch_rows, self_intervals, top_level_ops
 from traceview.schema import Kind, Timeline
 
 BUCKETS: tuple[str, ...] = (
@@ -203,10 +203,10 @@ def _layers(
     ev = timeline.events
     kind = ev["kind"].to_numpy()
     is_host = ev["device"].to_numpy() < 0
-    under_input = _has_ancestor(ev, Kind.INPUT.value)
+    under_input = has_ancestor(ev, kind == Kind.INPUT.value)
     # Ops run while tracing/compiling (dynamo's fake-tensor propagation, inductor's codegen) are
     # graph building, not the step's math or dispatch: the enclosing build event covers them.
-    under_build = _has_ancestor(ev, Kind.GRAPH_BUILD.value) | _has_ancestor(ev, Kind.COMPILE.value)
+    under_build = has_ancestor(ev, np.isin(kind, [Kind.GRAPH_BUILD.value, Kind.COMPILE.value]))
 
     def of(*kinds: Kind) -> np.ndarray:
         return np.isin(kind, [k.value for k in kinds])
@@ -240,23 +240,6 @@ def _layers(
     other_host = is_host & of(Kind.PYTHON, Kind.ANNOTATION)
     layers.append(("host_compute", _interval(ev, other_host)))
     return layers
-
-
-def _has_ancestor(ev: pd.DataFrame, kind_value: str) -> np.ndarray:
-    """Rows that have an ancestor of the given kind (nesting computed by normalize)."""
-    kind = ev["kind"].to_numpy()
-    parent = ev["parent"].to_numpy()
-    result = np.zeros(len(ev), dtype=bool)
-    current = parent.copy()
-    pending = current >= 0
-    while pending.any():
-        idx = np.flatnonzero(pending)
-        hit = kind[current[idx]] == kind_value
-        result[idx[hit]] = True
-        nxt = parent[current[idx]]
-        current[idx] = nxt
-        pending[idx] = (~hit) & (nxt >= 0)
-    return result
 
 
 def leaf_compute_ops(ev: pd.DataFrame, host_op: np.ndarray) -> np.ndarray:

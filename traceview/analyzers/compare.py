@@ -29,7 +29,7 @@ import pandas as pd
 from traceview import categories as cat
 from traceview.analyzers.attribution import BUCKETS
 from traceview.analyzers.diagnosis import Diagnosis, diagnose
-from traceview.normalize import compute_ops, op_names, self_time, top_level_ops
+from traceview.normalize import compute_ops, nearest_ancestor, op_names, self_time, top_level_ops
 from traceview.schema import Kind
 
 FAMILIES: tuple[str, ...] = tuple(f for f, _ in cat.OP_FAMILIES) + ("other",)
@@ -203,39 +203,15 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
 
 
 def _under_optimizer_scope(ev: pd.DataFrame) -> np.ndarray:
-    """Rows inside torch's Optimizer.step / zero_grad annotations."""
+    """Rows inside (or being) torch's Optimizer.step / zero_grad annotations."""
     scope = np.array([n.startswith(_OPTIMIZER_SCOPE) for n in ev["name"].cat.categories] + [False])[
         ev["name"].cat.codes.to_numpy()]
-    parent = ev["parent"].to_numpy()
-    result = scope.copy()
-    current = parent.copy()
-    pending = current >= 0
-    while pending.any():
-        idx = np.flatnonzero(pending)
-        hit = scope[current[idx]]
-        result[idx[hit]] = True
-        nxt = parent[current[idx]]
-        current[idx] = nxt
-        pending[idx] = (~hit) & (nxt >= 0)
-    return result
+    return nearest_ancestor(ev, np.arange(len(ev)), scope) >= 0
 
 
 def _top_owner(ev: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     """For each row, its top-level op ancestor (or itself if it is one); -1 when none."""
-    parent = ev["parent"].to_numpy()
-    top = top_level_ops(ev)
-    current = rows.copy()
-    owner = np.full(len(rows), -1, dtype=np.int64)
-    pending = current >= 0
-    while pending.any():
-        idx = np.flatnonzero(pending)
-        hit = top[current[idx]]
-        owner[idx[hit]] = current[idx[hit]]
-        pending[idx[hit]] = False
-        nxt = parent[current[idx[~hit]]]
-        current[idx[~hit]] = nxt
-        pending[idx[~hit]] = nxt >= 0
-    return owner
+    return nearest_ancestor(ev, rows, top_level_ops(ev))
 
 
 def _compute_inside_top(ev: pd.DataFrame, compute: np.ndarray, compute_time: np.ndarray) -> np.ndarray:
