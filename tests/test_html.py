@@ -168,3 +168,21 @@ def test_screenshot_script_writes_a_png(tmp_path):
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 10_000
+
+
+def test_compare_renders_as_one_html_page_with_both_timelines():
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, SAMPLES
+
+    a, b = SAMPLES / "mlp2" / "torch-eager", SAMPLES / "mlp2" / "tf-eager"
+    if not (a.is_dir() and b.is_dir()):
+        pytest.skip("sample traces not present")
+    result = subprocess.run([sys.executable, "-m", "traceview", "compare", str(a), str(b), "--format", "html"],
+                            capture_output=True, text=True, cwd=REPO, env={"PATH": "/usr/bin:/bin"}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    page = result.stdout
+    assert page.startswith("<!DOCTYPE html>")
+    assert "slower</strong>" in page and "Op families per steady step" in page
+    assert page.count("Timeline of step") == 2

@@ -137,10 +137,11 @@ def _n(value: float) -> str:
 # Page
 
 
-def render(diagnoses: list[Any], **_: Any) -> str:
-    """The whole HTML page for one or more diagnoses."""
+def render(diagnoses: list[Any], comparisons: list[Any] | None = None, title: str | None = None, **_: Any) -> str:
+    """The whole HTML page for one or more diagnoses (and comparisons between them, first)."""
     names = [Path(d.timeline.meta.source).name for d in diagnoses]
-    title = f"traceview report: {names[0]}" if len(names) == 1 else f"traceview report: {len(names)} traces"
+    if title is None:
+        title = f"traceview report: {names[0]}" if len(names) == 1 else f"traceview report: {len(names)} traces"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -153,6 +154,8 @@ def render(diagnoses: list[Any], **_: Any) -> str:
         "<body>",
         f"<h1>{esc(title)}</h1>",
     ]
+    for cmp in comparisons or []:
+        parts.append(_comparison(cmp))
     if len(diagnoses) > 1:
         parts.append(_index(diagnoses))
     for i, diag in enumerate(diagnoses, start=1):
@@ -161,6 +164,52 @@ def render(diagnoses: list[Any], **_: Any) -> str:
                  "Colours: see the legends.</footer>")
     parts += ["</body>", "</html>", ""]
     return "\n".join(parts)
+
+
+def _comparison(cmp: Any) -> str:
+    """The gap between two traces: headline, per-bucket deltas, op families."""
+    gap = cmp.gap_ns
+    slower = "candidate" if gap >= 0 else "baseline"
+    ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
+    base = Path(cmp.baseline.timeline.meta.source).name
+    cand = Path(cmp.candidate.timeline.meta.source).name
+    rows = "".join(
+        f"<tr><td>{_swatch(BUCKET_COLOR[d.bucket])}{esc(BUCKET_LABEL[d.bucket])}</td>"
+        f'<td class="num">{esc(fmt_ns(d.baseline_ns))}</td><td class="num">{esc(fmt_ns(d.candidate_ns))}</td>'
+        f'<td class="num">{esc(fmt_ns(d.delta_ns))}</td>'
+        f'<td class="num">{esc(fmt_pct(d.delta_ns / gap) if gap else "-")}</td></tr>'
+        for d in cmp.buckets
+    )
+    families = "".join(
+        f"<tr><td>{esc(family)}</td>"
+        f'<td class="num">{row["baseline_ops_per_step"]:.1f}</td><td class="num">{row["candidate_ops_per_step"]:.1f}</td>'
+        f'<td class="num">{esc(fmt_ns(row["baseline_compute_ns"]))}</td>'
+        f'<td class="num">{esc(fmt_ns(row["candidate_compute_ns"]))}</td>'
+        f'<td class="num">{esc(fmt_ns(row["baseline_dispatch_ns_per_op"]))}</td>'
+        f'<td class="num">{esc(fmt_ns(row["candidate_dispatch_ns_per_op"]))}</td></tr>'
+        for family, row in cmp.families.iterrows()
+    )
+    causes = "; ".join(f"{esc(BUCKET_LABEL[d.bucket])} {esc(fmt_ns(d.delta_ns))} ({esc(fmt_pct(d.delta_ns / gap))})"
+                       for d in cmp.ranked() if gap and d.delta_ns / gap > 0.005)
+    return (
+        f"<section><h2>{esc(cand)} vs {esc(base)}</h2>"
+        f"<p><strong>The {slower} is {ratio:.2f}× slower</strong>: {esc(fmt_ns(cmp.candidate_step_ns))} vs "
+        f"{esc(fmt_ns(cmp.baseline_step_ns))} per steady step (mean). Where the gap comes from: {causes}. "
+        f"Named causes explain {esc(fmt_pct(cmp.explained_share))}.</p>"
+        "<table><tr><th>cause</th><th class=\"num\">baseline</th><th class=\"num\">candidate</th>"
+        f"<th class=\"num\">delta</th><th class=\"num\">of gap</th></tr>{rows}</table>"
+        "<h3>Op families per steady step</h3><table><tr><th>family</th><th class=\"num\">ops base</th>"
+        "<th class=\"num\">ops cand</th><th class=\"num\">compute base</th><th class=\"num\">compute cand</th>"
+        f"<th class=\"num\">host/op base</th><th class=\"num\">host/op cand</th></tr>{families}</table>"
+        f"<p>Cold start: {esc(cmp.cold.payback_note)}.</p></section>"
+    )
+
+
+def render_comparison(cmp: Any, **options: Any) -> str:
+    """Both traces on one page, the comparison first."""
+    title = (f"traceview compare: {Path(cmp.candidate.timeline.meta.source).name} vs "
+             f"{Path(cmp.baseline.timeline.meta.source).name}")
+    return render([cmp.baseline, cmp.candidate], comparisons=[cmp], title=title)
 
 
 def _index(diagnoses: list[Any]) -> str:
@@ -638,4 +687,5 @@ def _nice_step(raw: float) -> int:
 
 
 RENDERER = register(Renderer(name="html", extension=".html", render_diagnoses=render,
-                             description="self-contained HTML page with a timeline picture of a representative step"))
+                             description="self-contained HTML page with a timeline picture of a representative step",
+                             render_comparison=render_comparison))
