@@ -121,3 +121,13 @@ def test_redact_removes_paths_and_host_names_from_every_report(fmt):
         assert secret in plain_text
         assert secret not in redacted_text
     assert "resnet_v100_1rank" in redacted_text
+
+
+def test_missing_framework_names_the_extra_to_install(tmp_path):
+    code = ("import sys; sys.modules['torch'] = None; from traceview.cli import main; "
+            f"main(['collect', 'mlp2', '--framework', 'torch', '--mode', 'eager', '-o', {str(tmp_path / 'out')!r}])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                            env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert "pip install 'traceview[torch]'" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -181,7 +181,11 @@ def main(argv: Optional[list[str]] = None) -> None:
         if isinstance(code, int) and code:
             sys.exit(code)  # typer.Exit(n) comes back as a return value when standalone_mode is off
     except TraceviewError as err:
-        _stderr_console().print(f"[bold red]traceview:[/] {err}", markup=True, highlight=False, soft_wrap=True)
+        from rich.markup import escape
+
+        # Escaped: messages name extras like traceview[torch], which rich would read as markup.
+        _stderr_console().print(f"[bold red]traceview:[/] {escape(str(err))}", markup=True, highlight=False,
+                                soft_wrap=True)
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
