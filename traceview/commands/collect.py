@@ -85,10 +85,14 @@ def render_matrix(console: Console) -> None:
     from collectors.workloads import MODE_HELP, MODES, WORKLOADS, not_applicable
 
     columns = [(fw, m) for fw, modes in MODES.items() for m in modes]
-    table = Table(title="workload x framework-mode (yes: captured by traceview collect)", show_lines=False)
+    # Borderless with one space between columns, so the nine modes fit an 80-column terminal.
+    table = Table(title="workload x framework-mode (yes: captured by traceview collect)", box=None,
+                  padding=(0, 1), collapse_padding=True, pad_edge=False, header_style="bold")
     table.add_column("workload", no_wrap=True)
+    short = {"torchscript": "script"}  # header only; the modes table below spells it out
     for fw, m in columns:
-        table.add_column(f"{fw}\n{m}", justify="center")
+        label = short.get(m, m)
+        table.add_column(f"{fw}\n{label}", justify="center", no_wrap=True, min_width=max(len(fw), len(label)))
     unavailable: dict[str, str] = {}
     for name, spec in WORKLOADS.items():
         cells = []
