@@ -131,3 +131,9 @@ def test_missing_framework_names_the_extra_to_install(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "pip install 'traceview[torch]'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_version():
+    result = run_cli("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("traceview ") and "schema" in result.stdout

@@ -27,8 +27,20 @@ app = typer.Typer(
 
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from traceview import __version__
+        from traceview.schema import SCHEMA_VERSION
+
+        sys.stdout.write(f"traceview {__version__} (timeline schema {SCHEMA_VERSION})\n")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                 help="Show the version and exit."),
+) -> None:
     """Explain deep-learning training-step time from torch.profiler and TensorFlow/JAX profiler traces."""
 
 
