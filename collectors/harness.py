@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Protocol
 
 
@@ -87,6 +88,14 @@ class Program(Protocol):
     def run(self, steps: int, recorder: StepRecorder) -> None:
         """Run ``steps`` steps, reporting each to ``recorder`` (loss as a Python float)."""
         ...
+
+
+def run_steps(step: Callable[[int], float], steps: int, recorder: StepRecorder) -> None:
+    """The plain training loop every per-step program shares: time and report each step."""
+    for i in range(steps):
+        recorder.begin(i)
+        loss = step(i)
+        recorder.end(i, loss)
 
 
 def median(values: list[float]) -> float | None:

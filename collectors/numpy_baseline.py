@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from collectors.harness import StepRecorder
+from collectors.harness import StepRecorder, run_steps
 from collectors.manifest import cpu_name
 from collectors.workloads import WorkloadSpec, WorkloadState
 
@@ -94,10 +94,7 @@ class LinregNumpyProgram:
         return float(loss)
 
     def run(self, steps: int, recorder: StepRecorder) -> None:
-        for i in range(steps):
-            recorder.begin(i)
-            loss = self.step(i)
-            recorder.end(i, loss)
+        run_steps(self.step, steps, recorder)
 
 
 def build_program(spec: WorkloadSpec, state: WorkloadState, mode: str, device: str) -> LinregNumpyProgram:

@@ -38,7 +38,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from collectors.harness import StepRecorder  # noqa: E402
+from collectors.harness import StepRecorder, run_steps  # noqa: E402
 from collectors.manifest import cpu_name  # noqa: E402
 from collectors.workloads import WorkloadSpec, WorkloadState, cnn_flat_shape  # noqa: E402
 
@@ -430,10 +430,7 @@ class GraphV1Program:
 
     def run(self, steps: int, recorder: StepRecorder) -> None:
         try:
-            for i in range(steps):
-                recorder.begin(i)
-                loss = self.step(i)
-                recorder.end(i, loss)
+            run_steps(self.step, steps, recorder)
         finally:
             if self.session is not None:
                 self.session.close()

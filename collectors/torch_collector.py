@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_function, tensorboard_trace_handler
 
-from collectors.harness import StepRecorder
+from collectors.harness import StepRecorder, run_steps
 from collectors.manifest import cpu_name
 from collectors.workloads import WorkloadSpec, WorkloadState, cnn_flat_shape
 
@@ -310,10 +310,7 @@ class TorchProgram:
         return float(loss.item())
 
     def run(self, steps: int, recorder: StepRecorder) -> None:
-        for i in range(steps):
-            recorder.begin(i)
-            loss = self.step(i)
-            recorder.end(i, loss)
+        run_steps(self.step, steps, recorder)
 
 
 def build_program(spec: WorkloadSpec, state: WorkloadState, mode: str, device: str) -> TorchProgram:

@@ -162,7 +162,7 @@ def compare(baseline: Diagnosis, candidate: Diagnosis) -> Comparison:
 def op_families(diag: Diagnosis) -> pd.DataFrame:
     """Per family, per steady step: top-level ops, compute time, host dispatch time per op."""
     ev = diag.timeline.events
-    steady = np.isin(ev["step"].to_numpy(), diag.steady_positions)
+    steady = diag.steps.in_steady(ev)
     n = max(len(diag.steady_positions), 1)
     codes, uniques = pd.factorize(op_names(ev))
     family = np.array([cat.op_family(str(u)) for u in uniques], dtype=object)[codes]

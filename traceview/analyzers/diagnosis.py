@@ -37,9 +37,7 @@ class Diagnosis:
 
     @property
     def steady_positions(self) -> np.ndarray:
-        cold = self.steps.table["cold"].to_numpy()
-        idx = np.flatnonzero(~cold)
-        return idx if len(idx) else np.arange(len(cold))
+        return self.steps.steady_positions
 
     @property
     def steady_step_ns(self) -> float:

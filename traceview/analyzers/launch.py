@@ -47,11 +47,9 @@ class LaunchStats:
 
 def launch_stats(timeline: Timeline, steps: Steps) -> LaunchStats:
     ev = timeline.events
-    steady_idx = np.flatnonzero(~steps.table["cold"].to_numpy())
-    if not len(steady_idx):
-        steady_idx = np.arange(len(steps.table))
+    steady_idx = steps.steady_positions
     n = max(len(steady_idx), 1)
-    in_steady = np.isin(ev["step"].to_numpy(), steady_idx)
+    in_steady = steps.in_steady(ev)
     ops = in_steady & top_level_ops(ev)
     dur = ev["dur"].to_numpy()
     stats = LaunchStats(

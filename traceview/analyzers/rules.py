@@ -155,7 +155,7 @@ def cold_compile(diag: "Diagnosis") -> Finding:
 def sync_each_step(diag: "Diagnosis") -> Finding:
     shares, total = _shares(diag)
     ev = diag.timeline.events
-    steady = np.isin(ev["step"].to_numpy(), diag.steady_positions)
+    steady = diag.steps.in_steady(ev)
     calls = int((steady & (ev["kind"].to_numpy() == Kind.SYNC.value)).sum()) / max(len(diag.steady_positions), 1)
     share = shares["sync_wait"]
     return Finding(
@@ -175,7 +175,7 @@ def memcpy(diag: "Diagnosis") -> Finding:
     shares, total = _shares(diag)
     share = shares["memcpy"]
     ev = diag.timeline.events
-    copies = ev[(ev["kind"] == Kind.MEMCPY.value) & ev["step"].isin(diag.steady_positions)]
+    copies = ev[(ev["kind"] == Kind.MEMCPY.value).to_numpy() & diag.steps.in_steady(ev)]
     pageable = int(copies["name"].astype(str).str.contains("Pageable").sum())
     details = diag.steady_details()
     parts = ", ".join(f"{k.split('.', 1)[1]} {fmt_ns(v)}" for k, v in sorted(details.items()) if k.startswith("memcpy."))

@@ -48,6 +48,17 @@ class Steps:
         return self.table[~self.table["cold"]]
 
     @property
+    def steady_positions(self) -> np.ndarray:
+        """Positions of the steady-state steps; every step when all of them are cold."""
+        cold = self.table["cold"].to_numpy()
+        idx = np.flatnonzero(~cold)
+        return idx if len(idx) else np.arange(len(cold))
+
+    def in_steady(self, events: pd.DataFrame) -> np.ndarray:
+        """Per event: whether it belongs to a steady-state step."""
+        return np.isin(events["step"].to_numpy(), self.steady_positions)
+
+    @property
     def cold(self) -> pd.DataFrame:
         return self.table[self.table["cold"]]
 

@@ -19,10 +19,7 @@ TOP_N = 10
 
 
 def _steady_mask(timeline: Timeline, steps: Steps) -> tuple[np.ndarray, int]:
-    steady_idx = np.flatnonzero(~steps.table["cold"].to_numpy())
-    if not len(steady_idx):
-        steady_idx = np.arange(len(steps.table))
-    return np.isin(timeline.events["step"].to_numpy(), steady_idx), max(len(steady_idx), 1)
+    return steps.in_steady(timeline.events), max(len(steps.steady_positions), 1)
 
 
 def _summarize(names: np.ndarray, durations: np.ndarray, n_steps: int, limit: int) -> pd.DataFrame:
