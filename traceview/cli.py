@@ -71,9 +71,10 @@ def diagnose(
     width: Optional[int] = typer.Option(None, "--width", help="Terminal report width in columns."),
     color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Force colours on or off."),
     redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names."),
-    dispatch_gap_us: float = typer.Option(2000.0, "--dispatch-gap-us",
-                                          help="Gaps between framework ops shorter than this count as dispatch "
-                                               "overhead (0 turns the rule off)."),
+    dispatch_gap_us: Optional[float] = typer.Option(
+        None, "--dispatch-gap-us",
+        help="Unrecorded gaps on the step's thread up to this long count as dispatch, longer ones as host "
+             "compute (default: calibrated on the trace; 0 turns the rule off)."),
 ) -> None:
     """Report what a trace is, its steps, and where each step's time goes."""
     from traceview.analyzers.attribution import AttributionOptions
@@ -81,9 +82,10 @@ def diagnose(
     from traceview.loader import trace_paths
 
     renderer = _renderer(format)
-    if dispatch_gap_us < 0:
+    if dispatch_gap_us is not None and dispatch_gap_us < 0:
         raise UsageError("--dispatch-gap-us must be >= 0")
-    options = AttributionOptions(dispatch_gap_ns=int(round(dispatch_gap_us * 1000)))
+    options = AttributionOptions(
+        dispatch_gap_ns=None if dispatch_gap_us is None else int(round(dispatch_gap_us * 1000)))
     paths = trace_paths(path, run)
     show_progress = sys.stderr.isatty() and format == "terminal" and output is None
     diagnoses = []

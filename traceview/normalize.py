@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_roles
 from traceview.schema import DEVICE_KINDS, Kind, Timeline
 
 
@@ -18,6 +19,7 @@ def normalize(timeline: Timeline) -> Timeline:
     events = timeline.events
     _nest(timeline)
     _launchers(events)
+    events["role"] = pd.Categorical(assign_roles(events), categories=list(ROLE_VALUES))
     counts = events["kind"].value_counts()
     timeline.meta.kept = {str(k): int(v) for k, v in counts.items() if v}
     return timeline
@@ -149,42 +151,41 @@ def top_level_ops(events: pd.DataFrame) -> np.ndarray:
 
 
 def compute_ops(events: pd.DataFrame) -> np.ndarray:
-    """Host ops that do math: framework ops whose name is not a view / allocation / wrapper /
-    runtime range (``categories.TORCH_NON_COMPUTE_OP`` and ``TF_NON_COMPUTE_OP``)."""
-    from traceview import categories as cat
+    """Host events whose own time does math: roles ``compute`` and ``compiled_code``
+    (:mod:`traceview.roles`; an allowlist, so a wrapper or an unknown event never is)."""
+    return (events["device"].to_numpy() < 0) & np.isin(events["role"].to_numpy(), list(MATH_ROLES))
 
-    kind = events["kind"].to_numpy()
-    host_op = (kind == Kind.HOST_OP.value) & (events["device"].to_numpy() < 0)
-    names = events["name"]
-    non_compute = np.array(
-        [bool(cat.TORCH_NON_COMPUTE_OP.match(str(c)) or cat.TF_NON_COMPUTE_OP.search(str(c)))
-         for c in names.cat.categories] + [True],
-        dtype=bool,
-    )
-    result = host_op & ~non_compute[names.cat.codes.to_numpy()]
-    if "fw_op" in events.columns:
-        # TF eager runs every op as KernelAndDeviceFunc::Run; its eager_op stat names the type.
-        fw = events["fw_op"]
-        fw_non_compute = np.array([bool(cat.TF_NON_COMPUTE_TYPE.match(str(c))) for c in fw.cat.categories] + [False])
-        result &= ~fw_non_compute[fw.cat.codes.to_numpy()]
-    return result
+
+def role_mask(events: pd.DataFrame, *roles: Role) -> np.ndarray:
+    """Rows whose role is one of ``roles``."""
+    return np.isin(events["role"].to_numpy(), [r.value for r in roles])
 
 
 def self_intervals(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The parts of the selected rows' intervals not covered by their direct host-op children.
+    """The parts of the selected rows' intervals not covered by their direct host-op children
+    (where the selected op is the innermost framework op on its thread). Returned as (starts, ends)."""
+    starts, ends, _ = own_pieces(events, rows_mask, events["kind"].to_numpy() == Kind.HOST_OP.value)
+    return starts, ends
 
-    This is where the selected op itself is the innermost framework op running on its thread
-    (its "self time"). Returned as (starts, ends), empty pieces removed.
+
+def own_pieces(
+    events: pd.DataFrame, rows_mask: np.ndarray, child_mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parts of the selected rows' intervals not covered by their direct children (all host
+    children, or those in ``child_mask``): where each row is the innermost event on its thread.
+
+    Returned as (starts, ends, row of each piece), empty pieces removed.
     """
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()
     parent = events["parent"].to_numpy()
-    kind = events["kind"].to_numpy()
-    child = np.flatnonzero((kind == Kind.HOST_OP.value) & (parent >= 0))
+    if child_mask is None:
+        child_mask = events["device"].to_numpy() < 0
+    child = np.flatnonzero(child_mask & (parent >= 0))
     child = child[rows_mask[parent[child]]]
     selected = np.flatnonzero(rows_mask)
     if not len(child):
-        return ts[selected], end[selected]
+        return ts[selected], end[selected], selected
     order = np.lexsort((ts[child], parent[child]))
     child = child[order]
     par = parent[child]
@@ -192,7 +193,7 @@ def self_intervals(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndar
     first[1:] = par[1:] != par[:-1]
     last = np.ones(len(child), dtype=bool)
     last[:-1] = par[1:] != par[:-1]
-    # Running max of child ends within each parent (children of one op may overlap slightly).
+    # Running max of child ends within each parent (children of one event may overlap slightly).
     running = pd.Series(end[child]).groupby(np.cumsum(first)).cummax().to_numpy()
     previous_end = np.concatenate(([0], running[:-1]))
     gap_start = np.where(first, ts[par], previous_end)  # before each child
@@ -201,8 +202,9 @@ def self_intervals(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndar
     childless = selected[~np.isin(selected, par)]
     starts = np.concatenate((gap_start, tail_start, ts[childless]))
     ends = np.concatenate((gap_end, tail_end, end[childless]))
+    rows = np.concatenate((par, par[last], childless))
     keep = ends > starts
-    return starts[keep], ends[keep]
+    return starts[keep], ends[keep], rows[keep]
 
 
 def self_time(events: pd.DataFrame) -> np.ndarray:

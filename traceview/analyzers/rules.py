@@ -10,15 +10,21 @@ rule                  measure (steady-state step)                 moderate / hig
 launch_bound          launch_overhead share                       ≥ 3 % / ≥ 15 %         XProf kernel-launch verdict
 short_kernels         kernels whose device time < launch call     ≥ 20 % / ≥ 50 %        HTA short-kernel definition
 steady_graph_build    graph_build share in steady steps           ≥ 1 % / ≥ 10 %         (retracing / recompiles)
-cold_compile          cold-step graph building, in steady steps   ≥ 2 / ≥ 10 steps       —
+cold_compile          cold step's extra time, in steady steps     ≥ 2 / ≥ 10 steps       (only if it builds graphs)
 sync_each_step        sync_wait share                             ≥ 2 % / ≥ 10 %         Nsight sync rule
 memcpy                memcpy share; pageable copies                ≥ 5 % / ≥ 20 %         Nsight pageable-memcpy rule
 input_bound           input share                                 ≥ 5 % / ≥ 20 %         XProf input verdict
+host_compute          host_compute share (user Python, GC)        ≥ 5 % / ≥ 20 %         —
 low_utilization       kernel share of the step (device traces)    < 80 % / < 50 %        —
-dominant_kernel       one kernel's share of kernel time           ≥ 50 % (and kernel ≥ 80 % of step) —
+compute_bound         kernel share of the step                    ≥ 60 % / ≥ 85 %        —
 host_between_steps    gaps between step windows / step time       ≥ 2 % / ≥ 10 %         —
 unrecorded            idle (nothing recorded) share                ≥ 3 % / ≥ 15 %         XProf "all others"
 ====================  ==========================================  =====================  =========================
+
+Findings are ranked by the time they explain per steady step (``Finding.explains_ns``: the
+bucket they grade; the mean gap for ``host_between_steps``; the cold step's extra time spread
+over the captured steps for ``cold_compile``); ``low_utilization`` and ``short_kernels`` restate
+other buckets and explain no time of their own. The first graded finding is the largest cause.
 """
 
 from __future__ import annotations
@@ -47,10 +53,12 @@ class Finding:
     evidence: dict[str, float | int | str] = field(default_factory=dict)
     advice: str = ""
     threshold: str = ""
+    explains_ns: float = 0.0  # time per steady step the finding accounts for (its rank)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule, "detects": self.detects, "grade": self.grade, "summary": self.summary,
-                "evidence": self.evidence, "advice": self.advice, "threshold": self.threshold}
+                "explains_ns": self.explains_ns, "evidence": self.evidence, "advice": self.advice,
+                "threshold": self.threshold}
 
 
 def _grade(value: float, moderate: float, high: float, higher_is_worse: bool = True) -> str:
@@ -89,6 +97,7 @@ def launch_bound(diag: "Diagnosis") -> Finding:
         "fuse work into fewer, larger ops: torch.compile / CUDA graphs in PyTorch, tf.function / jit_compile=True "
         "in TensorFlow, jax.jit; or grow the batch so each op does more work",
         "≥ 3 % moderate, ≥ 15 % high (XProf kernel-launch verdict)",
+        share * total,
     )
 
 
@@ -123,6 +132,7 @@ def steady_graph_build(diag: "Diagnosis") -> Finding:
         "tf.function retraces on new Python values or shapes: pass tensors, set input_signature / reduce_retracing; "
         "torch.compile recompiles on new shapes or guards: mark_dynamic or dynamic=True",
         "≥ 1 % moderate, ≥ 10 % high",
+        share * total,
     )
 
 
@@ -135,19 +145,25 @@ def cold_compile(diag: "Diagnosis") -> Finding:
                        "skipped: needs a cold step in the trace (capture the first step too)")
     i = int(cold[0])
     steady = diag.steady_step_ns
-    extra = float(table["duration"].iloc[i]) - steady
+    extra = max(float(table["duration"].iloc[i]) - steady, 0.0)
     build = float(diag.attribution.per_step["graph_build"].iloc[i])
-    # Graded on the graph building itself: a cold eager step is slow for other reasons (allocator
-    # warm-up, lazy initialisation) that no compilation setting changes.
-    worth = build / steady if steady else 0.0
+    worth = extra / steady if steady else 0.0
+    # Graded on the cold step's whole extra time (compilation the profiler does not mark — function
+    # instantiation, lazy backward compilation — is part of it), but only when the cold step shows
+    # graph building: a cold eager step is slow for other reasons (allocator warm-up, lazy
+    # initialisation) that no compilation setting changes.
+    grade = _grade(worth, 2.0, 10.0) if build > 0 else "none"
+    # Ranked by the extra time spread over the captured steps: a one-time cost.
+    amortized = extra / max(len(table), 1)
     return Finding(
-        "cold_compile", "tracing / compilation cost of the cold first step", _grade(worth, 2.0, 10.0),
-        f"the cold step #{table['number'].iloc[i]} takes {fmt_ns(extra)} more than a steady step; "
-        f"{fmt_ns(build)} of it is graph building/compilation ({worth:.1f} steady steps' worth)",
+        "cold_compile", "tracing / compilation cost of the cold first step", grade,
+        f"the cold step #{table['number'].iloc[i]} takes {fmt_ns(extra)} more than a steady step "
+        f"({worth:.1f} steady steps' worth); {fmt_ns(build)} of it is marked graph building/compilation",
         {"cold_extra_ns": extra, "steady_steps_worth": worth, "cold_graph_build_ns": build},
         "a one-time cost: it matters for short jobs and benchmarks; cache compiled artefacts "
         "(TORCHINDUCTOR_CACHE_DIR, XLA persistent cache) or exclude warm-up from timings",
-        "≥ 2 steady steps moderate, ≥ 10 high",
+        "extra time ≥ 2 steady steps moderate, ≥ 10 high, when the cold step builds graphs",
+        amortized if grade != "none" else 0.0,
     )
 
 
@@ -165,6 +181,7 @@ def sync_each_step(diag: "Diagnosis") -> Finding:
         {"sync_wait_share": share, "sync_calls_per_step": calls},
         "avoid .item(), .cpu(), print(tensor) and blocking copies inside the step; log every N steps",
         "≥ 2 % moderate, ≥ 10 % high (Nsight Systems sync rule)",
+        share * total,
     )
 
 
@@ -189,6 +206,7 @@ def memcpy(diag: "Diagnosis") -> Finding:
         {"memcpy_share": share, "pageable_copies": pageable},
         "keep data on the device; use pinned memory (DataLoader(pin_memory=True)) and non_blocking copies",
         "≥ 5 % moderate, ≥ 20 % high; any pageable copy is at least moderate (Nsight pageable-memcpy rule)",
+        share * total,
     )
 
 
@@ -203,6 +221,28 @@ def input_bound(diag: "Diagnosis") -> Finding:
         "prefetch and parallelize input: DataLoader(num_workers>0, pin_memory=True); tf.data .prefetch(AUTOTUNE) "
         "and .map(num_parallel_calls=AUTOTUNE)",
         "≥ 5 % moderate, ≥ 20 % high (XProf input verdict)",
+        share * total,
+    )
+
+
+@rule
+def host_compute(diag: "Diagnosis") -> Finding:
+    shares, total = _shares(diag)
+    share = shares["host_compute"]
+    details = diag.steady_details()
+    python = details.get("host_compute.python", 0.0)
+    inferred = details.get("host_compute.inferred", 0.0)
+    return Finding(
+        "host_compute", "the step's thread runs the user's own host work (Python, GC) between framework calls",
+        _grade(share, 0.05, 0.20),
+        f"host work outside the framework is {fmt_pct(share)} of the step ({fmt_ns(share * total)}): "
+        f"{fmt_ns(python)} in the user's Python frames, {fmt_ns(inferred)} in unrecorded stretches longer than "
+        f"the dispatch-gap threshold",
+        {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred},
+        "move per-step Python work (metrics, logging, data munging, object churn that triggers garbage "
+        "collection) out of the step, vectorize it, or run it in the input pipeline",
+        "≥ 5 % moderate, ≥ 20 % high",
+        share * total,
     )
 
 
@@ -222,23 +262,24 @@ def low_utilization(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def dominant_kernel(diag: "Diagnosis") -> Finding:
+def compute_bound(diag: "Diagnosis") -> Finding:
+    shares, total = _shares(diag)
+    share = shares["kernel"]
     kernels = diag.kernels
-    if kernels is None or kernels.empty:
-        return Finding("dominant_kernel", "one kernel dominates (compute-bound)", "skipped",
-                       "skipped: needs kernels or compute ops in the steady steps")
-    shares, _ = _shares(diag)
-    top = kernels.iloc[0]
-    dominant = top["share"] >= 0.5 and shares["kernel"] >= 0.8
+    top = "" if kernels is None or kernels.empty else str(kernels.iloc[0]["name"])
+    top_share = 0.0 if kernels is None or kernels.empty else float(kernels.iloc[0]["share"])
+    threads = diag.timeline.meta.extra.get("intra_op_threads")
+    where = (f"; the top one, '{top[:60]}', is {fmt_pct(top_share)} of it" if top else "")
+    thread_note = f"; captured with {threads} intra-op thread(s)" if threads else ""
     return Finding(
-        "dominant_kernel", "one kernel dominates (compute-bound: the framework is not the problem)",
-        "moderate" if dominant else "none",
-        f"the top kernel '{top['name'][:60]}' is {fmt_pct(top['share'])} of kernel time; kernels are "
-        f"{fmt_pct(shares['kernel'])} of the step",
-        {"top_kernel_share": float(top["share"]), "kernel_share": shares["kernel"]},
-        "the step is compute-bound: speed up that kernel (dtype, shapes, algorithm, tensor cores); framework "
-        "overhead is not the bottleneck",
-        "top kernel ≥ 50 % of kernel time and kernels ≥ 80 % of the step",
+        "compute_bound", "the step is spent in the math itself (kernels / compute ops)",
+        _grade(share, 0.60, 0.85),
+        f"kernels / compute ops are {fmt_pct(share)} of the step ({fmt_ns(share * total)}){where}{thread_note}",
+        {"kernel_share": share, "top_kernel_share": top_share, **({"intra_op_threads": threads} if threads else {})},
+        "framework overhead is not the bottleneck: speed up the math (dtype, shapes, algorithm, fusion); on CPU "
+        "give the intra-op pool every core (torch.set_num_threads, TF intra_op_parallelism_threads)",
+        "≥ 60 % moderate, ≥ 85 % high",
+        share * total,
     )
 
 
@@ -258,6 +299,7 @@ def host_between_steps(diag: "Diagnosis") -> Finding:
         {"mean_gap_ns": mean_gap, "gap_share": share},
         "move logging, metrics and checkpoint work out of the loop or do it every N steps",
         "≥ 2 % moderate, ≥ 10 % high",
+        mean_gap,
     )
 
 
@@ -272,12 +314,18 @@ def unrecorded(diag: "Diagnosis") -> Finding:
         "usually Python between framework calls; profile with the Python tracer (torch with_stack / "
         "python_tracer_level) or lower --dispatch-gap-us to see it",
         "≥ 3 % moderate, ≥ 15 % high (XProf 'all others' verdict)",
+        share * total,
     )
 
 
 def findings(diag: "Diagnosis") -> list[Finding]:
-    """Every rule, in the order defined above."""
-    return [fn(diag) for fn in RULES]
+    """Every rule's finding, ranked: graded problems first, by the time they explain per step
+    (largest first); then the rules that found no problem, then those skipped. Ties keep the
+    order of the rules above, so the ranking is deterministic."""
+    found = [fn(diag) for fn in RULES]
+    tier = {"high": 0, "moderate": 0, "none": 1, "skipped": 2}
+    order = sorted(range(len(found)), key=lambda i: (tier[found[i].grade], -found[i].explains_ns, i))
+    return [found[i] for i in order]
 
 
 def comparison_findings(comparison: "Comparison") -> list[Finding]:

@@ -42,6 +42,7 @@ class Steps:
     table: pd.DataFrame  # columns: number, name, start, end, host_end, duration, cold, graph_build_events
     rule: str  # "markers", "repeated-top-level" or "whole-trace"
     rule_detail: str  # human sentence: which events, which track
+    driver_track: str = ""  # the host track that drives the steps (markers / the user's loop)
 
     @property
     def steady(self) -> pd.DataFrame:
@@ -78,10 +79,12 @@ def find_steps(timeline: Timeline) -> Steps:
         best = counts.index[np.argmax(counts.to_numpy())]
         markers = markers[tracks == best]
         rule = "markers"
+        driver = str(best)
         numbers = _marker_numbers(events, markers)
         detail = f"{len(markers)} step markers ({_marker_label(names[markers])}) on track '{best}'"
     else:
         markers, detail = _repeated_top_level(events)
+        driver = str(events["track"].to_numpy()[markers[0]]) if len(markers) else _busiest_loop_track(events)
         if len(markers):
             rule = "repeated-top-level"
             numbers = np.arange(len(markers), dtype=np.int64)
@@ -145,7 +148,19 @@ def find_steps(timeline: Timeline) -> Steps:
             "graph_build_events": build_counts.astype(np.int64),
         }
     )
-    return Steps(table=table, rule=rule, rule_detail=detail)
+    return Steps(table=table, rule=rule, rule_detail=detail, driver_track=driver)
+
+
+def _busiest_loop_track(events: pd.DataFrame) -> str:
+    """The host track with the most top-level time, preferring tracks that run the user's loop."""
+    rows = np.flatnonzero((events["device"].to_numpy() < 0) & (events["depth"].to_numpy() == 0))
+    if not len(rows):
+        return ""
+    frame = pd.DataFrame({"track": events["track"].to_numpy()[rows].astype(str), "dur": events["dur"].to_numpy()[rows]})
+    busy = frame.groupby("track", sort=True)["dur"].sum()
+    loop = busy[busy.index.str.contains(cat.USER_LOOP_TRACK)]
+    pick = loop if len(loop) else busy
+    return str(pick.sort_values(ascending=False, kind="stable").index[0])
 
 
 def _marker_numbers(events: pd.DataFrame, markers: np.ndarray) -> np.ndarray:

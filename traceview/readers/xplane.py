@@ -53,7 +53,8 @@ Extra columns after the schema's (same row order): ``step_num`` (int64, the ``st
 -1 when absent) and ``fw_op`` (category: the framework op an event belongs to, from the first of
 the stats ``tf_op`` (not the bare ``XlaModule:``), ``annotation`` (TF 2.4), ``eager_op``, the JAX
 op path in stat ``name`` (with ``hlo_op``), ``hlo_op``; a host event without one inherits its
-parent's; "" when none). ``launcher`` of a device event is its ``fw_op`` (or that of the host
+parent's; "" when none) and ``fn_call`` (category: the ``tf_function_call`` stat of a tf.function
+call event, ``traced-nonXla`` / ``notTraced-xla`` …; "" on every other event). ``launcher`` of a device event is its ``fw_op`` (or that of the host
 call with the same correlation id): XPlane launch calls sit on ``Host Threads`` lines, apart from
 the framework ops, so nesting cannot name the op there.
 """
@@ -75,7 +76,7 @@ from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events
 
 FORMAT_NAME = "xplane"
 XPLANE_SUFFIX = ".xplane.pb"
-EXTRA_COLUMNS = ("step_num", "fw_op")
+EXTRA_COLUMNS = ("step_num", "fw_op", "fn_call")
 
 # Stats read per event (others are skipped without decoding).
 _WANTED_STATS = frozenset(
@@ -559,6 +560,7 @@ class _Builder:
         step_num = _int_stat(stats["step_num"], n)
         correlation = _int_stat(stats["correlation_id"], n)
         fw_op = _fw_op(stats, n)
+        fn_call = _str_stat(stats["tf_function_call"], n)
         self._framework(names, stats)
 
         kinds = _base_kinds(names, line_cls, stats, n)
@@ -570,6 +572,7 @@ class _Builder:
         ts, dur, end = ts[order], dur[order], end[order]
         names, kinds, line_idx = names[order], kinds[order], line_idx[order]
         step_num, correlation, fw_op = step_num[order], correlation[order], fw_op[order]
+        fn_call = fn_call[order]
         copy_kind, nbytes, is_device = copy_kind[order], nbytes[order], is_device[order]
         has_stats = _has_any_stat(stats, n)[order]
 
@@ -616,6 +619,7 @@ class _Builder:
             raise AssertionError("build_events reordered rows; extra columns would not line up")
         frame["step_num"] = step_num
         frame["fw_op"] = pd.Categorical(fw_op)
+        frame["fn_call"] = pd.Categorical(fn_call)
 
         self._vendor_from_content(names, is_device)
         counts = frame["kind"].value_counts()
@@ -687,6 +691,15 @@ def _int_stat(values: dict[int, Any], n: int) -> np.ndarray:
             out[row] = int(value)
         elif isinstance(value, str) and value.lstrip("-").isdigit():
             out[row] = int(value)
+    return out
+
+
+def _str_stat(values: dict[int, Any], n: int) -> np.ndarray:
+    """A string stat per event ("" when absent or not a string)."""
+    out = np.full(n, "", dtype=object)
+    for row, value in values.items():
+        if isinstance(value, str):
+            out[row] = value
     return out
 
 

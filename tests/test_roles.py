@@ -1,0 +1,100 @@
+"""One example per row of the role table (traceview.roles.ROLE_RULES), plus the nesting rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from traceview.normalize import normalize
+from traceview.roles import ROLE_RULES, Role, assign_roles
+from traceview.schema import Timeline, TraceMeta, build_events
+
+# (row index, kind, name, fw_op, tf_function_call stat) → the row that must decide it.
+EXAMPLES: list[tuple[int, str, str, str, str]] = [
+    (0, "annotation", "## Call CompiledFxGraph fbhyvehkxiglyjy ##", "", ""),
+    (1, "host_op", "CpuExecutable::ExecuteAsyncOnStream", "__inference__step_151", ""),
+    (2, "host_op", "multi_step_on_iterator", "", "notTraced-nonXla"),
+    (3, "host_op", "cluster_0:_XlaCompile", "", ""),
+    (4, "host_op", "EagerLocalExecute: IteratorGetNext", "IteratorGetNext", ""),
+    (5, "host_op", "KernelAndDeviceFunc::Run", "__inference__step_151", ""),
+    (6, "host_op", "__inference__step_151:__inference__step_151", "", ""),
+    (7, "host_op", "EagerLocalExecute: __inference_train_step_42", "", ""),
+    (8, "host_op", "CompiledFunctionBackward", "", ""),
+    (9, "host_op", "torch::jit::(anonymous namespace)::DifferentiableGraphBackward", "", ""),
+    (10, "annotation", "SessionRun", "", ""),
+    (11, "host_op", "PjitFunction(train_step)", "", ""),
+    (12, "host_op", "TorchDynamo Cache Lookup", "", ""),
+    (13, "host_op", "autograd::engine::evaluate_function: AddmmBackward0", "", ""),
+    (14, "host_op", "aten::empty_strided", "", ""),
+    (15, "host_op", "aten::linear", "", ""),
+    (16, "host_op", "dense/MatMul/ReadVariableOp:ReadVariableOp", "", ""),
+    (17, "host_op", "KernelAndDeviceFunc::Run", "ReadVariableOp", ""),
+    (18, "host_op", "aten::addmm", "", ""),
+    (19, "host_op", "sgd_1/Mul_3:Mul", "", ""),
+    (20, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
+    (21, "annotation", "Optimizer.step#SGD.step", "", ""),
+    (22, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
+    (23, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
+    (24, "annotation", "my_record_function_range", "", ""),
+    (25, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
+    (26, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
+    (27, "python", "train.py(42): step", "", ""),
+]
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    frame = build_events({key: [r.get(key, default) for r in rows] for key, default in
+                          (("ts", 0), ("dur", 10), ("kind", "host_op"), ("name", ""), ("track", "t"),
+                           ("parent", -1), ("depth", 0))})
+    frame["fw_op"] = pd.Categorical([r.get("fw_op", "") for r in rows])
+    frame["fn_call"] = pd.Categorical([r.get("fn_call", "") for r in rows])
+    return frame
+
+
+def test_every_row_has_an_example():
+    assert sorted(e[0] for e in EXAMPLES) == list(range(len(ROLE_RULES)))
+
+
+@pytest.mark.parametrize("row,kind,name,fw_op,fn_call", EXAMPLES, ids=[f"row{e[0]}" for e in EXAMPLES])
+def test_row_decides_its_example(row: int, kind: str, name: str, fw_op: str, fn_call: str):
+    frame = _frame([{"kind": kind, "name": name, "fw_op": fw_op, "fn_call": fn_call}])
+    assert assign_roles(frame)[0] == ROLE_RULES[row].role.value
+    # And no earlier row would have matched it: the example exercises this row.
+    for earlier in ROLE_RULES[:row]:
+        if kind not in earlier.kinds:
+            continue
+        hit = (earlier.name is None or bool(earlier.name.search(name))) and \
+              (earlier.fw_op is None or bool(earlier.fw_op.search(fw_op))) and (not earlier.fn_call or fn_call != "")
+        assert not hit or earlier.role == ROLE_RULES[row].role, earlier.source
+
+
+def _timeline(rows: list[dict]) -> Timeline:
+    frame = build_events({key: [r.get(key, default) for r in rows] for key, default in
+                          (("ts", 0), ("dur", 10), ("kind", "host_op"), ("name", ""), ("track", "t"))})
+    meta = TraceMeta(source="test", format="test", framework="unknown")
+    return normalize(Timeline(events=frame, meta=meta))
+
+
+def test_nesting_inside_build_and_input_and_builtins():
+    tl = _timeline([
+        {"ts": 0, "dur": 100, "kind": "graph_build", "name": "tf.function-graph_building"},
+        {"ts": 10, "dur": 10, "kind": "host_op", "name": "aten::addmm"},
+        {"ts": 200, "dur": 100, "kind": "input", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"},
+        {"ts": 210, "dur": 10, "kind": "host_op", "name": "aten::stack"},
+        {"ts": 400, "dur": 100, "kind": "python", "name": "train.py(3): step"},
+        {"ts": 410, "dur": 10, "kind": "python", "name": "<built-in method append of list object at 0x1>"},
+        {"ts": 600, "dur": 100, "kind": "host_op", "name": "CpuExecutable::ExecuteAsyncOnStream"},
+        {"ts": 610, "dur": 10, "kind": "host_op", "name": "loop_add_fusion"},
+    ])
+    role = dict(zip(tl.events["name"].astype(str), tl.events["role"].astype(str)))
+    assert role["aten::addmm"] == Role.GRAPH_BUILD.value
+    assert role["aten::stack"] == Role.INPUT.value
+    assert role["<built-in method append of list object at 0x1>"] == Role.PYTHON_USER.value
+    assert role["loop_add_fusion"] == Role.COMPUTE.value
+
+
+def test_unknown_host_events_are_never_compute():
+    frame = _frame([{"kind": "host_op", "name": "SomethingNew"}, {"kind": "annotation", "name": "forward"},
+                    {"kind": "host_op", "name": "forward"}])
+    assert not np.isin(assign_roles(frame), [Role.COMPUTE.value, Role.COMPILED_CODE.value]).any()

@@ -1,0 +1,304 @@
+"""What each event *does* for the step: its role, decided once, from ordered rule tables.
+
+``kind`` (set by the readers) says what an event is; ``role`` says what its own time (the time
+in which it is the innermost event on its thread) is spent on, which is what attribution needs:
+
+==================  ==========================================================================
+role                own time is …
+==================  ==========================================================================
+compute             math: aten leaf ops, TF op kernels, the eager kernel of a math op, XLA thunks
+compiled_code       generated code the profiler does not look into (XLA executable on CPU,
+                    inductor's compiled graph call): math plus the glue around it
+call                a call whose body runs elsewhere or is not recorded: a tf.function call,
+                    ``EagerLocalExecute: __inference_…``, Keras ``multi_step_on_iterator``,
+                    ``CompiledFunction``, TorchScript's ``DifferentiableGraph``, ``PjitFunction``.
+                    Its own time is the caller *waiting*, never compute
+dispatch            framework runtime: op wrappers, autograd engine, executor bookkeeping
+view_alloc          framework ops that only make views, allocate or read variables
+graph_build         tracing / graph construction, and anything that runs inside it
+compile             backend compilation (XLA passes, inductor), and anything inside it
+input               input pipeline (DataLoader next, tf.data, IteratorGetNext), and inside it
+sync                host blocked on a device
+launch / runtime    runtime / driver API calls
+python_framework    Python frames in the frameworks' own packages (and their C bindings)
+python_user         Python frames in the user's files (and builtins they call)
+annotation          a range the user (or a library) opened; its own time is host work
+step                a step marker (its own time is the thread between recorded events)
+device_*            device activity (kernel, memcpy, memset, sync, annotation)
+==================  ==========================================================================
+
+An unknown host event is never ``compute``: compute is an allowlist (:data:`ROLE_RULES` rows
+with role ``compute``). Rules are rows of :data:`ROLE_RULES`, tried in order, first match wins;
+each row says where the names come from. Nesting rules (:func:`assign_roles`) then apply:
+everything inside graph building / compilation / input takes that role, an op called by
+compiled code is compute, and a Python builtin inherits the role of the frame that called it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import pandas as pd
+
+from traceview.schema import Kind
+
+
+class Role(str, Enum):
+    COMPUTE = "compute"
+    COMPILED_CODE = "compiled_code"
+    CALL = "call"
+    DISPATCH = "dispatch"
+    VIEW_ALLOC = "view_alloc"
+    GRAPH_BUILD = "graph_build"
+    COMPILE = "compile"
+    INPUT = "input"
+    SYNC = "sync"
+    LAUNCH = "launch"
+    RUNTIME = "runtime"
+    PYTHON_FRAMEWORK = "python_framework"
+    PYTHON_USER = "python_user"
+    ANNOTATION = "annotation"
+    STEP = "step"
+    DEVICE_KERNEL = "device_kernel"
+    DEVICE_MEMCPY = "device_memcpy"
+    DEVICE_MEMSET = "device_memset"
+    DEVICE_SYNC = "device_sync"
+    DEVICE_ANNOTATION = "device_annotation"
+
+
+ROLE_VALUES: tuple[str, ...] = tuple(r.value for r in Role)
+# Roles whose own time does math (the CPU "kernel" bucket; top compute ops).
+MATH_ROLES = frozenset({Role.COMPUTE.value, Role.COMPILED_CODE.value})
+
+# Kinds whose role follows from the kind alone (the readers already decided them by name).
+KIND_ROLES: dict[str, Role] = {
+    Kind.STEP.value: Role.STEP,
+    Kind.GRAPH_BUILD.value: Role.GRAPH_BUILD,
+    Kind.COMPILE.value: Role.COMPILE,
+    Kind.INPUT.value: Role.INPUT,
+    Kind.SYNC.value: Role.SYNC,
+    Kind.LAUNCH.value: Role.LAUNCH,
+    Kind.RUNTIME.value: Role.RUNTIME,
+    Kind.KERNEL.value: Role.DEVICE_KERNEL,
+    Kind.MEMCPY.value: Role.DEVICE_MEMCPY,
+    Kind.MEMSET.value: Role.DEVICE_MEMSET,
+    Kind.DEVICE_SYNC.value: Role.DEVICE_SYNC,
+    Kind.DEVICE_ANNOTATION.value: Role.DEVICE_ANNOTATION,
+}
+
+_OP = frozenset({Kind.HOST_OP.value})
+_OP_OR_RANGE = frozenset({Kind.HOST_OP.value, Kind.ANNOTATION.value})
+_RANGE = frozenset({Kind.ANNOTATION.value})
+_PYTHON = frozenset({Kind.PYTHON.value})
+
+# TF function-call op types: a graph function runs as an op of this type (eager_op / tf_op stat,
+# or the type after ":" in an op kernel name). tensorflow/core/common_runtime/function*.cc,
+# tf.function's `__inference_<name>_<id>` / `__forward_…` / `__backward_…` concrete functions,
+# XLA clusters launched by `_XlaRun` / `XlaLaunch` (tensorflow/compiler/jit/kernels/xla_ops.cc).
+_FUNCTION_TYPE = r"(__inference_\w*|__forward_\w*|__backward_\w*|StatefulPartitionedCall|PartitionedCall|_XlaRun|XlaLaunch)"
+# Input-pipeline op types (tensorflow/core/kernels/data/iterator_ops.cc).
+_INPUT_TYPE = r"(IteratorGetNext|IteratorGetNextSync|IteratorGetNextAsOptional|MultiDeviceIteratorGetNextFromShard)"
+# TF op types that move no data through math (tensorflow/core/ops/*: variables, identities, shapes).
+_TF_NO_MATH_TYPE = (
+    r"(Identity|IdentityN|NoOp|Const|Placeholder|_Arg|_Retval|ReadVariableOp|VarHandleOp|_Recv|_Send|Shape|"
+    r"ShapeN|Reshape|_HostRecv|_HostSend|StopGradient|DestroyResourceOp|BroadcastGradientArgs|Size|Rank|"
+    r"ExpandDims|Squeeze|OptionalHasValue|OptionalGetValue|OptionalFromValue|OptionalNone)"
+)
+# aten ops that only make views, allocate, or convert metadata (aten/src/ATen/native/native_functions.yaml).
+_ATEN_VIEW_ALLOC = (
+    r"empty|empty_like|empty_strided|as_strided|view|_unsafe_view|reshape|_reshape_alias|t|transpose|permute|"
+    r"expand|expand_as|squeeze|unsqueeze|detach|detach_|alias|slice|select|narrow|resize_|set_|lift_fresh|"
+    r"contiguous|numpy_T|result_type|is_nonzero|size|stride|dim|broadcast_tensors|unbind|split|chunk|"
+    r"record_stream|view_as|flatten|unflatten|new_empty|new_empty_strided|_has_compatible_shallow_copy_type|"
+    r"resolve_conj|resolve_neg|_local_scalar_dense|item|to|_to_copy|lift_fresh_copy"
+)
+# aten composite ops: their own time is dispatch; the math runs in the op they call
+# (linear → addmm, relu → clamp_min, conv2d → mkldnn_convolution, batch_norm → native_batch_norm).
+_ATEN_COMPOSITE = (
+    r"linear|matmul|conv1d|conv2d|conv3d|convolution|_convolution|_convolution_mode|batch_norm|"
+    r"_batch_norm_impl_index|dropout|cross_entropy_loss|relu|lstm|gru|rnn_tanh|rnn_relu|layer_norm|group_norm|"
+    r"conv_transpose2d|max_pool2d|softmax|convolution_backward_overrideable|einsum|chain_matmul|embedding"
+)
+
+
+@dataclass(frozen=True)
+class RoleRule:
+    """One row: events of ``kinds`` whose name / framework op / call stat match get ``role``."""
+
+    role: Role
+    kinds: frozenset[str]
+    source: str  # where the names come from (profiler, file)
+    name: re.Pattern[str] | None = None  # searched in the event name
+    fw_op: re.Pattern[str] | None = None  # searched in the XPlane framework op (eager_op / tf_op stat)
+    fn_call: bool = False  # the event carries XPlane's tf_function_call stat
+
+
+def _re(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+ROLE_RULES: tuple[RoleRule, ...] = (
+    # ---- compiled code: the math runs here, inside code the profiler does not look into ----
+    RoleRule(Role.COMPILED_CODE, _OP_OR_RANGE, "torch inductor: `## Call CompiledFxGraph <hash> ##` encloses "
+             "the generated code's call (torch/_inductor/output_code.py)", name=_re(r"^## Call CompiledFxGraph")),
+    RoleRule(Role.COMPILED_CODE, _OP, "XLA on CPU: the executable runs the compiled code inline "
+             "(xla/service/cpu/cpu_executable.cc, ThunkExecutor)",
+             name=_re(r"^(CpuExecutable::Execute\w*|ThunkExecutor::Execute|.+:XLA CPU module)$")),
+    # ---- calls: the caller waits while the body runs on other threads or in unrecorded code ----
+    RoleRule(Role.CALL, _OP_OR_RANGE, "TF python line: a tf.function call event, named after the Python "
+             "function (`_step`, Keras `multi_step_on_iterator`), stat tf_function_call", fn_call=True),
+    RoleRule(Role.COMPILE, _OP, "TF op kernel `cluster:_XlaCompile` (XLA auto-clustering compiles here)",
+             name=_re(r":_XlaCompile$")),
+    RoleRule(Role.INPUT, _OP_OR_RANGE, "TF eager runtime running an input op (EagerLocalExecute: "
+             "IteratorGetNext; stat eager_op)", fw_op=_re(rf"^{_INPUT_TYPE}$")),
+    RoleRule(Role.CALL, _OP_OR_RANGE, "TF eager runtime executing a graph function "
+             "(EagerLocalExecute: __inference_f_12, KernelAndDeviceFunc::Run; stat eager_op)",
+             fw_op=_re(rf"^{_FUNCTION_TYPE}$")),
+    RoleRule(Role.CALL, _OP, "TF op kernel whose type is a function (`__inference_f_12:__inference_f_12`, "
+             "`StatefulPartitionedCall`, XLA `_XlaRun`)", name=_re(rf"(^|:){_FUNCTION_TYPE}$")),
+    RoleRule(Role.CALL, _OP, "TF eager runtime, function named in the event (EagerLocalExecute: __inference_…)",
+             name=_re(r"^EagerLocalExecute: (__inference_|__forward_|__backward_)")),
+    RoleRule(Role.CALL, _OP, "torch.compile: AOT autograd's autograd.Function around the compiled graph "
+             "(torch/_functorch/_aot_autograd/runtime_wrappers.py)", name=_re(r"^CompiledFunction(Backward)?$")),
+    RoleRule(Role.CALL, _OP, "TorchScript profiling executor: differentiable graph and its forward / backward "
+             "ranges (torch/csrc/jit/runtime/graph_executor.cpp)",
+             name=_re(r"DifferentiableGraph|^<(forward|backward) op>$")),
+    RoleRule(Role.CALL, _OP_OR_RANGE, "TF1 graph mode: Session.run (TraceMe `SessionRun`, "
+             "tensorflow/core/common_runtime/direct_session.cc); the graph runs on executor threads",
+             name=_re(r"^SessionRun$")),
+    RoleRule(Role.CALL, _OP, "JAX: a jitted call (PjitFunction(f) on the python line)",
+             name=_re(r"^(Pjit|Pmap)Function\(")),
+    # ---- framework runtime around the math ----
+    RoleRule(Role.DISPATCH, _OP, "torch.compile runtime wrappers: guards, cache lookup, AOT prologue/epilogue "
+             "(torch/_dynamo/eval_frame.py, torch/_functorch/_aot_autograd/runtime_wrappers.py)",
+             name=_re(r"^(Torch-Compiled Region|TorchDynamo Cache Lookup|AOTDispatcher Runtime Wrapper|"
+                      r"Pregraph bytecode|PythonDispatchMode)")),
+    RoleRule(Role.DISPATCH, _OP, "torch autograd engine: node evaluation and backward-node wrappers "
+             "(torch/csrc/autograd/engine.cpp, function.h)",
+             name=_re(r"^autograd::engine::evaluate_function: |^[A-Za-z0-9_]+Backward\d*$|^torch::autograd::")),
+    RoleRule(Role.VIEW_ALLOC, _OP, "aten ops that only make views / allocate (native_functions.yaml)",
+             name=_re(rf"^aten::({_ATEN_VIEW_ALLOC})$")),
+    RoleRule(Role.DISPATCH, _OP, "aten composite ops (their math runs in the op they call)",
+             name=_re(rf"^aten::({_ATEN_COMPOSITE})$")),
+    RoleRule(Role.VIEW_ALLOC, _OP, "TF op kernels of no-math types on executor threads (`x/ReadVariableOp:ReadVariableOp`)",
+             name=_re(rf":{_TF_NO_MATH_TYPE}$")),
+    RoleRule(Role.VIEW_ALLOC, _OP_OR_RANGE, "TF eager runtime running a no-math op (stat eager_op ReadVariableOp …)",
+             fw_op=_re(rf"^{_TF_NO_MATH_TYPE}$")),
+    # ---- the math (allowlist) ----
+    RoleRule(Role.COMPUTE, _OP, "aten / prims / quantized / mkldnn / vision leaf ops (torch.profiler cpu_op)",
+             name=_re(r"^(aten|prims|quantized|mkldnn|onednn|fbgemm|torchvision|torchaudio)::\w+$")),
+    RoleRule(Role.COMPUTE, _OP, "TF op kernels `name:Type` on executor threads (tf_Compute, inter-op pools)",
+             name=_re(r"^[^\s:]+:[A-Za-z_]\w*$")),
+    RoleRule(Role.COMPUTE, _OP, "TF eager: the op kernel itself (KernelAndDeviceOp::Run / KernelAndDeviceFunc::Run "
+             "of a math op; the type is in stat eager_op)", name=_re(r"^KernelAndDevice(Func|Op)::Run$")),
+    # ---- everything else that a reader called a framework op or a range ----
+    RoleRule(Role.PYTHON_FRAMEWORK, _RANGE, "torch.optim profile hook ranges around the optimizer's Python "
+             "(torch/optim/optimizer.py: `Optimizer.step#SGD.step`)", name=_re(r"^Optimizer\.\w+#")),
+    RoleRule(Role.DISPATCH, _OP, "any other framework op: runtime (TFE_Py_*, EagerExecute, ExecutorState::Process, "
+             "convert_to_tensor) or an op that is not on the compute allowlist"),
+    RoleRule(Role.DISPATCH, _RANGE, "TF executor / tf.data runtime ranges (ExecutorState::ProcessAsync::Start, "
+             "ExecutorDoneCallback)", name=_re(r"^(ExecutorState::|ExecutorDoneCallback|ThreadpoolListener)")),
+    RoleRule(Role.ANNOTATION, _RANGE, "any other range: user record_function / tf.profiler Trace, library ranges"),
+    # ---- Python frames (torch with_stack / python_function; XPlane `$file.py:12 f`) ----
+    RoleRule(Role.COMPILE, _PYTHON, "Python in the compilers' own modules: dynamo's tracer, AOT autograd's "
+             "compile path, inductor's lowering / codegen, torch.fx, jax's tracing and lowering",
+             name=_re(r"(torch/_dynamo/(convert_frame|symbolic_convert|output_graph|variables/|bytecode_transformation|"
+                      r"guards)|torch/_functorch/_aot_autograd/(jit_compile_runtime_wrappers|dispatch_and_compile_graph|"
+                      r"collect_metadata_analysis|graph_compile)|torch/_functorch/(aot_autograd|partitioners)\.py|"
+                      r"torch/_inductor/(compile_fx|graph|lowering|scheduler|codegen/|ir|fx_passes/|codecache|"
+                      r"async_compile|select_algorithm|decomposition)|torch/fx/(?!graph_module)|torch/_subclasses/fake_|"
+                      r"jax/_src/(interpreters/partial_eval|interpreters/mlir|pjit\.py.*_pjit_lower|compiler\.py))")),
+    RoleRule(Role.PYTHON_FRAMEWORK, _PYTHON, "Python in the frameworks' packages, and their C bindings "
+             "(`<built-in method mul of Tensor object>`, `torch/_C` builtins)",
+             name=_re(r"(^|[/\\$])(torch|tensorflow|keras|tf_keras|jax|jaxlib|flax|optax|triton|functorch|"
+                      r"torchvision)[/\\]|<built-in (method|function) \w+ of (type object|Tensor|torch|tensorflow|"
+                      r"PyCapsule)|torch\._C|_pywrap_|torchinductor_")),
+    RoleRule(Role.PYTHON_USER, _PYTHON, "any other Python frame: the user's files, the standard library and "
+             "other packages called from them"),
+)
+
+# Python builtins whose owner says nothing about who is working (`<built-in method append of
+# list object>`): they take the role of the frame that called them.
+_BUILTIN = re.compile(r"^<built-in (method|function) ")
+# XLA thunks are named after HLO instructions ("custom-call.1", "loop_convert_fusion").
+_XLA_THUNK = re.compile(r"^[A-Za-z_][\w.\-]*$")
+
+
+def assign_roles(events: pd.DataFrame) -> np.ndarray:
+    """The role of every row (object array of :class:`Role` values), rules then nesting."""
+    n = len(events)
+    kind = events["kind"].to_numpy().astype(object)
+    role = np.full(n, "", dtype=object)
+    for k, r in KIND_ROLES.items():
+        role[kind == k] = r.value
+    names = events["name"]
+    name_codes = names.cat.codes.to_numpy()
+    name_values = [str(c) for c in names.cat.categories]
+    fw_codes, fw_values = _category(events, "fw_op")
+    call_codes, call_values = _category(events, "fn_call")
+    has_call = np.array([v != "" for v in call_values] + [False], dtype=bool)[call_codes]
+    for rule in ROLE_RULES:
+        open_rows = (role == "") & np.isin(kind, list(rule.kinds))
+        if not open_rows.any():
+            continue
+        match = open_rows
+        if rule.name is not None:
+            match = match & _lookup(rule.name, name_values, name_codes)
+        if rule.fw_op is not None:
+            match = match & _lookup(rule.fw_op, fw_values, fw_codes)
+        if rule.fn_call:
+            match = match & has_call
+        role[match] = rule.role.value
+    role[role == ""] = Role.ANNOTATION.value
+    return _nesting(events, role, name_values, name_codes)
+
+
+def _category(events: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str]]:
+    if column not in events.columns:
+        return np.full(len(events), -1, dtype=np.int64), []
+    col = events[column]
+    if not isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype(str).astype("category")
+    return col.cat.codes.to_numpy(), ["" if pd.isna(c) else str(c) for c in col.cat.categories]
+
+
+def _lookup(pattern: re.Pattern[str], values: list[str], codes: np.ndarray) -> np.ndarray:
+    """Match a pattern once per distinct value; code -1 (missing) never matches."""
+    hit = np.array([bool(pattern.search(v)) for v in values] + [False], dtype=bool)
+    return hit[codes]
+
+
+def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], name_codes: np.ndarray) -> np.ndarray:
+    """Nesting rules, top-down so they flow through whole subtrees:
+
+    - inside graph building → graph_build; inside compilation → compile (ops run while tracing, the
+      passes inside a compile range); inside input → input (map functions' ops);
+    - a framework op directly inside compiled code is compute (XLA thunks; aten ops it calls);
+    - a Python builtin of no framework takes the role of the Python frame that called it.
+    """
+    parent = events["parent"].to_numpy()
+    depth = events["depth"].to_numpy()
+    kind = events["kind"].to_numpy()
+    builtin = _lookup(_BUILTIN, name_values, name_codes) & (kind == Kind.PYTHON.value)
+    thunk_name = _lookup(_XLA_THUNK, name_values, name_codes)
+    inheriting = np.array([Role.GRAPH_BUILD.value, Role.COMPILE.value, Role.INPUT.value], dtype=object)
+    host_roles = [r.value for r in Role if not r.value.startswith("device_") and r is not Role.STEP]
+    max_depth = int(depth.max()) if len(depth) else 0
+    for d in range(1, max_depth + 1):
+        rows = np.flatnonzero((depth == d) & (parent >= 0))
+        if not len(rows):
+            continue
+        par_role = role[parent[rows]]
+        own = role[rows]
+        flow = np.isin(par_role, inheriting) & np.isin(own, host_roles) & (own != Role.SYNC.value)
+        role[rows[flow]] = par_role[flow]
+        thunk = ~flow & (par_role == Role.COMPILED_CODE.value) & (kind[rows] == Kind.HOST_OP.value)
+        thunk &= (own == Role.DISPATCH.value) & thunk_name[rows]
+        role[rows[thunk]] = Role.COMPUTE.value
+        inherit = ~flow & builtin[rows] & (role[rows] == Role.PYTHON_USER.value)
+        inherit &= np.isin(par_role, [Role.PYTHON_USER.value, Role.PYTHON_FRAMEWORK.value, Role.COMPILE.value])
+        role[rows[inherit]] = par_role[inherit]
+    return role
