@@ -224,4 +224,7 @@ def op_names(events: pd.DataFrame) -> np.ndarray:
         return names
     fw = events["fw_op"].astype(object).to_numpy()
     known = pd.notna(fw) & (fw != "")
+    # Compiled code (an XLA executable) inherits the function's name as its framework op; it is
+    # named after itself so that a call wrapper's name never labels math.
+    known &= events["role"].to_numpy() != Role.COMPILED_CODE.value
     return np.where(known, fw, names)

@@ -23,8 +23,10 @@ unrecorded            idle (nothing recorded) share                ≥ 3 % / ≥
 
 Findings are ranked by the time they explain per steady step (``Finding.explains_ns``: the
 bucket they grade; the mean gap for ``host_between_steps``; the cold step's extra time spread
-over the captured steps for ``cold_compile``); ``low_utilization`` and ``short_kernels`` restate
-other buckets and explain no time of their own. The first graded finding is the largest cause.
+over the captured steps for ``cold_compile``, which comes after the graded steady-state findings
+unless its extra time outweighs all the steady steps captured); ``low_utilization`` and
+``short_kernels`` restate other buckets and explain no time of their own. The first graded
+finding is the largest cause.
 """
 
 from __future__ import annotations
@@ -153,13 +155,16 @@ def cold_compile(diag: "Diagnosis") -> Finding:
     # graph building: a cold eager step is slow for other reasons (allocator warm-up, lazy
     # initialisation) that no compilation setting changes.
     grade = _grade(worth, 2.0, 10.0) if build > 0 else "none"
-    # Ranked by the extra time spread over the captured steps: a one-time cost.
+    # Ranked by the extra time spread over the captured steps: a one-time cost. It leads the
+    # findings only when it outweighs all the steady steps captured with it.
     amortized = extra / max(len(table), 1)
+    steady_total = float(table["duration"].to_numpy()[diag.steady_positions].sum())
     return Finding(
         "cold_compile", "tracing / compilation cost of the cold first step", grade,
         f"the cold step #{table['number'].iloc[i]} takes {fmt_ns(extra)} more than a steady step "
         f"({worth:.1f} steady steps' worth); {fmt_ns(build)} of it is marked graph building/compilation",
-        {"cold_extra_ns": extra, "steady_steps_worth": worth, "cold_graph_build_ns": build},
+        {"cold_extra_ns": extra, "steady_steps_worth": worth, "cold_graph_build_ns": build,
+         "dominates_capture": bool(extra > steady_total)},
         "a one-time cost: it matters for short jobs and benchmarks; cache compiled artefacts "
         "(TORCHINDUCTOR_CACHE_DIR, XLA persistent cache) or exclude warm-up from timings",
         "extra time ≥ 2 steady steps moderate, ≥ 10 high, when the cold step builds graphs",
@@ -323,9 +328,16 @@ def findings(diag: "Diagnosis") -> list[Finding]:
     (largest first); then the rules that found no problem, then those skipped. Ties keep the
     order of the rules above, so the ranking is deterministic."""
     found = [fn(diag) for fn in RULES]
-    tier = {"high": 0, "moderate": 0, "none": 1, "skipped": 2}
-    order = sorted(range(len(found)), key=lambda i: (tier[found[i].grade], -found[i].explains_ns, i))
-    return [found[i] for i in order]
+    tier = {"high": 0.0, "moderate": 0.0, "none": 1.0, "skipped": 2.0}
+
+    def rank(i: int) -> tuple[float, float, int]:
+        f = found[i]
+        t = tier[f.grade]
+        if f.rule == "cold_compile" and t == 0.0 and not f.evidence.get("dominates_capture"):
+            t = 0.5  # a one-time cost: after the steady-state causes unless it dominates the capture
+        return (t, -f.explains_ns, i)
+
+    return [found[i] for i in sorted(range(len(found)), key=rank)]
 
 
 def comparison_findings(comparison: "Comparison") -> list[Finding]:
