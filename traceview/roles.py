@@ -154,8 +154,10 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              name=_re(r":_XlaCompile$")),
     RoleRule(Role.INPUT, _OP_OR_RANGE, "TF eager runtime running an input op (EagerLocalExecute: "
              "IteratorGetNext; stat eager_op)", fw_op=_re(rf"^{_INPUT_TYPE}$")),
-    RoleRule(Role.CALL, _OP_OR_RANGE, "TF eager runtime executing a graph function "
-             "(EagerLocalExecute: __inference_f_12, KernelAndDeviceFunc::Run; stat eager_op)",
+    RoleRule(Role.CALL, _OP, "TF eager runtime executing a graph function (EagerExecute, "
+             "EagerKernelExecute, KernelAndDeviceFunc::Run, FunctionRun; stat eager_op __inference_f_12)",
+             name=_re(r"^(TFE_Py_\w+|EagerExecute|EagerLocalExecute: .*|EagerKernelExecute|"
+                      r"KernelAndDevice(Func|Op)::Run|FunctionRun)$"),
              fw_op=_re(rf"^{_FUNCTION_TYPE}$")),
     RoleRule(Role.CALL, _OP, "TF op kernel whose type is a function (`__inference_f_12:__inference_f_12`, "
              "`StatefulPartitionedCall`, XLA `_XlaRun`)", name=_re(rf"(^|:){_FUNCTION_TYPE}$")),
