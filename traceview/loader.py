@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from traceview.analyzers.steps import Steps, find_steps
+from traceview.capture_facts import capture_facts
 from traceview.normalize import normalize
 from traceview.readers import detect, discover
 from traceview.schema import Timeline
@@ -21,6 +22,9 @@ def load_with_steps(path: str | Path) -> tuple[Timeline, Steps]:
     path = Path(path)
     reader = detect(path)
     timeline = normalize(reader.read(path))
+    facts = capture_facts(path)
+    if facts:
+        timeline.meta.extra["capture"] = facts
     steps = find_steps(timeline)
     return timeline, steps
 

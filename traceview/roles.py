@@ -20,6 +20,8 @@ compile             backend compilation (XLA passes, inductor), and anything ins
 input               input pipeline (DataLoader next, tf.data, IteratorGetNext), and inside it
 sync                host blocked on a device
 launch / runtime    runtime / driver API calls
+startup             a runtime / driver call so long it can only be one-time start-up: context
+                    creation, module loading, library initialisation (≥ STARTUP_CALL_NS)
 python_framework    Python frames in the frameworks' own packages (and their C bindings)
 python_user         Python frames in the user's files (and builtins they call)
 annotation          a range the user (or a library) opened; its own time is host work
@@ -62,6 +64,7 @@ class Role(str, Enum):
     PYTHON_USER = "python_user"
     ANNOTATION = "annotation"
     STEP = "step"
+    STARTUP = "startup"
     DEVICE_KERNEL = "device_kernel"
     DEVICE_MEMCPY = "device_memcpy"
     DEVICE_MEMSET = "device_memset"
@@ -222,6 +225,12 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              "other packages called from them"),
 )
 
+# A runtime / driver call this long is one-time start-up, whatever its name: CUDA context
+# creation lands in the first runtime call (29.9 s in cudaDeviceGetStreamPriorityRange on the
+# shared A100 alexnet trace), lazy cuDNN / cuBLAS initialisation in cudaFree (6.0 s), lazy module
+# loading in the first cudaLaunchKernel (3.1 s). Steady-state runtime calls take µs.
+STARTUP_CALL_NS = 100_000_000
+
 # Python builtins whose owner says nothing about who is working (`<built-in method append of
 # list object>`): they take the role of the frame that called them.
 _BUILTIN = re.compile(r"^<built-in (method|function) ")
@@ -255,6 +264,8 @@ def assign_roles(events: pd.DataFrame) -> np.ndarray:
             match = match & has_call
         role[match] = rule.role.value
     role[role == ""] = Role.ANNOTATION.value
+    api = np.isin(kind, [Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
+    role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = Role.STARTUP.value
     return _nesting(events, role, name_values, name_codes)
 
 
@@ -304,3 +315,11 @@ def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], nam
         inherit &= np.isin(par_role, [Role.PYTHON_USER.value, Role.PYTHON_FRAMEWORK.value, Role.COMPILE.value])
         role[rows[inherit]] = par_role[inherit]
     return role
+
+
+def roles_markdown() -> str:
+    """The role rules as a markdown table (docs/attribution.md embeds it; a test checks it)."""
+    lines = ["| row | role | kinds | names (where they come from) |", "|---|---|---|---|"]
+    for i, rule in enumerate(ROLE_RULES, 1):
+        lines.append(f"| {i} | `{rule.role.value}` | {', '.join(sorted(rule.kinds))} | {rule.source} |")
+    return "\n".join(lines) + "\n"

@@ -113,6 +113,8 @@ LAYERS: tuple[Layer, ...] = (
           "the step's thread runs compiled code (XLA executable, inductor graph) outside recorded ops"),
     Layer("graph_build.graph", "host", (R.GRAPH_BUILD.value,), _DEV, "(device idle) a host thread traces a graph"),
     Layer("graph_build.compile", "host", (R.COMPILE.value,), _DEV, "(device idle) a host thread compiles"),
+    Layer("graph_build.startup", "host", (R.STARTUP.value,), _BOTH,
+          "(device idle) one-time runtime start-up: context creation, module loading, library init"),
     Layer("graph_build.graph", "driver", (R.GRAPH_BUILD.value,), _CPU, "the step's thread traces a graph"),
     Layer("graph_build.compile", "driver", (R.COMPILE.value,), _CPU, "the step's thread compiles"),
     Layer("sync_wait", "host", (R.SYNC.value, R.DEVICE_SYNC.value), _DEV,

@@ -122,7 +122,9 @@ def short_kernels(diag: "Diagnosis") -> Finding:
 @rule
 def steady_graph_build(diag: "Diagnosis") -> Finding:
     shares, total = _shares(diag)
-    share = shares["graph_build"]
+    # One-time runtime start-up has its own finding (startup).
+    startup_ns = diag.steady_details().get("graph_build.startup", 0.0)
+    share = max(shares["graph_build"] - (startup_ns / total if total else 0.0), 0.0)
     table = diag.steps.table
     steady_events = int(table["graph_build_events"].to_numpy()[diag.steady_positions].sum())
     return Finding(
@@ -169,6 +171,30 @@ def cold_compile(diag: "Diagnosis") -> Finding:
         "(TORCHINDUCTOR_CACHE_DIR, XLA persistent cache) or exclude warm-up from timings",
         "extra time ≥ 2 steady steps moderate, ≥ 10 high, when the cold step builds graphs",
         amortized if grade != "none" else 0.0,
+    )
+
+
+@rule
+def startup(diag: "Diagnosis") -> Finding:
+    table = diag.steps.table
+    per = diag.attribution.details
+    column = "graph_build.startup"
+    if column not in per.columns or not per[column].any():
+        return Finding("startup", "one-time runtime start-up inside the steps", "none",
+                       "no runtime call long enough to be start-up (context creation, module loading)",
+                       {"startup_ns": 0}, "", "≥ 10 % of the analysed time moderate, ≥ 50 % high")
+    startup_ns = float(per[column].sum())
+    total = float(table["duration"].sum())
+    share = startup_ns / total if total else 0.0
+    return Finding(
+        "startup", "one-time runtime start-up inside the steps", _grade(share, 0.10, 0.50),
+        f"{fmt_ns(startup_ns)} ({fmt_pct(share)} of the analysed time) is one-time device runtime start-up: "
+        "runtime calls too long for steady state (context creation, lazy module / library loading)",
+        {"startup_ns": startup_ns, "startup_share": share, "step_rule": diag.steps.rule},
+        "a one-time cost, not the training step's: profile steps after warm-up (torch.profiler "
+        "schedule(wait=…, warmup=…, active=…) with prof.step() per iteration) so the trace has steady steps",
+        "≥ 10 % of the analysed time moderate, ≥ 50 % high",
+        startup_ns / max(len(table), 1),
     )
 
 
@@ -273,7 +299,7 @@ def compute_bound(diag: "Diagnosis") -> Finding:
     kernels = diag.kernels
     top = "" if kernels is None or kernels.empty else str(kernels.iloc[0]["name"])
     top_share = 0.0 if kernels is None or kernels.empty else float(kernels.iloc[0]["share"])
-    threads = diag.timeline.meta.extra.get("intra_op_threads")
+    threads = (diag.timeline.meta.extra.get("capture") or {}).get("intra_op_threads")
     where = (f"; the top one, '{top[:60]}', is {fmt_pct(top_share)} of it" if top else "")
     thread_note = f"; captured with {threads} intra-op thread(s)" if threads else ""
     return Finding(

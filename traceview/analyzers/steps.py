@@ -15,8 +15,9 @@ device work its host part launched", as the removed PyTorch TensorBoard plugin d
 never overlap: a step starts no earlier than the previous window ends. Every step is kept — the
 last one too (Holistic Trace Analysis drops the last ProfilerStep; traceview does not).
 
-Cold steps: a step that holds graph building or compilation, and a leading step slower than
-``COLD_FACTOR`` × the median of the others. Steady state = the steps that are not cold.
+Cold steps: a step that holds graph building or compilation, a leading step slower than
+``COLD_FACTOR`` × the median of the others, and the steps a capture's manifest lists as cold or
+warm-up. Steady state = the steps that are not cold.
 """
 
 from __future__ import annotations
@@ -135,6 +136,11 @@ def find_steps(timeline: Timeline) -> Steps:
         # Every step builds graphs (e.g. retracing each step): none is "cold", they are the steady state.
         cold[:] = False
         cold[0] = duration[0] > COLD_FACTOR * np.median(duration[1:])
+    capture = timeline.meta.extra.get("capture") or {}
+    declared = set(capture.get("cold_steps", [])) | set(capture.get("warmup_steps", []))
+    if declared and rule == "markers" and not np.isin(numbers, sorted(declared)).all():
+        # The capture's manifest says which steps were cold or warm-up: they are not steady state.
+        cold |= np.isin(numbers, sorted(declared))
 
     table = pd.DataFrame(
         {

@@ -59,6 +59,8 @@ def diagnosis_markdown(diag: Any) -> list[str]:
         f"### traceview diagnose: {cell(meta.source)}",
         "",
         f"**Steady-state step: {fmt_ns(diag.steady_step_ns)}** (median of {len(diag.steady_positions)} steady steps; "
+        + (f"unprofiled {fmt_ns(diag.unprofiled_step_ns)}, profiler ×{diag.profiler_inflation:.2f}; "
+           if diag.profiler_inflation is not None else "") +
         f"{meta.framework}, {meta.format}" + (f", host {cell(meta.host_name)}" if meta.host_name else "")
         + f"; devices: {devices})",
         "",

@@ -93,6 +93,9 @@ def _steady(diag: Any, width: int) -> Group:
         ("Steady-state step ", "bold"),
         (fmt_ns(diag.steady_step_ns), "bold cyan"),
         (f"  (median of {len(diag.steady_positions)}; mean {fmt_ns(total)}; "
+         + (f"unprofiled {fmt_ns(diag.unprofiled_step_ns)}, profiler ×{diag.profiler_inflation:.2f}; "
+            if diag.profiler_inflation is not None else "")
+         +
          f"attribution on {'device + host' if diag.attribution.mode == 'device' else 'host threads (CPU-only)'})", ""),
     )
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
