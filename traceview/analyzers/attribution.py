@@ -33,9 +33,9 @@ never compute.
 between the marker's edges and its first / last event): up to the threshold they are framework
 glue (``launch_overhead.inferred``), longer ones are host work the profiler did not see
 (``host_compute.inferred``: user code, garbage collection). The threshold is calibrated per
-trace — ``GAP_FACTOR`` × the median gap between the step thread's events, within
-[``GAP_MIN_NS``, ``GAP_MAX_NS``] — unless ``dispatch_gap_ns`` fixes it (0: gaps stay idle). The
-report states the rule used.
+trace from the gap sizes themselves (the top of the framework-glue population, below the
+largest jump in the sorted sizes; see ``GAP_BREAK``) unless ``dispatch_gap_ns`` fixes it (0: gaps
+stay idle). The report states the rule used.
 
 Differences from the peers (see docs/attribution.md): HTA's temporal breakdown looks at the GPU
 only (idle = span − union of GPU events; sync events count as busy), XProf's overview splits
@@ -65,13 +65,16 @@ BUCKETS: tuple[str, ...] = (
     "host_compute",
     "idle",
 )
-# Calibration of the inferred-gap rule (no explicit --dispatch-gap-us): a gap on the step's thread
-# is framework glue when it is at most GAP_FACTOR × the median gap between its recorded events,
-# kept within [GAP_MIN_NS, GAP_MAX_NS]. Measured on the TF eager sample captures: 99 % of the gaps
-# between ops are under 0.5 ms with a median of 20–40 µs, while user code stretches are ≥ 1 ms.
-GAP_FACTOR = 10
+# Calibration of the inferred-gap rule (no explicit --dispatch-gap-us). Gaps on the step's thread
+# between framework events form one population of framework glue (Python op wrappers, Keras, the
+# tape: median 8–25 µs, 99th percentile 0.5–0.7 ms, largest ~2 ms on the TF eager sample
+# captures, with no jump in between); user code and garbage collection add a second population of
+# longer stretches. The threshold is the top of the lower population: the gap below the largest
+# jump (≥ GAP_BREAK× between consecutive sorted gap sizes, the larger one ≥ GAP_MIN_NS); with no
+# such jump, GAP_MAX_NS. Always within [GAP_MIN_NS, GAP_MAX_NS].
+GAP_BREAK = 3.0
 GAP_MIN_NS = 100_000
-GAP_MAX_NS = 1_000_000
+GAP_MAX_NS = 2_000_000
 
 R = Role
 
@@ -376,6 +379,22 @@ def _queued(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return launch_end, np.maximum(ts[dev], launch_end)
 
 
+def calibrated_gap_threshold(length: np.ndarray) -> tuple[int, str]:
+    """The gap threshold from the gap sizes themselves (see GAP_BREAK), and the rule in words."""
+    sizes = np.sort(length.astype(np.int64))
+    if len(sizes) >= 2:
+        ratio = sizes[1:] / np.maximum(sizes[:-1], 1)
+        candidate = (ratio >= GAP_BREAK) & (sizes[1:] >= GAP_MIN_NS)
+        if candidate.any():
+            i = int(np.argmax(np.where(candidate, ratio, 0.0)))
+            threshold = int(min(max(sizes[i], GAP_MIN_NS), GAP_MAX_NS))
+            return threshold, (f"calibrated: the largest jump in the step thread's gap sizes ({ratio[i]:.1f}× "
+                               f"from {sizes[i] / 1e3:.0f} to {sizes[i + 1] / 1e3:.0f} µs over {len(sizes)} gaps); "
+                               f"gaps up to {threshold / 1e3:.0f} µs are framework glue")
+    return GAP_MAX_NS, (f"calibrated: no jump ≥ {GAP_BREAK:.0f}× in the step thread's {len(sizes)} gap sizes, so the "
+                        f"ceiling {GAP_MAX_NS / 1e3:.0f} µs: gaps up to it are framework glue")
+
+
 def driver_gaps(
     ev: pd.DataFrame, steps: Steps, options: AttributionOptions
 ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], int, str]:
@@ -416,11 +435,7 @@ def driver_gaps(
         threshold = int(options.dispatch_gap_ns)
         rule = f"fixed at {threshold / 1e3:.0f} µs (--dispatch-gap-us)"
     elif len(length):
-        median = float(np.median(length))
-        threshold = int(min(max(GAP_FACTOR * median, GAP_MIN_NS), GAP_MAX_NS))
-        rule = (f"calibrated: {GAP_FACTOR}× the median gap between the step thread's events "
-                f"({median / 1e3:.1f} µs over {len(length)} gaps), kept within "
-                f"{GAP_MIN_NS / 1e3:.0f}–{GAP_MAX_NS / 1e3:.0f} µs")
+        threshold, rule = calibrated_gap_threshold(length)
     else:
         threshold, rule = GAP_MIN_NS, "no gaps on the step's thread"
     short = length <= threshold
