@@ -98,3 +98,16 @@ def test_unknown_host_events_are_never_compute():
     frame = _frame([{"kind": "host_op", "name": "SomethingNew"}, {"kind": "annotation", "name": "forward"},
                     {"kind": "host_op", "name": "forward"}])
     assert not np.isin(assign_roles(frame), [Role.COMPUTE.value, Role.COMPILED_CODE.value]).any()
+
+
+def test_calls_inside_a_tracing_call_are_tracing_calls():
+    frame = build_events({"ts": [0, 10, 20, 500], "dur": [400, 300, 200, 100],
+                          "kind": ["host_op"] * 4, "track": ["t"] * 4,
+                          "name": ["_step", "TFE_Py_ExecuteCancelable", "EagerLocalExecute: __inference__step_1",
+                                   "_step"]})
+    frame["parent"] = [-1, 0, 1, -1]
+    frame["depth"] = np.array([0, 1, 2, 0], dtype=np.int16)
+    frame["fw_op"] = pd.Categorical(["", "", "", ""])
+    frame["fn_call"] = pd.Categorical(["traced-nonXla", "", "", "notTraced-nonXla"])
+    role = assign_roles(frame).tolist()
+    assert role == [Role.CALL_TRACING.value, Role.DISPATCH.value, Role.CALL_TRACING.value, Role.CALL.value]

@@ -13,6 +13,9 @@ call                a call whose body runs elsewhere or is not recorded: a tf.fu
                     ``EagerLocalExecute: __inference_…``, Keras ``multi_step_on_iterator``,
                     ``CompiledFunction``, TorchScript's ``DifferentiableGraph``, ``PjitFunction``.
                     Its own time is the caller *waiting*, never compute
+call_tracing        a call that traced its function in this very call (XPlane stat
+                    tf_function_call = traced-…), and the calls inside it: while it waits with
+                    nothing recorded elsewhere, the runtime instantiates and optimizes the new graph
 dispatch            framework runtime: op wrappers, autograd engine, executor bookkeeping
 view_alloc          framework ops that only make views, allocate or read variables
 graph_build         tracing / graph construction, and anything that runs inside it
@@ -52,6 +55,7 @@ class Role(str, Enum):
     COMPUTE = "compute"
     COMPILED_CODE = "compiled_code"
     CALL = "call"
+    CALL_TRACING = "call_tracing"
     DISPATCH = "dispatch"
     VIEW_ALLOC = "view_alloc"
     GRAPH_BUILD = "graph_build"
@@ -264,9 +268,10 @@ def assign_roles(events: pd.DataFrame) -> np.ndarray:
             match = match & has_call
         role[match] = rule.role.value
     role[role == ""] = Role.ANNOTATION.value
+    tracing = np.array([v.startswith("traced") for v in call_values] + [False], dtype=bool)[call_codes]
     api = np.isin(kind, [Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
     role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = Role.STARTUP.value
-    return _nesting(events, role, name_values, name_codes)
+    return _nesting(events, role, name_values, name_codes, tracing)
 
 
 def _category(events: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str]]:
@@ -284,12 +289,14 @@ def _lookup(pattern: re.Pattern[str], values: list[str], codes: np.ndarray) -> n
     return hit[codes]
 
 
-def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], name_codes: np.ndarray) -> np.ndarray:
+def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
+             tracing: np.ndarray) -> np.ndarray:
     """Nesting rules, top-down so they flow through whole subtrees:
 
     - inside graph building → graph_build; inside compilation → compile (ops run while tracing, the
       passes inside a compile range); inside input → input (map functions' ops);
     - a framework op directly inside compiled code is compute (XLA thunks; aten ops it calls);
+    - a call anywhere inside a call that traces (``call_tracing``) is ``call_tracing`` too;
     - a Python builtin of no framework takes the role of the Python frame that called it.
     """
     parent = events["parent"].to_numpy()
@@ -299,6 +306,8 @@ def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], nam
     thunk_name = _lookup(_XLA_THUNK, name_values, name_codes)
     inheriting = np.array([Role.GRAPH_BUILD.value, Role.COMPILE.value, Role.INPUT.value], dtype=object)
     host_roles = [r.value for r in Role if not r.value.startswith("device_") and r is not Role.STEP]
+    in_tracing = tracing.copy()
+    role[in_tracing & (role == Role.CALL.value)] = Role.CALL_TRACING.value
     max_depth = int(depth.max()) if len(depth) else 0
     for d in range(1, max_depth + 1):
         rows = np.flatnonzero((depth == d) & (parent >= 0))
@@ -311,6 +320,9 @@ def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], nam
         thunk = ~flow & (par_role == Role.COMPILED_CODE.value) & (kind[rows] == Kind.HOST_OP.value)
         thunk &= (own == Role.DISPATCH.value) & thunk_name[rows]
         role[rows[thunk]] = Role.COMPUTE.value
+        in_tracing[rows] |= in_tracing[parent[rows]]
+        tracing_call = in_tracing[rows] & (role[rows] == Role.CALL.value)
+        role[rows[tracing_call]] = Role.CALL_TRACING.value
         inherit = ~flow & builtin[rows] & (role[rows] == Role.PYTHON_USER.value)
         inherit &= np.isin(par_role, [Role.PYTHON_USER.value, Role.PYTHON_FRAMEWORK.value, Role.COMPILE.value])
         role[rows[inherit]] = par_role[inherit]

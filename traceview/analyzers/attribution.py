@@ -26,8 +26,9 @@ Python → host_compute …). Where it waits in a *call* (a tf.function / Keras 
 function, Session.run, TorchScript's differentiable graph, AOT's CompiledFunction, a jitted
 JAX call), the moment goes to what the other threads do, in the order of the ``others`` rows:
 compute → kernel.other_threads, tracing / compiling → graph_build, input pipeline → input,
-executor runtime → dispatch, nothing → launch_overhead.call. A call wrapper's own time is
-never compute.
+executor runtime → dispatch, nothing → launch_overhead.call (graph_build.instantiate in a call
+that traced its function this time: the runtime instantiates and optimizes the new graph). A
+call wrapper's own time is never compute.
 
 **Unrecorded gaps** on the step's thread inside a step (between its top-level events, and
 between the marker's edges and its first / last event): up to the threshold they are framework
@@ -103,7 +104,8 @@ SCOPES = {
 _CPU, _DEV, _BOTH = frozenset({"cpu"}), frozenset({"device"}), frozenset({"cpu", "device"})
 # Special selectors: the driver waits in a call; short / long unrecorded gaps on the driver;
 # a launched kernel queued; copies by direction; nothing recorded on the others while waiting.
-WAIT, GAP_SHORT, GAP_LONG, QUEUED, CALL_FALLBACK = "<wait>", "<short gap>", "<long gap>", "<queued>", "<nothing>"
+WAIT, WAIT_TRACING = "<wait>", "<wait, tracing call>"
+GAP_SHORT, GAP_LONG, QUEUED, CALL_FALLBACK = "<short gap>", "<long gap>", "<queued>", "<nothing>"
 COPY_KINDS = ("H2D", "D2H", "D2D", "P2P", "H2H", "other", "memset")
 
 # Priority order: the first layer active in a moment wins it.
@@ -128,7 +130,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("launch_overhead.queued", "device", (QUEUED,), _DEV, "a launched kernel waits to start"),
     Layer("input", "driver", (R.INPUT.value,), _CPU, "the step's thread is in the input pipeline"),
     Layer("launch_overhead.dispatch", "host",
-          (R.DISPATCH.value, R.VIEW_ALLOC.value, R.CALL.value, R.COMPILED_CODE.value, R.COMPUTE.value), _DEV,
+          (R.DISPATCH.value, R.VIEW_ALLOC.value, R.CALL.value, R.CALL_TRACING.value, R.COMPILED_CODE.value,
+           R.COMPUTE.value), _DEV,
           "(device idle) a framework op / call dispatches on the host"),
     Layer("input", "host", (R.INPUT.value,), _DEV, "(device idle) input pipeline"),
     Layer("launch_overhead.dispatch", "driver", (R.DISPATCH.value, R.VIEW_ALLOC.value), _CPU,
@@ -141,6 +144,8 @@ LAYERS: tuple[Layer, ...] = (
           "the step's thread is inside a user range, outside every recorded op"),
     Layer(WAIT, "driver", (R.CALL.value,), _CPU,
           "the step's thread waits in a call: the moment goes to what the other threads do (rows below)"),
+    Layer(WAIT_TRACING, "driver", (R.CALL_TRACING.value,), _CPU,
+          "the same, in a call that traced its function this time (rows below; last row differs)"),
     Layer("launch_overhead.inferred", "driver", (GAP_SHORT,), _BOTH,
           "unrecorded gap between the step thread's events, shorter than the gap threshold (framework glue)"),
     Layer("host_compute.inferred", "driver", (GAP_LONG,), _BOTH,
@@ -154,10 +159,12 @@ LAYERS: tuple[Layer, ...] = (
     Layer("input", "others", (R.INPUT.value,), _CPU, "… another thread runs the input pipeline"),
     Layer("sync_wait", "others", (R.SYNC.value,), _CPU, "… another thread blocks on a device"),
     Layer("launch_overhead.dispatch", "others",
-          (R.DISPATCH.value, R.VIEW_ALLOC.value, R.CALL.value, R.PYTHON_FRAMEWORK.value), _CPU,
+          (R.DISPATCH.value, R.VIEW_ALLOC.value, R.CALL.value, R.CALL_TRACING.value, R.PYTHON_FRAMEWORK.value), _CPU,
           "… another thread runs framework runtime (executor bookkeeping)"),
     Layer("launch_overhead.call", "others", (CALL_FALLBACK,), _CPU,
-          "… nothing is recorded elsewhere: the call's own runtime (function instantiation, executor start-up)"),
+          "… nothing is recorded elsewhere: the call's own runtime (executor start-up, bookkeeping)"),
+    Layer("graph_build.instantiate", "others", (CALL_FALLBACK,), _CPU,
+          "… nothing is recorded elsewhere, in a tracing call: the new graph is instantiated and optimized"),
 )
 
 
@@ -215,14 +222,20 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     for i, (s, e) in enumerate(intervals):
         active[i] = _covered(points, s, e)
     others = np.array([layer.scope == "others" for layer in layers], dtype=bool)
-    first = np.flatnonzero(~others)
-    winner = _first_active(active, first)
-    wait = np.array([layer.name == WAIT for layer in layers], dtype=bool)
-    waiting = (winner >= 0) & wait[np.maximum(winner, 0)]
-    if waiting.any():
-        # The step's thread waits in a call: the first active "others" layer wins (the last,
-        # CALL_FALLBACK, is always active).
-        winner[waiting] = _first_active(active[:, waiting], np.flatnonzero(others))
+    fallback = np.array([CALL_FALLBACK in layer.selects for layer in layers], dtype=bool)
+    winner = _first_active(active, np.flatnonzero(~others))
+    names = [layer.name for layer in layers]
+    resolvers = np.flatnonzero(others & ~fallback)
+    for wait_name, fallback_name in ((WAIT, "launch_overhead.call"), (WAIT_TRACING, "graph_build.instantiate")):
+        if wait_name not in names:
+            continue
+        waiting = winner == names.index(wait_name)
+        if waiting.any():
+            # The step's thread waits in a call: the first active "others" layer wins; with nothing
+            # recorded elsewhere, the call's own runtime (or, in a tracing call, instantiation).
+            resolved = _first_active(active[:, waiting], resolvers)
+            resolved[resolved < 0] = names.index(fallback_name)
+            winner[waiting] = resolved
     bucket_of_layer = np.array([BUCKETS.index(layer.bucket) if layer.bucket in BUCKETS else -1 for layer in layers])
     bucket = np.where(winner >= 0, bucket_of_layer[np.maximum(winner, 0)], BUCKETS.index("idle"))
     return _Segments(seg_start, seg_len, step_idx, in_step, winner, bucket, [layer.name for layer in layers],
@@ -345,9 +358,7 @@ def _layer_intervals(
         elif sel == (GAP_LONG,):
             out.append(long_)
         elif sel == (CALL_FALLBACK,):
-            # Always active: it wins only where no other "others" layer does.
-            table = steps.table
-            out.append((table["start"].to_numpy(), table["end"].to_numpy()) if len(table) else empty)
+            out.append(empty)  # chosen in _segments where no other "others" layer is active
         else:
             wanted = np.isin(piece_role, list(sel))
             if layer.scope == "driver":
