@@ -3,9 +3,9 @@ TF op kernels (eager, tf.function, fit, graph-v1) of each sample workload, side 
 what the trace says about the op kernels that ran: compute ops per step, their mean time, and
 the op types only one side ran (fusions such as ``_FusedMatMul``, eager-only casts).
 
-    python -m benchmarks.kernel_consistency [--markdown]
+    python -m benchmarks.kernel_consistency
 
-Prints one row per workload and mode, and for every pair more than 2× apart the op-type
+Prints a markdown table, one row per workload and mode, and for every pair more than 2× apart the op-type
 difference that explains it.
 """
 
@@ -50,8 +50,7 @@ def profile(folder: Path) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args()
+    parser.parse_args()
     lines = ["| workload | mode | kernel / step | compute ops / step | mean op | intra-op threads |",
              "|---|---|---|---|---|---|"]
     notes: list[str] = []

@@ -28,7 +28,7 @@ import numpy as np
 from traceview.analyzers.attribution import BUCKETS, attribution_segments, leaf_compute_ops
 from traceview.renderers.base import Renderer, register
 from traceview.renderers.terminal import BUCKET_LABEL
-from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, shorten
+from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten
 from traceview.schema import Kind
 
 # Bucket colours: the terminal's BUCKET_STYLE hues, tuned for a white page.
@@ -169,8 +169,7 @@ def render(diagnoses: list[Any], comparisons: list[Any] | None = None, title: st
 def _comparison(cmp: Any) -> str:
     """The gap between two traces: headline, per-bucket deltas, op families."""
     gap = cmp.gap_ns
-    slower = "candidate" if gap >= 0 else "baseline"
-    ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
+    lead, rest = gap_headline(cmp, BUCKET_LABEL)
     base = Path(cmp.baseline.timeline.meta.source).name
     cand = Path(cmp.candidate.timeline.meta.source).name
     rows = "".join(
@@ -193,8 +192,7 @@ def _comparison(cmp: Any) -> str:
                        for d in cmp.ranked() if gap and d.delta_ns / gap > 0.005)
     return (
         f"<section><h2>{esc(cand)} vs {esc(base)}</h2>"
-        f"<p><strong>The {slower} is {ratio:.2f}× slower</strong>: {esc(fmt_ns(cmp.candidate_step_ns))} vs "
-        f"{esc(fmt_ns(cmp.baseline_step_ns))} per steady step (mean). Where the gap comes from: {causes}. "
+        f"<p><strong>{esc(lead)}</strong>{esc(rest)} Where the gap comes from: {causes}. "
         f"Named causes explain {esc(fmt_pct(cmp.explained_share))}.</p>"
         "<table><tr><th>cause</th><th class=\"num\">baseline</th><th class=\"num\">candidate</th>"
         f"<th class=\"num\">delta</th><th class=\"num\">of gap</th></tr>{rows}</table>"

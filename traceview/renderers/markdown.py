@@ -12,7 +12,7 @@ from typing import Any
 from traceview.analyzers.attribution import BUCKETS
 from traceview.renderers.base import Renderer, register
 from traceview.renderers.terminal import BUCKET_LABEL
-from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, shorten, trace_label
+from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten, trace_label
 
 _NAME_WIDTH = 90
 
@@ -130,16 +130,14 @@ def render(diagnoses: list[Any], comparisons: list[Any] | None = None, **_: Any)
 def render_comparison(cmp: Any, **_: Any) -> str:
     gap = cmp.gap_ns
     base, cand = cmp.baseline, cmp.candidate
-    slower = "candidate" if gap >= 0 else "baseline"
-    ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
+    lead, rest = gap_headline(cmp, BUCKET_LABEL)
     lines = [
         "### traceview compare",
         "",
         f"- baseline: {cell(base.timeline.meta.source)} ({base.timeline.meta.framework})",
         f"- candidate: {cell(cand.timeline.meta.source)} ({cand.timeline.meta.framework})",
         "",
-        f"**The {slower} is {ratio:.2f}× slower**: {fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)} "
-        f"per steady step (mean), gap {fmt_ns(abs(gap))}. Named causes explain {fmt_pct(cmp.explained_share)} of it.",
+        f"**{lead}**{rest} Named causes explain {fmt_pct(cmp.explained_share)} of the gap.",
         "",
     ]
     causes = [d for d in cmp.ranked() if gap and d.delta_ns / gap > 0.005]

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from traceview.analyzers.attribution import BUCKETS
 from traceview.renderers.base import Renderer, register
-from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, shorten, trace_label
+from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten, trace_label
 
 BUCKET_STYLE: dict[str, str] = {
     "kernel": "green",
@@ -298,13 +298,10 @@ def _comparison_parts(cmp: Any, width: int) -> list[Any]:
         m = diag.timeline.meta
         header.add_row(label, f"{m.source} · {m.framework} · {len(diag.steady_positions)} steady steps")
     parts: list[Any] = [Panel(header, title="traceview compare", title_align="left", width=width)]
-    slower = "candidate" if gap >= 0 else "baseline"
-    ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
+    lead, rest = gap_headline(cmp, BUCKET_LABEL)
     headline = Text()
-    headline.append(f"The {slower} is {ratio:.2f}× slower", style="bold")
-    headline.append(f": {fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)} per steady step "
-                    f"(mean; medians {fmt_ns(cand.steady_step_ns)} vs {fmt_ns(base.steady_step_ns)}), "
-                    f"gap {fmt_ns(abs(gap))}.")
+    headline.append(lead, style="bold")
+    headline.append(f"{rest} Medians {fmt_ns(cand.steady_step_ns)} vs {fmt_ns(base.steady_step_ns)}.")
     parts.append(headline)
     causes = [d for d in cmp.ranked() if (d.delta_ns / gap if gap else 0) > 0.005]
     if causes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def fmt_ns(ns: float, compact: bool = False) -> str:
     """A duration with a unit chosen by size: 850 ns, 12.3 µs, 4.56 ms, 1.23 s."""
@@ -49,3 +51,20 @@ def trace_label(source: str) -> str:
     if len(parts) >= 2 and parts[-2]:
         return parts[-2]
     return parts[-1]
+
+
+def gap_headline(cmp: Any, labels: dict[str, str]) -> tuple[str, str]:
+    """The compare report's first line, written once for every format: (lead, rest). The lead
+    says which trace is slower and by how much; the rest names the largest cause of the gap."""
+    gap = cmp.gap_ns
+    slower = "candidate" if gap >= 0 else "baseline"
+    ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
+    lead = f"The {slower} is {ratio:.2f}× slower"
+    rest = (f": {fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)} per steady step (mean), "
+            f"gap {fmt_ns(abs(gap))}")
+    causes = cmp.ranked()
+    if gap and causes and causes[0].delta_ns / gap > 0:
+        top = causes[0]
+        rest += (f"; the largest cause is {labels.get(top.bucket, top.bucket)}: {fmt_ns(abs(top.delta_ns))} per step "
+                 f"({fmt_pct(top.delta_ns / gap)} of the gap)")
+    return lead, rest + "."
