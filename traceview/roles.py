@@ -32,7 +32,8 @@ step                a step marker (its own time is the thread between recorded e
 device_*            device activity (kernel, memcpy, memset, sync, annotation)
 ==================  ==========================================================================
 
-An unknown host event is never ``compute``: compute is an allowlist (:data:`ROLE_RULES` rows
+An op whose recorded input shapes are tiny (≤ ``TINY_OP_ELEMENTS``) is ``dispatch``: its time is
+the per-call cost. An unknown host event is never ``compute``: compute is an allowlist (:data:`ROLE_RULES` rows
 with role ``compute``). Rules are rows of :data:`ROLE_RULES`, tried in order, first match wins;
 each row says where the names come from. Nesting rules (:func:`assign_roles`) then apply:
 everything inside graph building / compilation / input takes that role, an op called by
@@ -235,6 +236,11 @@ ROLE_RULES: tuple[RoleRule, ...] = (
 # loading in the first cudaLaunchKernel (3.1 s). Steady-state runtime calls take µs.
 STARTUP_CALL_NS = 100_000_000
 
+# An op whose largest input holds at most this many elements does at most ~1 µs of math on one
+# CPU core, less than the call itself costs (aten::mul on 8 elements: 2.4 µs own time, torch 2.13
+# CPU): when shapes are recorded, such an op's own time is per-op dispatch, not compute.
+TINY_OP_ELEMENTS = 1024
+
 # Python builtins whose owner says nothing about who is working (`<built-in method append of
 # list object>`): they take the role of the frame that called them.
 _BUILTIN = re.compile(r"^<built-in (method|function) ")
@@ -269,6 +275,12 @@ def assign_roles(events: pd.DataFrame) -> np.ndarray:
         role[match] = rule.role.value
     role[role == ""] = Role.ANNOTATION.value
     tracing = np.array([v.startswith("traced") for v in call_values] + [False], dtype=bool)[call_codes]
+    if "elements" in events.columns:
+        # Shapes recorded (torch record_shapes): an op on a tiny input does next to no math; its own
+        # time is the per-call cost of the framework.
+        elements = events["elements"].to_numpy()
+        tiny = (role == Role.COMPUTE.value) & (elements >= 0) & (elements <= TINY_OP_ELEMENTS)
+        role[tiny] = Role.DISPATCH.value
     api = np.isin(kind, [Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
     role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = Role.STARTUP.value
     return _nesting(events, role, name_values, name_codes, tracing)

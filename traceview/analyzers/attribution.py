@@ -106,6 +106,11 @@ _CPU, _DEV, _BOTH = frozenset({"cpu"}), frozenset({"device"}), frozenset({"cpu",
 # a launched kernel queued; copies by direction; nothing recorded on the others while waiting.
 WAIT, WAIT_TRACING = "<wait>", "<wait, tracing call>"
 GAP_SHORT, GAP_LONG, QUEUED, CALL_FALLBACK = "<short gap>", "<long gap>", "<queued>", "<nothing>"
+GLUE = "<user frame between framework calls>"
+# Roles of the framework's own work on the step's thread (the neighbours that make a short stretch
+# of a user frame the call into the framework).
+_FRAMEWORK_ROLES = frozenset({R.COMPUTE.value, R.COMPILED_CODE.value, R.DISPATCH.value, R.VIEW_ALLOC.value,
+                              R.CALL.value, R.CALL_TRACING.value, R.PYTHON_FRAMEWORK.value})
 COPY_KINDS = ("H2D", "D2H", "D2D", "P2P", "H2H", "other", "memset")
 
 # Priority order: the first layer active in a moment wins it.
@@ -146,6 +151,9 @@ LAYERS: tuple[Layer, ...] = (
           "the step's thread waits in a call: the moment goes to what the other threads do (rows below)"),
     Layer(WAIT_TRACING, "driver", (R.CALL_TRACING.value,), _CPU,
           "the same, in a call that traced its function this time (rows below; last row differs)"),
+    Layer("launch_overhead.binding", "driver", (GLUE,), _BOTH,
+          "the user's Python frame between two framework calls, for no longer than the gap threshold: "
+          "the call into the framework (argument parsing, the binding), not user work"),
     Layer("launch_overhead.inferred", "driver", (GAP_SHORT,), _BOTH,
           "unrecorded gap between the step thread's events, shorter than the gap threshold (framework glue)"),
     Layer("host_compute.inferred", "driver", (GAP_LONG,), _BOTH,
@@ -336,6 +344,9 @@ def _layer_intervals(
     piece_role = role[host_row]
     piece_driver = on_driver[host_row]
     short, long_, threshold, rule = driver_gaps(ev, steps, options)
+    glue = _python_glue(host_start, host_end, piece_role, piece_driver, threshold)
+    piece_role = piece_role.copy()
+    piece_role[glue] = GLUE
     copy_kind = ev["copy_kind"].to_numpy().astype(object)
     copies = np.isin(role, [Role.DEVICE_MEMCPY.value, Role.DEVICE_MEMSET.value])
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
@@ -367,6 +378,27 @@ def _layer_intervals(
                 wanted &= ~piece_driver
             out.append((host_start[wanted], host_end[wanted]))
     return out, threshold, rule
+
+
+def _python_glue(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver: np.ndarray,
+                 threshold: int) -> np.ndarray:
+    """Pieces of a user Python frame's own time on the step's thread that sit between two pieces
+    of framework work and last no longer than the gap threshold: the Python → framework call
+    (argument parsing in the binding, which the Python tracer does not record as a frame)."""
+    glue = np.zeros(len(start), dtype=bool)
+    rows = np.flatnonzero(driver)
+    if len(rows) < 3 or threshold <= 0:
+        return glue
+    rows = rows[np.lexsort((end[rows], start[rows]))]
+    framework = np.isin(role[rows], list(_FRAMEWORK_ROLES))
+    user = role[rows] == R.PYTHON_USER.value
+    short = (end[rows] - start[rows]) <= threshold
+    touching_prev = np.zeros(len(rows), dtype=bool)
+    touching_next = np.zeros(len(rows), dtype=bool)
+    touching_prev[1:] = framework[:-1] & (end[rows[:-1]] == start[rows[1:]])
+    touching_next[:-1] = framework[1:] & (start[rows[1:]] == end[rows[:-1]])
+    glue[rows[user & short & touching_prev & touching_next]] = True
+    return glue
 
 
 def leaf_compute_ops(ev: pd.DataFrame, host_op: np.ndarray) -> np.ndarray:

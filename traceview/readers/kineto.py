@@ -211,6 +211,7 @@ def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Ti
     device = np.where(is_device & (device < 0), pid, device)
     stream = np.where(is_device & (stream < 0), tid, stream)
     correlation = _int_column([a.get("correlation", -1) for a in args])
+    elements = np.array([_largest_input(a.get("Input Dims")) for a in args], dtype=np.int64)
     nbytes = _int_column([a.get("bytes", -1) for a in args])
 
     kinds = _refine_kinds(kinds, names)
@@ -263,7 +264,37 @@ def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Ti
             "copy_kind": copy_kind[keep],
         }
     )
+    # Extra column (record_shapes): elements of the op's largest input, -1 when not recorded.
+    frame["elements"] = _reorder_like(frame, ts_rel[keep], dur_ns[keep], elements[keep])
+    meta.extra["extra_columns"] = ["elements"]
     return Timeline(events=frame, meta=meta)
+
+
+_MAX_ELEMENTS = 2**62  # a product of recorded dims beyond this is clamped (hostile or corrupt shapes)
+
+
+def _largest_input(dims: Any) -> int:
+    """Elements of the largest input of an op from Kineto's ``Input Dims`` ([[1000, 10], [50], []])."""
+    if not isinstance(dims, list):
+        return -1
+    largest = -1
+    for shape in dims:
+        if not isinstance(shape, list) or not shape:
+            continue
+        count = 1
+        for d in shape:
+            if type(d) is not int or d < 0:
+                count = -1
+                break
+            count = min(count * d, _MAX_ELEMENTS)
+        largest = max(largest, count)
+    return largest
+
+
+def _reorder_like(frame: pd.DataFrame, ts: np.ndarray, dur: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` (in reader order) in the row order build_events gave ``frame`` (sorted by ts, -dur)."""
+    order = np.lexsort((-dur, ts))
+    return values[order]
 
 
 def _refine_kinds(kinds: np.ndarray, names: np.ndarray) -> np.ndarray:
