@@ -168,3 +168,98 @@ def test_docs_tables_are_the_code_tables():
     spec.loader.exec_module(gen_docs)
     doc = (root / "docs" / "attribution.md").read_text(encoding="utf-8")
     assert gen_docs.render(doc) == doc, "docs/attribution.md is stale: run python scripts/gen_docs.py"
+
+
+def test_a_waiting_call_takes_what_the_other_threads_do():
+    rows = [
+        {"ts": 0, "dur": 1000, "kind": "step", "name": "train", "track": "python"},
+        {"ts": 0, "dur": 1000, "kind": "host_op", "name": "EagerLocalExecute: __inference_step_1", "track": "python"},
+        {"ts": 100, "dur": 300, "kind": "host_op", "name": "dense/MatMul:MatMul", "track": "tf_Compute/1"},
+        {"ts": 300, "dur": 300, "kind": "input", "name": "IteratorGetNextOp::DoCompute", "track": "tf_data/2"},
+        {"ts": 700, "dur": 100, "kind": "host_op", "name": "ExecutorState::Process", "track": "tf_Compute/1"},
+    ]
+    attribution, _ = _attribute(rows)
+    step = attribution.per_step.iloc[0]
+    details = attribution.details.iloc[0]
+    assert step["kernel"] == 300 and details["kernel.other_threads"] == 300  # compute first, even under input
+    assert step["input"] == 200  # 400..600
+    assert details["launch_overhead.dispatch"] == 100  # executor bookkeeping 700..800
+    assert details["launch_overhead.call"] == 100 + 100 + 200  # nothing elsewhere: 0..100, 600..700, 800..1000
+    assert step["total"] == 1000
+
+
+def test_compute_on_another_thread_does_not_count_while_the_step_thread_works():
+    rows = [
+        {"ts": 0, "dur": 1000, "kind": "step", "name": "ProfilerStep#0", "track": "main"},
+        {"ts": 0, "dur": 1000, "kind": "host_op", "name": "aten::addmm", "track": "main"},
+        {"ts": 0, "dur": 1000, "kind": "host_op", "name": "aten::mm", "track": "worker"},
+    ]
+    attribution, _ = _attribute(rows)
+    assert attribution.details.loc[0].get("kernel.other_threads", 0) == 0
+    assert attribution.per_step.iloc[0]["kernel"] == 1000
+
+
+def test_user_frame_between_framework_calls_is_the_binding_and_long_user_work_is_host_compute():
+    rows = [
+        {"ts": 0, "dur": 10_000, "kind": "step", "name": "ProfilerStep#0", "track": "main"},
+        {"ts": 0, "dur": 10_000, "kind": "python", "name": "train.py(3): step", "track": "main"},
+        {"ts": 0, "dur": 1_000, "kind": "host_op", "name": "aten::addmm", "track": "main"},
+        {"ts": 1_500, "dur": 1_000, "kind": "host_op", "name": "aten::addmm", "track": "main"},  # 500 ns binding
+        {"ts": 9_000, "dur": 1_000, "kind": "host_op", "name": "aten::addmm", "track": "main"},  # 6.5 µs user work
+    ]
+    attribution, _ = _attribute(rows, gap_ns=1_000)
+    details = attribution.details.iloc[0]
+    assert details["launch_overhead.binding"] == 500
+    assert details["host_compute.python"] == 6_500
+
+
+def test_ops_on_tiny_recorded_inputs_are_dispatch():
+    frame = build_events({"ts": [0, 0, 100], "dur": [1000, 50, 50], "kind": ["step", "host_op", "host_op"],
+                          "name": ["ProfilerStep#0", "aten::mul", "aten::mul"], "track": ["t"] * 3})
+    frame["elements"] = np.array([-1, 8, 1_000_000])
+    tl = normalize(Timeline(events=frame, meta=TraceMeta(source="x", format="test", framework="torch")))
+    assert tl.events["role"].astype(str).tolist() == ["step", "dispatch", "compute"]
+
+
+def test_a_runtime_call_too_long_for_steady_state_is_startup():
+    rows = [
+        {"ts": 0, "dur": 400_000_000, "kind": "host_op", "name": "aten::empty_strided"},
+        {"ts": 10, "dur": 300_000_000, "kind": "runtime", "name": "cudaDeviceGetStreamPriorityRange"},
+        {"ts": 300_000_100, "dur": 1_000, "kind": "runtime", "name": "cudaStreamIsCapturing"},
+    ]
+    tl = _timeline(rows)
+    assert tl.events["role"].astype(str).tolist() == ["view_alloc", "startup", "runtime"]
+
+
+@pytest.mark.parametrize("gaps,expected", [
+    ([20_000] * 50 + [5_000_000] * 4, 100_000),  # a jump from 20 µs to 5 ms: threshold at the floor
+    ([int(10_000 * 1.5 ** k) for k in range(14)], 2_000_000),  # one continuous population: the ceiling
+    ([30_000] * 10 + [300_000] * 10 + [3_000_000] * 3, 300_000),  # equal jumps: the higher one
+])
+def test_gap_threshold_is_the_top_of_the_glue_population(gaps, expected):
+    from traceview.analyzers.attribution import calibrated_gap_threshold
+
+    threshold, rule = calibrated_gap_threshold(np.array(gaps))
+    assert threshold == expected, rule
+
+
+def test_capture_manifest_facts_apply_only_to_the_trace_they_name(tmp_path):
+    import json
+    import shutil
+
+    from tests.conftest import SAMPLES
+    from traceview.capture_facts import capture_facts
+
+    source = SAMPLES / "mlp2" / "torch-eager"
+    if not source.is_dir():
+        pytest.skip("sample traces not present")
+    folder = tmp_path / "capture"
+    shutil.copytree(source, folder)
+    trace = next(folder.glob("*.pt.trace.json.gz"))
+    facts = capture_facts(trace)
+    assert facts["cold_steps"] == [0] and facts["unprofiled_step_ns"] > 0 and facts["intra_op_threads"] >= 1
+    other = folder / "other.pt.trace.json.gz"
+    shutil.copy(trace, other)
+    assert capture_facts(other) == {}
+    (folder / "manifest.json").write_text(json.dumps({"trace": "not a dict"}))
+    assert capture_facts(trace) == {}

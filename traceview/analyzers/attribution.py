@@ -429,7 +429,8 @@ def calibrated_gap_threshold(length: np.ndarray) -> tuple[int, str]:
         ratio = sizes[1:] / np.maximum(sizes[:-1], 1)
         candidate = (ratio >= GAP_BREAK) & (sizes[1:] >= GAP_MIN_NS)
         if candidate.any():
-            i = int(np.argmax(np.where(candidate, ratio, 0.0)))
+            scored = np.where(candidate, ratio, 0.0)
+            i = len(scored) - 1 - int(np.argmax(scored[::-1]))  # the largest jump; on a tie, the higher one
             threshold = int(min(max(sizes[i], GAP_MIN_NS), GAP_MAX_NS))
             return threshold, (f"calibrated: the largest jump in the step thread's gap sizes ({ratio[i]:.1f}× "
                                f"from {sizes[i] / 1e3:.0f} to {sizes[i + 1] / 1e3:.0f} µs over {len(sizes)} gaps); "
