@@ -107,6 +107,7 @@ _CPU, _DEV, _BOTH = frozenset({"cpu"}), frozenset({"device"}), frozenset({"cpu",
 WAIT, WAIT_TRACING = "<wait>", "<wait, tracing call>"
 GAP_SHORT, GAP_LONG, QUEUED, CALL_FALLBACK = "<short gap>", "<long gap>", "<queued>", "<nothing>"
 GLUE = "<user frame between framework calls>"
+PER_CALL = "<per-call cost of a compute call>"
 # Roles of the framework's own work on the step's thread (the neighbours that make a short stretch
 # of a user frame the call into the framework).
 _FRAMEWORK_ROLES = frozenset({R.COMPUTE.value, R.COMPILED_CODE.value, R.DISPATCH.value, R.VIEW_ALLOC.value,
@@ -119,6 +120,9 @@ LAYERS: tuple[Layer, ...] = (
     *(Layer(f"memcpy.{ck}", "device", (f"<copy {ck}>",), _DEV, f"a {ck} copy / memset runs, no kernel")
       for ck in COPY_KINDS),
     Layer("kernel", "driver", (R.COMPUTE.value,), _CPU, "the step's thread runs a compute op (its own time)"),
+    Layer("launch_overhead.per_call", "driver", (PER_CALL,), _CPU,
+          "the fixed cost of a runtime entry point that runs every op (TF eager KernelAndDeviceFunc::Run), "
+          "measured on the same entry point running no-math ops, taken off each compute call's own time"),
     Layer("kernel.compiled", "driver", (R.COMPILED_CODE.value,), _CPU,
           "the step's thread runs compiled code (XLA executable, inductor graph) outside recorded ops"),
     Layer("graph_build.graph", "host", (R.GRAPH_BUILD.value,), _DEV, "(device idle) a host thread traces a graph"),
@@ -347,6 +351,8 @@ def _layer_intervals(
     glue = _python_glue(host_start, host_end, piece_role, piece_driver, threshold)
     piece_role = piece_role.copy()
     piece_role[glue] = GLUE
+    host_start, host_end, host_row, piece_role, piece_driver = _split_call_cost(
+        ev, host_start, host_end, host_row, piece_role, piece_driver)
     copy_kind = ev["copy_kind"].to_numpy().astype(object)
     copies = np.isin(role, [Role.DEVICE_MEMCPY.value, Role.DEVICE_MEMSET.value])
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
@@ -378,6 +384,46 @@ def _layer_intervals(
                 wanted &= ~piece_driver
             out.append((host_start[wanted], host_end[wanted]))
     return out, threshold, rule
+
+
+def _split_call_cost(
+    ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, row: np.ndarray, role: np.ndarray, driver: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Take the fixed per-call cost off compute calls whose entry point also runs no-math ops.
+
+    When one event name is the runtime entry point for every op (TF eager runs each op through
+    ``KernelAndDeviceFunc::Run``, whatever its type), the calls of that name that run no-math ops
+    (role ``view_alloc``: ReadVariableOp, Identity …) measure what a call costs by itself. The
+    median of their own times is taken off the start of each compute call of the same name (as
+    ``launch_overhead.per_call``); the rest stays compute. Names used by compute ops only (aten
+    ops) are left alone.
+    """
+    names = ev["name"].cat.codes.to_numpy()
+    own = np.bincount(row, weights=end - start, minlength=len(ev))
+    row_role = ev["role"].to_numpy().astype(object)
+    no_math = np.flatnonzero(row_role == R.VIEW_ALLOC.value)
+    compute_pieces = np.flatnonzero((role == R.COMPUTE.value) & driver)
+    if not len(no_math) or not len(compute_pieces):
+        return start, end, row, role, driver
+    floor = pd.Series(own[no_math]).groupby(names[no_math]).median()
+    piece_floor = floor.reindex(names[row[compute_pieces]]).to_numpy()
+    eligible = ~np.isnan(piece_floor)
+    if not eligible.any():
+        return start, end, row, role, driver
+    # The first piece of each eligible call carries the split.
+    pieces = compute_pieces[eligible]
+    order = np.lexsort((start[pieces], row[pieces]))
+    pieces, cost = pieces[order], piece_floor[eligible][order].astype(np.int64)
+    first = np.ones(len(pieces), dtype=bool)
+    first[1:] = row[pieces][1:] != row[pieces][:-1]
+    pieces, cost = pieces[first], cost[first]
+    cut = np.minimum(start[pieces] + cost, end[pieces])
+    add_start, add_end = start[pieces], cut
+    start = start.copy()
+    start[pieces] = cut
+    return (np.concatenate((start, add_start)), np.concatenate((end, add_end)), np.concatenate((row, row[pieces])),
+            np.concatenate((role, np.full(len(pieces), PER_CALL, dtype=object))),
+            np.concatenate((driver, np.ones(len(pieces), dtype=bool))))
 
 
 def _python_glue(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver: np.ndarray,
