@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tests.conftest import TORCH_GPU_TRACES, XPLANE_GPU_TRACES, cached_diagnosis, sample_kineto_traces, sample_xplane_traces
@@ -263,3 +264,20 @@ def test_capture_manifest_facts_apply_only_to_the_trace_they_name(tmp_path):
     assert capture_facts(other) == {}
     (folder / "manifest.json").write_text(json.dumps({"trace": "not a dict"}))
     assert capture_facts(trace) == {}
+
+
+def test_per_call_cost_of_a_shared_entry_point_is_taken_off_compute_calls():
+    frame = build_events({
+        "ts": [0, 0, 100, 200], "dur": [1000, 50, 30, 300],
+        "kind": ["step", "host_op", "host_op", "host_op"],
+        "name": ["train", "KernelAndDeviceFunc::Run", "KernelAndDeviceFunc::Run", "KernelAndDeviceFunc::Run"],
+        "track": ["python"] * 4})
+    frame["fw_op"] = pd.Categorical(["", "ReadVariableOp", "Identity", "MatMul"])
+    frame["fn_call"] = pd.Categorical([""] * 4)
+    tl = normalize(Timeline(events=frame, meta=TraceMeta(source="x", format="test", framework="tensorflow")))
+    steps = find_steps(tl)
+    attribution = attribute(tl, steps, AttributionOptions(dispatch_gap_ns=0))
+    details = attribution.details.iloc[0]
+    # No-math calls cost 50 and 30 ns by themselves: median 40 ns of the MatMul call is the call.
+    assert details["launch_overhead.per_call"] == 40
+    assert attribution.per_step.iloc[0]["kernel"] == 260
