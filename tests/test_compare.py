@@ -77,3 +77,11 @@ def test_markdown_cells_cannot_break_tables():
     assert "<" not in escaped and ">" not in escaped
     assert "\n" not in escaped
     assert "`" not in escaped.replace("\\`", "")
+
+
+def test_docs_findings_list_every_rule():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "findings.md").read_text(encoding="utf-8")
+    for fn in RULES:
+        assert f"| `{fn.__name__}` |" in doc, fn.__name__
