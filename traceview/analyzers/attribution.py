@@ -104,7 +104,9 @@ SCOPES = {
 _CPU, _DEV, _BOTH = frozenset({"cpu"}), frozenset({"device"}), frozenset({"cpu", "device"})
 # Special selectors: the driver waits in a call; short / long unrecorded gaps on the driver;
 # a launched kernel queued; copies by direction; nothing recorded on the others while waiting.
-WAIT, WAIT_TRACING = "<wait>", "<wait, tracing call>"
+WAIT, WAIT_TRACING, WAIT_SYNC = "<wait>", "<wait, tracing call>", "<wait, sync>"
+# Each kind of wait on the step's thread, and the layer that takes it when nothing is recorded elsewhere.
+WAIT_FALLBACKS = ((WAIT, "launch_overhead.call"), (WAIT_TRACING, "graph_build.instantiate"), (WAIT_SYNC, "sync_wait"))
 GAP_SHORT, GAP_LONG, QUEUED, CALL_FALLBACK = "<short gap>", "<long gap>", "<queued>", "<nothing>"
 GLUE = "<user frame between framework calls>"
 PER_CALL = "<per-call cost of a compute call>"
@@ -133,7 +135,9 @@ LAYERS: tuple[Layer, ...] = (
     Layer("graph_build.compile", "driver", (R.COMPILE.value,), _CPU, "the step's thread compiles"),
     Layer("sync_wait", "host", (R.SYNC.value, R.DEVICE_SYNC.value), _DEV,
           "(device idle) a host thread blocks on the device, or a stream records a sync wait"),
-    Layer("sync_wait", "driver", (R.SYNC.value,), _CPU, "the step's thread blocks on a device / XLA result"),
+    Layer(WAIT_SYNC, "driver", (R.SYNC.value,), _CPU,
+          "the step's thread blocks on a result (XLA BlockUntilReady): the moment goes to what the other "
+          "threads do (rows below; last row differs)"),
     Layer("launch_overhead.launch_api", "host", (R.LAUNCH.value,), _BOTH, "a launch API call runs"),
     Layer("launch_overhead.runtime_api", "host", (R.RUNTIME.value,), _BOTH, "another runtime API call runs"),
     Layer("launch_overhead.queued", "device", (QUEUED,), _DEV, "a launched kernel waits to start"),
@@ -177,6 +181,8 @@ LAYERS: tuple[Layer, ...] = (
           "… nothing is recorded elsewhere: the call's own runtime (executor start-up, bookkeeping)"),
     Layer("graph_build.instantiate", "others", (CALL_FALLBACK,), _CPU,
           "… nothing is recorded elsewhere, in a tracing call: the new graph is instantiated and optimized"),
+    Layer("sync_wait", "others", (CALL_FALLBACK,), _CPU,
+          "… nothing is recorded elsewhere, in a sync: the wait itself"),
 )
 
 
@@ -238,7 +244,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     winner = _first_active(active, np.flatnonzero(~others))
     names = [layer.name for layer in layers]
     resolvers = np.flatnonzero(others & ~fallback)
-    for wait_name, fallback_name in ((WAIT, "launch_overhead.call"), (WAIT_TRACING, "graph_build.instantiate")):
+    for wait_name, fallback_name in WAIT_FALLBACKS:
         if wait_name not in names:
             continue
         waiting = winner == names.index(wait_name)
@@ -246,12 +252,17 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
             # The step's thread waits in a call: the first active "others" layer wins; with nothing
             # recorded elsewhere, the call's own runtime (or, in a tracing call, instantiation).
             resolved = _first_active(active[:, waiting], resolvers)
-            resolved[resolved < 0] = names.index(fallback_name)
+            resolved[resolved < 0] = _fallback_index(layers, fallback_name)
             winner[waiting] = resolved
     bucket_of_layer = np.array([BUCKETS.index(layer.bucket) if layer.bucket in BUCKETS else -1 for layer in layers])
     bucket = np.where(winner >= 0, bucket_of_layer[np.maximum(winner, 0)], BUCKETS.index("idle"))
     return _Segments(seg_start, seg_len, step_idx, in_step, winner, bucket, [layer.name for layer in layers],
                      threshold, rule)
+
+
+def _fallback_index(layers: list[Layer], name: str) -> int:
+    """The "others" layer named ``name`` that takes a wait when nothing is recorded elsewhere."""
+    return next(i for i, layer in enumerate(layers) if layer.name == name and CALL_FALLBACK in layer.selects)
 
 
 def _first_active(active: np.ndarray, candidates: np.ndarray) -> np.ndarray:
