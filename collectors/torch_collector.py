@@ -337,10 +337,15 @@ class TorchProfilerSession:
     framework = FRAMEWORK
     trace_format = TRACE_FORMAT
 
-    def __init__(self, folder: Path, device: str = "cpu", record_shapes: bool = True) -> None:
+    def __init__(
+        self, folder: Path, device: str = "cpu", record_shapes: bool = True, python_events: bool = True
+    ) -> None:
         self.folder = Path(folder)
         self.device = device
         self.record_shapes = record_shapes
+        # with_stack=True: torch's Python tracer records every Python call as a python_function
+        # event, so user code between framework ops is visible (at a cost on call-heavy code).
+        self.python_events = python_events
         self.worker_name = f"{socket.gethostname()}_{os.getpid()}"
         self._prof: profile | None = None
         self._before: set[Path] = set()
@@ -359,6 +364,7 @@ class TorchProfilerSession:
             schedule=_record_every_step,
             on_trace_ready=tensorboard_trace_handler(str(self.folder), worker_name=self.worker_name, use_gzip=True),
             record_shapes=self.record_shapes,
+            with_stack=self.python_events,
         )
         # Opens ProfilerStep#0 right away.
         self._prof.start()
@@ -386,6 +392,7 @@ class TorchProfilerSession:
             "profiler": "torch.profiler.profile",
             "activities": [a.name for a in self._activities()],
             "record_shapes": self.record_shapes,
+            "python_events": self.python_events,
             "schedule": "record every step (no wait, no warm-up)",
             "on_trace_ready": "tensorboard_trace_handler(use_gzip=True)",
             "step_marker": "user_annotation ProfilerStep#N, N = step index",

@@ -28,7 +28,8 @@ JAX call), the moment goes to what the other threads do, in the order of the ``o
 compute → kernel.other_threads, tracing / compiling → graph_build, input pipeline → input,
 executor runtime → dispatch, nothing → launch_overhead.call (graph_build.instantiate in a call
 that traced its function this time: the runtime instantiates and optimizes the new graph). A
-call wrapper's own time is never compute.
+call wrapper's own time is never compute. A sync on the step's thread (XLA's BlockUntilReady on
+CPU) is resolved the same way, with the wait itself (sync_wait) as the last resort.
 
 **Unrecorded gaps** on the step's thread inside a step (between its top-level events, and
 between the marker's edges and its first / last event): up to the threshold they are framework
