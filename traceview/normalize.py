@@ -26,51 +26,90 @@ def normalize(timeline: Timeline) -> Timeline:
 
 
 def _nest(timeline: Timeline) -> None:
-    """Depth and parent of every host event within its track.
-
-    Rows are sorted by (ts, -dur), so a parent precedes its children. Per track, a stack of open
-    events is kept; an event that starts inside the top of the stack but ends after it (profiler
-    clock jitter, or a genuinely overlapping async range) is not nested under it, and such events
-    are counted in the trace notes.
-    """
+    """Depth and parent of every host event within its track (see :func:`nest_tracks`)."""
     events = timeline.events
     device = events["device"].to_numpy()
-    host_rows = np.flatnonzero(device < 0)
-    if not len(host_rows):
-        return
-    track_codes = events["track"].cat.codes.to_numpy()[host_rows]
-    order = host_rows[np.argsort(track_codes, kind="stable")]  # stable keeps (ts, -dur) within a track
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()
-    codes = events["track"].cat.codes.to_numpy()
-    depth = np.full(len(events), -1, dtype=np.int16)
-    parent = np.full(len(events), -1, dtype=np.int64)
-    overlaps = 0
-    stack_end: list[int] = []
-    stack_row: list[int] = []
-    current = -2
-    for row, start, stop, code in zip(order.tolist(), ts[order].tolist(), end[order].tolist(), codes[order].tolist()):
-        if code != current:
-            stack_end.clear()
-            stack_row.clear()
-            current = code
-        while stack_end and stack_end[-1] <= start:
-            stack_end.pop()
-            stack_row.pop()
-        while stack_end and stack_end[-1] < stop:
-            overlaps += 1
-            stack_end.pop()
-            stack_row.pop()
-        depth[row] = len(stack_end)
-        parent[row] = stack_row[-1] if stack_row else -1
-        stack_end.append(stop)
-        stack_row.append(row)
-    events["depth"] = depth
+    parent, depth, overlaps = nest_tracks(events["track"].cat.codes.to_numpy(), ts, end, device < 0)
+    events["depth"] = depth.astype(np.int16)
     events["parent"] = parent
     if overlaps:
         timeline.meta.notes.append(
             f"{overlaps} host events overlap an enclosing event without nesting inside it; treated as siblings"
         )
+
+
+def nest_tracks(
+    track: np.ndarray, ts: np.ndarray, end: np.ndarray, host: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Parent row and depth of every host event on its track, for rows sorted by (ts, -dur).
+
+    Returns (parent, depth, overlaps); rows outside ``host`` get -1, -1. An event that starts
+    inside the open event but ends after it (profiler clock jitter, or a genuinely overlapping
+    async range) is not nested under it; ``overlaps`` counts those. Tracks whose events nest
+    properly (the usual case: scoped ranges) are done with array operations, level by level;
+    a track with a partial overlap falls back to a stack walk.
+    """
+    n = len(ts)
+    parent = np.full(n, -1, dtype=np.int64)
+    depth = np.full(n, -1, dtype=np.int64)
+    host_rows = np.flatnonzero(host)
+    overlaps = 0
+    if not len(host_rows):
+        return parent, depth, overlaps
+    order = host_rows[np.argsort(track[host_rows], kind="stable")]  # stable keeps (ts, -dur) within a track
+    bounds = np.flatnonzero(np.diff(track[order])) + 1
+    for rows in np.split(order, bounds):
+        p, d, o = _nest_track(ts[rows], end[rows])
+        parent[rows] = np.where(p >= 0, rows[np.maximum(p, 0)], -1)
+        depth[rows] = d
+        overlaps += o
+    return parent, depth, overlaps
+
+
+def _nest_track(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Parent positions (within the track) and depths of one track's events sorted by (ts, -dur)."""
+    n = len(ts)
+    # Open events at a start = events started before it minus events ended at or before it.
+    depth = np.arange(n) - np.searchsorted(np.sort(end), ts, side="right")
+    parent = np.full(n, -1, dtype=np.int64)
+    positions = np.arange(n)
+    for level in range(1, int(depth.max()) + 1 if n else 0):
+        below = positions[depth == level - 1]
+        here = positions[depth == level]
+        if not len(here) or not len(below):
+            break
+        parent[here] = below[np.maximum(np.searchsorted(below, here) - 1, 0)]
+    has = parent >= 0
+    sound = bool((depth >= 0).all()) and not bool((depth[~has] > 0).any())
+    sound = sound and bool((end[parent[has]] >= end[has]).all() and (ts[parent[has]] <= ts[has]).all())
+    if sound:
+        return parent, depth, 0
+    return _nest_track_walk(ts, end)
+
+
+def _nest_track_walk(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The stack walk for a track with partial overlaps (a popped, overlapped event is counted)."""
+    parent = np.full(len(ts), -1, dtype=np.int64)
+    depth = np.zeros(len(ts), dtype=np.int64)
+    overlaps = 0
+    stack_end: list[int] = []
+    stack_pos: list[int] = []
+    for pos, (start, stop) in enumerate(zip(ts.tolist(), end.tolist())):
+        while stack_end and stack_end[-1] <= start:
+            stack_end.pop()
+            stack_pos.pop()
+        while stack_end and stack_end[-1] < stop:
+            overlaps += 1
+            stack_end.pop()
+            stack_pos.pop()
+        if stack_pos:
+            parent[pos] = stack_pos[-1]
+        depth[pos] = len(stack_pos)
+        stack_end.append(stop)
+        stack_pos.append(pos)
+    return parent, depth, overlaps
 
 
 def nearest_ancestor(events: pd.DataFrame, rows: np.ndarray, wanted: np.ndarray, include_self: bool = True) -> np.ndarray:

@@ -71,6 +71,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview.errors import FormatError, InputError
+from traceview.normalize import nest_tracks
 from traceview.readers._io import read_bytes
 from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events
 
@@ -576,7 +577,7 @@ class _Builder:
         copy_kind, nbytes, is_device = copy_kind[order], nbytes[order], is_device[order]
         has_stats = _has_any_stat(stats, n)[order]
 
-        parent, depth = _nest(line_idx, ts, end, is_device)
+        parent, depth, _ = nest_tracks(line_idx, ts, end, ~is_device)
         kinds = _refine_by_nesting(kinds, names, parent, depth, has_stats)
         fw_op = _inherit(fw_op, parent, depth, lambda child, par: (child == "") & (par != ""))
         launcher = _launchers(fw_op, correlation, is_device)
@@ -884,72 +885,6 @@ def _detail_direction(parsed: dict[str, str] | None) -> str:
     if not s or not d:
         return "other"
     return {"HD": "H2D", "DH": "D2H", "DD": "D2D", "HH": "H2H"}[s + d]
-
-
-def _nest(
-    line_idx: np.ndarray, ts: np.ndarray, end: np.ndarray, is_device: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Parent row and depth of every host event on its line (rows sorted by (ts, -dur)).
-
-    Device events get parent -1, depth -1. Same rule as :func:`traceview.normalize._nest`: an
-    event that starts inside the open event but ends after it is not nested under it. Lines
-    whose events nest properly (the usual case: TraceMe ranges are scoped) are done with array
-    operations; a line with a partial overlap falls back to a stack walk.
-    """
-    n = len(ts)
-    parent = np.full(n, -1, dtype=np.int64)
-    depth = np.full(n, -1, dtype=np.int64)
-    host_rows = np.flatnonzero(~is_device)
-    if not len(host_rows):
-        return parent, depth
-    order = host_rows[np.argsort(line_idx[host_rows], kind="stable")]
-    bounds = np.flatnonzero(np.diff(line_idx[order])) + 1
-    for rows in np.split(order, bounds):
-        p, d = _nest_line(ts[rows], end[rows])
-        parent[rows] = np.where(p >= 0, rows[np.maximum(p, 0)], -1)
-        depth[rows] = d
-    return parent, depth
-
-
-def _nest_line(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Parent positions (within the line) and depths of one line's events sorted by (ts, -dur)."""
-    n = len(ts)
-    # Open events at a start = events started before it minus events ended at or before it.
-    depth = np.arange(n) - np.searchsorted(np.sort(end), ts, side="right")
-    parent = np.full(n, -1, dtype=np.int64)
-    positions = np.arange(n)
-    for level in range(1, int(depth.max()) + 1 if n else 0):
-        below = positions[depth == level - 1]
-        here = positions[depth == level]
-        if not len(here) or not len(below):
-            break
-        parent[here] = below[np.maximum(np.searchsorted(below, here) - 1, 0)]
-    has = parent >= 0
-    sound = bool((depth >= 0).all()) and not bool((depth[~has] > 0).any())
-    sound = sound and bool((end[parent[has]] >= end[has]).all() and (ts[parent[has]] <= ts[has]).all())
-    if sound:
-        return parent, depth
-    return _nest_line_walk(ts, end)
-
-
-def _nest_line_walk(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    parent = np.full(len(ts), -1, dtype=np.int64)
-    depth = np.zeros(len(ts), dtype=np.int64)
-    stack_end: list[int] = []
-    stack_pos: list[int] = []
-    for pos, (start, stop) in enumerate(zip(ts.tolist(), end.tolist())):
-        while stack_end and stack_end[-1] <= start:
-            stack_end.pop()
-            stack_pos.pop()
-        while stack_end and stack_end[-1] < stop:
-            stack_end.pop()
-            stack_pos.pop()
-        if stack_pos:
-            parent[pos] = stack_pos[-1]
-        depth[pos] = len(stack_pos)
-        stack_end.append(stop)
-        stack_pos.append(pos)
-    return parent, depth
 
 
 def _refine_by_nesting(
