@@ -167,5 +167,10 @@ class StepTimerSession:
         }
 
 
-def profiler_session(folder: Path, device: str) -> StepTimerSession:
+def python_events_default(mode: str) -> bool:
+    """The numpy baseline writes only step spans: there are no Python events to record."""
+    return False
+
+
+def profiler_session(folder: Path, device: str, python_events: bool = False) -> StepTimerSession:
     return StepTimerSession(folder, device)

@@ -115,9 +115,9 @@ class CaptureSettings:
 
 
 def _run_profiled(
-    backend: ModuleType, program: Any, folder: Path, device: str, total: int
+    backend: ModuleType, program: Any, folder: Path, device: str, total: int, python_events: bool
 ) -> tuple[StepRecorder, Path, Any]:
-    session = backend.profiler_session(folder, device)
+    session = backend.profiler_session(folder, device, python_events=python_events)
     recorder = StepRecorder(markers=session)
     session.start()
     try:
@@ -171,7 +171,8 @@ def capture_pair(
     state = materialize(spec)
 
     program = backend.build_program(spec, state, mode, settings.device)
-    profiled, trace_file, session = _run_profiled(backend, program, folder, settings.device, total)
+    profiled, trace_file, session = _run_profiled(backend, program, folder, settings.device, total,
+                                                  backend.python_events_default(mode))
     compile_report = backend.compile_report(mode)
 
     unprofiled: StepRecorder | None = None

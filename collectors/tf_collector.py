@@ -517,5 +517,12 @@ class TFProfilerSession:
         }
 
 
-def profiler_session(folder: Path, device: str) -> TFProfilerSession:
+def python_events_default(mode: str) -> bool:
+    """TensorFlow 2.21 records no Python events on any API path (benchmarks/truth/README.md)."""
+    return False
+
+
+def profiler_session(folder: Path, device: str, python_events: bool = False) -> TFProfilerSession:
+    # python_events is accepted for symmetry with torch; TF's profiler options ignore the Python
+    # tracer level in 2.21, so there is nothing to switch on.
     return TFProfilerSession(folder, device)

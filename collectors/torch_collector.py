@@ -400,5 +400,19 @@ class TorchProfilerSession:
         }
 
 
-def profiler_session(folder: Path, device: str) -> TorchProfilerSession:
-    return TorchProfilerSession(folder, device)
+# Modes whose steps run a compiler in Python: with the Python tracer on, the cold step records every
+# call dynamo and inductor make (a 2-layer MLP's cold step grew to ~600 MB of JSON), while their
+# phases are marked by the compiler's own events anyway. Python events stay off there by default.
+PYTHON_EVENTS_OFF_MODES = frozenset({"compile"})
+
+
+def python_events_default(mode: str) -> bool:
+    """Whether a capture of ``mode`` records Python events unless asked otherwise."""
+    return mode not in PYTHON_EVENTS_OFF_MODES
+
+
+def profiler_session(folder: Path, device: str, python_events: bool = True) -> TorchProfilerSession:
+    """The torch.profiler session of ``traceview collect`` and ``traceview.capture``. Python events
+    (``with_stack=True``) show the user's code between framework ops; their cost is measured in
+    benchmarks/truth (the Python tracer slows Python-heavy steps ~1.3–1.6×)."""
+    return TorchProfilerSession(folder, device, python_events=python_events)

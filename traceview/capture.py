@@ -68,6 +68,7 @@ class Capture:
         max_steps: int | None = None,
         overwrite: bool = False,
         description: str = "",
+        python_events: bool = True,
     ) -> None:
         fw = _FRAMEWORK_ALIASES.get(framework.lower())
         if fw is None:
@@ -75,6 +76,7 @@ class Capture:
         if max_steps is not None and max_steps < 1:
             raise UsageError(f"capture(max_steps={max_steps}): must be at least 1")
         self.path = Path(path)
+        self.python_events = python_events
         self.framework = fw
         self.device = device
         self.max_steps = max_steps
@@ -107,7 +109,7 @@ class Capture:
         except RuntimeError as err:
             raise UsageError(f"capture(device={self.device!r}): {err}") from err
         self.path.mkdir(parents=True, exist_ok=True)
-        self._session = self._backend.profiler_session(self.path, self.device)
+        self._session = self._backend.profiler_session(self.path, self.device, python_events=self.python_events)
         self._profiled = StepRecorder(markers=self._session)
         self._after = StepRecorder()
         return self
@@ -263,6 +265,7 @@ def capture(
     max_steps: int | None = None,
     overwrite: bool = False,
     description: str = "",
+    python_events: bool = True,
 ) -> Capture:
     """Profile a user's training loop into ``path`` (use as a context manager).
 
@@ -270,6 +273,10 @@ def capture(
     activity; TensorFlow records GPUs on its own). ``max_steps`` bounds the profiled window; the
     remaining steps are timed without the profiler. Raises :class:`~traceview.errors.MissingExtraError`
     when the framework is not installed and :class:`~traceview.errors.UsageError` when ``path``
-    already holds a capture (unless ``overwrite``).
+    already holds a capture (unless ``overwrite``). ``python_events`` (torch: ``with_stack=True``)
+    records Python frames, so the user's own code between framework ops is told apart from the
+    framework's; it slows Python-heavy steps ~1.3–1.6× (benchmarks/truth/README.md) — pass False
+    for a torch.compile loop, whose compiler's Python would fill the trace.
     """
-    return Capture(path, framework, device=device, max_steps=max_steps, overwrite=overwrite, description=description)
+    return Capture(path, framework, device=device, max_steps=max_steps, overwrite=overwrite,
+                   description=description, python_events=python_events)
