@@ -1,0 +1,701 @@
+"""The ground-truth cases: a table of injected causes and the small training steps they run.
+
+Every case is a small real training step (a 2-layer MLP, SGD, fixed random data; the same
+network in torch and TensorFlow) built twice: a *clean* twin and an *injected* twin that is
+identical except for one added cost. The table (:data:`CASES`) says, as data, what the cost is,
+where the analysis should put it (``expected_bucket``), which finding should lead
+(``expected_finding``), which steps to compare (``window``) and which measured cost the scorer
+holds the attribution against (``score_against``).
+
+Sizes are not fixed: a case with a :class:`Knob` is calibrated at run time (by ``generate``) so
+its injected cost reaches a target *time* on the machine at hand; the clean twin of most cases
+is the same program with the knob at zero.
+
+Program contract (``worker`` relies on it): a builder ``build(variant, knob)`` returns a
+:class:`StepProgram` whose ``loop`` runs the given step indices, calling ``begin(i)`` /
+``end(i, loss)`` around each step and ``after(i)`` once the work between steps is done.
+Negative indices are warm-up steps (never recorded). torch and TensorFlow are imported only
+inside the builders, so this module loads without either.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from benchmarks.truth.measure import spin
+
+BUCKETS = ("kernel", "memcpy", "graph_build", "sync_wait", "launch_overhead", "input", "host_compute", "idle")
+BETWEEN_STEPS = "between_steps"
+# The finding each bucket's growth should raise first (rule names of traceview's findings).
+FINDING_FOR = {
+    "kernel": "compute_bound",
+    "launch_overhead": "launch_bound",
+    "input": "input_bound",
+    "sync_wait": "sync_each_step",
+    "host_compute": "host_compute",
+    BETWEEN_STEPS: "host_between_steps",
+    "idle": "unrecorded",
+}
+STEADY_GRAPH_BUILD = "steady_graph_build"
+COLD_COMPILE = "cold_compile"
+
+# The shared network and data: batch x features -> width -> classes, SGD.
+FEATURES = 512
+WIDTH = 1024
+CLASSES = 10
+BATCH = 128
+LR = 0.01
+SEED = 0
+
+Begin = Callable[[int], None]
+End = Callable[[int, "float | None"], None]
+After = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """The size of the injected work, calibrated so the cost reaches a target time.
+
+    ``power``: how the cost grows with the knob (1 for a count of ops or loop iterations, 2 for
+    the width of a dense layer, 3 for the side of a square matmul); calibration starts from it.
+    Target = max(``target_ms``, ``share`` × the clean step time).
+    """
+
+    start: int
+    power: float = 1.0
+    lo: int = 1
+    hi: int = 10_000_000
+    target_ms: float = 10.0
+    share: float = 0.5
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    framework: str  # "torch" or "tensorflow"
+    cause: str
+    expected_bucket: str  # a bucket name, or "between_steps"
+    expected_finding: str
+    window: str  # "steady" or "cold"
+    build: Callable[[str, int], "StepProgram"]
+    score_against: str = "unprofiled"  # or "in_trace"
+    score_reason: str = ""
+    knob: Knob | None = None
+    kind: str = "cause"  # or "control": two ways to run the same math
+    isolate: bool = False  # each variant in its own processes (process-wide settings differ)
+    threads: tuple[int, int] = (2, 2)  # intra-op threads of (clean, injected)
+    env: dict[str, str] = field(default_factory=dict)  # "{fresh_dir}" = a new empty folder per process
+    python_events: bool = True  # torch: record Python calls (with_stack)
+    python_events_reason: str = ""
+    record_shapes: bool = True  # torch: input shapes on every op (off where thousands of ops would bloat the trace)
+    warmup: int = 3  # unprofiled warm-up steps before measuring / profiling (steady window)
+    rounds: int = 10  # measurement rounds (each: one block per variant, order rotating)
+    block: int = 6  # steps per variant per round; the first of each block is dropped
+    cold_reps: int = 3  # fresh processes per variant for a cold window
+    profiled_steady: int = 5  # steady steps in the profiled capture
+    notes: str = ""
+
+    def spec(self) -> dict[str, Any]:
+        """The case as plain data (what ground_truth.json records)."""
+        out = {
+            "name": self.name,
+            "framework": self.framework,
+            "kind": self.kind,
+            "cause": self.cause,
+            "expected_bucket": self.expected_bucket,
+            "expected_finding": self.expected_finding,
+            "window": self.window,
+            "score_against": self.score_against,
+            "score_reason": self.score_reason,
+            "threads": {"clean": self.threads[0], "injected": self.threads[1]},
+            "isolated_processes": self.isolate,
+            "env": dict(self.env),
+            "notes": self.notes,
+        }
+        if self.framework == "torch":
+            out["python_events"] = self.python_events
+            out["record_shapes"] = self.record_shapes
+            if self.python_events_reason:
+                out["python_events_reason"] = self.python_events_reason
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Injected work that needs no framework
+# ---------------------------------------------------------------------------------------------
+
+
+python_work = spin  # the injected pure-Python work is the calm probe's loop, n times
+
+def make_cycles(n: int) -> None:
+    """``n`` two-list reference cycles, dropped at once: garbage only the cycle collector frees."""
+    j = 0
+    while j < n:
+        a: list[Any] = [None]
+        b = [a]
+        a[0] = b
+        j += 1
+
+
+class StepProgram:
+    """One variant of a case: ``step`` is the training step; ``between`` runs after each step."""
+
+    def enter(self) -> None:
+        """Called before each block of this variant's steps (process-wide switches go here)."""
+
+    def step(self, i: int) -> float | None:
+        raise NotImplementedError
+
+    def between(self, i: int) -> None:
+        """Work between steps (outside the step marker); nothing by default."""
+
+    def loop(self, indices: Sequence[int], begin: Begin, end: End, after: After) -> None:
+        for i in indices:
+            begin(i)
+            loss = self.step(i)
+            end(i, loss)
+            self.between(i)
+            after(i)
+
+
+def _noop(i: int) -> None:
+    return None
+
+
+def _fixed_data(rows: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(SEED)
+    x = rng.standard_normal((rows, FEATURES), dtype=np.float32)
+    y = rng.integers(0, CLASSES, rows).astype(np.int64)
+    return x, y
+
+
+def _gc_switch(enabled: bool) -> Callable[[], None]:
+    def enter() -> None:
+        if enabled:
+            gc.enable()
+        else:
+            gc.disable()
+
+    return enter
+
+
+# ---------------------------------------------------------------------------------------------
+# torch
+# ---------------------------------------------------------------------------------------------
+
+
+class TorchStep(StepProgram):
+    """zero_grad, forward, cross-entropy, backward, ``mid(i)``, SGD step, ``loss.item()``."""
+
+    def __init__(
+        self,
+        width: int = WIDTH,
+        mid: Callable[[int], None] = _noop,
+        wrap: Callable[[Any], Any] | None = None,
+        batches: Callable[[int], tuple[Any, Any]] | None = None,
+        between: Callable[[int], None] = _noop,
+        enter: Callable[[], None] | None = None,
+    ) -> None:
+        import torch
+        from torch import nn
+
+        torch.manual_seed(SEED)
+        self.torch = torch
+        self.model = nn.Sequential(nn.Linear(FEATURES, width), nn.ReLU(), nn.Linear(width, CLASSES))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=LR)
+        x, y = _fixed_data(BATCH)
+        self.x, self.y = torch.from_numpy(x), torch.from_numpy(y)
+        self.forward = wrap(self.model) if wrap else self.model
+        self.mid = mid
+        self.batches = batches or (lambda i: (self.x, self.y))
+        self._between = between
+        self._enter = enter
+
+    def enter(self) -> None:
+        if self._enter is not None:
+            self._enter()
+
+    def step(self, i: int) -> float | None:
+        import torch.nn.functional as F
+
+        x, y = self.batches(i)
+        self.opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(self.forward(x), y)
+        loss.backward()
+        self.mid(i)
+        self.opt.step()
+        return float(loss.item())
+
+    def between(self, i: int) -> None:
+        self._between(i)
+
+
+def _amount(variant: str, knob: int) -> int:
+    return knob if variant == "injected" else 0
+
+
+def torch_dataloader(variant: str, knob: int) -> StepProgram:
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    x, y = _fixed_data(BATCH * 8)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    work = _amount(variant, knob)
+
+    class Rows(Dataset):  # type: ignore[type-arg]
+        def __len__(self) -> int:
+            return 1 << 40
+
+        def __getitem__(self, i: int) -> tuple[Any, Any]:
+            python_work(work)  # decoding / augmentation stand-in (pure Python, per sample)
+            r = i % len(xt)
+            return xt[r], yt[r]
+
+    it = iter(DataLoader(Rows(), batch_size=BATCH, num_workers=0, shuffle=False))
+    return TorchStep(batches=lambda i: next(it))
+
+
+def torch_recompile(variant: str, knob: int) -> StepProgram:
+    import torch
+
+    torch._dynamo.config.cache_size_limit = 100_000
+    if hasattr(torch._dynamo.config, "recompile_limit"):
+        torch._dynamo.config.recompile_limit = 100_000
+    if hasattr(torch._dynamo.config, "accumulated_recompile_limit"):
+        torch._dynamo.config.accumulated_recompile_limit = 100_000
+    x, y = _fixed_data(BATCH + 4096)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    sizes = itertools.count(BATCH + 1)
+
+    def batches(i: int) -> tuple[Any, Any]:
+        # Injected: a batch size never seen before on every recorded step -> forward and backward recompile.
+        b = next(sizes) if variant == "injected" and i >= 0 else BATCH
+        return xt[:b], yt[:b]
+
+    return TorchStep(wrap=lambda m: torch.compile(m, dynamic=False), batches=batches)
+
+
+def torch_compiled(variant: str, knob: int) -> StepProgram:
+    import torch
+
+    return TorchStep(wrap=lambda m: torch.compile(m, dynamic=False))
+
+
+def torch_tiny_ops(variant: str, knob: int) -> StepProgram:
+    import torch
+
+    small = torch.ones(16)
+    n = _amount(variant, knob)
+
+    def mid(i: int) -> None:
+        t = small
+        for _ in range(n):
+            t = t * 1.0001
+
+    return TorchStep(mid=mid)
+
+
+def torch_large_matmul(variant: str, knob: int) -> StepProgram:
+    import torch
+
+    g = torch.Generator().manual_seed(SEED)
+    n = max(knob, 1)
+    a = torch.randn(n, n, generator=g)
+    b = torch.randn(n, n, generator=g)
+    sink: list[Any] = [None]
+
+    def mid(i: int) -> None:
+        sink[0] = torch.mm(a, b)
+
+    return TorchStep(mid=mid if variant == "injected" else _noop)
+
+
+def torch_threads(variant: str, knob: int) -> StepProgram:
+    # Thread count comes from the case's `threads` (set by the worker); the width makes the step compute-heavy.
+    return TorchStep(width=knob)
+
+
+def torch_user_python(variant: str, knob: int) -> StepProgram:
+    n = _amount(variant, knob)
+    return TorchStep(mid=lambda i: python_work(n) and None)
+
+
+def torch_between(variant: str, knob: int) -> StepProgram:
+    n = _amount(variant, knob)
+    return TorchStep(between=lambda i: python_work(n) and None)
+
+
+def torch_gc(variant: str, knob: int) -> StepProgram:
+    n = _amount(variant, knob)
+    return TorchStep(mid=lambda i: make_cycles(n), enter=_gc_switch(variant == "injected"))
+
+
+def torch_torchscript(variant: str, knob: int) -> StepProgram:
+    import torch
+
+    return TorchStep(wrap=torch.jit.script if variant == "injected" else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# TensorFlow
+# ---------------------------------------------------------------------------------------------
+
+
+def _tf_variables(width: int) -> list[Any]:
+    import tensorflow as tf
+
+    rng = np.random.default_rng(SEED + 1)
+    lim1, lim2 = 1 / np.sqrt(FEATURES), 1 / np.sqrt(width)
+    return [
+        tf.Variable(rng.uniform(-lim1, lim1, (FEATURES, width)).astype(np.float32)),
+        tf.Variable(np.zeros(width, np.float32)),
+        tf.Variable(rng.uniform(-lim2, lim2, (width, CLASSES)).astype(np.float32)),
+        tf.Variable(np.zeros(CLASSES, np.float32)),
+    ]
+
+
+class TFStep(StepProgram):
+    """Gradients (one call), ``mid(i)``, SGD update (a second call), ``float(loss)``.
+
+    ``mode``: ``function`` (both calls are ``tf.function``s), ``eager`` (plain eager ops), or
+    ``xla`` (one fused ``tf.function(jit_compile=True)`` step; ``mid`` runs after it).
+    ``scale(i)`` is a second argument of the gradient function (the loss is multiplied by it).
+    """
+
+    def __init__(
+        self,
+        mode: str = "function",
+        width: int = WIDTH,
+        mid: Callable[[int], None] = _noop,
+        batches: Callable[[int], tuple[Any, Any]] | None = None,
+        between: Callable[[int], None] = _noop,
+        enter: Callable[[], None] | None = None,
+        scale: Callable[[int], Any] | None = None,
+    ) -> None:
+        import tensorflow as tf
+
+        x, y = _fixed_data(BATCH)
+        self.x, self.y = tf.constant(x), tf.constant(y)
+        self.vars = _tf_variables(width)
+        one = tf.constant(1.0)
+        self.scale = scale or (lambda i: one)
+        variables = self.vars
+
+        def grads(x: Any, y: Any, scale: Any) -> Any:
+            with tf.GradientTape() as tape:
+                h = tf.nn.relu(tf.matmul(x, variables[0]) + variables[1])
+                logits = tf.matmul(h, variables[2]) + variables[3]
+                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+                scaled = loss * scale
+            return loss, tape.gradient(scaled, variables)
+
+        def apply(gs: Any) -> None:
+            for v, g in zip(variables, gs):
+                v.assign_sub(LR * g)
+
+        def fused(x: Any, y: Any, scale: Any) -> Any:
+            loss, gs = grads(x, y, scale)
+            apply(gs)
+            return loss
+
+        self.mode = mode
+        if mode == "function":
+            self.grads, self.apply = tf.function(grads), tf.function(apply)
+        elif mode == "eager":
+            self.grads, self.apply = grads, apply
+        elif mode == "xla":
+            self.fused = tf.function(fused, jit_compile=True)
+        else:
+            raise ValueError(f"unknown TF step mode {mode!r}")
+        self.mid = mid
+        self.batches = batches or (lambda i: (self.x, self.y))
+        self._between = between
+        self._enter = enter
+
+    def enter(self) -> None:
+        if self._enter is not None:
+            self._enter()
+
+    def step(self, i: int) -> float | None:
+        x, y = self.batches(i)
+        if self.mode == "xla":
+            loss = self.fused(x, y, self.scale(i))
+            self.mid(i)
+            return float(loss)
+        loss, gs = self.grads(x, y, self.scale(i))
+        self.mid(i)
+        self.apply(gs)
+        return float(loss)
+
+    def between(self, i: int) -> None:
+        self._between(i)
+
+
+def _tf_pipeline(map_fn: Callable[[Any, Any], Any]) -> Any:
+    """Batches from fixed rows through ``map_fn``, with no prefetch and no autotuning.
+
+    TF >= 2.13 injects a prefetch (``inject_prefetch``) and autotunes parallelism, which would
+    move the map off the step's critical path; both are switched off so the step waits for it.
+    """
+    import tensorflow as tf
+
+    x, y = _fixed_data(BATCH * 8)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(BATCH, drop_remainder=True).map(map_fn)
+    opts = tf.data.Options()
+    opts.autotune.enabled = False
+    opts.experimental_optimization.inject_prefetch = False
+    opts.experimental_optimization.map_parallelization = False
+    opts.experimental_optimization.apply_default_optimizations = False
+    return iter(ds.with_options(opts))
+
+
+def tf_input_map(variant: str, knob: int) -> StepProgram:
+    import tensorflow as tf
+
+    n = _amount(variant, knob)
+    m = tf.constant(np.random.default_rng(SEED + 2).uniform(-0.05, 0.05, (FEATURES, FEATURES)).astype(np.float32))
+
+    def heavy(x: Any, y: Any) -> Any:
+        h = x
+        for _ in range(n):  # augmentation stand-in: n dense transforms of the batch
+            h = tf.tanh(tf.matmul(h, m))
+        return x + 1e-12 * tf.reduce_mean(h), y
+
+    it = _tf_pipeline(heavy)
+    return TFStep(batches=lambda i: next(it))
+
+
+def tf_input_pyfunc(variant: str, knob: int) -> StepProgram:
+    import tensorflow as tf
+
+    n = _amount(variant, knob)
+
+    def slow(x: Any) -> Any:
+        python_work(n)  # Python-side decoding stand-in
+        return x
+
+    def mapped(x: Any, y: Any) -> Any:
+        out = tf.py_function(slow, [x], tf.float32)
+        out.set_shape(x.shape)
+        return out, y
+
+    it = _tf_pipeline(mapped)
+    return TFStep(batches=lambda i: next(it))
+
+
+def tf_retrace(variant: str, knob: int) -> StepProgram:
+    if variant == "clean":
+        return TFStep()
+    values = itertools.count(1)
+    # A new Python float on every call: tf.function specializes on Python values, so it retraces.
+    return TFStep(scale=lambda i: 1.0 + next(values) * 1e-9)
+
+
+def tf_xla(variant: str, knob: int) -> StepProgram:
+    return TFStep(mode="xla")
+
+
+def tf_tiny_ops(variant: str, knob: int) -> StepProgram:
+    import tensorflow as tf
+
+    small = tf.ones(16)
+    n = _amount(variant, knob)
+
+    def mid(i: int) -> None:
+        t = small
+        for _ in range(n):
+            t = t * 1.0001
+
+    return TFStep(mode="eager", mid=mid)
+
+
+def tf_large_matmul(variant: str, knob: int) -> StepProgram:
+    import tensorflow as tf
+
+    rng = np.random.default_rng(SEED + 3)
+    n = max(knob, 1)
+    a = tf.constant(rng.standard_normal((n, n), dtype=np.float32))
+    b = tf.constant(rng.standard_normal((n, n), dtype=np.float32))
+    sink: list[Any] = [None]
+
+    def mid(i: int) -> None:
+        sink[0] = tf.linalg.matmul(a, b)
+
+    return TFStep(mid=mid if variant == "injected" else _noop)
+
+
+
+def tf_user_python(variant: str, knob: int) -> StepProgram:
+    n = _amount(variant, knob)
+    return TFStep(mid=lambda i: python_work(n) and None)
+
+
+def tf_between(variant: str, knob: int) -> StepProgram:
+    n = _amount(variant, knob)
+    return TFStep(between=lambda i: python_work(n) and None)
+
+
+def tf_gc(variant: str, knob: int) -> StepProgram:
+    n = _amount(variant, knob)
+    return TFStep(mid=lambda i: make_cycles(n), enter=_gc_switch(variant == "injected"))
+
+
+def tf_function_vs_eager(variant: str, knob: int) -> StepProgram:
+    return TFStep(mode="eager" if variant == "injected" else "function")
+
+
+class KerasFitOrLoop(StepProgram):
+    """The same Keras model and data: a custom ``tf.function`` loop (clean) or ``model.fit`` (injected).
+
+    ``fit`` drives its own loop; a callback opens and closes each step (``on_train_batch_begin``
+    / ``on_train_batch_end``), the only per-step hook Keras offers.
+    """
+
+    def __init__(self, use_fit: bool) -> None:
+        import keras
+        import tensorflow as tf
+
+        keras.utils.set_random_seed(SEED)
+        self.model = keras.Sequential(
+            [keras.Input((FEATURES,)), keras.layers.Dense(WIDTH, activation="relu"), keras.layers.Dense(CLASSES)]
+        )
+        self.loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        self.optimizer = keras.optimizers.SGD(LR)
+        self.model.compile(optimizer=self.optimizer, loss=self.loss_fn, jit_compile=False)
+        self.use_fit = use_fit
+        self.x_np, self.y_np = _fixed_data(BATCH * 8)
+        self.batches = [
+            (tf.constant(self.x_np[k * BATCH : (k + 1) * BATCH]), tf.constant(self.y_np[k * BATCH : (k + 1) * BATCH]))
+            for k in range(8)
+        ]
+        model, loss_fn, optimizer = self.model, self.loss_fn, self.optimizer
+
+        @tf.function
+        def train_step(x: Any, y: Any) -> Any:
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        self.train_step = train_step
+
+    def step(self, i: int) -> float | None:
+        x, y = self.batches[i % len(self.batches)]
+        return float(self.train_step(x, y))
+
+    def loop(self, indices: Sequence[int], begin: Begin, end: End, after: After) -> None:
+        if not self.use_fit:
+            super().loop(indices, begin, end, after)
+            return
+        import keras
+
+        order = list(indices)
+
+        class Marker(keras.callbacks.Callback):
+            def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+                begin(order[batch])
+
+            def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+                end(order[batch], None)
+                after(order[batch])
+
+        rows = np.arange(len(order) * BATCH) % len(self.x_np)
+        self.model.fit(
+            self.x_np[rows], self.y_np[rows], batch_size=BATCH, epochs=1, shuffle=False, verbose=0, callbacks=[Marker()]
+        )
+
+
+def tf_fit_vs_loop(variant: str, knob: int) -> StepProgram:
+    return KerasFitOrLoop(use_fit=variant == "injected")
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------------
+
+_TINY = "the profiler inflates each tiny op (≈50 % on ~µs ops), so the trace holds more than the unprofiled cost"
+_PYTRACER = ("torch's Python tracer (with_stack) slows every line of Python while it is on (CPython 3.11 "
+             "setprofile), so the Python work itself runs longer in the trace than without the profiler")
+_COMPILE_ENV = {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCHINDUCTOR_CACHE_DIR": "{fresh_dir}"}
+_COMPILE_NO_PY = "dynamo/inductor compilation makes millions of Python calls: with_stack would make the trace huge"
+
+CASES: tuple[Case, ...] = (
+    Case("torch-input-dataloader", "torch", "DataLoader (num_workers=0) whose Dataset.__getitem__ runs slow pure-Python work per sample",
+         "input", "input_bound", "steady", torch_dataloader, knob=Knob(start=500), python_events=False,
+         python_events_reason="per-sample Python calls made the trace ~250 KB; the DataLoader's own "
+         "enumerate(DataLoader)#…__next__ annotation marks the input time",
+         score_against="in_trace", score_reason="measured in two regenerations: the injected per-sample work ran "
+         "~1.7x longer profiled than not, even without Python events (cause not isolated)"),
+    Case("tf-input-map", "tensorflow", "tf.data .map with heavy TF ops (dense transforms), no prefetch, consumed by next(iterator) in the step",
+         "input", "input_bound", "steady", tf_input_map, knob=Knob(start=4)),
+    Case("tf-input-pyfunc", "tensorflow", "tf.data .map through tf.py_function doing slow pure-Python work, no prefetch",
+         "input", "input_bound", "steady", tf_input_pyfunc, knob=Knob(start=50_000)),
+    Case("tf-retrace", "tensorflow", "tf.function gradient step called with a new Python float every step (retraces each call) vs a tensor",
+         "graph_build", STEADY_GRAPH_BUILD, "steady", tf_retrace, rounds=6, block=4, score_against="in_trace",
+         score_reason="TF's host tracer records the ops built while tracing, so a retrace runs ~1.6x longer "
+         "profiled than not (inflation in ground_truth.json)"),
+    Case("torch-compile-recompile", "torch", "torch.compile step (dynamic=False) whose batch size changes every steady step: forward and backward recompile",
+         "graph_build", STEADY_GRAPH_BUILD, "steady", torch_recompile, env=_COMPILE_ENV, python_events=False,
+         python_events_reason=_COMPILE_NO_PY, rounds=4, block=3, profiled_steady=4, isolate=True,
+         notes="variants in separate processes: in one process every recompile of the injected model also "
+         "lengthens the clean model's guard checks and later recompiles, so the cost grows with the run"),
+    Case("tf-xla-cold", "tensorflow", "tf.function(jit_compile=True) step: the first call traces and XLA-compiles (clean twin compiled before the capture)",
+         "graph_build", COLD_COMPILE, "cold", tf_xla, profiled_steady=3),
+    Case("torch-compile-cold", "torch", "torch.compile step: the first call compiles with dynamo/inductor, on-disk caches off (clean twin compiled before the capture)",
+         "graph_build", COLD_COMPILE, "cold", torch_compiled, env=_COMPILE_ENV, python_events=False,
+         python_events_reason=_COMPILE_NO_PY, profiled_steady=3, cold_reps=2),
+    Case("torch-tiny-ops", "torch", "eager step plus N tiny elementwise ops on a 16-element tensor",
+         "launch_overhead", "launch_bound", "steady", torch_tiny_ops, knob=Knob(start=500, target_ms=3.0),
+         score_against="in_trace", score_reason=_TINY, record_shapes=False, profiled_steady=2,
+         python_events=False, python_events_reason="two Python events per tiny op doubled a 1.8 MB trace; the "
+         "gaps between the recorded ops carry the same information"),
+    Case("tf-tiny-ops", "tensorflow", "eager step plus N tiny elementwise ops on a 16-element tensor",
+         "launch_overhead", "launch_bound", "steady", tf_tiny_ops, knob=Knob(start=100, target_ms=4.0),
+         score_against="in_trace", score_reason=_TINY, profiled_steady=3),
+    Case("torch-large-matmul", "torch", "step plus one large square matmul (side calibrated)",
+         "kernel", "compute_bound", "steady", torch_large_matmul, knob=Knob(start=256, power=3, lo=16)),
+    Case("tf-large-matmul", "tensorflow", "step plus one large square matmul, eager (side calibrated)",
+         "kernel", "compute_bound", "steady", tf_large_matmul, knob=Knob(start=256, power=3, lo=16)),
+    Case("torch-threads", "torch", "compute-heavy step with 1 intra-op thread instead of 2 (torch.set_num_threads)",
+         "kernel", "compute_bound", "steady", torch_threads, knob=Knob(start=2048, power=2, lo=256, hi=6144, share=0.3),
+         isolate=True, threads=(2, 1)),
+    Case("torch-user-python", "torch", "pure-Python loop (no framework calls) between backward and the optimizer step",
+         "host_compute", "host_compute", "steady", torch_user_python, knob=Knob(start=100_000), score_against="in_trace", score_reason=_PYTRACER),
+    Case("tf-user-python", "tensorflow", "pure-Python loop (no framework calls) between the gradient call and the update call",
+         "host_compute", "host_compute", "steady", tf_user_python, knob=Knob(start=100_000)),
+    Case("torch-python-between-steps", "torch", "pure-Python loop after each step; ProfilerStep#N runs to the next step() call, so it is inside the marker",
+         "host_compute", "host_compute", "steady", torch_between, knob=Knob(start=100_000), score_against="in_trace", score_reason=_PYTRACER),
+    Case("tf-python-between-steps", "tensorflow", "pure-Python loop after each step, outside the Trace step marker",
+         BETWEEN_STEPS, "host_between_steps", "steady", tf_between, knob=Knob(start=100_000)),
+    Case("torch-gc", "torch", "each step makes many cyclic Python objects, gc enabled (collector pauses in the step) vs gc disabled without the garbage",
+         "host_compute", "host_compute", "steady", torch_gc, knob=Knob(start=20_000), score_against="in_trace", score_reason=_PYTRACER),
+    Case("tf-gc", "tensorflow", "each step makes many cyclic Python objects, gc enabled (collector pauses in the step) vs gc disabled without the garbage",
+         "host_compute", "host_compute", "steady", tf_gc, knob=Knob(start=20_000)),
+    # Controls: the same math run two ways; their kernel time should agree within 2x.
+    Case("tf-fit-vs-loop", "tensorflow", "Keras model.fit (step-marker callback) vs a custom tf.function loop, same model and data",
+         "kernel", "", "steady", tf_fit_vs_loop, kind="control", rounds=6),
+    Case("tf-function-vs-eager", "tensorflow", "the same step eager vs tf.function",
+         "kernel", "", "steady", tf_function_vs_eager, kind="control", rounds=6),
+    Case("torch-torchscript-vs-eager", "torch", "the same model through torch.jit.script vs eager",
+         "kernel", "", "steady", torch_torchscript, kind="control", rounds=6),
+)
+
+BY_NAME = {c.name: c for c in CASES}
+
+
+def select(names: str | None) -> list[Case]:
+    """Cases named in a comma-separated list (all when ``None``), in table order."""
+    if not names:
+        return list(CASES)
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in BY_NAME]
+    if unknown:
+        raise SystemExit(f"unknown case(s): {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
+    return [c for c in CASES if c.name in wanted]

@@ -1,0 +1,218 @@
+"""Score the analysis against the ground-truth cases: ``python -m benchmarks.truth.score [--cases …] [--markdown]``.
+
+For every ``cases/<case>/`` folder: ``traceview.diagnose`` the clean and the injected trace (and
+``traceview.compare(clean, injected)`` for steady cases), then per bucket the growth from clean
+to injected:
+
+- steady window: mean ns per steady step (``Diagnosis.steady_attribution()``), injected − clean;
+- cold window: the first step's buckets (``attribution.per_step`` row 0), injected − clean;
+- ``between_steps``: mean gap between consecutive step windows (start[i+1] − end[i], pairs of
+  steady steps), injected − clean.
+
+A cause case is *right* when the bucket that grew most is the expected one, the first finding
+graded high or moderate on the injected trace is the expected rule, and the expected bucket's
+growth is within 0.75–1.25 of the cost (the one ``score_against`` names in ground_truth.json).
+A control is right when the two kernel buckets agree within 2×. Exit status 1 when any case is
+wrong (``--no-fail``: always 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+CASES_DIR = HERE / "cases"
+BETWEEN_STEPS = "between_steps"
+RATIO_RANGE = (0.75, 1.25)
+CONTROL_FACTOR = 2.0
+ACTIONABLE = ("high", "moderate")
+
+
+@dataclass
+class Score:
+    case: str
+    kind: str
+    expected_bucket: str
+    expected_finding: str
+    grew_most: str = ""
+    first_finding: str = ""
+    attributed_ns: float = float("nan")
+    cost_ns: float = float("nan")
+    cost_kind: str = ""
+    growth: dict[str, float] = field(default_factory=dict)
+    compare_top: str = ""
+    kernel_a_ns: float = float("nan")
+    kernel_b_ns: float = float("nan")
+    error: str = ""
+
+    @property
+    def ratio(self) -> float:
+        if self.kind == "control":
+            lo, hi = sorted((self.kernel_a_ns, self.kernel_b_ns))
+            return hi / lo if lo > 0 else float("inf")
+        return self.attributed_ns / self.cost_ns if self.cost_ns else float("nan")
+
+    @property
+    def right(self) -> bool:
+        if self.error:
+            return False
+        if self.kind == "control":
+            return self.ratio <= CONTROL_FACTOR
+        return (
+            self.grew_most == self.expected_bucket
+            and self.first_finding == self.expected_finding
+            and RATIO_RANGE[0] <= self.ratio <= RATIO_RANGE[1]
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case": self.case, "kind": self.kind, "expected_bucket": self.expected_bucket,
+            "expected_finding": self.expected_finding, "grew_most": self.grew_most,
+            "first_finding": self.first_finding, "attributed_ns": self.attributed_ns,
+            "cost_ns": self.cost_ns, "cost_kind": self.cost_kind, "ratio": self.ratio,
+            "right": self.right, "growth_ns": self.growth, "compare_top": self.compare_top,
+            "kernel_a_ns": self.kernel_a_ns, "kernel_b_ns": self.kernel_b_ns, "error": self.error,
+        }
+
+
+def case_folders(names: str | None = None) -> list[Path]:
+    """Case folders that hold a ground_truth.json, by name."""
+    if not CASES_DIR.is_dir():
+        return []
+    found = sorted(p.parent for p in CASES_DIR.glob("*/ground_truth.json") if not p.parent.name.startswith("."))
+    if names:
+        wanted = {n.strip() for n in names.split(",") if n.strip()}
+        found = [p for p in found if p.name in wanted]
+    return found
+
+
+TRACE_GLOBS = ("*.pt.trace.json.gz", "*.pt.trace.json", "plugins/profile/*/*.xplane.pb")
+
+
+def _trace(folder: Path, truth: dict[str, Any], variant: str) -> Path:
+    """The variant's trace file (a TF logdir resolves to the xplane.pb inside it)."""
+    path = folder / truth["profiled"][variant]["trace"]
+    if path.is_dir():
+        found = sorted(p for pattern in TRACE_GLOBS for p in path.glob(pattern))
+        if len(found) != 1:
+            raise FileNotFoundError(f"{path}: expected one trace file, found {len(found)}")
+        path = found[0]
+    return path
+
+
+def _gap_mean(diag: Any) -> float:
+    """Mean gap between consecutive step windows, over pairs of consecutive steady steps."""
+    table = diag.steps.table.sort_values("start")
+    starts, ends = table["start"].to_numpy(float), table["end"].to_numpy(float)
+    if len(starts) < 2:
+        return 0.0
+    steady = set(int(i) for i in diag.steady_positions)
+    pairs = [i for i in range(len(starts) - 1) if i in steady and i + 1 in steady] or list(range(len(starts) - 1))
+    return float(np.mean([starts[i + 1] - ends[i] for i in pairs]))
+
+
+def _window_buckets(diag: Any, window: str) -> dict[str, float]:
+    steady = diag.steady_attribution()
+    if window == "cold":
+        row = diag.attribution.per_step.iloc[0]
+        return {b: float(row[b]) for b in steady}
+    return dict(steady)
+
+
+def score_case(folder: Path) -> Score:
+    import traceview
+
+    truth = json.loads((folder / "ground_truth.json").read_text())
+    spec = truth["case"]
+    s = Score(spec["name"], spec.get("kind", "cause"), spec["expected_bucket"], spec["expected_finding"])
+    try:
+        clean = traceview.diagnose(_trace(folder, truth, "clean"))
+        injected = traceview.diagnose(_trace(folder, truth, "injected"))
+        a, b = _window_buckets(clean, spec["window"]), _window_buckets(injected, spec["window"])
+        s.growth = {k: b[k] - a.get(k, 0.0) for k in b}
+        s.growth[BETWEEN_STEPS] = _gap_mean(injected) - _gap_mean(clean)
+        s.grew_most = max(s.growth, key=lambda k: s.growth[k])
+        s.first_finding = next((f.rule for f in injected.findings if f.grade in ACTIONABLE), "")
+        s.attributed_ns = s.growth.get(s.expected_bucket, 0.0)
+        s.cost_ns = float(truth["score"]["cost_ns"] or float("nan"))
+        s.cost_kind = truth["score"]["against"]
+        s.kernel_a_ns, s.kernel_b_ns = a.get("kernel", 0.0), b.get("kernel", 0.0)
+        if spec["window"] == "steady":
+            cmp = traceview.compare(_trace(folder, truth, "clean"), _trace(folder, truth, "injected"))
+            ranked = getattr(cmp, "ranked", None)
+            if callable(ranked):
+                top = ranked()
+                s.compare_top = str(getattr(top[0], "bucket", "")) if top else ""
+    except Exception as err:  # a case the analysis cannot read is a wrong case, not a crash
+        s.error = f"{type(err).__name__}: {err}"
+    return s
+
+
+def _ms(ns: float) -> str:
+    return "—" if ns != ns else f"{ns / 1e6:.2f} ms"
+
+
+def render(scores: list[Score], markdown: bool) -> str:
+    causes = [s for s in scores if s.kind != "control"]
+    controls = [s for s in scores if s.kind == "control"]
+    head = ["case", "expected bucket", "grew most", "first finding", "attributed", "cost", "ratio", "right?"]
+    rows = [
+        [s.case, s.expected_bucket, s.grew_most or "—", s.first_finding or "—", _ms(s.attributed_ns),
+         f"{_ms(s.cost_ns)} ({s.cost_kind})" if s.cost_kind else "—", f"{s.ratio:.2f}",
+         "yes" if s.right else ("ERROR" if s.error else "no")]
+        for s in causes
+    ]
+    chead = ["control", "kernel A (clean)", "kernel B (other)", "ratio", "within 2×?"]
+    crows = [[s.case, _ms(s.kernel_a_ns), _ms(s.kernel_b_ns), f"{s.ratio:.2f}",
+              "yes" if s.right else ("ERROR" if s.error else "no")] for s in controls]
+    out = [_table(head, rows, markdown), "", f"{sum(s.right for s in causes)}/{len(causes)} right"]
+    if controls:
+        out += ["", _table(chead, crows, markdown), "",
+                f"controls: {sum(s.right for s in controls)}/{len(controls)} within {CONTROL_FACTOR:g}×"]
+    errors = [s for s in scores if s.error]
+    for s in errors:
+        out.append(f"{s.case}: {s.error}")
+    return "\n".join(out)
+
+
+def _table(head: list[str], rows: list[list[str]], markdown: bool) -> str:
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines)
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join([fmt.format(*head), fmt.format(*("-" * w for w in widths))] + [fmt.format(*r) for r in rows])
+
+
+def score_all(names: str | None = None) -> list[Score]:
+    return [score_case(folder) for folder in case_folders(names)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", help="comma-separated case names (default: every case folder)")
+    ap.add_argument("--markdown", action="store_true", help="markdown tables (for the README)")
+    ap.add_argument("--json", action="store_true", help="one JSON document instead of tables")
+    ap.add_argument("--no-fail", action="store_true", help="exit 0 even when cases are wrong")
+    args = ap.parse_args(argv)
+    scores = score_all(args.cases)
+    if not scores:
+        print(f"no cases under {CASES_DIR}; run python -m benchmarks.truth.generate first")
+        return 0
+    if args.json:
+        print(json.dumps([s.to_dict() for s in scores], indent=1))
+    else:
+        print(render(scores, args.markdown))
+    return 0 if args.no_fail or all(s.right for s in scores) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
