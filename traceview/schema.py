@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: role column; XPlane fn_call, Kineto elements
 
 
 class Kind(str, Enum):
