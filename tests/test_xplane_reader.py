@@ -755,3 +755,22 @@ def test_committed_samples(path: Path) -> None:
     assert validate(timeline) == []
     counts_add_up(timeline)
     assert timeline.meta.framework in ("tensorflow", "jax")
+
+
+def test_a_gzipped_xplane_in_a_logdir_is_found_and_read_like_the_raw_one(tmp_path) -> None:
+    import gzip as _gzip
+
+    from tests.conftest import SAMPLES
+    from traceview.loader import load, trace_paths
+
+    raw = next(iter(sorted((SAMPLES / "mlp2" / "tf-function").rglob("*.xplane.pb"))), None)
+    if raw is None:
+        pytest.skip("sample traces not present")
+    run = tmp_path / "logdir" / "plugins" / "profile" / raw.parent.name
+    run.mkdir(parents=True)
+    (run / (raw.name + ".gz")).write_bytes(_gzip.compress(raw.read_bytes()))
+    found = trace_paths(tmp_path / "logdir")
+    assert [p.name for p in found] == [raw.name + ".gz"]
+    a, b = load(raw).events, load(found[0]).events
+    assert a["name"].astype(str).tolist() == b["name"].astype(str).tolist()
+    assert (a["ts"].to_numpy() == b["ts"].to_numpy()).all()

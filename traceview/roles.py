@@ -43,6 +43,7 @@ compiled code is compute, and a Python builtin inherits the role of the frame th
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from enum import Enum
 
@@ -225,7 +226,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              "(`<built-in method mul of Tensor object>`, `torch/_C` builtins)",
              name=_re(r"(^|[/\\$])(torch|tensorflow|keras|tf_keras|jax|jaxlib|flax|optax|triton|functorch|"
                       r"torchvision)[/\\]|<built-in (method|function) \w+ of (type object|Tensor|torch|tensorflow|"
-                      r"PyCapsule)|torch\._C|_pywrap_|torchinductor_")),
+                      r"PyCapsule)|torch\._C|_pywrap_|torchinductor_|^nn\.Module: ")),
     RoleRule(Role.PYTHON_USER, _PYTHON, "any other Python frame: the user's files, the standard library and "
              "other packages called from them"),
 )
@@ -244,6 +245,12 @@ TINY_OP_ELEMENTS = 1024
 # Python builtins whose owner says nothing about who is working (`<built-in method append of
 # list object>`): they take the role of the frame that called them.
 _BUILTIN = re.compile(r"^<built-in (method|function) ")
+# Python frames of the standard library ("typing.py(359): inner", "$contextlib.py:141 __exit__"),
+# by the module names CPython itself lists: library code that works for whoever called it.
+# A bare module name (how torch's tracer prints the standard library) or a path in lib/pythonX.Y;
+# a user script named like a standard module ("test.py") is read as library code.
+_STDLIB_FRAME = re.compile(r"^\$?(?:.*[/\\]lib[/\\]python[\d.]*[/\\])?(" + "|".join(sorted(sys.stdlib_module_names))
+                           + r")(?:[/\\][\w/\\]*)?\.py[(:]")
 # XLA thunks are named after HLO instructions ("custom-call.1", "loop_convert_fusion").
 _XLA_THUNK = re.compile(r"^[A-Za-z_][\w.\-]*$")
 
@@ -309,12 +316,14 @@ def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], nam
       passes inside a compile range); inside input → input (map functions' ops);
     - a framework op directly inside compiled code is compute (XLA thunks; aten ops it calls);
     - a call anywhere inside a call that traces (``call_tracing``) is ``call_tracing`` too;
-    - a Python builtin of no framework takes the role of the Python frame that called it.
+    - a Python builtin of no framework, or a standard-library frame, takes the role of the Python
+      frame that called it.
     """
     parent = events["parent"].to_numpy()
     depth = events["depth"].to_numpy()
     kind = events["kind"].to_numpy()
-    builtin = _lookup(_BUILTIN, name_values, name_codes) & (kind == Kind.PYTHON.value)
+    builtin = (_lookup(_BUILTIN, name_values, name_codes) | _lookup(_STDLIB_FRAME, name_values, name_codes))
+    builtin &= kind == Kind.PYTHON.value
     thunk_name = _lookup(_XLA_THUNK, name_values, name_codes)
     inheriting = np.array([Role.GRAPH_BUILD.value, Role.COMPILE.value, Role.INPUT.value], dtype=object)
     host_roles = [r.value for r in Role if not r.value.startswith("device_") and r is not Role.STEP]

@@ -93,7 +93,8 @@ def case_folders(names: str | None = None) -> list[Path]:
     return found
 
 
-TRACE_GLOBS = ("*.pt.trace.json.gz", "*.pt.trace.json", "plugins/profile/*/*.xplane.pb")
+TRACE_GLOBS = ("*.pt.trace.json.gz", "*.pt.trace.json", "plugins/profile/*/*.xplane.pb",
+               "plugins/profile/*/*.xplane.pb.gz")
 
 
 def _trace(folder: Path, truth: dict[str, Any], variant: str) -> Path:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import gzip
 import json
 import os
 import platform
@@ -398,9 +399,10 @@ def rewrite_xplane(src: Path, logdir: Path) -> Path:
                 elif st.WhichOneof("value") == "bytes_value":
                     st.bytes_value = scrub_bytes(st.bytes_value)
     run = src.parent.name
-    dst = logdir / "plugins" / "profile" / run / f"{HOST_PLACEHOLDER}.xplane.pb"
+    # Stored gzipped (traceview reads <host>.xplane.pb.gz by content) to keep the committed traces small.
+    dst = logdir / "plugins" / "profile" / run / f"{HOST_PLACEHOLDER}.xplane.pb.gz"
     dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.write_bytes(space.SerializeToString())
+    dst.write_bytes(gzip.compress(space.SerializeToString(), mtime=0))
     return dst
 
 

@@ -46,9 +46,9 @@ def discover(path: Path, run: str | None = None) -> list[Path]:
     if path.is_file():
         return [path]
     found: list[Path] = []
-    logdirs = sorted({_logdir_of(f, path) for f in path.rglob("*.xplane.pb") if f.is_file()})
+    xplane = importlib.import_module("traceview.readers.xplane")
+    logdirs = sorted({_logdir_of(f, path) for f in xplane.xplane_files(path, recursive=True)})
     if logdirs:
-        xplane = importlib.import_module("traceview.readers.xplane")
         for logdir in logdirs:
             found.extend(xplane.find_xplanes(logdir, run))
     for candidate in sorted(path.rglob("*")):

@@ -77,6 +77,18 @@ from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events
 
 FORMAT_NAME = "xplane"
 XPLANE_SUFFIX = ".xplane.pb"
+# A gzipped XPlane (how traces are often shared) is read the same way: content decides the format.
+XPLANE_SUFFIXES = (XPLANE_SUFFIX, XPLANE_SUFFIX + ".gz")
+
+
+def is_xplane_name(path: Path) -> bool:
+    """Whether a file name is an XPlane file's (``<host>.xplane.pb``, or the same gzipped)."""
+    return path.name.endswith(XPLANE_SUFFIXES)
+
+
+def xplane_files(folder: Path, recursive: bool) -> list[Path]:
+    found = folder.rglob("*.xplane.pb*") if recursive else folder.glob("*.xplane.pb*")
+    return sorted(p for p in found if p.is_file() and is_xplane_name(p))
 EXTRA_COLUMNS = ("step_num", "fw_op", "fn_call")
 
 # Stats read per event (others are skipped without decoding).
@@ -223,10 +235,10 @@ def find_xplanes(path: Path, run: str | None = None) -> list[Path]:
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     if path.is_file():
-        if path.name.endswith(XPLANE_SUFFIX):
+        if is_xplane_name(path):
             return [path]
         raise InputError(f"{path}: not an {XPLANE_SUFFIX} file; point at a trace or a TensorBoard logdir")
-    direct = sorted(p for p in path.glob(f"*{XPLANE_SUFFIX}") if p.is_file())
+    direct = xplane_files(path, recursive=False)
     if direct:  # a run folder
         if run is not None and run != path.name:
             raise InputError(
@@ -235,9 +247,8 @@ def find_xplanes(path: Path, run: str | None = None) -> list[Path]:
             )
         return direct
     runs: dict[Path, list[Path]] = {}
-    for file in path.rglob(f"*{XPLANE_SUFFIX}"):
-        if file.is_file():
-            runs.setdefault(file.parent, []).append(file)
+    for file in xplane_files(path, recursive=True):
+        runs.setdefault(file.parent, []).append(file)
     if not runs:
         raise InputError(
             f"{path}: no {XPLANE_SUFFIX} files found (searched this folder and below, e.g. "
