@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -111,3 +113,24 @@ def test_calls_inside_a_tracing_call_are_tracing_calls():
     frame["fn_call"] = pd.Categorical(["traced-nonXla", "", "", "notTraced-nonXla"])
     role = assign_roles(frame).tolist()
     assert role == [Role.CALL_TRACING.value, Role.DISPATCH.value, Role.CALL_TRACING.value, Role.CALL.value]
+
+
+def test_no_call_wrapper_is_ever_a_compute_op_in_the_sample_captures():
+    """In every sample capture (tf.function, fit, XLA, torch.compile, TorchScript …), no event whose
+    role is a call (its body runs elsewhere) appears among the top compute ops."""
+    from tests.conftest import SAMPLES
+    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import trace_paths
+
+    captures = sorted(p for p in SAMPLES.glob("*/*") if p.is_dir()) if SAMPLES.is_dir() else []
+    if not captures:
+        pytest.skip("sample traces not present")
+    wrappers = re.compile(r"__inference_|multi_step_on_iterator|^CompiledFunction|DifferentiableGraph|"
+                          r"^<(forward|backward) op>$|^SessionRun$|^PjitFunction")
+    for folder in captures:
+        diag = diagnose(trace_paths(folder)[0])
+        ev = diag.timeline.events
+        calls = set(ev.loc[ev["role"].isin([Role.CALL.value, Role.CALL_TRACING.value]), "name"].astype(str))
+        top = [str(n) for n in diag.kernels["name"]] if diag.kernels is not None else []
+        assert not (set(top) & calls), (folder, sorted(set(top) & calls))
+        assert not [n for n in top if wrappers.search(n)], (folder, top)
