@@ -171,6 +171,8 @@ def test_docs_tables_are_the_code_tables():
     spec.loader.exec_module(gen_docs)
     doc = (root / "docs" / "attribution.md").read_text(encoding="utf-8")
     assert gen_docs.render(doc) == doc, "docs/attribution.md is stale: run python scripts/gen_docs.py"
+    schema = (root / "docs" / "schema.md").read_text(encoding="utf-8")
+    assert gen_docs.render(schema, gen_docs.SCHEMA_BLOCKS) == schema, "docs/schema.md is stale: run scripts/gen_docs.py"
 
 
 def test_a_waiting_call_takes_what_the_other_threads_do():

@@ -34,6 +34,7 @@ import orjson
 import pandas as pd
 
 from traceview import categories as cat
+from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.errors import FormatError
 from traceview.readers._io import read_bytes
 from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events
@@ -214,7 +215,7 @@ def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Ti
     elements = np.array([_largest_input(a.get("Input Dims")) for a in args], dtype=np.int64)
     nbytes = _int_column([a.get("bytes", -1) for a in args])
 
-    kinds = _refine_kinds(kinds, names)
+    kinds = apply_kind_rules(KINETO_RULES, kinds, names, kinds)  # category kind refined by name
 
     copy_kind = np.full(n, "", dtype=object)
     memcpy_mask = kinds == Kind.MEMCPY.value
@@ -295,28 +296,6 @@ def _reorder_like(frame: pd.DataFrame, ts: np.ndarray, dur: np.ndarray, values: 
     """``values`` (in reader order) in the row order build_events gave ``frame`` (sorted by ts, -dur)."""
     order = np.lexsort((-dur, ts))
     return values[order]
-
-
-def _refine_kinds(kinds: np.ndarray, names: np.ndarray) -> np.ndarray:
-    """Split generic categories by name: launches vs syncs vs other runtime calls, steps,
-    compilation, input. Patterns are matched once per distinct name."""
-    out = kinds.copy()
-    inverse, uniq = pd.factorize(names)
-    as_step = np.array([bool(cat.TORCH_STEP.match(u)) for u in uniq])[inverse]
-    as_launch = np.array([bool(cat.LAUNCH_API.match(u)) for u in uniq])[inverse]
-    as_sync = np.array([bool(cat.SYNC_API.match(u)) for u in uniq])[inverse]
-    as_graph = np.array([bool(cat.TORCH_GRAPH_BUILD.match(u)) for u in uniq])[inverse]
-    as_compile = np.array([bool(cat.TORCH_COMPILE.match(u)) for u in uniq])[inverse]
-    as_input = np.array([bool(cat.TORCH_INPUT.search(u)) for u in uniq])[inverse]
-    runtime = kinds == Kind.RUNTIME.value
-    out[runtime & as_launch] = Kind.LAUNCH.value
-    out[runtime & as_sync] = Kind.SYNC.value
-    hostish = (kinds == Kind.HOST_OP.value) | (kinds == Kind.ANNOTATION.value)
-    out[hostish & as_graph] = Kind.GRAPH_BUILD.value
-    out[hostish & as_compile] = Kind.COMPILE.value
-    out[hostish & as_input] = Kind.INPUT.value
-    out[(kinds == Kind.ANNOTATION.value) & as_step] = Kind.STEP.value
-    return out
 
 
 def _needs_exact(events: list[Any]) -> bool:

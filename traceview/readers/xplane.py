@@ -15,7 +15,7 @@ Planes and lines → kinds (every XEvent is either kept or dropped under a count
   tf.data threads (``tf_data_iterator_resource/<id>``, ``tf_data_private_threadpool/<id>``, where
   the map functions' op kernels run): ``input`` (rules 1–3 below still apply there). All
   other lines (``python``, ``tf_Compute/<id>``, ``tf_numa_-1_Eigen/<id>``, ``py_xla_callback/…``):
-  by event, first rule that matches:
+  by event, first rule that matches (the rows of ``traceview.kinds.XPLANE_RULES``, in short):
 
   1. stat ``step_num`` → ``step`` (``Trace('train', step_num=n)``, JAX ``StepTraceAnnotation``);
   2. a name starting ``$`` (Python tracer frame) → ``python``;
@@ -70,6 +70,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
+from traceview import kinds as kind_rules
 from traceview.errors import FormatError, InputError
 from traceview.normalize import nest_tracks
 from traceview.readers._io import read_bytes
@@ -754,69 +755,28 @@ def _fw_op(stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
     return out
 
 
+# Line classes (ints in the reader) → the class names the kind table uses.
+_LINE_CLASS = np.array([kind_rules.HOST, kind_rules.HOST_API, kind_rules.HOST_COMPILE, kind_rules.HOST_INPUT,
+                        kind_rules.DEVICE], dtype=object)
+_KIND_STATS = tuple(sorted({rule.stat for rule in kind_rules.XPLANE_RULES if rule.stat}))
+
+
 def _base_kinds(names: np.ndarray, line_cls: np.ndarray, stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
-    """Kind of each event from its line class, name and stats (rules 1–6 of the module docstring)."""
-    kinds = np.full(n, Kind.ANNOTATION.value, dtype=object)
-    if not n:
-        return kinds
-    inverse, uniq = pd.factorize(names)  # hashing: kernel names can be thousands of characters long
-    uniq = [str(u) for u in uniq]
-
-    def per_name(predicate: Any) -> np.ndarray:
-        return np.array([bool(predicate(u)) for u in uniq], dtype=bool)[inverse]
-
-    python = per_name(cat.XPLANE_PYTHON_FRAME.match)
-    launch = per_name(cat.LAUNCH_API.match)
-    sync = per_name(cat.SYNC_API.match)
-    api = per_name(_API_NAME.match)
-    xla_sync = per_name(cat.XLA_SYNC.match)
-    graph = per_name(cat.TF_GRAPH_BUILD.match)
-    compile_ = per_name(cat.TF_COMPILE.match)
-    input_ = per_name(cat.TF_INPUT.match)
-    op_kernel = per_name(cat.TF_OP_KERNEL.match)
-    host_op = per_name(cat.TF_HOST_OP.match)
-    memcpy = per_name(cat.XPLANE_DEVICE_MEMCPY.match)
-    memset = per_name(cat.XPLANE_DEVICE_MEMSET.match)
-
-    def has(stat: str) -> np.ndarray:
+    """Kind of each event from its line class, name and stats: the table ``kinds.XPLANE_RULES``."""
+    classes = _LINE_CLASS[line_cls] if n else np.empty(0, dtype=object)
+    default = np.array([kind_rules.XPLANE_DEFAULT_KIND[c].value for c in _LINE_CLASS], dtype=object)[line_cls] \
+        if n else np.empty(0, dtype=object)
+    has_stat = {}
+    for stat in _KIND_STATS:
         mask = np.zeros(n, dtype=bool)
         rows = stats[stat]
         if rows:
             mask[np.fromiter(rows.keys(), dtype=np.int64, count=len(rows))] = True
-        return mask
-
-    step = has("step_num")
-    framework_op = has("eager_op") | has("hlo_op") | has("tf_function_call") | op_kernel | host_op
-
-    host = (line_cls == _HOST) | (line_cls == _HOST_COMPILE) | (line_cls == _HOST_INPUT)
-    # Generic host lines: lowest-priority rule first, so later assignments win.
-    kinds[host & framework_op] = Kind.HOST_OP.value
-    kinds[host & input_] = Kind.INPUT.value
-    kinds[host & compile_] = Kind.COMPILE.value
-    kinds[host & graph] = Kind.GRAPH_BUILD.value
-    kinds[line_cls == _HOST_COMPILE] = Kind.COMPILE.value
-    kinds[line_cls == _HOST_INPUT] = Kind.INPUT.value
-    kinds[host & xla_sync] = Kind.SYNC.value
-    kinds[host & api] = Kind.RUNTIME.value
-    kinds[host & launch] = Kind.LAUNCH.value
-    kinds[host & sync] = Kind.SYNC.value
-    kinds[host & python] = Kind.PYTHON.value
-    kinds[host & step] = Kind.STEP.value
-    # GPU tracer API lines.
-    api_line = line_cls == _HOST_API
-    kinds[api_line] = Kind.RUNTIME.value
-    kinds[api_line & launch] = Kind.LAUNCH.value
-    kinds[api_line & sync] = Kind.SYNC.value
-    # Device streams.
-    device = line_cls == _DEVICE
-    kinds[device] = Kind.KERNEL.value
-    kinds[device & (memcpy | has("memcpy_details"))] = Kind.MEMCPY.value
-    kinds[device & (memset | has("memset_details"))] = Kind.MEMSET.value
-    return kinds
+        has_stat[stat] = mask
+    return kind_rules.apply_kind_rules(kind_rules.XPLANE_RULES, classes, names, default, has_stat)
 
 
-# CUDA runtime / driver and HIP API names (Host Threads lines, or a stray one on another line).
-_API_NAME = re.compile(r"^((cuda|cu|hip)[A-Z]\w*|hsa_\w+)$")
+_API_NAME = kind_rules.API_NAME
 
 
 def _copies(

@@ -66,6 +66,10 @@ def diagnosis_markdown(diag: Any) -> list[str]:
         "",
     ]
     lines += _table(["cause", "per step", "share"], _attribution_rows(diag))
+    inferred = {k: v for k, v in diag.steady_details().items() if k.endswith(".inferred")}
+    if inferred:
+        parts = ", ".join(f"{BUCKET_LABEL[k.split('.')[0]]} {fmt_ns(v)}" for k, v in sorted(inferred.items()))
+        lines += ["", f"Inferred from unrecorded gaps on the step's thread: {parts}; {cell(diag.attribution.gap_rule)}."]
     lines.append("")
     lines += _findings(diag.findings, "Findings")
     lines += ["<details><summary>Details: steps, top kernels and ops, launch statistics, event accounting</summary>", ""]

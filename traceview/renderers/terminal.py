@@ -114,7 +114,10 @@ def _steady(diag: Any, width: int) -> Group:
         for key in sorted(k for k in details if k.startswith(b + ".")):
             table.add_row(Text(f"  {key.split('.', 1)[1]}", style="dim"), Text(fmt_ns(details[key]), style="dim"),
                           Text(fmt_pct(details[key] / total if total else 0.0), style="dim"), "")
-    return Group(title, attribution_bar(buckets, width), _legend(), table)
+    parts: list[Any] = [title, attribution_bar(buckets, width), _legend(), table]
+    if any(k.endswith(".inferred") for k in details):
+        parts.append(Text(f"inferred = unrecorded gaps on the step's thread; {diag.attribution.gap_rule}", style="dim"))
+    return Group(*parts)
 
 
 def _per_step(diag: Any) -> Table:
