@@ -63,6 +63,9 @@ TORCH_GRAPH_BUILD = re.compile(
 )
 TORCH_COMPILE = re.compile(
     r"^(backend_compile|inductor_compile|compile_fx_inner|compile_fx|create_aot_dispatcher_function|"
+    # AOT autograd's lazy backward compilation: "entire_backward_compile_data: fn_name=…, compile_id=0/0"
+    # (torch/_functorch/_aot_autograd/runtime_wrappers.py, dynamo_timed).
+    r"entire_backward_compile|"
     r"aot_collect_metadata|compile_file|async_compile\.wait|GraphLowering|fx_codegen_and_compile|"
     r"_recursive_joint_graph_passes|code_gen|PyCodeCache|TritonBundler|CachingAutotuner|"
     r"min_cut_rematerialization_partition|.*: compile_id=\d+/\d+)"

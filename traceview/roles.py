@@ -242,6 +242,10 @@ STARTUP_CALL_NS = 100_000_000
 # CPU): when shapes are recorded, such an op's own time is per-op dispatch, not compute.
 TINY_OP_ELEMENTS = 1024
 
+# Roles of framework work: a range nested in one of these is the framework's runtime scope.
+_FRAMEWORK_PARENTS = [Role.CALL.value, Role.CALL_TRACING.value, Role.DISPATCH.value, Role.VIEW_ALLOC.value,
+                      Role.COMPUTE.value, Role.COMPILED_CODE.value]
+
 # Python builtins whose owner says nothing about who is working (`<built-in method append of
 # list object>`): they take the role of the frame that called them.
 _BUILTIN = re.compile(r"^<built-in (method|function) ")
@@ -316,6 +320,8 @@ def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], nam
       passes inside a compile range); inside input → input (map functions' ops);
     - a framework op directly inside compiled code is compute (XLA thunks; aten ops it calls);
     - a call anywhere inside a call that traces (``call_tracing``) is ``call_tracing`` too;
+    - a range (annotation) opened inside a framework op or call is the framework's runtime scope:
+      ``dispatch``;
     - a Python builtin of no framework, or a standard-library frame, takes the role of the Python
       frame that called it.
     """
@@ -341,6 +347,10 @@ def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], nam
         thunk = ~flow & (par_role == Role.COMPILED_CODE.value) & (kind[rows] == Kind.HOST_OP.value)
         thunk &= (own == Role.DISPATCH.value) & thunk_name[rows]
         role[rows[thunk]] = Role.COMPUTE.value
+        # A range opened inside a framework op or call is the framework's own runtime scope
+        # (PJRT_LoadedExecutable_Execute, ThenExecuteCallback inside PjitFunction(f)), not the user's.
+        runtime_scope = ~flow & (role[rows] == Role.ANNOTATION.value) & np.isin(par_role, _FRAMEWORK_PARENTS)
+        role[rows[runtime_scope]] = Role.DISPATCH.value
         in_tracing[rows] |= in_tracing[parent[rows]]
         tracing_call = in_tracing[rows] & (role[rows] == Role.CALL.value)
         role[rows[tracing_call]] = Role.CALL_TRACING.value
