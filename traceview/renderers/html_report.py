@@ -28,7 +28,7 @@ import numpy as np
 from traceview.analyzers.attribution import BUCKETS, attribution_segments, leaf_compute_ops
 from traceview.renderers.base import Renderer, register
 from traceview.renderers.terminal import BUCKET_LABEL
-from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten
+from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten, visible
 from traceview.schema import Kind
 
 # Bucket colours: the terminal's BUCKET_STYLE hues, tuned for a white page.
@@ -123,8 +123,8 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 
 
 def esc(value: Any) -> str:
-    """Text safe inside HTML content and attribute values."""
-    return html.escape(str(value), quote=True)
+    """Text safe inside HTML content and attribute values (control characters dropped)."""
+    return html.escape(visible(value), quote=True)
 
 
 def _n(value: float) -> str:

@@ -12,18 +12,22 @@ from typing import Any
 from traceview.analyzers.attribution import BUCKETS
 from traceview.renderers.base import Renderer, register
 from traceview.renderers.terminal import BUCKET_LABEL
-from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten, trace_label
+from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten, trace_label, visible
 
 _NAME_WIDTH = 90
 
 
 def cell(text: Any, width: int | None = None) -> str:
     """A value safe inside a markdown table cell."""
-    value = " ".join(str(text).split())
+    value = " ".join(visible(text).split())
     if width:
         value = shorten(value, width)
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    value = value.replace("|", "\\|").replace("`", "\\`").replace("*", "\\*").replace("_", "\\_")
+    # Backslash first, then every character markdown gives meaning to: no trace text becomes a
+    # link, an image, emphasis, code or a table cell boundary.
+    value = value.replace("\\", "\\\\")
+    for ch in "|`*_[]!":
+        value = value.replace(ch, "\\" + ch)
     return value
 
 
@@ -40,7 +44,7 @@ def _findings(findings: list[Any], heading: str) -> list[str]:
     lines = [f"**{heading}**", ""]
     if not problems:
         lines.append("- no problem found by any rule")
-    for f in sorted(problems, key=lambda f: (f.grade != "high", f.rule)):
+    for f in problems:  # in the ranking order: the largest cause first
         lines.append(f"- **{f.grade.upper()}** `{f.rule}`: {cell(f.summary)}. *Try:* {cell(f.advice)}")
     return lines + [""]
 

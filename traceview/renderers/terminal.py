@@ -254,8 +254,11 @@ def render_one(diag: Any, width: int) -> list[Any]:
 def _print_all(parts: list[Any], width: int, color: bool) -> str:
     """Render rich parts to a string: fixed width, colour only when asked, no emoji or highlighting."""
     buffer = io.StringIO()
+    # markup=False: text from the trace (op names, file names) is printed as is, never read as rich
+    # markup; the report's own styling is carried by Text styles, not markup.
     console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
-                      color_system="standard" if color else None, highlight=False, emoji=False, legacy_windows=False)
+                      color_system="standard" if color else None, highlight=False, emoji=False, legacy_windows=False,
+                      markup=False)
     for part in parts:
         console.print(part)
         console.print()

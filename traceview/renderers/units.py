@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -30,9 +31,18 @@ def fmt_count(n: int | float) -> str:
     return f"{int(n):,}"
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: Any) -> str:
+    """A trace-derived string without control characters (ESC sequences, bells, C1 codes), so it
+    cannot move the cursor or recolour the terminal in any output format."""
+    return _CONTROL.sub("", str(text))
+
+
 def shorten(name: str, width: int) -> str:
     """Cut a long (C++ template) name in the middle so both its start and end stay readable."""
-    name = " ".join(str(name).split())
+    name = " ".join(visible(name).split())
     if len(name) <= width:
         return name
     head = (width - 1) * 2 // 3
