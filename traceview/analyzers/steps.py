@@ -179,7 +179,8 @@ def _marker_numbers(events: pd.DataFrame, markers: np.ndarray) -> np.ndarray:
     out = np.empty(len(markers), dtype=np.int64)
     for i, name in enumerate(names):
         m = _STEP_NUMBER.search(str(name))
-        out[i] = int(m.group(1)) if m else i
+        number = int(m.group(1)) if m else i
+        out[i] = number if number < 2**62 else i  # a marker number beyond int64: its position
     return out
 
 

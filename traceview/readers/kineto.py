@@ -121,6 +121,9 @@ def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Ti
     meta.host_name = str(top.get("host_name", ""))
     meta.extra = {k: top[k] for k in ("schemaVersion", "displayTimeUnit", "traceName") if k in top}
     base_ns = top.get("baseTimeNanoseconds")
+    if base_ns is not None and (type(base_ns) is not int or not 0 <= base_ns < 2**62):
+        meta.notes.append(f"baseTimeNanoseconds {str(base_ns)[:40]!r} is not a time in ns; ignored")
+        base_ns = None
 
     ts_exact = _exact_timestamps(raw, events)
     if ts_exact is None and _needs_exact(events):
@@ -141,6 +144,9 @@ def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Ti
             phase_drops["not a JSON object"] = phase_drops.get("not a JSON object", 0) + 1
             continue
         ph = ev.get("ph")
+        if type(ph) is not str:
+            phase_drops["phase is not a string"] = phase_drops.get("phase is not a string", 0) + 1
+            continue
         if ph == "X":
             raw_cat = ev.get("cat", "")
             cached = category_cache.get(raw_cat) if type(raw_cat) is str else None
@@ -156,6 +162,8 @@ def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Ti
             elif "ts" not in ev or not isinstance(ev.get("pid"), (int, str)):
                 reason = "complete event without ts or pid"
             else:
+                reason = _bad_fields(ev)
+            if reason is None:
                 xs.append(ev)
                 kind_values.append(k)
                 rows_list.append(i)
@@ -331,6 +339,30 @@ def _exact_timestamps(raw: bytes, events: list[Any]) -> np.ndarray | None:
     return out
 
 
+# Timestamps and durations, in µs, that fit in int64 ns with room for sums (2**62 ns ≈ 146 years).
+_MAX_US = float(2**62) / 1000.0
+_INT64_MAX = 2**63 - 1
+
+
+def _bad_fields(ev: dict[str, Any]) -> str | None:
+    """Why a complete event's fields cannot be used (a drop reason), or None when they can."""
+    ts = ev.get("ts")
+    if type(ts) not in (int, float) or not (-_MAX_US < ts < _MAX_US):
+        return "ts is not a number in range"
+    dur = ev.get("dur", 0)
+    if dur is not None and (type(dur) not in (int, float) or not (0 <= dur < _MAX_US)):
+        return "dur is not a non-negative number in range"
+    if isinstance(ev.get("pid"), int) and not -_INT64_MAX <= ev["pid"] <= _INT64_MAX:
+        return "pid out of range"
+    tid = ev.get("tid", 0)
+    if not isinstance(tid, (int, str)) or (isinstance(tid, int) and not -_INT64_MAX <= tid <= _INT64_MAX):
+        return "tid is not an id"
+    args = ev.get("args")
+    if args is not None and not isinstance(args, dict):
+        return "args is not an object"
+    return None
+
+
 def _ns_from_us(values: list[Any]) -> np.ndarray:
     """Timestamps in µs (JSON numbers) to int64 ns, without losing digits to float rounding.
 
@@ -347,23 +379,28 @@ def _ns_from_us(values: list[Any]) -> np.ndarray:
 def _int_column(values: list[Any]) -> np.ndarray:
     """int64 array of id-like values; plain ints go straight to numpy, anything else via ``_as_int``."""
     if not set(map(type, values)) - {int}:
-        return np.array(values, dtype=np.int64)
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass  # an id beyond int64: one by one
     return np.array([_as_int(v) for v in values], dtype=np.int64)
 
 
 def _as_int(value: Any) -> int:
+    """An id as int64: out-of-range or non-finite numbers are unknown (-1)."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
-        return value
+        return value if -_INT64_MAX <= value <= _INT64_MAX else -1
     if isinstance(value, float):
-        return int(value)
+        return int(value) if abs(value) < 2**62 else -1
     if isinstance(value, str):
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
             # Non-numeric ids ("Spans", "stream 7 …"): a stable small negative id per string.
             return -2 - (sum(value.encode()) % 1_000_000)
+        return number if -_INT64_MAX <= number <= _INT64_MAX else -1
     return -1
 
 
