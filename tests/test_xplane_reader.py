@@ -774,3 +774,27 @@ def test_a_gzipped_xplane_in_a_logdir_is_found_and_read_like_the_raw_one(tmp_pat
     a, b = load(raw).events, load(found[0]).events
     assert a["name"].astype(str).tolist() == b["name"].astype(str).tolist()
     assert (a["ts"].to_numpy() == b["ts"].to_numpy()).all()
+
+
+def test_jax_cpu_capture_reads_the_xplane_and_finds_the_math_on_executor_threads() -> None:
+    """A real JAX CPU capture (scripts/capture_jax_cpu.py): the trace viewer JSON JAX writes beside
+    the XPlane is skipped, and the jitted step's XLA thunks (run on executor threads while the
+    Python thread waits unrecorded in block_until_ready) are kernel time, not dispatch."""
+    from tests.conftest import REPO
+    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import trace_paths
+
+    folder = REPO / "tests" / "data" / "jax_cpu_mlp2"
+    paths = trace_paths(folder)
+    assert [p.name for p in paths] == ["vm.xplane.pb"]
+    diag = diagnose(paths[0])
+    assert diag.timeline.meta.framework == "jax"
+    assert diag.steps.rule == "markers"
+    steady = diag.steady_attribution()
+    details = diag.steady_details()
+    assert details.get("kernel.other_threads", 0) > 0.5 * steady["kernel"] > 0
+    ev = diag.timeline.events
+    thunks = (ev["name"].astype(str) == "ThunkExecutor::Execute").to_numpy() & diag.steps.in_steady(ev)
+    executor_ns = ev["dur"].to_numpy()[thunks].sum() / len(diag.steady_positions)
+    assert steady["kernel"] >= 0.5 * executor_ns > 0  # the executor's time is mostly kernel, not dispatch
+    assert sum(steady.values()) == pytest.approx(diag.steps.table["duration"].to_numpy()[diag.steady_positions].mean())

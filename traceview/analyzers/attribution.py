@@ -31,6 +31,10 @@ that traced its function this time: the runtime instantiates and optimizes the n
 call wrapper's own time is never compute. A sync on the step's thread (XLA's BlockUntilReady on
 CPU) is resolved the same way, with the wait itself (sync_wait) as the last resort.
 
+**Unrecorded stretches** on the step's thread while another thread computes or compiles are that
+work (the step's thread is blocked in a wait the profiler does not record, such as JAX's
+block_until_ready on CPU); input work elsewhere is not taken (a prefetching pipeline overlaps).
+
 **Unrecorded gaps** on the step's thread inside a step (between its top-level events, and
 between the marker's edges and its first / last event): up to the threshold they are framework
 glue (``launch_overhead.inferred``), longer ones are host work the profiler did not see
@@ -259,6 +263,18 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
             resolved = _first_active(active[:, waiting], resolvers)
             resolved[resolved < 0] = _fallback_index(layers, fallback_name)
             winner[waiting] = resolved
+    # An unrecorded stretch on the step's thread while another thread computes or compiles: the
+    # step's thread is blocked in a wait the profiler does not record (JAX's block_until_ready on
+    # CPU, whose XLA thunks run on executor threads), so the moment is that work. Input work on
+    # other threads is not taken: a prefetching pipeline runs there while the step goes on.
+    gap_layers = [i for i, layer in enumerate(layers) if layer.selects in ((GAP_SHORT,), (GAP_LONG,))]
+    unrecorded = (winner < 0) | np.isin(winner, gap_layers)
+    gap_resolvers = np.array([i for i, layer in enumerate(layers) if layer.scope == "others"
+                              and layer.bucket in ("kernel", "graph_build") and CALL_FALLBACK not in layer.selects],
+                             dtype=np.int64)
+    if unrecorded.any() and len(gap_resolvers):
+        resolved = _first_active(active[:, unrecorded], gap_resolvers)
+        winner[np.flatnonzero(unrecorded)[resolved >= 0]] = resolved[resolved >= 0]
     bucket_of_layer = np.array([BUCKETS.index(layer.bucket) if layer.bucket in BUCKETS else -1 for layer in layers])
     bucket = np.where(winner >= 0, bucket_of_layer[np.maximum(winner, 0)], BUCKETS.index("idle"))
     return _Segments(seg_start, seg_len, step_idx, in_step, winner, bucket, [layer.name for layer in layers],

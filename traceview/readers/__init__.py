@@ -47,11 +47,17 @@ def discover(path: Path, run: str | None = None) -> list[Path]:
         return [path]
     found: list[Path] = []
     xplane = importlib.import_module("traceview.readers.xplane")
-    logdirs = sorted({_logdir_of(f, path) for f in xplane.xplane_files(path, recursive=True)})
+    xplanes = xplane.xplane_files(path, recursive=True)
+    logdirs = sorted({_logdir_of(f, path) for f in xplanes})
     if logdirs:
         for logdir in logdirs:
             found.extend(xplane.find_xplanes(logdir, run))
+    # A JSON trace beside an XPlane file in a profile run folder (JAX writes <host>.trace.json.gz
+    # there) is the trace viewer's rendering of that same XPlane: the XPlane is read instead.
+    xplane_run_folders = {f.parent for f in xplanes}
     for candidate in sorted(path.rglob("*")):
+        if candidate.parent in xplane_run_folders:
+            continue
         if candidate.is_file() and candidate.name.endswith(_JSON_SUFFIXES) and candidate.name != "manifest.json":
             try:
                 if importlib.import_module("traceview.readers.kineto").sniff(head_bytes(candidate)):
