@@ -23,8 +23,8 @@ unrecorded            idle (nothing recorded) share                ≥ 3 % / ≥
 
 Findings are ranked by the time they explain per steady step (``Finding.explains_ns``: the
 bucket they grade; the mean gap for ``host_between_steps``; the cold step's extra time spread
-over the captured steps for ``cold_compile``, which comes after the graded steady-state findings
-unless its extra time outweighs all the steady steps captured); ``low_utilization`` and
+over max(captured steps, ``COLD_RUN_STEPS``) for ``cold_compile``: a one-time cost weighed
+against per-step causes over a short run); ``low_utilization`` and
 ``short_kernels`` restate other buckets and explain no time of their own. The first graded
 finding is the largest cause.
 """
@@ -44,6 +44,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from traceview.analyzers.diagnosis import Diagnosis
 
 GRADES = ("high", "moderate", "none", "skipped")
+# cold_compile is ranked as its extra time spread over this many steps (or the captured steps,
+# when more): the shortest run in which one compile is worth weighing against per-step causes.
+COLD_RUN_STEPS = 100
 
 
 @dataclass
@@ -157,16 +160,15 @@ def cold_compile(diag: "Diagnosis") -> Finding:
     # graph building: a cold eager step is slow for other reasons (allocator warm-up, lazy
     # initialisation) that no compilation setting changes.
     grade = _grade(worth, 2.0, 10.0) if build > 0 else "none"
-    # Ranked by the extra time spread over the captured steps: a one-time cost. It leads the
-    # findings only when it outweighs all the steady steps captured with it.
-    amortized = extra / max(len(table), 1)
-    steady_total = float(table["duration"].to_numpy()[diag.steady_positions].sum())
+    # A one-time cost, ranked by its extra time spread over a run of COLD_RUN_STEPS steps (or the
+    # captured steps, when more): a cause repeated every step outweighs it within such a run.
+    amortized = extra / max(len(table), COLD_RUN_STEPS)
     return Finding(
         "cold_compile", "tracing / compilation cost of the cold first step", grade,
         f"the cold step #{table['number'].iloc[i]} takes {fmt_ns(extra)} more than a steady step "
         f"({worth:.1f} steady steps' worth); {fmt_ns(build)} of it is marked graph building/compilation",
         {"cold_extra_ns": extra, "steady_steps_worth": worth, "cold_graph_build_ns": build,
-         "dominates_capture": bool(extra > steady_total)},
+         "amortized_over_steps": max(len(table), COLD_RUN_STEPS)},
         "a one-time cost: it matters for short jobs and benchmarks; cache compiled artefacts "
         "(TORCHINDUCTOR_CACHE_DIR, XLA persistent cache) or exclude warm-up from timings",
         "extra time ≥ 2 steady steps moderate, ≥ 10 high, when the cold step builds graphs",
@@ -356,14 +358,8 @@ def findings(diag: "Diagnosis") -> list[Finding]:
     found = [fn(diag) for fn in RULES]
     tier = {"high": 0.0, "moderate": 0.0, "none": 1.0, "skipped": 2.0}
 
-    def rank(i: int) -> tuple[float, float, int]:
-        f = found[i]
-        t = tier[f.grade]
-        if f.rule == "cold_compile" and t == 0.0 and not f.evidence.get("dominates_capture"):
-            t = 0.5  # a one-time cost: after the steady-state causes unless it dominates the capture
-        return (t, -f.explains_ns, i)
-
-    return [found[i] for i in sorted(range(len(found)), key=rank)]
+    order = sorted(range(len(found)), key=lambda i: (tier[found[i].grade], -found[i].explains_ns, i))
+    return [found[i] for i in order]
 
 
 def comparison_findings(comparison: "Comparison") -> list[Finding]:
