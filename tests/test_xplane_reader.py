@@ -798,3 +798,27 @@ def test_jax_cpu_capture_reads_the_xplane_and_finds_the_math_on_executor_threads
     executor_ns = ev["dur"].to_numpy()[thunks].sum() / len(diag.steady_positions)
     assert steady["kernel"] >= 0.5 * executor_ns > 0  # the executor's time is mostly kernel, not dispatch
     assert sum(steady.values()) == pytest.approx(diag.steps.table["duration"].to_numpy()[diag.steady_positions].mean())
+
+
+def test_times_that_would_overflow_int64_are_dropped_not_wrapped(tmp_path: Path) -> None:
+    """An XEvent offset or duration near 2**63 ps, or a line time near 2**63 ns, would wrap int64 ns
+    into a negative duration: such events are dropped under a counted reason."""
+    from tests.conftest import SAMPLES
+    from traceview.readers.proto.xplane_descriptor import message_classes
+
+    source = next(iter(sorted((SAMPLES / "mlp2" / "tf-function").rglob("*.xplane.pb"))), None)
+    if source is None:
+        pytest.skip("sample traces not present")
+    space = message_classes()["XSpace"]()
+    space.ParseFromString(source.read_bytes())
+    host = next(p for p in space.planes if p.name.startswith("/host:CPU"))
+    line = max(host.lines, key=lambda ln: len(ln.events))
+    line.events[0].offset_ps = 2**63 - 1
+    line.events[1].duration_ps = 2**62
+    path = tmp_path / "overflow.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    timeline = xplane.read(path)
+    ev = timeline.events
+    assert (ev["dur"].to_numpy() >= 0).all() and (ev["ts"].to_numpy() >= 0).all()
+    assert timeline.meta.dropped.get("offset, duration or line time out of range") == 2
+    assert sum(timeline.meta.kept.values()) + sum(timeline.meta.dropped.values()) == timeline.meta.input_events

@@ -89,7 +89,7 @@ COLUMNS: dict[str, str] = {
     "track": "category",  # readable track label: "host 123/456 (python)" or "GPU 0 stream 7"
     "pid": "int64",  # host process id (device events: the device's pid in the source file)
     "tid": "int64",  # host thread id; for device events the stream id
-    "device": "int16",  # -1 for host events, device index otherwise
+    "device": "int32",  # -1 for host events, device index otherwise
     "stream": "int64",  # -1 for host events, stream id otherwise
     "correlation": "int64",  # links a launch to its device activity; -1 when none
     "launcher": "category",  # device events: the framework op whose launch queued it; "" otherwise

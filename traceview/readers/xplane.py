@@ -109,6 +109,9 @@ _WANTED_STATS = frozenset(
     }
 )
 _EPOCH_NS_MIN = 10**17  # line timestamps above this are absolute epoch ns, not session-relative
+# Bounds that keep line time + offset + duration inside int64 ns (2**61 ns ≈ 73 years each).
+_MAX_PS = 2**61
+_MAX_LINE_NS = 2**61
 _RUN_NAME = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}")
 
 _INHERITING = frozenset({Kind.COMPILE.value, Kind.GRAPH_BUILD.value, Kind.INPUT.value})
@@ -549,16 +552,25 @@ class _Builder:
         line_cls = np.array([ln.cls for ln in self.lines], dtype=np.int64)[line_idx] if n else line_idx
         is_device = line_cls == _DEVICE
 
+        # Offsets, durations and line times that would overflow int64 ns once added up are not
+        # times: such events are dropped (counted), the arithmetic below never wraps.
+        out_of_range = (offs < 0) | (offs > _MAX_PS) | (durs > _MAX_PS) | (np.abs(line_ts) > _MAX_LINE_NS)
+        if out_of_range.any():
+            offs, durs = np.where(out_of_range, 0, offs), np.where(out_of_range, 0, durs)
         # Start and end rounded separately (half up) so that nesting survives ps -> ns.
         ts = line_ts + (offs + 500) // 1000
         end = line_ts + (offs + durs + 500) // 1000
         dur = end - ts
 
-        keep = np.ones(n, dtype=bool)
+        keep = ~out_of_range
+        if out_of_range.any():
+            meta.drop("offset, duration or line time out of range", int(out_of_range.sum()))
         if cols.aggregated:
-            agg = np.array(cols.aggregated, dtype=np.int64)
-            keep[agg] = False
-            meta.drop("aggregated event without timestamp (num_occurrences)", len(agg))
+            aggregated = np.zeros(n, dtype=bool)
+            aggregated[np.array(cols.aggregated, dtype=np.int64)] = True
+            aggregated &= keep  # each event counted under one reason
+            keep &= ~aggregated
+            meta.drop("aggregated event without timestamp (num_occurrences)", int(aggregated.sum()))
         negative = keep & (durs < 0)
         if negative.any():
             keep &= ~negative
