@@ -74,3 +74,17 @@ def test_a_base_time_that_is_not_a_number_is_ignored_with_a_note(tmp_path: Path)
     result = _diagnose(path)
     assert result.returncode == 0, result.stderr
     assert any("baseTimeNanoseconds" in note for note in json.loads(result.stdout)["trace"]["notes"])
+
+
+def test_a_gzip_that_inflates_beyond_the_limit_is_refused_naming_the_flag(tmp_path: Path):
+    import gzip
+
+    path = tmp_path / "bomb.json.gz"
+    with gzip.open(path, "wb", compresslevel=9) as handle:
+        handle.write(b'{"traceEvents": [' + b" " * (64 * 2**20))
+    result = subprocess.run([sys.executable, "-m", "traceview", "--max-bytes", str(2**20), "diagnose", str(path)],
+                            capture_output=True, text=True, cwd=REPO, timeout=120,
+                            env={"NO_COLOR": "1", "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "--max-bytes" in result.stderr and "1,048,576" in result.stderr

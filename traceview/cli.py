@@ -40,8 +40,14 @@ def _show_version(value: bool) -> None:
 def _root(
     version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
                                  help="Show the version and exit."),
+    max_bytes: Optional[int] = typer.Option(
+        None, "--max-bytes", min=1,
+        help="Refuse a compressed trace that would inflate beyond this many bytes (default 8 GiB)."),
 ) -> None:
     """Explain deep-learning training-step time from torch.profiler and TensorFlow/JAX profiler traces."""
+    if max_bytes is not None:
+        # Read by traceview.readers._io.max_bytes (also settable as TRACEVIEW_MAX_BYTES).
+        os.environ["TRACEVIEW_MAX_BYTES"] = str(max_bytes)
 
 
 FORMAT_HELP = "Output format: terminal (default), md, json, html."

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import io
+import os
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,11 +30,37 @@ def _user_errors(path: Path) -> Iterator[None]:
         raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
 
 
+# The most a compressed trace may inflate to (TRACEVIEW_MAX_BYTES, or --max-bytes on the command
+# line): a gzip bomb is refused after a counting pass that holds one chunk at a time.
+DEFAULT_MAX_BYTES = 8 * 2**30
+_CHUNK = 16 * 2**20
+
+
+def max_bytes() -> int:
+    """The decompressed-size limit in force (bytes)."""
+    value = os.environ.get("TRACEVIEW_MAX_BYTES", "")
+    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_MAX_BYTES
+
+
 def read_bytes(path: Path) -> bytes:
-    """Whole file content, gunzipped when the file starts with the gzip magic number."""
+    """Whole file content, gunzipped when the file starts with the gzip magic number.
+
+    Compressed content is first measured in a streaming pass (one chunk in memory) and refused
+    when it would inflate beyond :func:`max_bytes`."""
     with _user_errors(path):
         raw = path.read_bytes()
-        return gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw
+        if raw[:2] != GZIP_MAGIC:
+            return raw
+        limit = max_bytes()
+        inflated = 0
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as stream:
+            while chunk := stream.read(_CHUNK):
+                inflated += len(chunk)
+                if inflated > limit:
+                    raise InputError(
+                        f"{path}: decompresses to more than {limit:,} bytes (the limit); if the trace is "
+                        f"really that large, raise it with --max-bytes or TRACEVIEW_MAX_BYTES")
+        return gzip.decompress(raw)
 
 
 def head_bytes(path: Path, size: int = 4096) -> bytes:
