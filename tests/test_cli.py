@@ -137,3 +137,31 @@ def test_version():
     result = run_cli("--version")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("traceview ") and "schema" in result.stdout
+
+
+def test_top_sets_the_rows_of_the_kernel_and_op_tables():
+    import json as _json
+    import os as _os
+    import subprocess as _subprocess
+    import sys as _sys
+
+    from tests.conftest import REPO, SAMPLES
+
+    folder = SAMPLES / "mlp2" / "tf-function"
+    if not folder.is_dir():
+        import pytest as _pytest
+
+        _pytest.skip("sample traces not present")
+
+    def run(*args: str) -> _subprocess.CompletedProcess[str]:
+        return _subprocess.run([_sys.executable, "-m", "traceview", "diagnose", str(folder), *args],
+                               capture_output=True, text=True, cwd=REPO, timeout=120,
+                               env={"NO_COLOR": "1", "PATH": _os.environ.get("PATH", "/usr/bin:/bin")})
+
+    every = _json.loads(run("--top", "all", "--format", "json").stdout)
+    three = _json.loads(run("--top", "3", "--format", "json").stdout)
+    default = _json.loads(run("--format", "json").stdout)
+    assert len(three["top_kernels"]) == 3 and len(default["top_kernels"]) == 10
+    assert len(every["top_kernels"]) > 10 and every["top_kernels"][:3] == three["top_kernels"]
+    bad = run("--top", "x")
+    assert bad.returncode == 2 and "--top" in bad.stderr

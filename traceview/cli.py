@@ -53,6 +53,15 @@ def _root(
 FORMAT_HELP = "Output format: terminal (default), md, json, html."
 
 
+def _top_rows(value: str) -> Optional[int]:
+    """``--top``: a positive number of rows, or ``all``."""
+    if value.strip().lower() == "all":
+        return None
+    if value.strip().isdigit() and int(value) > 0:
+        return int(value)
+    raise UsageError(f"--top must be a positive number or 'all', got {value!r}")
+
+
 def _stderr_console():  # noqa: ANN202 - rich imported lazily
     from rich.console import Console
 
@@ -81,6 +90,7 @@ def diagnose(
         None, "--dispatch-gap-us",
         help="Unrecorded gaps on the step's thread up to this long count as dispatch, longer ones as host "
              "compute (default: calibrated on the trace; 0 turns the rule off)."),
+    top: str = typer.Option("10", "--top", metavar="N|all", help="Rows in the kernel and op tables."),
 ) -> None:
     """Report what a trace is, its steps, and where each step's time goes."""
     from traceview.analyzers.attribution import AttributionOptions
@@ -92,6 +102,7 @@ def diagnose(
         raise UsageError("--dispatch-gap-us must be >= 0")
     options = AttributionOptions(
         dispatch_gap_ns=None if dispatch_gap_us is None else int(round(dispatch_gap_us * 1000)))
+    rows = _top_rows(top)
     paths = trace_paths(path, run)
     show_progress = sys.stderr.isatty() and format == "terminal" and output is None
     diagnoses = []
@@ -99,9 +110,9 @@ def diagnose(
     for p in paths:
         if console is not None:
             with console.status(f"reading {p} …"):
-                diagnoses.append(run_diagnose(p, options))
+                diagnoses.append(run_diagnose(p, options, rows))
         else:
-            diagnoses.append(run_diagnose(p, options))
+            diagnoses.append(run_diagnose(p, options, rows))
     if redact:
         from traceview.redact import redact_diagnoses
 

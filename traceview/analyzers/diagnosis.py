@@ -17,7 +17,7 @@ from traceview.analyzers.attribution import BUCKETS, Attribution, AttributionOpt
 from traceview.analyzers.device_time import device_time
 from traceview.analyzers.launch import LaunchStats, launch_stats
 from traceview.analyzers.steps import Steps
-from traceview.analyzers.top import top_kernels, top_ops
+from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.loader import load_with_steps
 from traceview.schema import Timeline
 
@@ -139,21 +139,23 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def diagnose(path: str | Path, options: AttributionOptions | None = None) -> Diagnosis:
-    """Load one trace and run every analysis on it."""
+def diagnose(path: str | Path, options: AttributionOptions | None = None, top: int | None = TOP_N) -> Diagnosis:
+    """Load one trace and run every analysis on it; ``top`` rows in the kernel and op tables
+    (``None``: all of them)."""
     timeline, steps = load_with_steps(path)
-    return diagnose_timeline(timeline, steps, options)
+    return diagnose_timeline(timeline, steps, options, top)
 
 
-def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None) -> Diagnosis:
+def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None,
+                      top: int | None = TOP_N) -> Diagnosis:
     from traceview.analyzers.rules import findings
 
     result = Diagnosis(
         timeline=timeline,
         steps=steps,
         attribution=attribute(timeline, steps, options),
-        kernels=top_kernels(timeline, steps),
-        ops=top_ops(timeline, steps),
+        kernels=top_kernels(timeline, steps, top),
+        ops=top_ops(timeline, steps, top),
         launch=launch_stats(timeline, steps),
         device=device_time(timeline),
     )

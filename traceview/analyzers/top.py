@@ -22,7 +22,7 @@ def _steady_mask(timeline: Timeline, steps: Steps) -> tuple[np.ndarray, int]:
     return steps.in_steady(timeline.events), max(len(steps.steady_positions), 1)
 
 
-def _summarize(names: np.ndarray, durations: np.ndarray, n_steps: int, limit: int) -> pd.DataFrame:
+def _summarize(names: np.ndarray, durations: np.ndarray, n_steps: int, limit: int | None) -> pd.DataFrame:
     if not len(names):
         return pd.DataFrame(columns=["name", "count_per_step", "time_per_step_ns", "mean_ns", "share"])
     frame = pd.DataFrame({"name": names.astype(str), "dur": durations})
@@ -38,10 +38,10 @@ def _summarize(names: np.ndarray, durations: np.ndarray, n_steps: int, limit: in
         }
     )
     out = out.sort_values(["time_per_step_ns", "name"], ascending=[False, True], kind="stable")
-    return out.head(limit).reset_index(drop=True)
+    return (out if limit is None else out.head(limit)).reset_index(drop=True)
 
 
-def top_kernels(timeline: Timeline, steps: Steps, limit: int = TOP_N) -> pd.DataFrame:
+def top_kernels(timeline: Timeline, steps: Steps, limit: int | None = TOP_N) -> pd.DataFrame:
     """Kernels ranked by time per steady step; ``share`` is of all kernel time."""
     ev = timeline.events
     steady, n = _steady_mask(timeline, steps)
@@ -54,7 +54,7 @@ def top_kernels(timeline: Timeline, steps: Steps, limit: int = TOP_N) -> pd.Data
     return _summarize(op_names(ev)[mask], self_time(ev)[mask], n, limit)
 
 
-def top_ops(timeline: Timeline, steps: Steps, limit: int = TOP_N) -> pd.DataFrame:
+def top_ops(timeline: Timeline, steps: Steps, limit: int | None = TOP_N) -> pd.DataFrame:
     """Top-level framework ops ranked by inclusive host time per steady step."""
     ev = timeline.events
     steady, n = _steady_mask(timeline, steps)
