@@ -7,7 +7,7 @@ Python tracer and HLO protos off (ProfileOptions) to keep it small; JAX also wri
 <host>.trace.json.gz beside the .xplane.pb, which traceview skips in favour of the XPlane.
 A second argument adds ~pure-Python work after each step's result is ready.
 """
-import jax, jax.numpy as jnp, time, sys
+import jax, jax.numpy as jnp, sys
 from jax.profiler import ProfileOptions
 key = jax.random.PRNGKey(0)
 X = jax.random.normal(key, (1000, 10)); Y = jax.random.normal(key, (1000, 1))
