@@ -165,3 +165,16 @@ def test_top_sets_the_rows_of_the_kernel_and_op_tables():
     assert len(every["top_kernels"]) > 10 and every["top_kernels"][:3] == three["top_kernels"]
     bad = run("--top", "x")
     assert bad.returncode == 2 and "--top" in bad.stderr
+
+
+def test_collect_names_an_unknown_workload_first():
+    import os as _os
+    import subprocess as _subprocess
+    import sys as _sys
+
+    from tests.conftest import REPO
+
+    result = _subprocess.run([_sys.executable, "-m", "traceview", "collect", "nosuch"], capture_output=True, text=True,
+                             cwd=REPO, timeout=120, env={"NO_COLOR": "1", "PATH": _os.environ.get("PATH", "/usr/bin:/bin")})
+    assert result.returncode == 2
+    assert "unknown workload 'nosuch'" in result.stderr and "mlp2" in result.stderr

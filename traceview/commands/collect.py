@@ -58,6 +58,10 @@ def collect(
         return
     if workload is None:
         raise UsageError("name a workload to capture (traceview collect --list shows them)")
+    from collectors.workloads import WORKLOADS
+
+    if workload not in WORKLOADS:
+        raise UsageError(f"unknown workload {workload!r}; known: {', '.join(WORKLOADS)} (traceview collect --list)")
     if output is None:
         raise UsageError("missing -o/--output: the folder to write the captures into")
     settings = CaptureSettings(
