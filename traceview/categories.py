@@ -1,8 +1,8 @@
 """Name patterns that map each profiler's event names to traceview kinds — all in one place.
 
 torch (Kineto) and TensorFlow/JAX (XPlane) patterns sit side by side; every pattern says where
-the name comes from. Readers use these to set the ``kind`` column; analyzers use the
-``*_FAMILY`` and leaf-op patterns. Patterns are compiled once and matched against whole
+the name comes from. The kind tables (``traceview/kinds.py``) and the role table
+(``traceview/roles.py``) use them; the compare analyzer uses the op families. Patterns are compiled once and matched against whole
 category arrays (``pandas.Series.str.contains``) or unique names, never per event.
 """
 
@@ -188,47 +188,6 @@ JAX_MARKER = re.compile(r"^((Pjit|Pmap)Function\(|(jit|pjit|pmap)_\S*:XLA \w+ mo
 JAX_MODULE = re.compile(r"^(jit|pjit|pmap)_")
 TF_MARKER = re.compile(r"^(EagerExecute$|EagerLocalExecute: |TFE_Py_|tf\.function-graph_building$|__inference_)")
 TF_LINE = re.compile(r"^(tf_Compute|tf_inter_op|tf_data)")
-
-# --------------------------------------------------------------------------------------------
-# Leaf compute ops on CPU (the ops whose time is "kernel" in CPU-only traces)
-# --------------------------------------------------------------------------------------------
-# torch: aten ops that only make views or allocate do no math; a leaf cpu_op that is not one of
-# these is treated as a compute kernel.
-TORCH_NON_COMPUTE_OP = re.compile(
-    r"^aten::(empty|empty_like|empty_strided|as_strided|view|_unsafe_view|reshape|_reshape_alias|"
-    r"t|transpose|permute|expand|expand_as|squeeze|unsqueeze|detach|detach_|alias|slice|select|"
-    r"narrow|resize_|set_|lift_fresh|contiguous|numpy_T|to|_to_copy|result_type|is_nonzero|item|"
-    r"_local_scalar_dense|size|stride|dim|broadcast_tensors|unbind|split|chunk|record_stream|"
-    r"view_as|flatten|unflatten|zeros_like|ones_like|new_empty|new_empty_strided|_has_compatible_shallow_copy_type|"
-    # Composite ops: their own time is dispatch; the math runs in the op they call
-    # (linear -> addmm, relu -> clamp_min, conv2d -> mkldnn_convolution, batch_norm -> native_batch_norm).
-    r"linear|matmul|conv1d|conv2d|conv3d|convolution|_convolution|batch_norm|_batch_norm_impl_index|dropout|"
-    r"cross_entropy_loss|relu|lstm|gru|rnn_tanh|layer_norm|group_norm|conv_transpose2d|max_pool2d|softmax|"
-    r"convolution_backward_overrideable|_convolution_mode|resolve_conj|resolve_neg)$"
-    # Autograd engine wrappers and backward nodes: dispatch around the backward kernels.
-    r"|^autograd::engine::evaluate_function: |^[A-Za-z0-9_]+Backward\d*$|^torch::autograd::AccumulateGrad$"
-    # torch.compile runtime wrappers (guards, cache lookup, AOT prologue/epilogue); the generated
-    # code runs inside CompiledFunction / CompiledFunctionBackward, which stay compute.
-    r"|^Torch-Compiled Region|^TorchDynamo Cache Lookup|^AOTDispatcher Runtime Wrapper|^PythonDispatchMode$"
-)
-# TF op kernels on tf_Compute / TensorFlow Ops lines are named "name:Type"; these types do no math.
-# The TF/JAX runtime ranges of TF_HOST_OP are dispatch, not math, even when no child op was
-# recorded under them ("KernelAndDeviceFunc::Run" is the eager kernel itself and is not listed).
-# TF op types that move no data through math (also matched alone: eager ops carry the bare type
-# in their eager_op stat, e.g. "ReadVariableOp").
-TF_NON_COMPUTE_TYPE = re.compile(
-    r"^(Identity|IdentityN|NoOp|Const|Placeholder|_Arg|_Retval|ReadVariableOp|VarHandleOp|"
-    r"_Recv|_Send|Shape|ShapeN|Reshape|_HostRecv|_HostSend|StopGradient|DestroyResourceOp|"
-    r"BroadcastGradientArgs|Size|Rank|ExpandDims|Squeeze)$"
-)
-TF_NON_COMPUTE_OP = re.compile(
-    r":(Identity|IdentityN|NoOp|Const|Placeholder|_Arg|_Retval|ReadVariableOp|VarHandleOp|"
-    r"_Recv|_Send|Shape|ShapeN|Reshape|_HostRecv|_HostSend|StopGradient|DestroyResourceOp|"
-    r"BroadcastGradientArgs|Size|Rank|ExpandDims|Squeeze)$|"
-    r"^(TFE_Py_\w+|TFE_Execute|TFE_DeleteTensorHandle|EagerExecute|EagerLocalExecute: .+|EagerKernelExecute|"
-    r"EagerCopyToDevice|ValidateInputTypeAndPlacement|FunctionRun|convert_to_tensor|tf\.constant|"
-    r"ExecutorState::Process|CpuExecutable::\w+|ThunkExecutor::Execute|(Pjit|Pmap)Function\(.*\))$"
-)
 
 # --------------------------------------------------------------------------------------------
 # Memcpy direction

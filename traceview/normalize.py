@@ -1,8 +1,9 @@
 """Fill the derived columns of a freshly read timeline: nesting on host tracks and launchers.
 
-Contract: ``normalize(timeline) -> timeline`` sets ``depth``/``parent`` for host events and
-``launcher`` for device events in place and returns the same object. Readers leave those
-columns at their defaults; the step column is filled later by :mod:`traceview.analyzers.steps`.
+Contract: ``normalize(timeline) -> timeline`` sets ``depth``/``parent`` for host events (unless
+the reader already did: XPlane nests to classify), ``launcher`` for device events and ``role``
+for all, in place, and returns the same object. The step column is filled later by
+:mod:`traceview.analyzers.steps`.
 """
 
 from __future__ import annotations
@@ -25,19 +26,23 @@ def normalize(timeline: Timeline) -> Timeline:
     return timeline
 
 
+OVERLAP_NOTE = "{} host events overlap an enclosing event without nesting inside it; treated as siblings"
+
+
 def _nest(timeline: Timeline) -> None:
-    """Depth and parent of every host event within its track (see :func:`nest_tracks`)."""
+    """Depth and parent of every host event within its track (see :func:`nest_tracks`). A reader
+    that had to nest to classify (XPlane) hands its nesting over; it is not computed twice."""
     events = timeline.events
-    device = events["device"].to_numpy()
+    host = events["device"].to_numpy() < 0
+    if host.any() and (events["depth"].to_numpy()[host] >= 0).all():
+        return
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()
-    parent, depth, overlaps = nest_tracks(events["track"].cat.codes.to_numpy(), ts, end, device < 0)
+    parent, depth, overlaps = nest_tracks(events["track"].cat.codes.to_numpy(), ts, end, host)
     events["depth"] = depth.astype(np.int16)
     events["parent"] = parent
     if overlaps:
-        timeline.meta.notes.append(
-            f"{overlaps} host events overlap an enclosing event without nesting inside it; treated as siblings"
-        )
+        timeline.meta.notes.append(OVERLAP_NOTE.format(overlaps))
 
 
 def nest_tracks(
@@ -133,11 +138,6 @@ def nearest_ancestor(events: pd.DataFrame, rows: np.ndarray, wanted: np.ndarray,
     return result
 
 
-def has_ancestor(events: pd.DataFrame, wanted: np.ndarray) -> np.ndarray:
-    """Per row: whether some strict ancestor is selected by the mask ``wanted``."""
-    return nearest_ancestor(events, np.arange(len(events)), wanted, include_self=False) >= 0
-
-
 def _launchers(events: pd.DataFrame) -> None:
     """Name, for each device event, the innermost framework op around the host call that queued it."""
     kind = events["kind"].to_numpy()
@@ -195,32 +195,16 @@ def compute_ops(events: pd.DataFrame) -> np.ndarray:
     return (events["device"].to_numpy() < 0) & np.isin(events["role"].to_numpy(), list(MATH_ROLES))
 
 
-def role_mask(events: pd.DataFrame, *roles: Role) -> np.ndarray:
-    """Rows whose role is one of ``roles``."""
-    return np.isin(events["role"].to_numpy(), [r.value for r in roles])
-
-
-def self_intervals(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The parts of the selected rows' intervals not covered by their direct host-op children
-    (where the selected op is the innermost framework op on its thread). Returned as (starts, ends)."""
-    starts, ends, _ = own_pieces(events, rows_mask, events["kind"].to_numpy() == Kind.HOST_OP.value)
-    return starts, ends
-
-
-def own_pieces(
-    events: pd.DataFrame, rows_mask: np.ndarray, child_mask: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The parts of the selected rows' intervals not covered by their direct children (all host
-    children, or those in ``child_mask``): where each row is the innermost event on its thread.
+def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parts of the selected rows' intervals not covered by their direct (host) children:
+    where each row is the innermost event on its thread.
 
     Returned as (starts, ends, row of each piece), empty pieces removed.
     """
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()
     parent = events["parent"].to_numpy()
-    if child_mask is None:
-        child_mask = events["device"].to_numpy() < 0
-    child = np.flatnonzero(child_mask & (parent >= 0))
+    child = np.flatnonzero((events["device"].to_numpy() < 0) & (parent >= 0))
     child = child[rows_mask[parent[child]]]
     selected = np.flatnonzero(rows_mask)
     if not len(child):

@@ -50,6 +50,7 @@ from enum import Enum
 import numpy as np
 import pandas as pd
 
+from traceview import categories as cat
 from traceview.schema import Kind
 
 
@@ -255,8 +256,6 @@ _BUILTIN = re.compile(r"^<built-in (method|function) ")
 # a user script named like a standard module ("test.py") is read as library code.
 _STDLIB_FRAME = re.compile(r"^\$?(?:.*[/\\]lib[/\\]python[\d.]*[/\\])?(" + "|".join(sorted(sys.stdlib_module_names))
                            + r")(?:[/\\][\w/\\]*)?\.py[(:]")
-# XLA thunks are named after HLO instructions ("custom-call.1", "loop_convert_fusion").
-_XLA_THUNK = re.compile(r"^[A-Za-z_][\w.\-]*$")
 
 
 def assign_roles(events: pd.DataFrame) -> np.ndarray:
@@ -330,7 +329,7 @@ def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], nam
     kind = events["kind"].to_numpy()
     builtin = (_lookup(_BUILTIN, name_values, name_codes) | _lookup(_STDLIB_FRAME, name_values, name_codes))
     builtin &= kind == Kind.PYTHON.value
-    thunk_name = _lookup(_XLA_THUNK, name_values, name_codes)
+    thunk_name = _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
     inheriting = np.array([Role.GRAPH_BUILD.value, Role.COMPILE.value, Role.INPUT.value], dtype=object)
     host_roles = [r.value for r in Role if not r.value.startswith("device_") and r is not Role.STEP]
     in_tracing = tracing.copy()

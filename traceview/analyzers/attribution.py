@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from traceview.analyzers.steps import Steps
-from traceview.normalize import launch_rows, own_pieces
+from traceview.normalize import compute_ops, launch_rows, own_pieces
 from traceview.roles import Role
 from traceview.schema import Kind, Timeline
 
@@ -489,8 +489,6 @@ def _python_glue(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver: n
 
 def leaf_compute_ops(ev: pd.DataFrame, host_op: np.ndarray) -> np.ndarray:
     """Compute ops with no child op (the innermost math, e.g. aten::addmm's BLAS call on its own)."""
-    from traceview.normalize import compute_ops
-
     parent = ev["parent"].to_numpy()
     has_op_child = np.zeros(len(ev), dtype=bool)
     child_parents = parent[host_op]

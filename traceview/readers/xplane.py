@@ -72,7 +72,7 @@ import pandas as pd
 from traceview import categories as cat
 from traceview import kinds as kind_rules
 from traceview.errors import FormatError, InputError
-from traceview.normalize import nest_tracks
+from traceview.normalize import OVERLAP_NOTE, nest_tracks
 from traceview.readers._io import read_bytes
 from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events
 
@@ -601,7 +601,9 @@ class _Builder:
         copy_kind, nbytes, is_device = copy_kind[order], nbytes[order], is_device[order]
         has_stats = _has_any_stat(stats, n)[order]
 
-        parent, depth, _ = nest_tracks(line_idx, ts, end, ~is_device)
+        parent, depth, overlaps = nest_tracks(line_idx, ts, end, ~is_device)
+        if overlaps:
+            meta.notes.append(OVERLAP_NOTE.format(overlaps))
         kinds = _refine_by_nesting(kinds, names, parent, depth, has_stats)
         fw_op = _inherit(fw_op, parent, depth, lambda child, par: (child == "") & (par != ""))
         launcher = _launchers(fw_op, correlation, is_device)
@@ -636,6 +638,9 @@ class _Builder:
                 "launcher": launcher,
                 "bytes": nbytes,
                 "copy_kind": copy_kind,
+                # The nesting the kind and framework-op rules used is the timeline's: normalize keeps it.
+                "parent": parent,
+                "depth": depth,
             }
         )
         if not np.array_equal(frame["ts"].to_numpy(), ts - origin_raw) or not np.array_equal(
@@ -666,7 +671,7 @@ class _Builder:
         device_names = pd.unique(names[is_device]).tolist()
         if any(str(x).startswith("hip") for x in host_names) or any(str(x).endswith(".kd") for x in device_names):
             vendor = "amd"
-        elif any(str(x).startswith(("cuda", "cu")) and _API_NAME.match(str(x)) for x in host_names):
+        elif any(str(x).startswith(("cuda", "cu")) and kind_rules.API_NAME.match(str(x)) for x in host_names):
             vendor = "nvidia"
         else:
             return
@@ -787,8 +792,6 @@ def _base_kinds(names: np.ndarray, line_cls: np.ndarray, stats: dict[str, dict[i
         has_stat[stat] = mask
     return kind_rules.apply_kind_rules(kind_rules.XPLANE_RULES, classes, names, default, has_stat)
 
-
-_API_NAME = kind_rules.API_NAME
 
 
 def _copies(
