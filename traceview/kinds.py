@@ -103,15 +103,40 @@ def apply_kind_rules(
     """The kind of every event: the first matching row of ``rules``, else ``default``.
 
     ``classes`` and ``default`` are per-event arrays; ``has_stat`` maps a stat name to a per-event
-    mask (XPlane). Name patterns are matched once per distinct name.
+    mask (XPlane). The rules run once per distinct (class, name, default, stats) combination —
+    a trace of millions of events has a few thousand — and the answer is spread back.
     """
     n = len(names)
-    kinds = np.full(n, "", dtype=object)
     if not n:
-        return kinds
-    inverse, uniq = pd.factorize(names)
-    uniq = [str(u) for u in uniq]
+        return np.full(0, "", dtype=object)
     stats = has_stat or {}
+    stat_names = sorted({rule.stat for rule in rules if rule.stat is not None})
+    key = np.zeros(n, dtype=np.int64)
+    for column in (classes, names, default):
+        codes, uniques = pd.factorize(column)
+        key = key * max(len(uniques), 1) + codes
+        key = pd.factorize(key)[0].astype(np.int64)  # stay small: re-number after each column
+    for stat in stat_names:
+        key = key * 2 + stats.get(stat, np.zeros(n, dtype=bool)).astype(np.int64)
+    key_codes, _ = pd.factorize(key)
+    first = _first_rows(key_codes)
+    kinds = _apply_to_distinct(rules, classes[first], names[first], default[first],
+                               {s: stats[s][first] for s in stat_names if s in stats})
+    return kinds[key_codes]
+
+
+def _first_rows(codes: np.ndarray) -> np.ndarray:
+    """The first row of each code 0..k-1 (codes from ``pd.factorize`` appear in order)."""
+    _, first = np.unique(codes, return_index=True)
+    return first
+
+
+def _apply_to_distinct(rules: tuple[KindRule, ...], classes: np.ndarray, names: np.ndarray, default: np.ndarray,
+                       stats: dict[str, np.ndarray]) -> np.ndarray:
+    """The rule loop over one row per distinct combination."""
+    n = len(names)
+    kinds = np.full(n, "", dtype=object)
+    names_text = [str(u) for u in names.tolist()]
     for rule in rules:
         open_rows = (kinds == "") & np.isin(classes, list(rule.classes))
         if not open_rows.any():
@@ -119,7 +144,7 @@ def apply_kind_rules(
         match = open_rows
         if rule.name is not None:
             test = rule.name.search if rule.search else rule.name.match
-            match = match & np.array([bool(test(u)) for u in uniq], dtype=bool)[inverse]
+            match = match & np.array([bool(test(u)) for u in names_text], dtype=bool)
         if rule.stat is not None:
             match = match & stats.get(rule.stat, np.zeros(n, dtype=bool))
         kinds[match] = rule.kind.value

@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-SCHEMA_VERSION = "1.1"  # 1.1: role column; XPlane fn_call, Kineto elements
+# 1.1: role column; XPlane fn_call, Kineto elements. 1.2: role device_communication (collective kernels
+# were device_kernel before: a filter on device_kernel no longer sees them).
+SCHEMA_VERSION = "1.2"
 
 
 class Kind(str, Enum):
@@ -156,11 +158,13 @@ def empty_events() -> pd.DataFrame:
     return build_events({})
 
 
-def build_events(columns: dict[str, Any]) -> pd.DataFrame:
+def build_events(columns: dict[str, Any], extra: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     """Assemble an event table from column arrays; missing columns get their default.
 
-    Readers call this once with whole columns (numpy arrays or lists); it applies dtypes,
-    sorts rows by (ts, -dur) and resets the index so row position == index.
+    Readers call this once with whole columns (numpy arrays, lists, or ``pd.Categorical`` for
+    category columns); it applies dtypes, sorts rows by (ts, -dur) — stably, so ties keep the
+    reader's order — and resets the index so row position == index. ``extra`` columns (reader
+    specific, same length) are appended after the schema's, in the same row order.
     """
     n = 0
     for value in columns.values():
@@ -191,16 +195,33 @@ def build_events(columns: dict[str, Any]) -> pd.DataFrame:
             value = np.full(n, defaults[col], dtype=object if dtype == "category" else dtype)
         if dtype == "category":
             levels = CATEGORY_LEVELS.get(col)
-            if levels is not None:
+            if isinstance(value, pd.Categorical) and levels is None:
+                data[col] = value
+            elif levels is not None:
                 data[col] = pd.Categorical(value, categories=list(levels))
             else:
                 data[col] = pd.Categorical(value)
         else:
             data[col] = np.asarray(value, dtype=dtype)
-    frame = pd.DataFrame(data)
-    order = np.lexsort((-frame["dur"].to_numpy(), frame["ts"].to_numpy()))
-    frame = frame.iloc[order].reset_index(drop=True)
-    return frame
+    for col, value in (extra or {}).items():
+        data[col] = np.asarray(value)
+    ts = data["ts"]
+    order = np.lexsort((-data["dur"], ts))
+    if len(order) and not (order == np.arange(len(order))).all():
+        data = {col: value[order] for col, value in data.items()}
+    return pd.DataFrame(data)
+
+
+def categorical_from_codes(codes: np.ndarray, values: Any) -> pd.Categorical:
+    """``pd.Categorical(values[codes])`` without building the per-row array of values: categories
+    are the used values, deduplicated and sorted exactly as ``pd.Categorical`` would."""
+    values = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
+    used = np.unique(codes) if len(codes) else np.zeros(0, dtype=np.int64)
+    small = pd.Categorical(values[used]) if len(used) else pd.Categorical(np.zeros(0, dtype=object))
+    lookup = np.full(len(values), -1, dtype=np.int64)
+    lookup[used] = small.codes
+    return pd.Categorical.from_codes(lookup[codes] if len(codes) else codes.astype(np.int64),
+                                     categories=small.categories)
 
 
 def validate(timeline: Timeline) -> list[str]:

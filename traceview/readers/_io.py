@@ -16,7 +16,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 @contextmanager
-def _user_errors(path: Path) -> Iterator[None]:
+def user_errors(path: Path) -> Iterator[None]:
     """Turn file-system and gzip errors into one-line errors that name the file."""
     try:
         yield
@@ -47,7 +47,7 @@ def read_bytes(path: Path) -> bytes:
 
     Compressed content is first measured in a streaming pass (one chunk in memory) and refused
     when it would inflate beyond :func:`max_bytes`."""
-    with _user_errors(path):
+    with user_errors(path):
         raw = path.read_bytes()
         if raw[:2] != GZIP_MAGIC:
             return raw
@@ -65,7 +65,7 @@ def read_bytes(path: Path) -> bytes:
 
 def head_bytes(path: Path, size: int = 4096) -> bytes:
     """The first ``size`` bytes of the (decompressed) content, for format sniffing."""
-    with _user_errors(path), path.open("rb") as handle:
+    with user_errors(path), path.open("rb") as handle:
         if handle.read(2) != GZIP_MAGIC:
             handle.seek(0)
             return handle.read(size)

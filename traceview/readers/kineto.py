@@ -24,20 +24,23 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import orjson
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.errors import FormatError
+from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import read_bytes
-from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events
+from traceview.readers._json_stream import Declined, EventArrayReader
+from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events, categorical_from_codes
 
 FORMAT_NAME = "kineto-json"
 
@@ -63,6 +66,9 @@ _FLOW_PHASES = {"s", "f", "t"}
 _TS_NUMBER = re.compile(rb'"ts"\s*:\s*(-?\d+)(?:\.(\d+))?(?:[eE][-+]?\d+)?')
 # Floats above this many µs cannot carry ns exactly in a double (2**53 ns / 1000).
 _EXACT_FLOAT_LIMIT_US = float(2**53) / 1000.0
+# Timestamps and durations, in µs, that fit in int64 ns with room for sums (2**62 ns ≈ 146 years).
+_MAX_US = float(2**62) / 1000.0
+_INT64_MAX = 2**63 - 1
 
 
 def sniff(head: bytes) -> bool:
@@ -74,33 +80,69 @@ def sniff(head: bytes) -> bool:
 
 
 def read(path: Path) -> Timeline:
-    """Read one Kineto trace file into the normalized timeline (not yet step-annotated)."""
+    """Read one Kineto trace file into the normalized timeline (not yet step-annotated).
+
+    The fast decoding (typed, block by block) is tried first; a document it declines is decoded
+    whole with orjson, event by event, and gives the same timeline (tests/test_fast_path.py)."""
+    with _gc_paused():
+        try:
+            return read_fast(path)
+        except Declined:
+            return read_reference(path)
+
+
+def read_fast(path: Path) -> Timeline:
+    """Typed block-by-block decoding; raises :class:`Declined` for documents it does not take.
+
+    Timestamps are decoded as doubles; when one turns out to be a fractional epoch µs value (whose
+    ns digits a double cannot hold) the file is decoded again with each ``ts`` kept as its text."""
+    for decoder in (_FAST_DECODER, _EXACT_TS_DECODER):
+        reader = EventArrayReader(path, decoder)
+        fields = _Fields()
+        for batch in reader.batches():
+            fields.add_structs(batch)
+            if fields.needs_exact_ts and decoder is _FAST_DECODER:
+                break
+        else:
+            ts_exact = np.concatenate(fields.ts_exact) if fields.ts_exact else None
+            return _timeline(path, fields, reader.top, reader.events_seen, ts_exact)
+    raise AssertionError("unreachable: the exact decoder never asks for itself")
+
+
+def read_reference(path: Path) -> Timeline:
+    """Whole-document orjson decoding with per-event type checks (the reference the fast path matches)."""
     raw = read_bytes(path)
     if not raw or raw.isspace():  # (no strip(): that would copy the whole document)
         raise FormatError(f"{path}: file is empty; re-export the trace")
-    with _gc_paused():
-        try:
-            doc = orjson.loads(raw)
-        except orjson.JSONDecodeError as err:
-            where = f"at byte {err.pos}" if getattr(err, "pos", None) is not None else ""
-            truncated = " (file looks truncated)" if err.pos is not None and err.pos >= len(raw) - 2 else ""
-            raise FormatError(
-                f"{path}: invalid JSON {where}{truncated}: {err.msg}; re-export the trace or check the copy"
-            ) from None
-        if isinstance(doc, list):
-            events, top = doc, {}
-        elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
-            events, top = doc["traceEvents"], doc
-        else:
-            raise FormatError(f"{path}: JSON has no 'traceEvents' list; not a Chrome/Kineto trace")
-        return _build(path, raw, events, top)
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        where = f"at byte {err.pos}" if getattr(err, "pos", None) is not None else ""
+        truncated = " (file looks truncated)" if err.pos is not None and err.pos >= len(raw) - 2 else ""
+        raise FormatError(
+            f"{path}: invalid JSON {where}{truncated}: {err.msg}; re-export the trace or check the copy"
+        ) from None
+    if isinstance(doc, list):
+        events, top = doc, {}
+    elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        events, top = doc["traceEvents"], doc
+    else:
+        raise FormatError(f"{path}: JSON has no 'traceEvents' list; not a Chrome/Kineto trace")
+    fields = _Fields()
+    fields.add_dicts(events)
+    ts_exact = _exact_timestamps(raw, events)
+    del raw
+    timeline = _timeline(path, fields, top, len(events), ts_exact)
+    if ts_exact is None and _needs_exact(events):
+        timeline.meta.notes.append("timestamps re-read as parsed doubles: sub-µs precision may be off by up to 0.25 µs")
+    return timeline
 
 
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a document is parsed and turned into columns.
+    """Pause the cyclic garbage collector while a document is decoded and turned into columns.
 
-    A parsed trace is hundreds of thousands of dicts without reference cycles; while they are
+    A decoded trace is hundreds of thousands of objects without reference cycles; while they are
     created the collector rescans them again and again (a third of orjson's time on a 50 MB
     trace) and frees nothing. The previous state is restored on the way out.
     """
@@ -113,170 +155,436 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _build(path: Path, raw: bytes, events: list[Any], top: dict[str, Any]) -> Timeline:
+# ---------------------------------------------------------------------------------------------
+# Decoding: the fields the schema needs, as typed structs (fast path) or from dicts (reference)
+# ---------------------------------------------------------------------------------------------
+
+
+class _Args(msgspec.Struct, frozen=True, gc=False):
+    """The ``args`` keys the schema reads; every other key is skipped unparsed."""
+
+    device: int | str | None = None
+    stream: int | str | None = None
+    correlation: int | str | None = None
+    input_dims: Any = msgspec.field(default=None, name="Input Dims")
+    bytes: int | str | None = None
+    name: Any = None  # metadata events: the process / thread name
+
+
+_NO_ARGS = _Args()
+
+
+class _Event(msgspec.Struct, gc=False):
+    """One trace event as the fast path decodes it. Types are the ones Kineto writes; anything
+    else (a string ts, an args list …) makes the decoder refuse, and the reference path drops
+    that event with a reason."""
+
+    ph: str | None = None
+    cat: str = ""
+    name: str = ""
+    pid: int | str | None = None
+    tid: int | str = 0
+    ts: int | float = math.nan  # NaN: no ts key
+    dur: int | float | None = 0
+    args: _Args = _NO_ARGS
+
+
+class _EventExactTs(_Event, gc=False):
+    """The same event with ``ts`` kept as its JSON text (empty when absent)."""
+
+    ts: msgspec.Raw = msgspec.Raw(b"")  # type: ignore[assignment]
+
+
+_FAST_DECODER = msgspec.json.Decoder(list[_Event])
+_EXACT_TS_DECODER = msgspec.json.Decoder(list[_EventExactTs])
+
+
+class _Sentinel:
+    """A marker value that no JSON document can hold."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def __repr__(self) -> str:
+        return self.label
+
+
+_NOT_AN_OBJECT = _Sentinel("<not an object>")  # ph of an array element that is not a JSON object
+_BAD_TID = _Sentinel("<bad tid>")  # tid of a type that cannot be an id
+
+
+class _Interner:
+    """Distinct values of one field across batches, and each event's code into them."""
+
+    def __init__(self) -> None:
+        self.index: dict[Any, int] = {}
+        self.values: list[Any] = []
+        self.codes: list[np.ndarray] = []
+
+    def add(self, values: list[Any]) -> None:
+        codes, uniques = pd.factorize(pd.Index(values, dtype=object), use_na_sentinel=False)
+        table = np.empty(len(uniques), dtype=np.int64)
+        for i, value in enumerate(uniques):
+            key = (type(value), value)  # 1, 1.0, True and "1" stay apart
+            code = self.index.get(key)
+            if code is None:
+                code = self.index[key] = len(self.values)
+                self.values.append(value)
+            table[i] = code
+        self.codes.append(table[codes] if len(codes) else np.zeros(0, dtype=np.int64))
+
+    def all_codes(self) -> np.ndarray:
+        return np.concatenate(self.codes) if self.codes else np.zeros(0, dtype=np.int64)
+
+
+class _Fields:
+    """The schema's fields of every array element, in file order, as columns."""
+
+    def __init__(self) -> None:
+        self.ph, self.cat, self.name, self.pid, self.tid = (_Interner() for _ in range(5))
+        self.device, self.stream = _Interner(), _Interner()
+        self.ts: list[np.ndarray] = []  # µs as doubles (NaN: no ts; inf: not a number)
+        self.ts_exact: list[np.ndarray] = []  # exact ns, when decoded from the text
+        self.dur: list[np.ndarray] = []
+        self.correlation: list[np.ndarray] = []
+        self.nbytes: list[np.ndarray] = []
+        self.elements: list[np.ndarray] = []
+        self.args_bad: list[np.ndarray] = []
+        self.meta_names: dict[int, Any] = {}  # event position -> args.name, metadata events only
+        self.count = 0
+        self.needs_exact_ts = False
+
+    def add_structs(self, events: list[_Event]) -> None:
+        """A batch from the typed decoder (types already checked by msgspec)."""
+        args = [e.args for e in events]
+        if events and isinstance(events[0], _EventExactTs):
+            exact, ts = _ns_from_text([bytes(e.ts) for e in events])
+            self.ts_exact.append(exact)
+        else:
+            ts = np.array([e.ts for e in events], dtype=np.float64)
+            big = np.abs(ts) > _EXACT_FLOAT_LIMIT_US
+            if big.any() and not self.needs_exact_ts:
+                self.needs_exact_ts = bool((ts[big] != np.floor(ts[big])).any())
+        self._add(
+            ph=[e.ph for e in events], cats=[e.cat for e in events], names=[e.name for e in events],
+            pids=[e.pid for e in events], tids=[e.tid for e in events], ts=ts,
+            dur=np.array([0 if e.dur is None else e.dur for e in events], dtype=np.float64),
+            device=[a.device for a in args], stream=[a.stream for a in args],
+            correlation=[a.correlation for a in args], nbytes=[a.bytes for a in args],
+            dims=[a.input_dims for a in args],
+            meta={i: args[i].name for i, e in enumerate(events) if e.ph == "M"}, args_bad=None)
+
+    def add_dicts(self, events: list[Any]) -> None:
+        """The whole array from orjson, with the type checks the typed decoder would have made:
+        a value of the wrong type becomes one the range checks reject with the same reason."""
+        ph: list[Any] = []
+        cats: list[Any] = []
+        names: list[Any] = []
+        pids: list[Any] = []
+        tids: list[Any] = []
+        ts: list[float] = []
+        dur: list[float] = []
+        args: list[dict[str, Any]] = []
+        args_bad: list[bool] = []
+        meta: dict[int, Any] = {}
+        for i, ev in enumerate(events):
+            if not isinstance(ev, dict):
+                ev = {"ph": _NOT_AN_OBJECT}
+            phase = ev.get("ph")
+            ph.append(phase if type(phase) is str or phase is _NOT_AN_OBJECT else None)
+            raw_cat = ev.get("cat", "")
+            cats.append(raw_cat if type(raw_cat) is str else str(raw_cat))
+            name = ev.get("name", "")
+            names.append(name if type(name) is str else str(name))
+            pid = ev.get("pid")
+            pids.append(pid if isinstance(pid, (int, str)) else None)
+            tid = ev.get("tid", 0)
+            tids.append(tid if isinstance(tid, (int, str)) else _BAD_TID)
+            if "ts" not in ev:
+                ts.append(math.nan)
+            else:
+                value = ev["ts"]
+                ts.append(value if type(value) in (int, float) and abs(value) < _MAX_US else math.inf)
+            d = ev.get("dur", 0)
+            dur.append(0.0 if d is None else (d if type(d) in (int, float) and abs(d) < _MAX_US else -1.0))
+            a = ev.get("args")
+            args_bad.append(a is not None and not isinstance(a, dict))
+            a = a if isinstance(a, dict) else {}
+            args.append(a)
+            if phase == "M":
+                meta[i] = a.get("name", "")
+        self._add(
+            ph=ph, cats=cats, names=names, pids=pids, tids=tids, ts=np.array(ts, dtype=np.float64),
+            dur=np.array(dur, dtype=np.float64), device=[a.get("device") for a in args],
+            stream=[a.get("stream") for a in args], correlation=[a.get("correlation") for a in args],
+            nbytes=[a.get("bytes") for a in args], dims=[a.get("Input Dims") for a in args],
+            meta=meta, args_bad=np.array(args_bad, dtype=bool))
+
+    def _add(self, *, ph: list[Any], cats: list[Any], names: list[Any], pids: list[Any], tids: list[Any],
+             ts: np.ndarray, dur: np.ndarray, device: list[Any], stream: list[Any], correlation: list[Any],
+             nbytes: list[Any], dims: list[Any], meta: dict[int, Any], args_bad: np.ndarray | None) -> None:
+        n = len(ph)
+        for interner, values in ((self.ph, ph), (self.cat, cats), (self.name, names), (self.pid, pids),
+                                 (self.tid, tids), (self.device, device), (self.stream, stream)):
+            interner.add(values)
+        self.correlation.append(_int_column(correlation))
+        self.nbytes.append(_int_column(nbytes))
+        elements = np.full(n, -1, dtype=np.int64)
+        for i in itertools.compress(range(n), [d is not None for d in dims]):
+            elements[i] = _largest_input(dims[i])
+        self.elements.append(elements)
+        self.ts.append(ts)
+        self.dur.append(dur)
+        self.args_bad.append(args_bad if args_bad is not None else np.zeros(n, dtype=bool))
+        self.meta_names.update({self.count + i: v for i, v in meta.items()})
+        self.count += n
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns: every check and classification runs once per distinct value or as an array operation
+# ---------------------------------------------------------------------------------------------
+
+_METADATA_REASON = "metadata record (names used for track labels)"
+
+
+def _phase_reason(phase: Any) -> str | None:
+    """Why an element with this ``ph`` is not a complete event (None for ``X``)."""
+    if phase is _NOT_AN_OBJECT:
+        return "not a JSON object"
+    if type(phase) is not str:
+        return "phase is not a string"
+    if phase == "X":
+        return None
+    if phase == "M":
+        return _METADATA_REASON
+    if phase in _FLOW_PHASES:
+        return "flow arrow (link kept as correlation id)"
+    if phase in ("i", "I", "n"):
+        return "instant event (no duration)"
+    if phase == "C":
+        return "counter sample"
+    return f"unsupported phase {phase!r}"
+
+
+def _category(raw: str) -> tuple[str | None, str | None]:
+    """(kind value, drop reason) of a complete event's category."""
+    lowered = raw.lower()
+    kind = _CATEGORY_KIND.get(lowered)
+    if kind is not None:
+        return kind.value, None
+    return None, "profiler span (cat Trace)" if lowered == "trace" else f"unknown category {lowered!r}"
+
+
+class _Reasons:
+    """Drop reasons as small integer codes, one per event (-1: kept)."""
+
+    def __init__(self, n: int) -> None:
+        self.code = np.full(n, -1, dtype=np.int64)
+        self.text: list[str] = []
+
+    def mark(self, rows: np.ndarray, reason: str) -> None:
+        """Give ``reason`` to the rows of the boolean mask that have none yet."""
+        rows = rows & (self.code < 0)
+        if rows.any():
+            self.code[rows] = len(self.text)
+            self.text.append(reason)
+
+    def mark_by_value(self, codes: np.ndarray, rows: np.ndarray, reason_of: list[str | None]) -> None:
+        """Per-event reason looked up by a value code (one reason per distinct value)."""
+        table = np.full(len(reason_of), -1, dtype=np.int64)
+        for value_index, reason in enumerate(reason_of):
+            if reason is not None:
+                if reason not in self.text:
+                    self.text.append(reason)
+                table[value_index] = self.text.index(reason)
+        looked_up = table[codes] if len(codes) else codes
+        take = rows & (self.code < 0) & (looked_up >= 0)
+        self.code[take] = looked_up[take]
+
+    def count_into(self, meta: TraceMeta, groups: list[np.ndarray]) -> None:
+        """Count each reason, reasons of earlier groups first, in order of first occurrence within a group."""
+        for rows in groups:
+            codes = self.code[rows]
+            codes = codes[codes >= 0]
+            present, first = np.unique(codes, return_index=True)
+            counts = np.bincount(codes, minlength=len(self.text))
+            for code in present[np.argsort(first, kind="stable")].tolist():
+                meta.drop(self.text[code], int(counts[code]))
+
+
+def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: int,
+              ts_exact: np.ndarray | None) -> Timeline:
     # traceview's numpy baseline writes step spans in this format and says so in traceName.
     framework = "numpy" if str(top.get("traceName", "")).startswith("numpy") else "torch"
     meta = TraceMeta(source=str(path), format=FORMAT_NAME, framework=framework)
-    meta.input_events = len(events)
+    meta.input_events = input_events
     meta.host_name = str(top.get("host_name", ""))
     meta.extra = {k: top[k] for k in ("schemaVersion", "displayTimeUnit", "traceName") if k in top}
+    distributed = top.get("distributedInfo")
+    if isinstance(distributed, dict):  # torch.distributed runs: {"backend": "nccl", "rank": 1, "world_size": 2}
+        meta.extra["distributed"] = {k: v for k, v in distributed.items()
+                                     if k in ("backend", "rank", "world_size") and type(v) in (int, str)}
     base_ns = top.get("baseTimeNanoseconds")
     if base_ns is not None and (type(base_ns) is not int or not 0 <= base_ns < 2**62):
         meta.notes.append(f"baseTimeNanoseconds {str(base_ns)[:40]!r} is not a time in ns; ignored")
         base_ns = None
 
-    ts_exact = _exact_timestamps(raw, events)
-    if ts_exact is None and _needs_exact(events):
-        meta.notes.append("timestamps re-read as parsed doubles: sub-µs precision may be off by up to 0.25 µs")
+    n = fields.count
+    ph_code = fields.ph.all_codes()
+    cat_code = fields.cat.all_codes()
+    name_code = fields.name.all_codes()
+    pid_code = fields.pid.all_codes()
+    tid_code = fields.tid.all_codes()
+    ts = np.concatenate(fields.ts) if fields.ts else np.zeros(0)
+    dur = np.concatenate(fields.dur) if fields.dur else np.zeros(0)
+    args_bad = np.concatenate(fields.args_bad) if fields.args_bad else np.zeros(0, dtype=bool)
 
-    process_names: dict[Any, str] = {}
-    thread_names: dict[tuple[Any, Any], str] = {}
-    # One pass over the events: complete events are classified by category as they come; the
-    # others are counted by drop reason (phase reasons first, then category reasons, as recorded).
-    phase_drops: dict[str, int] = {}
-    category_drops: dict[str, int] = {}
-    category_cache: dict[str, tuple[str, str | None]] = {}  # cat as written -> (lower-cased, kind value)
-    xs: list[dict[str, Any]] = []
-    kind_values: list[str] = []
-    rows_list: list[int] = []
-    for i, ev in enumerate(events):
-        if not isinstance(ev, dict):
-            phase_drops["not a JSON object"] = phase_drops.get("not a JSON object", 0) + 1
-            continue
-        ph = ev.get("ph")
-        if type(ph) is not str:
-            phase_drops["phase is not a string"] = phase_drops.get("phase is not a string", 0) + 1
-            continue
-        if ph == "X":
-            raw_cat = ev.get("cat", "")
-            cached = category_cache.get(raw_cat) if type(raw_cat) is str else None
-            if cached is None:
-                lowered = str(raw_cat).lower()
-                kind = _CATEGORY_KIND.get(lowered)
-                cached = (lowered, kind.value if kind is not None else None)
-                if type(raw_cat) is str:
-                    category_cache[raw_cat] = cached
-            c, k = cached
-            if k is None:
-                reason = "profiler span (cat Trace)" if c == "trace" else f"unknown category {c!r}"
-            elif "ts" not in ev or not isinstance(ev.get("pid"), (int, str)):
-                reason = "complete event without ts or pid"
-            else:
-                reason = _bad_fields(ev)
-            if reason is None:
-                xs.append(ev)
-                kind_values.append(k)
-                rows_list.append(i)
-                continue
-            category_drops[reason] = category_drops.get(reason, 0) + 1
-            continue
-        if ph == "M":
-            args = ev.get("args") or {}
-            if ev.get("name") == "process_name":
-                process_names[ev.get("pid")] = str(args.get("name", ""))
-            elif ev.get("name") == "thread_name":
-                thread_names[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
-            reason = "metadata record (names used for track labels)"
-        elif ph in _FLOW_PHASES:
-            reason = "flow arrow (link kept as correlation id)"
-        elif ph in ("i", "I", "n"):
-            reason = "instant event (no duration)"
-        elif ph in ("C",):
-            reason = "counter sample"
-        else:
-            reason = f"unsupported phase {ph!r}"
-        phase_drops[reason] = phase_drops.get(reason, 0) + 1
-    for reason, count in (*phase_drops.items(), *category_drops.items()):
-        meta.drop(reason, count)
+    reasons = _Reasons(n)
+    everything = np.ones(n, dtype=bool)
+    reasons.mark_by_value(ph_code, everything, [_phase_reason(v) for v in fields.ph.values])
+    complete = reasons.code < 0
+    phase_rows = ~complete
+    category = [_category(v) for v in fields.cat.values]
+    reasons.mark_by_value(cat_code, complete, [reason for _, reason in category])
 
-    kinds = np.array(kind_values, dtype=object)
-    rows = np.array(rows_list, dtype=np.int64)
-    del kind_values, rows_list
+    pid_values = fields.pid.values
+    pid_ids = np.array([_as_int(v) if v is not None else -1 for v in pid_values], dtype=np.int64)
+    pid_missing = np.array([v is None for v in pid_values], dtype=bool)
+    pid_out_of_range = np.array([type(v) is int and not -_INT64_MAX <= v <= _INT64_MAX for v in pid_values],
+                                dtype=bool)
+    tid_values = fields.tid.values
+    tid_ids = np.array([_as_int(v) if v is not _BAD_TID else -1 for v in tid_values], dtype=np.int64)
+    tid_bad = np.array([v is _BAD_TID or (type(v) is int and not -_INT64_MAX <= v <= _INT64_MAX)
+                        for v in tid_values], dtype=bool)
+    empty = np.zeros(0, dtype=np.int64)
+    reasons.mark(complete & (np.isnan(ts) | pid_missing[pid_code] if n else complete),
+                 "complete event without ts or pid")
+    reasons.mark(complete & ~(np.abs(ts) < _MAX_US), "ts is not a number in range")
+    reasons.mark(complete & ~((dur >= 0) & (dur < _MAX_US)), "dur is not a non-negative number in range")
+    reasons.mark(complete & (pid_out_of_range[pid_code] if n else complete), "pid out of range")
+    reasons.mark(complete & (tid_bad[tid_code] if n else complete), "tid is not an id")
+    reasons.mark(complete & args_bad, "args is not an object")
+    reasons.count_into(meta, [phase_rows, complete])
 
-    n = len(xs)
-    names_list = [e.get("name", "") for e in xs]
-    if set(map(type, names_list)) - {str}:
-        names_list = [str(v) for v in names_list]
-    names = np.array(names_list, dtype=object)
-    dur_us = np.array([e.get("dur", 0) or 0 for e in xs], dtype=np.float64)
-    ts_ns = ts_exact[rows] if ts_exact is not None else _ns_from_us([e["ts"] for e in xs])
-    dur_ns = np.round(dur_us * 1000.0).astype(np.int64)
-    negative = dur_ns < 0
-    if negative.any():
-        meta.drop("negative duration", int(negative.sum()))
+    process_names, thread_names = _track_names(fields)
+    keep = reasons.code < 0
+    rows = np.flatnonzero(keep)
+    del reasons
 
-    args = [e.get("args") or {} for e in xs]
+    # Kind: the category's kind, refined by name once per distinct (category kind, name).
+    cat_kind = np.array([kind or "" for kind, _ in category], dtype=object)
+    class_of = cat_kind[cat_code[rows]] if len(rows) else np.zeros(0, dtype=object)
+    combo, first = _distinct_pairs(cat_code[rows], name_code[rows])
+    names_first = np.array(fields.name.values, dtype=object)[name_code[rows][first]] if len(first) else \
+        np.zeros(0, dtype=object)
+    kinds = apply_kind_rules(KINETO_RULES, class_of[first], names_first, class_of[first])[combo]
+
+    if ts_exact is not None and len(ts_exact) == n:
+        ts_ns = ts_exact[rows]
+    else:
+        us = ts[rows]
+        whole = np.floor(us)
+        ts_ns = whole.astype(np.int64) * 1000 + np.round((us - whole) * 1000.0).astype(np.int64)
+    dur_ns = np.round(dur[rows] * 1000.0).astype(np.int64)
+
     device_kinds = [k.value for k in _DEVICE_KINDS]
     is_device = np.isin(kinds, device_kinds)
-    pid = _int_column([e["pid"] for e in xs])
-    tid = _int_column([e.get("tid", 0) for e in xs])
-    device_rows = np.flatnonzero(is_device)
-    device = np.full(n, -1, dtype=np.int64)
-    stream = np.full(n, -1, dtype=np.int64)
-    if len(device_rows):
-        device_args = [args[j] for j in device_rows.tolist()]
-        device[device_rows] = _int_column([a.get("device", -1) for a in device_args])
-        stream[device_rows] = _int_column([a.get("stream", -1) for a in device_args])
+    pid = pid_ids[pid_code[rows]] if len(rows) else empty
+    tid = tid_ids[tid_code[rows]] if len(rows) else empty
+    device = _ids(fields.device)[rows]
+    stream = _ids(fields.stream)[rows]
     device = np.where(is_device & (device < 0), pid, device)
     stream = np.where(is_device & (stream < 0), tid, stream)
-    correlation = _int_column([a.get("correlation", -1) for a in args])
-    elements = np.array([_largest_input(a.get("Input Dims")) for a in args], dtype=np.int64)
-    nbytes = _int_column([a.get("bytes", -1) for a in args])
+    correlation = np.concatenate(fields.correlation)[rows] if fields.correlation else empty
+    nbytes = np.concatenate(fields.nbytes)[rows] if fields.nbytes else empty
+    elements = np.concatenate(fields.elements)[rows] if fields.elements else empty
+    names = categorical_from_codes(name_code[rows], fields.name.values)
 
-    kinds = apply_kind_rules(KINETO_RULES, kinds, names, kinds)  # category kind refined by name
-
-    copy_kind = np.full(n, "", dtype=object)
+    copy_kind = np.full(len(rows), "", dtype=object)
     memcpy_mask = kinds == Kind.MEMCPY.value
     if memcpy_mask.any():
-        inverse, uniq = pd.factorize(names[memcpy_mask])
+        inverse, uniq = pd.factorize(np.asarray(names)[memcpy_mask])
         copy_kind[memcpy_mask] = np.array([cat.copy_kind_from_kineto_name(u) for u in uniq], dtype=object)[inverse]
     copy_kind[kinds == Kind.MEMSET.value] = "memset"
 
-    # Track labels, built once per distinct (pid, tid) / (device, stream).
+    track = _tracks(is_device, device, stream, pid, tid, process_names, thread_names)
+    origin_raw = int(ts_ns.min()) if len(ts_ns) else 0
+    meta.origin_ns = int(base_ns) + origin_raw if base_ns is not None else origin_raw
+    meta.devices = _devices(top, device[is_device])
+    frame = build_events(
+        {
+            "ts": ts_ns - origin_raw,
+            "dur": dur_ns,
+            "kind": kinds,
+            "name": names,
+            "track": track,
+            "pid": pid,
+            "tid": tid,
+            "device": device,
+            "stream": stream,
+            "correlation": correlation,
+            "bytes": nbytes,
+            "copy_kind": copy_kind,
+        },
+        # Extra column (record_shapes): elements of the op's largest input, -1 when not recorded.
+        extra={"elements": elements},
+    )
+    meta.extra["extra_columns"] = ["elements"]
+    return Timeline(events=frame, meta=meta)
+
+
+def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each row's (a, b) pair, the first row of each pair) for two int code arrays."""
+    if not len(a):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    key = a.astype(np.int64) * (int(b.max()) + 1) + b
+    codes, uniques = pd.factorize(key)
+    _, first = np.unique(codes, return_index=True)
+    return codes, first
+
+
+def _ids(values: _Interner) -> np.ndarray:
+    """An id field (device, stream) as int64 per event: each distinct value converted once."""
+    table = np.array([_as_int(v) if v is not None else -1 for v in values.values], dtype=np.int64)
+    codes = values.all_codes()
+    return table[codes] if len(table) else np.full(len(codes), -1, dtype=np.int64)
+
+
+def _track_names(fields: _Fields) -> tuple[dict[Any, str], dict[tuple[Any, Any], str]]:
+    """Process and thread names from the metadata events (``ph: M``)."""
+    process_names: dict[Any, str] = {}
+    thread_names: dict[tuple[Any, Any], str] = {}
+    if not fields.meta_names:
+        return process_names, thread_names
+    name_code = fields.name.all_codes()
+    pid_code = fields.pid.all_codes()
+    tid_code = fields.tid.all_codes()
+    for row, value in sorted(fields.meta_names.items()):
+        kind = fields.name.values[name_code[row]]
+        pid = fields.pid.values[pid_code[row]]
+        if kind == "process_name":
+            process_names[pid] = str(value)
+        elif kind == "thread_name":
+            thread_names[(pid, fields.tid.values[tid_code[row]])] = str(value)
+    return process_names, thread_names
+
+
+def _tracks(is_device: np.ndarray, device: np.ndarray, stream: np.ndarray, pid: np.ndarray, tid: np.ndarray,
+            process_names: dict[Any, str], thread_names: dict[tuple[Any, Any], str]) -> pd.Categorical:
+    """Track labels, built once per distinct (pid, tid) / (device, stream)."""
     key_a = np.where(is_device, device, pid)
     key_b = np.where(is_device, stream, tid)
     codes_a, uniq_a = pd.factorize(key_a)
     codes_b, uniq_b = pd.factorize(key_b)
-    combined = (codes_a.astype(np.int64) * len(uniq_b) + codes_b) * 2 + is_device
+    combined = (codes_a.astype(np.int64) * max(len(uniq_b), 1) + codes_b) * 2 + is_device
     codes, uniques = pd.factorize(combined)
     labels = []
     for key in uniques.tolist():
         dev, rest = key % 2, key // 2
         a, b = int(uniq_a[rest // len(uniq_b)]), int(uniq_b[rest % len(uniq_b)])
         labels.append(f"GPU {a} stream {b}" if dev else _host_label(a, b, process_names, thread_names))
-    track = np.array(labels, dtype=object)[codes]
+    return categorical_from_codes(codes, labels)
 
-    keep = ~negative
-    if base_ns is not None:
-        # Newer Kineto: ts relative to baseTimeNanoseconds.
-        origin_raw = int(ts_ns[keep].min()) if keep.any() else 0
-        meta.origin_ns = int(base_ns) + origin_raw
-    else:
-        origin_raw = int(ts_ns[keep].min()) if keep.any() else 0
-        meta.origin_ns = origin_raw
-    ts_rel = ts_ns - origin_raw
-
-    meta.devices = _devices(top, device[is_device & keep])
-    frame = build_events(
-        {
-            "ts": ts_rel[keep],
-            "dur": dur_ns[keep],
-            "kind": kinds[keep],
-            "name": names[keep],
-            "track": track[keep],
-            "pid": pid[keep],
-            "tid": tid[keep],
-            "device": device[keep],
-            "stream": stream[keep],
-            "correlation": correlation[keep],
-            "bytes": nbytes[keep],
-            "copy_kind": copy_kind[keep],
-        }
-    )
-    # Extra column (record_shapes): elements of the op's largest input, -1 when not recorded.
-    frame["elements"] = _reorder_like(frame, ts_rel[keep], dur_ns[keep], elements[keep])
-    meta.extra["extra_columns"] = ["elements"]
-    return Timeline(events=frame, meta=meta)
 
 
 _MAX_ELEMENTS = 2**62  # a product of recorded dims beyond this is clamped (hostile or corrupt shapes)
@@ -300,10 +608,58 @@ def _largest_input(dims: Any) -> int:
     return largest
 
 
-def _reorder_like(frame: pd.DataFrame, ts: np.ndarray, dur: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``values`` (in reader order) in the row order build_events gave ``frame`` (sorted by ts, -dur)."""
-    order = np.lexsort((-dur, ts))
-    return values[order]
+_NUMBER_TEXT_WIDTH = 40  # longer "numbers" are not timestamps in range
+
+
+def _ns_from_text(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """Exact int64 ns, and the value in µs as a double, of JSON number texts in µs.
+
+    ``"<whole>.<fraction>"`` is read digit by digit as whole × 1000 + the first three fraction
+    digits (the reference re-read's rule); the double is NaN for an empty text (no ``ts``) and
+    inf for text that is not a number (a string, null). Other number spellings (exponents) are
+    read as doubles.
+    """
+    n = len(texts)
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    width = min(max(map(len, texts)), _NUMBER_TEXT_WIDTH) or 1
+    text = np.array([t if len(t) <= width else b"x" for t in texts], dtype=f"S{width}")
+    m = text.view(np.uint8).reshape(n, width)
+    length = (m != 0).sum(axis=1)
+    negative = m[:, 0] == ord("-")
+    digit = (m >= ord("0")) & (m <= ord("9"))
+    dot = m == ord(".")
+    dot_at = np.where(dot.any(axis=1), dot.argmax(axis=1), length)
+    cols = np.arange(width)
+    inside = cols < length[:, None]
+    whole = (cols >= negative[:, None]) & (cols < dot_at[:, None])
+    fraction = (cols > dot_at[:, None]) & inside
+    whole_digits = whole.sum(axis=1)
+    plain = ((digit | ~inside | (cols == dot_at[:, None]) | ((cols == 0) & negative[:, None])).all(axis=1)
+             & (whole_digits >= 1) & (whole_digits <= 16) & ((dot_at == length) | (fraction.sum(axis=1) >= 1)))
+    power = np.where(whole, 10 ** np.clip(dot_at[:, None] - 1 - cols, 0, 18), 0)
+    whole_us = (np.where(digit, m - ord("0"), 0).astype(np.int64) * power).sum(axis=1)  # < 10**16: no overflow
+    beyond = whole_us >= _MAX_US
+    ns = np.where(beyond, 0, whole_us) * 1000
+    rows = np.arange(n)
+    for k, scale in ((1, 100), (2, 10), (3, 1)):
+        col = np.minimum(dot_at + k, width - 1)
+        take = (dot_at + k < length) & digit[rows, col]
+        ns += np.where(take, (m[rows, col].astype(np.int64) - ord("0")) * scale, 0)
+    ns = np.where(negative, -ns, ns)
+    us = ns / 1000.0
+    us[beyond] = math.inf
+    us[length == 0] = np.nan
+    for i in np.flatnonzero(~plain & (length > 0)).tolist():  # exponents, strings, null …
+        try:
+            value = float(texts[i])
+        except ValueError:
+            value = math.inf
+        us[i] = value if abs(value) < _MAX_US else math.inf
+        if math.isfinite(us[i]):
+            whole_us = math.floor(us[i])
+            ns[i] = int(whole_us) * 1000 + round((us[i] - whole_us) * 1000.0)
+    return ns, us
 
 
 def _needs_exact(events: list[Any]) -> bool:
@@ -339,51 +695,20 @@ def _exact_timestamps(raw: bytes, events: list[Any]) -> np.ndarray | None:
     return out
 
 
-# Timestamps and durations, in µs, that fit in int64 ns with room for sums (2**62 ns ≈ 146 years).
-_MAX_US = float(2**62) / 1000.0
-_INT64_MAX = 2**63 - 1
-
-
-def _bad_fields(ev: dict[str, Any]) -> str | None:
-    """Why a complete event's fields cannot be used (a drop reason), or None when they can."""
-    ts = ev.get("ts")
-    if type(ts) not in (int, float) or not (-_MAX_US < ts < _MAX_US):
-        return "ts is not a number in range"
-    dur = ev.get("dur", 0)
-    if dur is not None and (type(dur) not in (int, float) or not (0 <= dur < _MAX_US)):
-        return "dur is not a non-negative number in range"
-    if isinstance(ev.get("pid"), int) and not -_INT64_MAX <= ev["pid"] <= _INT64_MAX:
-        return "pid out of range"
-    tid = ev.get("tid", 0)
-    if not isinstance(tid, (int, str)) or (isinstance(tid, int) and not -_INT64_MAX <= tid <= _INT64_MAX):
-        return "tid is not an id"
-    args = ev.get("args")
-    if args is not None and not isinstance(args, dict):
-        return "args is not an object"
-    return None
-
-
-def _ns_from_us(values: list[Any]) -> np.ndarray:
-    """Timestamps in µs (JSON numbers) to int64 ns, without losing digits to float rounding.
-
-    Integer µs are multiplied exactly; for floats the whole and fractional µs are converted
-    apart (``ts * 1000.0`` as a double is off by up to 128 ns at epoch scale, 1.7e18 ns).
-    """
-    if not set(map(type, values)) - {int}:
-        return np.array(values, dtype=np.int64) * 1000
-    us = np.array(values, dtype=np.float64)
-    whole = np.floor(us)
-    return whole.astype(np.int64) * 1000 + np.round((us - whole) * 1000.0).astype(np.int64)
-
-
 def _int_column(values: list[Any]) -> np.ndarray:
-    """int64 array of id-like values; plain ints go straight to numpy, anything else via ``_as_int``."""
-    if not set(map(type, values)) - {int}:
+    """int64 array of id-like values (absent: -1); plain ints go straight to numpy, anything
+    else via ``_as_int``, once per distinct value."""
+    types = set(map(type, values))
+    if not types - {int, type(None)}:
         try:
+            if type(None) in types:
+                return np.array([-1 if v is None else v for v in values], dtype=np.int64)
             return np.array(values, dtype=np.int64)
         except OverflowError:
-            pass  # an id beyond int64: one by one
-    return np.array([_as_int(v) for v in values], dtype=np.int64)
+            pass  # an id beyond int64: by distinct value
+    codes, uniques = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
+    table = np.array([-1 if v is None else _as_int(v) for v in uniques], dtype=np.int64)
+    return table[codes] if len(codes) else np.zeros(0, dtype=np.int64)
 
 
 def _as_int(value: Any) -> int:

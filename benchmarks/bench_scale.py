@@ -1,0 +1,263 @@
+"""Whole-process speed and memory of ``traceview diagnose`` from 54 MB to 1 GB, next to the peers.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_scale.py [--sizes 64,256,1024] [--repeat N] [--hta PYTHON]
+                                               [--xplane FILE] [--write-readme]
+
+What it measures, each in a fresh child process (wall clock and peak RSS of that process):
+
+- **bare parse**: ``gzip`` + ``orjson.loads`` of the 54 MB shared trace (the floor any JSON reader
+  pays) and ``traceview diagnose --format json`` of the same file; their ratio.
+- **HTA** (``--hta`` names a Python with ``holistictraceanalysis==0.5.0`` installed): load +
+  temporal breakdown of the same trace; the ratio HTA / traceview.
+- **the ladder**: raw-JSON traces of ~64 MB, 256 MB and 1 GB built from the real trace by
+  replicating its events with shifted timestamps and fresh correlation / external ids
+  (``build_ladder``); MB/s of raw JSON, peak RSS / raw size, and the time per MB across the
+  ladder (linear within 10 % is the target).
+- **XPlane** (``--xplane``): ``traceview diagnose`` against xprof's own ``overview_page``
+  conversion of a copy of the file (xprof writes cache files next to its input).
+
+Figures go to stdout as a markdown table; ``--write-readme`` also puts it in benchmarks/README.md
+between the ``<!-- scale-table -->`` markers. Timings on a shared 2-core machine are noisy: each
+figure is the median of ``--repeat`` runs, and ratios are taken within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "traces" / "torch_gpu"
+SOURCE = SHARED / "v100_2rank_rank1_large.json.gz"
+CACHE = ROOT / "benchmarks" / ".cache"
+README = ROOT / "benchmarks" / "README.md"
+MARK_BEGIN, MARK_END = "<!-- scale-table -->", "<!-- /scale-table -->"
+
+# A child that reports its own wall time and peak RSS (ru_maxrss is KiB on Linux).
+_CHILD = """
+import resource, sys, time
+start = time.perf_counter()
+{body}
+wall = time.perf_counter() - start
+print(f"RESULT {{wall:.4f}} {{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}}")
+"""
+_BARE_PARSE = """
+import gzip, orjson
+raw = open(sys.argv[1], "rb").read()
+doc = orjson.loads(gzip.decompress(raw) if raw[:2] == b"\\x1f\\x8b" else raw)
+"""
+_DIAGNOSE = """
+from traceview.cli import main
+try:
+    main(["diagnose", sys.argv[1], "--format", "json", "-o", sys.argv[2]])
+except SystemExit as done:
+    if done.code:
+        raise
+"""
+_HTA = """
+import logging, os, shutil, tempfile
+logging.disable(logging.WARNING)
+from hta.trace_analysis import TraceAnalysis
+folder = tempfile.mkdtemp()
+shutil.copy(sys.argv[1], os.path.join(folder, "rank1.json.gz"))
+analysis = TraceAnalysis(trace_dir=folder)
+analysis.get_temporal_breakdown(visualize=False)
+"""
+_XPROF = """
+import shutil, tempfile, os
+from xprof.convert.raw_to_tool_data import xspace_to_tool_data
+folder = tempfile.mkdtemp()
+copy = os.path.join(folder, os.path.basename(sys.argv[1]))
+shutil.copy(sys.argv[1], copy)
+xspace_to_tool_data([copy], "overview_page", {{}})
+"""
+
+
+def run_child(python: str, body: str, *args: str, whole_process: bool = True) -> tuple[float, int]:
+    """(wall seconds, peak RSS bytes) of ``body`` in a fresh interpreter. ``whole_process`` times
+    from before the interpreter starts (imports included), as a user waits for it."""
+    script = _CHILD.format(body=body)
+    started = _now()
+    out = subprocess.run([python, "-c", script, *args], capture_output=True, text=True, cwd=ROOT, check=False)
+    elapsed = _now() - started
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if out.returncode or line is None:
+        raise RuntimeError(f"child failed ({out.returncode}): {out.stderr.strip()[-600:]}")
+    _, wall, rss = line.split()
+    return (elapsed if whole_process else float(wall)), int(rss)
+
+
+def _now() -> float:
+    import time
+
+    return time.perf_counter()
+
+
+def median_run(repeat: int, python: str, body: str, *args: str) -> tuple[float, int]:
+    runs = [run_child(python, body, *args) for _ in range(repeat)]
+    return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def build_ladder(target_mb: int) -> Path:
+    """A raw-JSON Kineto trace of about ``target_mb`` MB made from the real V100 trace: its events
+    replicated with timestamps shifted by the trace's span per copy and correlation / external ids
+    made unique per copy, so steps, launches and kernels stay as consistent as in the original."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    out = CACHE / f"v100_x{target_mb}MB.json"
+    if out.exists():
+        return out
+    doc = orjson.loads(gzip.decompress(SOURCE.read_bytes()))
+    events = doc.pop("traceEvents")
+    source_bytes = len(orjson.dumps(events))
+    copies = max(1, round(target_mb * 1e6 / source_bytes))
+    timed = [e for e in events if isinstance(e.get("ts"), (int, float))]
+    start = min(e["ts"] for e in timed)
+    span = max(e["ts"] + (e.get("dur") or 0) for e in timed) - start + 1000  # µs, plus a 1 ms gap
+    id_stride = 10 ** 9
+    tmp = out.with_suffix(".tmp")
+    with tmp.open("wb") as handle:
+        header = orjson.dumps(doc)[:-1]
+        handle.write(header + b', "traceEvents": [\n')
+        for k in range(copies):
+            batch = []
+            for ev in events:
+                if k and ev.get("ph") == "M":
+                    continue  # track names once
+                ev = dict(ev)
+                if isinstance(ev.get("ts"), (int, float)):
+                    ev["ts"] = ev["ts"] + k * span
+                if ev.get("ph") in ("s", "f", "t") and isinstance(ev.get("id"), int):
+                    ev["id"] = ev["id"] + k * id_stride
+                args = ev.get("args")
+                if isinstance(args, dict):
+                    args = dict(args)
+                    for key in ("correlation", "External id"):
+                        if isinstance(args.get(key), int) and args[key] > 0:
+                            args[key] = args[key] + k * id_stride
+                    ev["args"] = args
+                batch.append(ev)
+            handle.write((b",\n" if k else b"") + orjson.dumps(batch)[1:-1])
+        handle.write(b"\n]}\n")
+    tmp.rename(out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="64,256,1024", help="ladder sizes in MB (comma separated)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--hta", help="a Python interpreter with holistictraceanalysis==0.5.0")
+    parser.add_argument("--xplane", type=Path, help="an .xplane.pb to time against xprof's overview_page")
+    parser.add_argument("--write-readme", action="store_true")
+    args = parser.parse_args(argv)
+    if not SOURCE.exists():
+        sys.exit(f"bench_scale: {SOURCE} is missing (the shared traces sit beside the repository)")
+    python = sys.executable
+    out_json = Path(tempfile.mkdtemp()) / "report.json"
+    rows: list[dict[str, Any]] = []
+
+    raw_mb = len(gzip.decompress(SOURCE.read_bytes())) / 1e6
+    bare = median_run(args.repeat, python, _BARE_PARSE, str(SOURCE))
+    ours = median_run(args.repeat, python, _DIAGNOSE, str(SOURCE), str(out_json))
+    rows.append({"what": f"{SOURCE.name} ({raw_mb:.1f} MB raw)", "bare_s": bare[0], "bare_rss": bare[1],
+                 "ours_s": ours[0], "ours_rss": ours[1], "raw_mb": raw_mb})
+    hta = median_run(1, args.hta, _HTA, str(SOURCE)) if args.hta else None
+
+    ladder = []
+    for size in [int(s) for s in args.sizes.split(",") if s]:
+        path = build_ladder(size)
+        mb = path.stat().st_size / 1e6
+        wall, rss = median_run(args.repeat if size <= 256 else 1, python, _DIAGNOSE, str(path), str(out_json))
+        ladder.append({"mb": mb, "events": _count_events(path), "wall": wall, "rss": rss})
+        print(f"ladder {mb:.0f} MB: {wall:.1f} s, {rss / 1e9:.2f} GB", file=sys.stderr)
+
+    xplane = None
+    if args.xplane:
+        mb = args.xplane.stat().st_size / 1e6
+        theirs = median_run(1, python, _XPROF, str(args.xplane))
+        ours_x = median_run(args.repeat, python, _DIAGNOSE, str(args.xplane), str(out_json))
+        xplane = {"name": args.xplane.name, "mb": mb, "xprof": theirs, "ours": ours_x}
+
+    table = render(rows, hta, ladder, xplane)
+    print(table)
+    if args.write_readme:
+        text = README.read_text()
+        begin, end = text.index(MARK_BEGIN) + len(MARK_BEGIN), text.index(MARK_END)
+        README.write_text(text[:begin] + "\n" + table + "\n" + text[end:])
+
+
+def _count_events(path: Path) -> int:
+    """Array elements in a ladder file (counted once by decoding, then remembered beside it)."""
+    meta = path.with_suffix(".events")
+    if meta.exists():
+        return int(meta.read_text())
+    from traceview.readers._json_stream import EventArrayReader
+    import msgspec
+
+    reader = EventArrayReader(path, msgspec.json.Decoder(list[msgspec.Raw]))
+    for _ in reader.batches():
+        pass
+    meta.write_text(str(reader.events_seen))
+    return reader.events_seen
+
+
+def render(rows: list[dict[str, Any]], hta: tuple[float, int] | None, ladder: list[dict[str, Any]],
+           xplane: dict[str, Any] | None) -> str:
+    versions = _versions()
+    lines = [f"Machine: {platform.machine()}, {os.cpu_count()} cores, {_memory_gib():.0f} GiB RAM; "
+             f"Python {platform.python_version()}; {versions}. Wall clock of the whole process "
+             f"(interpreter start to exit), median of runs; peak RSS of that process.", ""]
+    lines += ["| trace | bare gzip + orjson.loads | traceview diagnose | ratio (≤ 1.0 target) |"
+              + (" HTA load + temporal breakdown | HTA / traceview (≥ 10 target) |" if hta else ""),
+              "|---|---|---|---|" + ("---|---|" if hta else "")]
+    for r in rows:
+        line = (f"| {r['what']} | {r['bare_s']:.2f} s, {r['bare_rss'] / 1e6:.0f} MB | {r['ours_s']:.2f} s, "
+                f"{r['ours_rss'] / 1e6:.0f} MB | {r['ours_s'] / r['bare_s']:.2f} |")
+        if hta:
+            line += f" {hta[0]:.2f} s, {hta[1] / 1e6:.0f} MB | {hta[0] / r['ours_s']:.1f} |"
+        lines.append(line)
+    if ladder:
+        base = ladder[0]["wall"] / ladder[0]["mb"]
+        lines += ["", "| ladder trace (raw JSON) | events | diagnose | MB/s (≥ 100 target) | peak RSS | RSS / raw "
+                      "(≤ 2 target) | s per MB vs smallest |", "|---|---|---|---|---|---|---|"]
+        for step in ladder:
+            lines.append(f"| {step['mb']:.0f} MB | {step['events']:,} | {step['wall']:.1f} s | "
+                         f"{step['mb'] / step['wall']:.0f} | {step['rss'] / 1e9:.2f} GB | "
+                         f"{step['rss'] / 1e6 / step['mb']:.2f} | {step['wall'] / step['mb'] / base:.2f} |")
+    if xplane:
+        theirs, ours = xplane["xprof"], xplane["ours"]
+        lines += ["", "| XPlane | xprof overview_page | traceview diagnose | xprof / traceview (≥ 3 target) |",
+                  "|---|---|---|---|",
+                  f"| {xplane['name']} ({xplane['mb']:.0f} MB) | {theirs[0]:.1f} s, {theirs[1] / 1e9:.2f} GB | "
+                  f"{ours[0]:.1f} s, {ours[1] / 1e9:.2f} GB | {theirs[0] / ours[0]:.1f} |"]
+    return "\n".join(lines)
+
+
+def _versions() -> str:
+    from importlib import metadata
+
+    names = ("numpy", "pandas", "orjson", "msgspec")
+    return ", ".join(f"{n} {metadata.version(n)}" for n in names)
+
+
+def _memory_gib() -> float:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        return 0.0
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""Decode the event array of a large JSON trace block by block, without one Python dict per event.
+
+A Chrome/Kineto trace is one JSON object (or array) whose ``traceEvents`` array holds nearly every
+byte. This module reads the file in blocks (gunzipping as it goes), cuts the array at event
+boundaries and hands each run of whole events to a typed ``msgspec`` decoder, which skips every
+field the schema does not ask for at C speed. Only a block of raw text and its decoded events
+live at a time; the caller turns each batch into columns.
+
+Cutting is safe without a tokenizer: a cut is tried after a ``}`` followed by ``,``, and the
+piece is accepted only when ``[`` + piece + ``]`` decodes as a list of events. A piece that starts
+at an element boundary and decodes as a complete array necessarily ends at an element boundary (a
+cut inside a string or a nested value leaves a bracket or a quote open), so an accepted cut is a
+true one. Anything the fast decoding cannot take (a type the schema does not allow, a number out
+of range, a document that is not a plain ``{…"traceEvents": […]…}``) raises :class:`Declined` and
+the caller decodes the whole document the plain way, which names each problem.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import msgspec
+import orjson
+
+from traceview.errors import InputError
+from traceview.readers._io import GZIP_MAGIC, max_bytes, user_errors
+
+# Raw text decoded per batch. Large enough that the per-batch overhead vanishes, small enough
+# that a batch's decoded events (a few hundred bytes each) stay far below the trace's columns.
+BLOCK_BYTES = 32 * 2**20
+_MAX_CUT_TRIES = 16  # candidate cuts tried per batch before giving up on the fast decoding
+_ARRAY_OPEN = re.compile(rb'"traceEvents"\s*:\s*\[')
+_ELEMENT_END = re.compile(rb"\}\s*,")
+_HEAD_LIMIT = 64 * 2**20  # the array must open within this many bytes (top-level keys come first)
+
+
+class Declined(Exception):
+    """The document is not one the fast decoding handles; decode it the plain way instead."""
+
+
+@contextmanager
+def open_stream(path: Path) -> Iterator[BinaryIO]:
+    """The file's content as a binary stream, gunzipped when it starts with the gzip magic number."""
+    with user_errors(path), path.open("rb") as handle:
+        if handle.read(2) != GZIP_MAGIC:
+            handle.seek(0)
+            yield handle
+            return
+        handle.seek(0)
+        with gzip.GzipFile(fileobj=handle) as inflating:
+            yield inflating  # type: ignore[misc]
+
+
+class EventArrayReader:
+    """Iterate batches of decoded events of ``path``'s ``traceEvents`` array.
+
+    After the iteration, :attr:`top` holds the document's other top-level keys and
+    :attr:`events_seen` the number of array elements.
+    """
+
+    def __init__(self, path: Path, decoder: msgspec.json.Decoder[Any]) -> None:
+        self.path = path
+        self.decoder = decoder
+        self.top: dict[str, Any] = {}
+        self.events_seen = 0
+        self._inflated = 0
+        self._limit = max_bytes()
+
+    def _read(self, stream: BinaryIO) -> bytes:
+        with user_errors(self.path):
+            block = stream.read(BLOCK_BYTES)
+        self._inflated += len(block)
+        if self._inflated > self._limit and isinstance(stream, gzip.GzipFile):
+            raise InputError(
+                f"{self.path}: decompresses to more than {self._limit:,} bytes (the limit); if the trace is "
+                f"really that large, raise it with --max-bytes or TRACEVIEW_MAX_BYTES")
+        return block
+
+    def batches(self) -> Iterator[list[Any]]:
+        with open_stream(self.path) as stream:
+            buf, wrapped = self._open_array(stream)
+            eof = False
+            while True:
+                while not eof and len(buf) < BLOCK_BYTES:
+                    block = self._read(stream)
+                    eof = not block
+                    buf += block
+                if eof:
+                    yield from self._last_batch(buf, wrapped)
+                    return
+                cut = self._cut(buf)
+                if cut is None:  # no whole element in a block: a giant event; read on
+                    block = self._read(stream)
+                    eof = not block
+                    buf += block
+                    continue
+                events, rest_at = cut
+                self.events_seen += len(events)
+                yield events
+                buf = buf[rest_at:]
+
+    def _open_array(self, stream: BinaryIO) -> tuple[bytes, bool]:
+        """Skip to just after the array's ``[``; returns the remaining text and whether the
+        document is an object around the array (True) or the bare array (False)."""
+        buf = b""
+        while True:
+            block = self._read(stream)
+            buf += block
+            stripped = buf.lstrip()
+            if stripped[:1] == b"[":
+                return stripped[1:], False
+            match = _ARRAY_OPEN.search(buf)
+            if match is not None:
+                break
+            if not block or len(buf) > _HEAD_LIMIT:
+                raise Declined("no traceEvents array near the start")
+        try:
+            head = orjson.loads(buf[: match.end()] + b"]}")
+        except orjson.JSONDecodeError:
+            raise Declined("the traceEvents key is not a top-level key") from None
+        if not isinstance(head, dict) or head.get("traceEvents") != []:
+            raise Declined("the traceEvents key is not a top-level key")
+        del head["traceEvents"]
+        self.top.update(head)
+        return buf[match.end():], True
+
+    def _decode(self, piece: bytes) -> list[Any] | None:
+        """Events of a run of whole array elements; None when the text is not such a run."""
+        try:
+            return self.decoder.decode(b"[" + piece + b"]")
+        except msgspec.ValidationError as err:
+            # Well-formed JSON of another shape (a string where a number belongs …).
+            raise Declined(str(err)) from None
+        except msgspec.DecodeError:
+            return None
+
+    def _cut(self, buf: bytes) -> tuple[list[Any], int] | None:
+        """Decode the longest run of whole elements at the start of ``buf``: (events, where the rest begins)."""
+        window = 1 << 16
+        tried = 0
+        limit = len(buf)
+        while tried < _MAX_CUT_TRIES:
+            start = max(0, limit - window)
+            matches = list(_ELEMENT_END.finditer(buf, start, limit))
+            if not matches:
+                if start == 0:
+                    return None
+                window *= 4
+                continue
+            for match in reversed(matches):
+                events = self._decode(buf[: match.start() + 1])
+                if events is not None:
+                    return events, match.end()
+                tried += 1
+                if tried >= _MAX_CUT_TRIES:
+                    break
+            limit = matches[0].start()
+        raise Declined("no element boundary found")
+
+    def _last_batch(self, buf: bytes, wrapped: bool) -> Iterator[list[Any]]:
+        """The events before the array's closing ``]``, and the top-level keys after it."""
+        end = len(buf)
+        for _ in range(_MAX_CUT_TRIES):
+            close = buf.rfind(b"]", 0, end)
+            if close < 0:
+                break
+            end = close
+            tail = self._tail(buf[close + 1:], wrapped)
+            if tail is None:
+                continue
+            piece = buf[:close]
+            events = self._decode(piece) if piece.strip() else []
+            if events is None:
+                continue
+            self.top.update(tail)
+            self.events_seen += len(events)
+            if events:
+                yield events
+            return
+        raise Declined("the traceEvents array does not end where expected")
+
+    @staticmethod
+    def _tail(text: bytes, wrapped: bool) -> dict[str, Any] | None:
+        """Top-level keys after the array (``, "k": v … }``), or None when ``text`` is not such a tail."""
+        text = text.strip()
+        if not wrapped:
+            return {} if not text else None
+        if text == b"}":
+            return {}
+        if text[:1] != b",":
+            return None
+        try:
+            tail = orjson.loads(b"{" + text[1:])
+        except orjson.JSONDecodeError:
+            return None
+        return tail if isinstance(tail, dict) else None
