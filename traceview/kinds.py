@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.schema import Kind
+from traceview.schema import Kind, first_rows
 
 
 @dataclass(frozen=True)
@@ -119,16 +119,10 @@ def apply_kind_rules(
     for stat in stat_names:
         key = key * 2 + stats.get(stat, np.zeros(n, dtype=bool)).astype(np.int64)
     key_codes, _ = pd.factorize(key)
-    first = _first_rows(key_codes)
+    first = first_rows(key_codes)
     kinds = _apply_to_distinct(rules, classes[first], names[first], default[first],
                                {s: stats[s][first] for s in stat_names if s in stats})
     return kinds[key_codes]
-
-
-def _first_rows(codes: np.ndarray) -> np.ndarray:
-    """The first row of each code 0..k-1 (codes from ``pd.factorize`` appear in order)."""
-    _, first = np.unique(codes, return_index=True)
-    return first
 
 
 def _apply_to_distinct(rules: tuple[KindRule, ...], classes: np.ndarray, names: np.ndarray, default: np.ndarray,

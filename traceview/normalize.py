@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from traceview.arrays import unique_sorted
 from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_roles
-from traceview.schema import DEVICE_KINDS, Kind, Timeline
+from traceview.schema import DEVICE_KINDS, Kind, Timeline, categorical
 
 
 def normalize(timeline: Timeline) -> Timeline:
@@ -20,7 +21,7 @@ def normalize(timeline: Timeline) -> Timeline:
     events = timeline.events
     _nest(timeline)
     _launchers(events)
-    events["role"] = pd.Categorical(assign_roles(events), categories=list(ROLE_VALUES))
+    events["role"] = categorical(assign_roles(events), ROLE_VALUES)
     counts = events["kind"].value_counts()
     timeline.meta.kept = {str(k): int(v) for k, v in counts.items() if v}
     return timeline
@@ -76,8 +77,7 @@ def nest_tracks(
 def _nest_track(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Parent positions (within the track) and depths of one track's events sorted by (ts, -dur)."""
     n = len(ts)
-    # Open events at a start = events started before it minus events ended at or before it.
-    depth = np.arange(n) - np.searchsorted(np.sort(end), ts, side="right")
+    depth = _open_before(ts, end)
     parent = np.full(n, -1, dtype=np.int64)
     positions = np.arange(n)
     for level in range(1, int(depth.max()) + 1 if n else 0):
@@ -87,11 +87,40 @@ def _nest_track(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray
             break
         parent[here] = below[np.maximum(np.searchsorted(below, here) - 1, 0)]
     has = parent >= 0
-    sound = bool((depth >= 0).all()) and not bool((depth[~has] > 0).any())
-    sound = sound and bool((end[parent[has]] >= end[has]).all() and (ts[parent[has]] <= ts[has]).all())
-    if sound:
+    unsound = (depth < 0) | (~has & (depth > 0))
+    unsound[has] |= (end[parent[has]] < end[has]) | (ts[parent[has]] > ts[has])
+    if not unsound.any():
         return parent, depth, 0
-    return _nest_track_walk(ts, end)
+    # A partial overlap only disturbs the stretch of events it belongs to: stretches are separated
+    # where nothing is open, so only the stretches holding an unsound event are walked.
+    stretch = np.cumsum(depth <= 0) - 1
+    walk = np.isin(stretch, unique_sorted(stretch[unsound]))
+    rows = np.flatnonzero(walk)
+    walked_parent, walked_depth, overlaps = _nest_track_walk(ts[rows], end[rows])
+    parent[rows] = np.where(walked_parent >= 0, rows[np.maximum(walked_parent, 0)], -1)
+    depth[rows] = walked_depth
+    return parent, depth, overlaps
+
+
+def _open_before(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Events open at each event's start (its depth when events nest), for rows sorted by (ts, -dur):
+    the events before it minus those that ended at or before its start.
+
+    Zero-length events need care: one that ends exactly where this event starts but sorts after it
+    (same ts, shorter: only zero-length events can) is counted as ended without having started
+    before — torch's integer-µs traces are full of them (cudaOccupancy… calls of 0 µs) — so the
+    count is raised by the zero-length events at this ts that sort at or after it.
+    """
+    n = len(ts)
+    depth = np.arange(n) - np.searchsorted(np.sort(end), ts, side="right")
+    zero = np.flatnonzero(end == ts)
+    if len(zero):
+        zero_ts = ts[zero]
+        at_same_ts = np.searchsorted(zero_ts, ts, side="right") - np.searchsorted(zero_ts, ts, side="left")
+        preceding = np.zeros(n, dtype=np.int64)  # zero-length events at this ts that sort before it
+        preceding[zero] = np.arange(len(zero)) - np.searchsorted(zero_ts, zero_ts, side="left")
+        depth += at_same_ts - preceding
+    return depth
 
 
 def _nest_track_walk(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -160,7 +189,7 @@ def _launchers(events: pd.DataFrame) -> None:
     found_names = np.where(pd.isna(found), "", found)
     has_name = found_names != ""
     launcher[device_rows[has_name]] = found_names[has_name]
-    events["launcher"] = pd.Categorical(launcher)
+    events["launcher"] = categorical(launcher)
 
 
 def launch_rows(events: pd.DataFrame) -> np.ndarray:

@@ -197,10 +197,8 @@ def build_events(columns: dict[str, Any], extra: dict[str, np.ndarray] | None = 
             levels = CATEGORY_LEVELS.get(col)
             if isinstance(value, pd.Categorical) and levels is None:
                 data[col] = value
-            elif levels is not None:
-                data[col] = pd.Categorical(value, categories=list(levels))
             else:
-                data[col] = pd.Categorical(value)
+                data[col] = categorical(value, levels)
         else:
             data[col] = np.asarray(value, dtype=dtype)
     for col, value in (extra or {}).items():
@@ -212,16 +210,47 @@ def build_events(columns: dict[str, Any], extra: dict[str, np.ndarray] | None = 
     return pd.DataFrame(data)
 
 
+def categorical(values: Any, categories: Any = None) -> pd.Categorical:
+    """A category column whose categories are plain Python strings (object dtype), sorted.
+
+    pandas ≥ 3 would infer its own string dtype for the categories, backed by pyarrow when that is
+    installed; every ``to_numpy()`` of the column would then convert millions of values. Object
+    categories keep the conversion a take from an object array whatever is installed.
+    ``categories`` fixes the levels (values outside them become NaN, as with ``pd.Categorical``).
+    """
+    if categories is None:
+        codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=True)
+        return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(pd.Index(uniques, dtype=object)))
+    # Codes through a hash of the values, not pd.Categorical(values, ...): that would first convert
+    # the values to pandas' string dtype.
+    levels = list(categories)
+    position = {level: i for i, level in enumerate(levels)}
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    table = np.array([position.get(u, -1) for u in uniques] + [-1], dtype=np.int64)
+    return pd.Categorical.from_codes(table[codes], dtype=pd.CategoricalDtype(pd.Index(levels, dtype=object)))
+
+
+def first_rows(codes: np.ndarray) -> np.ndarray:
+    """The first row of each code, for codes numbered in order of first appearance (as
+    ``pd.factorize`` numbers them): where the running maximum rises. O(n), no sort or hash."""
+    if not len(codes):
+        return np.zeros(0, dtype=np.int64)
+    running = np.maximum.accumulate(codes)
+    rises = np.empty(len(codes), dtype=bool)
+    rises[0] = True
+    rises[1:] = running[1:] > running[:-1]
+    return np.flatnonzero(rises)
+
+
 def categorical_from_codes(codes: np.ndarray, values: Any) -> pd.Categorical:
-    """``pd.Categorical(values[codes])`` without building the per-row array of values: categories
-    are the used values, deduplicated and sorted exactly as ``pd.Categorical`` would."""
+    """``categorical(values[codes])`` without building the per-row array of values: categories are
+    the used values, deduplicated and sorted."""
     values = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
-    used = np.unique(codes) if len(codes) else np.zeros(0, dtype=np.int64)
-    small = pd.Categorical(values[used]) if len(used) else pd.Categorical(np.zeros(0, dtype=object))
+    used = np.flatnonzero(np.bincount(codes, minlength=len(values))) if len(codes) else np.zeros(0, dtype=np.int64)
+    small = categorical(values[used])
     lookup = np.full(len(values), -1, dtype=np.int64)
     lookup[used] = small.codes
-    return pd.Categorical.from_codes(lookup[codes] if len(codes) else codes.astype(np.int64),
-                                     categories=small.categories)
+    return pd.Categorical.from_codes(lookup[codes] if len(codes) else codes.astype(np.int64), dtype=small.dtype)
 
 
 def validate(timeline: Timeline) -> list[str]:

@@ -40,7 +40,8 @@ from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import read_bytes
 from traceview.readers._json_stream import Declined, EventArrayReader
-from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events, categorical_from_codes
+from traceview.schema import (Device, Kind, Timeline, TraceMeta, build_events, categorical_from_codes,
+                              first_rows)
 
 FORMAT_NAME = "kineto-json"
 
@@ -222,7 +223,15 @@ class _Interner:
         self.codes: list[np.ndarray] = []
 
     def add(self, values: list[Any]) -> None:
-        codes, uniques = pd.factorize(pd.Index(values, dtype=object), use_na_sentinel=False)
+        if set(map(type, values)) == {int}:  # ids: hashed as int64 (pid, tid), not as objects
+            try:
+                codes, uniques = pd.factorize(np.array(values, dtype=np.int64))
+            except OverflowError:  # an id beyond int64: as objects below
+                codes, uniques = self._factorize_objects(values)
+            else:
+                uniques = uniques.tolist()
+        else:
+            codes, uniques = self._factorize_objects(values)
         table = np.empty(len(uniques), dtype=np.int64)
         for i, value in enumerate(uniques):
             key = (type(value), value)  # 1, 1.0, True and "1" stay apart
@@ -232,6 +241,10 @@ class _Interner:
                 self.values.append(value)
             table[i] = code
         self.codes.append(table[codes] if len(codes) else np.zeros(0, dtype=np.int64))
+
+    @staticmethod
+    def _factorize_objects(values: list[Any]) -> tuple[np.ndarray, Any]:
+        return pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
 
     def all_codes(self) -> np.ndarray:
         return np.concatenate(self.codes) if self.codes else np.zeros(0, dtype=np.int64)
@@ -406,8 +419,9 @@ class _Reasons:
         for rows in groups:
             codes = self.code[rows]
             codes = codes[codes >= 0]
-            present, first = np.unique(codes, return_index=True)
             counts = np.bincount(codes, minlength=len(self.text))
+            present = np.flatnonzero(counts)
+            first = [int(np.argmax(codes == code)) for code in present.tolist()]  # a handful of reasons
             for code in present[np.argsort(first, kind="stable")].tolist():
                 meta.drop(self.text[code], int(counts[code]))
 
@@ -538,9 +552,8 @@ def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     if not len(a):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     key = a.astype(np.int64) * (int(b.max()) + 1) + b
-    codes, uniques = pd.factorize(key)
-    _, first = np.unique(codes, return_index=True)
-    return codes, first
+    codes, _ = pd.factorize(key)
+    return codes, first_rows(codes)
 
 
 def _ids(values: _Interner) -> np.ndarray:

@@ -71,10 +71,11 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
+from traceview.arrays import unique_inverse
 from traceview.errors import FormatError, InputError
 from traceview.normalize import OVERLAP_NOTE, nest_tracks
 from traceview.readers._io import read_bytes
-from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events
+from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events, categorical
 
 FORMAT_NAME = "xplane"
 XPLANE_SUFFIX = ".xplane.pb"
@@ -500,7 +501,7 @@ class _Builder:
             target = stats[stat_name]
             for j in np.flatnonzero(np.isin(mids, list(by_mid))).tolist():
                 target.setdefault(base + j, by_mid[int(mids[j])])
-        uniq, inverse = np.unique(mids, return_inverse=True)
+        uniq, inverse = unique_inverse(mids)
         names_u = np.empty(len(uniq), dtype=object)
         for k, mid in enumerate(uniq.tolist()):
             found = md_names.get(mid)
@@ -648,8 +649,8 @@ class _Builder:
         ):
             raise AssertionError("build_events reordered rows; extra columns would not line up")
         frame["step_num"] = step_num
-        frame["fw_op"] = pd.Categorical(fw_op)
-        frame["fn_call"] = pd.Categorical(fn_call)
+        frame["fw_op"] = categorical(fw_op)
+        frame["fn_call"] = categorical(fn_call)
 
         self._vendor_from_content(names, is_device)
         counts = frame["kind"].value_counts()
