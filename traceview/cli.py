@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -91,11 +91,19 @@ def diagnose(
         help="Unrecorded gaps on the step's thread up to this long count as dispatch, longer ones as host "
              "compute (default: calibrated on the trace; 0 turns the rule off)."),
     top: str = typer.Option("10", "--top", metavar="N|all", help="Rows in the kernel and op tables."),
+    jobs: Optional[int] = typer.Option(
+        None, "--jobs", "-j", min=1,
+        help="A folder's traces are read in this many processes at once (default: one per core)."),
 ) -> None:
-    """Report what a trace is, its steps, and where each step's time goes."""
+    """Report what a trace is, its steps, and where each step's time goes.
+
+    A folder with several ranks of one distributed run also gets a multi-rank section: per-rank step
+    time, stragglers per step, and the spread of each cause across the ranks (docs/multi_rank.md).
+    """
     from traceview.analyzers.attribution import AttributionOptions
     from traceview.analyzers.diagnosis import diagnose as run_diagnose
     from traceview.loader import trace_paths
+    from traceview.pool import default_jobs
 
     renderer = _renderer(format)
     if dispatch_gap_us is not None and dispatch_gap_us < 0:
@@ -105,22 +113,35 @@ def diagnose(
     rows = _top_rows(top)
     paths = trace_paths(path, run)
     show_progress = sys.stderr.isatty() and format == "terminal" and output is None
-    diagnoses = []
     console = _stderr_console() if show_progress else None
-    for p in paths:
-        if console is not None:
-            with console.status(f"reading {p} …"):
+    workers = min(jobs or default_jobs(), len(paths))
+    if workers > 1:
+        # Only the HTML report draws event rows (a step of each trace); the others let them go.
+        diagnoses = _diagnose_in_processes(paths, options, rows, workers, format == "html", console)
+    else:
+        diagnoses = []
+        for p in paths:
+            if console is not None:
+                with console.status(f"reading {p} …"):
+                    diagnoses.append(run_diagnose(p, options, rows))
+            else:
                 diagnoses.append(run_diagnose(p, options, rows))
-        else:
-            diagnoses.append(run_diagnose(p, options, rows))
+    runs = []
+    if len(diagnoses) >= 2:
+        from traceview.analyzers.ranks import multi_rank, summarize
+
+        runs = multi_rank([summarize(d) for d in diagnoses])
     if redact:
         from traceview.redact import redact_diagnoses
 
-        diagnoses = redact_diagnoses(diagnoses)
+        redacted = redact_diagnoses(diagnoses)
+        sources = {d.timeline.meta.source: r.timeline.meta.source for d, r in zip(diagnoses, redacted)}
+        runs = [r.relabel(sources) for r in runs]
+        diagnoses = redacted
     from traceview.analyzers.compare import folder_comparisons
 
     text = renderer.render_diagnoses(diagnoses, width=_width(width), color=_use_color(color, output),
-                                     comparisons=folder_comparisons(diagnoses))
+                                     comparisons=folder_comparisons(diagnoses), multi_rank=runs)
     _emit(text, output)
 
 
@@ -165,6 +186,19 @@ def compare(
             raise typer.Exit(1)
 
 
+def _diagnose_in_processes(paths: list[Path], options: Any, rows: Optional[int], workers: int, keep_events: bool,
+                           console: Any) -> list[Any]:
+    """Diagnoses of ``paths`` in ``workers`` processes, in path order; a spinner counts them on a terminal."""
+    from traceview.pool import diagnose_for_report
+
+    if console is None:
+        return diagnose_for_report(paths, options, rows, workers, keep_events)
+    label = f"reading {len(paths)} traces in {workers} processes …"
+    with console.status(label) as status:
+        return diagnose_for_report(paths, options, rows, workers, keep_events,
+                                   lambda done, total: status.update(f"{label} {done} done"))
+
+
 def _renderer(format: str, comparison: bool = False):  # noqa: ANN202
     from traceview.renderers import base
 
@@ -197,9 +231,13 @@ def _register_commands() -> None:
     """Commands that live in their own modules; each imports its heavy parts only when run."""
     from traceview.commands.collect import collect
     from traceview.commands.export import export
+    from traceview.commands.normalize import normalize
+    from traceview.commands.query import query
 
     app.command("collect")(collect)
     app.command("export")(export)
+    app.command("normalize")(normalize)
+    app.command("query")(query)
 
 
 _register_commands()

@@ -28,6 +28,8 @@ import numpy as np
 from traceview.analyzers.attribution import BUCKETS, attribution_segments, leaf_compute_ops
 from traceview.renderers.base import Renderer, register
 from traceview.renderers.terminal import BUCKET_LABEL
+from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
+                                       rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten, visible
 from traceview.schema import Kind
 
@@ -137,7 +139,8 @@ def _n(value: float) -> str:
 # Page
 
 
-def render(diagnoses: list[Any], comparisons: list[Any] | None = None, title: str | None = None, **_: Any) -> str:
+def render(diagnoses: list[Any], comparisons: list[Any] | None = None, title: str | None = None,
+           multi_rank: list[Any] | None = None, **_: Any) -> str:
     """The whole HTML page for one or more diagnoses (and comparisons between them, first)."""
     names = [Path(d.timeline.meta.source).name for d in diagnoses]
     if title is None:
@@ -156,6 +159,8 @@ def render(diagnoses: list[Any], comparisons: list[Any] | None = None, title: st
     ]
     for cmp in comparisons or []:
         parts.append(_comparison(cmp))
+    for run in multi_rank or []:
+        parts.append(_multi_rank(run))
     if len(diagnoses) > 1:
         parts.append(_index(diagnoses))
     for i, diag in enumerate(diagnoses, start=1):
@@ -201,6 +206,31 @@ def _comparison(cmp: Any) -> str:
         f"<th class=\"num\">host/op base</th><th class=\"num\">host/op cand</th></tr>{families}</table>"
         f"<p>Cold start: {esc(cmp.cold.payback_note)}.</p></section>"
     )
+
+
+def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = (0,),
+                bold: Sequence[bool] = ()) -> str:
+    """A table of text cells (escaped here); columns not in ``left`` are numbers, ``bold`` rows strong."""
+    align = ["" if i in left else ' class="num"' for i in range(len(headers))]
+    head = "".join(f"<th{a}>{esc(h)}</th>" for a, h in zip(align, headers))
+    body = "".join(
+        "<tr>" + "".join(f"<td{a}>{f'<strong>{esc(v)}</strong>' if i < len(bold) and bold[i] else esc(v)}</td>"
+                         for a, v in zip(align, row)) + "</tr>"
+        for i, row in enumerate(rows))
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _multi_rank(run: Any) -> str:
+    """The ranks of one run: per-rank steady step, stragglers per step, spread of each cause."""
+    headers, rows = straggler_rows(run)
+    stragglers = (f"<h3>{esc(STRAGGLERS_TITLE)}</h3>"
+                  + _html_table(headers, [cells for _, cells in rows], bold=[f for f, _ in rows]) if rows else "")
+    spread = spread_rows(run, BUCKET_LABEL)
+    notes = "".join(f'<p class="sub">note: {esc(note)}</p>' for note in run.notes)
+    return (f"<section><h2>{esc(ranks_title(run))}</h2><p>{esc(ranks_headline(run))}</p>"
+            f"<h3>{esc(RANKS_TITLE)}</h3>" + _html_table(RANKS_HEADERS, rank_rows(run), left=(1,))
+            + stragglers + f"<h3>{esc(SPREAD_TITLE)}</h3>"
+            + _html_table(SPREAD_HEADERS, [cells for _, cells in spread]) + notes + "</section>")
 
 
 def render_comparison(cmp: Any, **options: Any) -> str:

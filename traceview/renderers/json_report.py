@@ -14,7 +14,8 @@ def dumps(document: Any) -> str:
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
 
 
-def render(diagnoses: list[Any], comparisons: list[Any] | None = None, **_: Any) -> str:
+def render(diagnoses: list[Any], comparisons: list[Any] | None = None, multi_rank: list[Any] | None = None,
+           **_: Any) -> str:
     if len(diagnoses) == 1:
         return dumps(diagnoses[0].to_dict())
     document: dict[str, Any] = {"report_version": diagnoses[0].to_dict()["report_version"],
@@ -25,6 +26,8 @@ def render(diagnoses: list[Any], comparisons: list[Any] | None = None, **_: Any)
              **c.to_dict()["comparison"]}
             for c in comparisons
         ]
+    if multi_rank:  # several ranks of one run (docs/multi_rank.md)
+        document["multi_rank"] = [run.to_dict() for run in multi_rank]
     return dumps(document)
 
 

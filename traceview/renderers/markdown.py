@@ -13,6 +13,8 @@ from traceview.analyzers.attribution import BUCKETS
 from traceview.renderers.base import Renderer, register
 from traceview.renderers.terminal import BUCKET_LABEL
 from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten, trace_label, visible
+from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
+                                       rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 
 _NAME_WIDTH = 90
 
@@ -116,8 +118,28 @@ def diagnosis_markdown(diag: Any) -> list[str]:
     return lines
 
 
-def render(diagnoses: list[Any], comparisons: list[Any] | None = None, **_: Any) -> str:
+def multi_rank_markdown(run: Any) -> list[str]:
+    """The ranks of one run: per-rank steady step, stragglers per step, spread of each cause."""
+    lines = [f"### traceview: {cell(ranks_title(run))}", "", ranks_headline(run), ""]
+    lines += [f"**{RANKS_TITLE}**", ""]
+    lines += _table(list(RANKS_HEADERS), [[row[0], cell(row[1]), *row[2:]] for row in rank_rows(run)], "rlrrr")
+    headers, rows = straggler_rows(run)
+    if rows:
+        lines += ["", f"**{STRAGGLERS_TITLE}**", ""]
+        lines += _table(headers, [[*cells[:4], f"**{cells[4]}**" if flagged else cells[4], *cells[5:]]
+                                  for flagged, cells in rows])
+    lines += ["", f"**{SPREAD_TITLE}**", ""]
+    lines += _table(list(SPREAD_HEADERS), [cells for _, cells in spread_rows(run, BUCKET_LABEL)])
+    if run.notes:
+        lines += [""] + [f"- note: {cell(note)}" for note in run.notes]
+    return lines + [""]
+
+
+def render(diagnoses: list[Any], comparisons: list[Any] | None = None, multi_rank: list[Any] | None = None,
+           **_: Any) -> str:
     lines: list[str] = []
+    for run in multi_rank or []:
+        lines += multi_rank_markdown(run)
     if comparisons:
         base = comparisons[0].baseline
         lines += ["### traceview: across the traces", "",

@@ -17,6 +17,8 @@ from rich.text import Text
 from traceview.analyzers.attribution import BUCKETS
 from traceview.renderers.base import Renderer, register
 from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten, trace_label
+from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
+                                       rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 
 BUCKET_STYLE: dict[str, str] = {
     "kernel": "green",
@@ -266,11 +268,42 @@ def _print_all(parts: list[Any], width: int, color: bool) -> str:
 
 
 def render(diagnoses: list[Any], width: int = 100, color: bool = False, comparisons: list[Any] | None = None,
-           **_: Any) -> str:
+           multi_rank: list[Any] | None = None, **_: Any) -> str:
     text = "\n".join(_print_all(render_one(diag, width), width, color) for diag in diagnoses)
     if comparisons:
         text += "\n" + _print_all([_across(comparisons, width)], width, color)
+    for run in multi_rank or []:
+        text += "\n" + _print_all(multi_rank_parts(run, width), width, color)
     return text
+
+
+def multi_rank_parts(run: Any, width: int) -> list[Any]:
+    """The ranks of one run: per-rank steady step, stragglers per step, spread of each cause."""
+    parts: list[Any] = [Group(Text(ranks_title(run), style="bold"), Text(ranks_headline(run)))]
+    ranks = Table(title=RANKS_TITLE, title_justify="left", title_style="bold", box=None, header_style="bold")
+    for header in RANKS_HEADERS:
+        ranks.add_column(header, justify="left" if header == "trace" else "right", no_wrap=True,
+                         max_width=max(20, width - 50) if header == "trace" else None)
+    for row in rank_rows(run):
+        row[1] = shorten(row[1], max(20, width - 50))
+        ranks.add_row(*row)
+    parts.append(ranks)
+    headers, rows = straggler_rows(run)
+    if rows:
+        table = Table(title=STRAGGLERS_TITLE, title_justify="left", title_style="bold", box=None, header_style="bold")
+        for header in headers:
+            table.add_column(header, justify="right", no_wrap=True)
+        for flagged, cells in rows:
+            table.add_row(*cells[:4], Text(cells[4], style="bold red" if flagged else ""), *cells[5:])
+        parts.append(table)
+    spread = Table(title=SPREAD_TITLE, title_justify="left", title_style="bold", box=None, header_style="bold")
+    for header in SPREAD_HEADERS:
+        spread.add_column(header, justify="left" if header == "cause" else "right", no_wrap=True)
+    for bucket, cells in spread_rows(run, BUCKET_LABEL):
+        spread.add_row(Text(cells[0], style=BUCKET_STYLE.get(bucket, "")), *cells[1:])
+    parts.append(spread)
+    parts.extend(Text(f"note: {note}", style="dim") for note in run.notes)
+    return parts
 
 
 def _across(comparisons: list[Any], width: int) -> Table:

@@ -78,3 +78,68 @@ def gap_headline(cmp: Any, labels: dict[str, str]) -> tuple[str, str]:
         rest += (f"; the largest cause is {labels.get(top.bucket, top.bucket)}: {fmt_ns(abs(top.delta_ns))} per step "
                  f"({fmt_pct(top.delta_ns / gap)} of the gap)")
     return lead, rest + "."
+
+
+def ranks_headline(run: Any, most: int = 10) -> str:
+    """The multi-rank section's first lines, written once for every format: which rank is slowest
+    how often, the largest excess over the median of the ranks, and the straggler steps."""
+    steps = run.stragglers
+    ranks = run.ranks
+    fastest = ranks.iloc[int(ranks["steady_step_ns"].to_numpy().argmin())]
+    slowest = ranks.iloc[int(ranks["steady_step_ns"].to_numpy().argmax())]
+    text = (f"Steady step from {fmt_ns(fastest['steady_step_ns'])} (rank {fastest['rank']}) to "
+            f"{fmt_ns(slowest['steady_step_ns'])} (rank {slowest['rank']})."
+            if slowest["steady_step_ns"] > fastest["steady_step_ns"]
+            else f"Steady step {fmt_ns(fastest['steady_step_ns'])} on every rank.")
+    if steps.empty:
+        return text + " No step number is on every rank, so steps are not compared."
+    if not (steps["slowest_rank"] >= 0).any():
+        return text + f" Every rank took the same time in each of the {len(steps)} steps they share."
+    top = ranks.iloc[int(ranks["slowest_steps"].to_numpy().argmax())]
+    worst = steps.iloc[int(steps["over_median_share"].to_numpy().argmax())]
+    flagged = [f"#{n}" for n in steps.loc[steps["straggler"], "number"]]
+    listed = ", ".join(flagged[:most]) + (f" … ({len(flagged)} in all)" if len(flagged) > most else "")
+    return (text + f" Slowest rank per step: rank {top['rank']} in {top['slowest_steps']} of {len(steps)} steps. "
+            f"Largest excess: step #{worst['number']}, rank {worst['slowest_rank']}, {fmt_ns(worst['over_median_ns'])} "
+            f"({fmt_pct(worst['over_median_share'])}) above the median of the ranks. Straggler steps (slowest rank more "
+            f"than {fmt_pct(run.threshold)} above the median): {listed or 'none'}.")
+
+
+# The multi-rank section's tables, the same cells in every text format. Runs wider than this show
+# the per-rank step times only in --format json (and in `traceview query`).
+MAX_RANK_COLUMNS = 8
+RANKS_TITLE = "Per rank"
+RANKS_HEADERS = ("rank", "trace", "steady step", "vs median", "slowest in")
+STRAGGLERS_TITLE = "Stragglers: step time per rank, the slowest vs the median"
+SPREAD_TITLE = "Spread of each cause across the ranks (mean per steady step)"
+SPREAD_HEADERS = ("cause", "min", "median", "max", "max rank", "min rank")
+
+
+def ranks_title(run: Any) -> str:
+    return f"Across the ranks: {visible(run.label)} ({len(run.ranks)} ranks; rank from {run.rank_origin})"
+
+
+def rank_rows(run: Any) -> list[list[str]]:
+    n_steps = len(run.stragglers)
+    return [[str(r.rank), r.trace, fmt_ns(r.steady_step_ns), f"{r.vs_median * 100:+.1f} %",
+             f"{r.slowest_steps} of {n_steps}"] for r in run.ranks.itertuples(index=False)]
+
+
+def straggler_rows(run: Any) -> tuple[list[str], list[tuple[bool, list[str]]]]:
+    """Headers, then per step: (straggler?, cells); per-rank columns up to MAX_RANK_COLUMNS ranks."""
+    shown = list(run.step_ns.columns) if len(run.step_ns.columns) <= MAX_RANK_COLUMNS else []
+    headers = ["step", "median", "slowest", "rank", "over median", *(f"r{rank}" for rank in shown)]
+    rows = []
+    for s in run.stragglers.itertuples(index=False):
+        times = [fmt_ns(v, compact=True) for v in run.step_ns.loc[s.number, shown]] if shown else []
+        rows.append((bool(s.straggler), [f"#{s.number}" + (" cold" if s.cold else ""), fmt_ns(s.median_ns),
+                                         fmt_ns(s.max_ns), str(s.slowest_rank) if s.slowest_rank >= 0 else "-",
+                                         f"+{fmt_ns(s.over_median_ns)} ({fmt_pct(s.over_median_share)})", *times]))
+    return headers, rows
+
+
+def spread_rows(run: Any, labels: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """Per bucket that some rank has: (bucket, cells)."""
+    return [(b.bucket, [labels.get(b.bucket, b.bucket), fmt_ns(b.min_ns), fmt_ns(b.median_ns), fmt_ns(b.max_ns),
+                        str(b.max_rank), str(b.min_rank)])
+            for b in run.spread.itertuples(index=False) if b.max_ns > 0]

@@ -1,0 +1,162 @@
+"""``traceview normalize`` (Parquet) and ``traceview query`` (DuckDB) over several ranks."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import orjson
+import pytest
+
+from tests.conftest import SAMPLES, shared_trace
+from tests.test_cli import run_cli
+from tests.test_ranks import STRETCH_STEP, sample_torch_eager, write_rank
+from traceview.analyzers.diagnosis import diagnose
+from traceview.commands.normalize import trace_stems
+from traceview.schema import COLUMNS
+
+pq = pytest.importorskip("pyarrow.parquet")
+pytest.importorskip("duckdb")
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory: pytest.TempPathFactory):
+    """Two ranks of a small real CPU trace (rank 1 with a stretched step), normalized."""
+    runs = tmp_path_factory.mktemp("runs")
+    src = sample_torch_eager()
+    for rank in range(2):
+        write_rank(src, runs / f"rank{rank}.pt.trace.json.gz", rank, 2,
+                   stretch_step=STRETCH_STEP if rank else None, stretch_us=3000.0)
+    out = tmp_path_factory.mktemp("parquet")
+    result = run_cli("normalize", str(runs), "-o", str(out), "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    return runs, out
+
+
+def query(folder, sql: str) -> list[dict]:
+    result = run_cli("query", str(folder), sql, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    return orjson.loads(result.stdout)
+
+
+def test_round_trip_rows_and_columns(two_ranks):
+    runs, out = two_ranks
+    for rank in range(2):
+        diag = diagnose(runs / f"rank{rank}.pt.trace.json.gz")
+        events = pq.read_table(out / f"rank{rank}.pt.trace.events.parquet")
+        steps = pq.read_table(out / f"rank{rank}.pt.trace.steps.parquet")
+        assert events.num_rows == len(diag.timeline.events)
+        assert steps.num_rows == len(diag.steps.table)
+        assert list(events.column_names) == [*diag.timeline.events.columns, "rank", "source"]
+        assert set(COLUMNS) <= set(events.column_names)
+        for column in ("kind", "name", "track", "launcher", "copy_kind", "source"):
+            assert str(events.schema.field(column).type).startswith("dictionary<values=string"), column
+        assert events.column("rank").to_pylist() == [rank] * events.num_rows
+        # Read back with pandas: the same event table (categoricals restored).
+        back = events.to_pandas().drop(columns=["rank", "source"])
+        for column in diag.timeline.events.columns:
+            assert np.array_equal(back[column].astype(str).to_numpy(),
+                                  diag.timeline.events[column].astype(str).to_numpy()), column
+        frame = steps.to_pandas()
+        buckets = [c for c in diag.attribution.per_step.columns if c != "total"]
+        assert frame[[f"{b}_ns" for b in buckets]].sum(axis=1).tolist() == frame["duration_ns"].tolist()
+        assert frame["rank_from"].astype(str).unique().tolist() == ["distributedInfo"]
+        assert frame["world_size"].tolist() == [2] * len(frame)
+        assert orjson.loads(steps.schema.metadata[b"traceview"])["source"] == str(runs / f"rank{rank}.pt.trace.json.gz")
+
+
+def test_duckdb_per_rank_numbers_match_each_trace(two_ranks):
+    runs, out = two_ranks
+    rows = query(out, "SELECT rank, count(*) AS events, sum(dur) FILTER (WHERE kind = 'host_op') AS host_op_ns "
+                      "FROM events GROUP BY rank ORDER BY rank")
+    expected = []
+    for rank in range(2):
+        ev = diagnose(runs / f"rank{rank}.pt.trace.json.gz").timeline.events
+        host = ev["kind"].astype(str).to_numpy() == "host_op"
+        expected.append({"rank": rank, "events": len(ev), "host_op_ns": int(ev["dur"].to_numpy()[host].sum())})
+    assert rows == expected
+    slowest = query(out, "SELECT number, arg_max(rank, duration_ns) AS slowest_rank, "
+                         "max(duration_ns) - min(duration_ns) AS spread FROM steps GROUP BY number ORDER BY number")
+    stretched = next(r for r in slowest if r["number"] == STRETCH_STEP)
+    assert stretched["slowest_rank"] == 1 and abs(stretched["spread"] - 3_000_000) <= 2
+
+
+def test_duckdb_kernel_time_per_rank_on_a_real_gpu_trace(tmp_path):
+    real = shared_trace("torch_gpu/resnet_v100_1rank.pt.trace.json.gz")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    paths = [write_rank(real, runs / f"rank{r}.json.gz", r, 2, backend="nccl") for r in range(2)]
+    out = tmp_path / "pq"
+    assert run_cli("normalize", *map(str, paths), "-o", str(out), "--jobs", "2").returncode == 0
+    ev = diagnose(paths[0]).timeline.events
+    kernel_ns = int(ev["dur"].to_numpy()[ev["kind"].astype(str).to_numpy() == "kernel"].sum())
+    rows = query(out, "SELECT rank, sum(dur) AS kernel_ns FROM events WHERE kind = 'kernel' GROUP BY rank ORDER BY rank")
+    assert rows == [{"rank": 0, "kernel_ns": kernel_ns}, {"rank": 1, "kernel_ns": kernel_ns}]
+    steps = query(out, "SELECT rank, sum(kernel_ns) AS k, sum(total_ns) AS t, sum(duration_ns) AS d FROM steps "
+                       "GROUP BY rank ORDER BY rank")
+    assert all(r["t"] == r["d"] and 0 < r["k"] <= r["d"] for r in steps)
+
+
+def test_query_output_formats_and_escaping(two_ranks):
+    _, out = two_ranks
+    table = run_cli("query", str(out), "SELECT '[bold]x[/bold]' AS s, chr(27) || '[31mred' AS t, NULL AS n")
+    assert table.returncode == 0, table.stderr
+    assert "[bold]x[/bold]" in table.stdout and "\x1b" not in table.stdout and "NULL" in table.stdout
+    csv = run_cli("query", str(out), "SELECT rank, count(*) AS n FROM steps GROUP BY rank ORDER BY rank", "-f", "csv")
+    assert csv.stdout.splitlines() == ["rank,n", "0,5", "1,5"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["SELECT nope FROM events"], "query failed"),
+    (["SELECT 1", "--format", "xml"], "--format"),
+])
+def test_query_errors_are_one_line(two_ranks, args, message):
+    _, out = two_ranks
+    result = run_cli("query", str(out), *args)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_query_on_a_folder_without_parquet(tmp_path):
+    result = run_cli("query", str(tmp_path), "SELECT 1")
+    assert result.returncode == 2 and "traceview normalize" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command, module, extra", [
+    (["normalize", "TRACE", "-o", "OUT"], "pyarrow", "traceview[parquet]"),
+    (["query", "OUT", "SELECT 1"], "duckdb", "traceview[query]"),
+])
+def test_missing_extra_is_one_line(tmp_path, command, module, extra):
+    """With the library unimportable (a stub package that raises ImportError shadows it)."""
+    import subprocess
+
+    from tests.conftest import REPO
+
+    stub = tmp_path / "stub" / module
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('blocked for the test')\n")
+    (tmp_path / "OUT").mkdir()
+    args = [str(sample_torch_eager()) if a == "TRACE" else str(tmp_path / "OUT") if a == "OUT" else a for a in command]
+    result = subprocess.run([sys.executable, "-m", "traceview", *args], capture_output=True, text=True, cwd=REPO,
+                            env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "stub")},
+                            timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and extra in result.stderr
+
+
+def test_stems_are_unique_per_trace():
+    xplanes = sorted((SAMPLES / "mlp2").rglob("*.xplane.pb"))
+    if len(xplanes) < 2:
+        pytest.skip("sample XPlane traces are missing")
+    stems = trace_stems(xplanes)
+    assert len(set(stems.values())) == len(xplanes)
+    assert all(s.endswith("vm.xplane") and "/" not in s for s in stems.values())
+
+
+def test_normalize_refuses_a_file_as_output(tmp_path):
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    result = run_cli("normalize", str(sample_torch_eager()), "-o", str(target))
+    assert result.returncode == 2 and "is a file" in result.stderr

@@ -1,0 +1,307 @@
+"""Several ranks of one distributed run, side by side.
+
+Two steps, so the per-trace part can run anywhere (a process pool, Dask, Spark):
+
+- :func:`summarize` turns one :class:`~traceview.analyzers.diagnosis.Diagnosis` into a
+  :class:`RankSummary`: a few kilobytes (per-step times and bucket ns, the steady attribution,
+  the rank the trace declares), picklable, with no event rows. :func:`summarize_trace` does
+  load → diagnose → summarize for one path: the per-rank function to map over thousands of traces.
+- :func:`multi_rank` groups summaries into runs and compares the ranks of each run that has at
+  least two: per-rank steady step time, stragglers per step, and the spread of every bucket.
+
+Which rank a trace is:
+
+1. Kineto ``distributedInfo`` (``{"backend", "rank", "world_size"}``, written by torch.profiler
+   when torch.distributed is initialised). Ranks with the same backend and world size are one
+   run; when a rank appears twice, runs are split by folder.
+2. XPlane files that share a profile run folder are the hosts of one run (TensorBoard writes one
+   ``<host>.xplane.pb`` per host there): rank = position in path order.
+3. Anything else is not a rank (a folder of unrelated captures gets no multi-rank section).
+
+Under synchronous data parallelism every rank waits for the slowest at each collective, so step
+times converge; the straggler then shows as the rank with the *least* waiting — read the bucket
+spread (which rank has the most compute, which the most communication) with the step times.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from traceview.schema import TraceMeta
+
+# A step is a straggler step when its slowest rank is this much above the median of the ranks:
+# ranks in lock-step (synchronous collectives) differ by a few percent of profiler noise.
+STRAGGLER_SHARE = 0.05
+
+RANK_FROM_DISTRIBUTED = "distributedInfo"
+RANK_FROM_HOST_ORDER = "host order"
+RANK_FROM_INPUT_ORDER = "input order"
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """Which rank a trace is, and how that is known."""
+
+    rank: int
+    world_size: int | None = None
+    backend: str = ""
+    origin: str = RANK_FROM_DISTRIBUTED  # RANK_FROM_* : where the number comes from
+
+
+@dataclass(frozen=True, eq=False)
+class RankSummary:
+    """What the cross-rank analysis needs from one trace (no event rows)."""
+
+    source: str
+    format: str
+    framework: str
+    declared: RankInfo | None  # from the trace itself (distributedInfo); None when it says nothing
+    steady_step_ns: float  # median steady step (the diagnose report's number)
+    steady_buckets_ns: Mapping[str, float]  # mean ns per steady step, per bucket
+    steps: pd.DataFrame  # per step: number, duration, cold, then one ns column per bucket
+
+
+@dataclass(frozen=True, eq=False)
+class MultiRank:
+    """The ranks of one run compared. Tables are ordered by rank, then step number."""
+
+    label: str  # "nccl, world size 2", or "hosts of one profile run" for XPlane hosts
+    world_size: int | None
+    backend: str
+    rank_origin: str  # RANK_FROM_DISTRIBUTED or RANK_FROM_HOST_ORDER
+    ranks: pd.DataFrame  # rank, source, trace (short name), steady_step_ns, vs_median, steps, slowest_steps
+    step_ns: pd.DataFrame  # index: step number (steps on every rank); one column per rank: step time ns
+    stragglers: pd.DataFrame  # per common step: number, cold, median_ns, min_ns, max_ns, slowest_rank
+    #                           (-1: all equal), over_median_ns, over_median_share, straggler
+    spread: pd.DataFrame  # per bucket: bucket, min_ns, median_ns, max_ns, min_rank, max_rank
+    notes: tuple[str, ...] = ()
+    threshold: float = STRAGGLER_SHARE
+
+    def relabel(self, sources: Mapping[str, str]) -> MultiRank:
+        """The same result with trace sources replaced (``--redact``)."""
+        renamed = [sources.get(s, s) for s in self.ranks["source"]]
+        return replace(self, ranks=self.ranks.assign(source=renamed, trace=short_names(renamed)))
+
+    def to_dict(self) -> dict[str, Any]:
+        ranks = [int(r) for r in self.ranks["rank"]]
+        return {
+            "run": self.label,
+            "world_size": self.world_size,
+            "backend": self.backend,
+            "rank_from": self.rank_origin,
+            "ranks": [
+                {"rank": int(r.rank), "source": str(r.source), "trace": str(r.trace), "steady_step_ns": float(r.steady_step_ns),
+                 "vs_median": float(r.vs_median), "steps": int(r.steps), "slowest_steps": int(r.slowest_steps)}
+                for r in self.ranks.itertuples(index=False)
+            ],
+            "stragglers": {
+                "threshold_share": self.threshold,
+                "ranks": ranks,
+                "steps": [
+                    {"number": int(s.number), "cold": bool(s.cold), "median_ns": float(s.median_ns),
+                     "min_ns": int(s.min_ns), "max_ns": int(s.max_ns),
+                     "slowest_rank": int(s.slowest_rank) if s.slowest_rank >= 0 else None,
+                     "over_median_ns": float(s.over_median_ns), "over_median_share": float(s.over_median_share),
+                     "straggler": bool(s.straggler),
+                     "step_ns": [int(v) for v in self.step_ns.loc[s.number].to_numpy()]}
+                    for s in self.stragglers.itertuples(index=False)
+                ],
+            },
+            "bucket_spread": [
+                {"bucket": str(b.bucket), "min_ns": float(b.min_ns), "median_ns": float(b.median_ns),
+                 "max_ns": float(b.max_ns), "min_rank": int(b.min_rank), "max_rank": int(b.max_rank)}
+                for b in self.spread.itertuples(index=False)
+            ],
+            "notes": list(self.notes),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Per trace
+
+
+def declared_rank(meta: TraceMeta) -> RankInfo | None:
+    """The rank a trace declares: Kineto ``distributedInfo``, kept by the reader in
+    ``meta.extra["distributed"]``; None for a trace that says nothing (or nonsense)."""
+    info = meta.extra.get("distributed")
+    if not isinstance(info, dict):
+        return None
+    rank, world = info.get("rank"), info.get("world_size")
+    if type(rank) is not int or rank < 0:
+        return None
+    return RankInfo(rank=rank, world_size=world if type(world) is int and world > 0 else None,
+                    backend=str(info.get("backend") or ""), origin=RANK_FROM_DISTRIBUTED)
+
+
+def summarize(diag: Any) -> RankSummary:
+    """The compact per-rank result of one diagnosis."""
+    meta = diag.timeline.meta
+    per = diag.attribution.per_step
+    buckets = [c for c in per.columns if c != "total"]  # whatever buckets the attribution has
+    table = diag.steps.table
+    steps = pd.DataFrame({"number": table["number"].to_numpy(np.int64), "duration": table["duration"].to_numpy(np.int64),
+                          "cold": table["cold"].to_numpy(bool)})
+    for b in buckets:
+        steps[b] = per[b].to_numpy(np.int64)
+    return RankSummary(source=str(meta.source), format=meta.format, framework=meta.framework,
+                       declared=declared_rank(meta), steady_step_ns=float(diag.steady_step_ns),
+                       steady_buckets_ns=dict(diag.steady_attribution()), steps=steps)
+
+
+def summarize_trace(path: str | Path, options: Any = None) -> RankSummary:
+    """Load one trace, diagnose it and keep only its summary: the function to map over ranks."""
+    from traceview.analyzers.diagnosis import diagnose
+
+    return summarize(diagnose(path, options))
+
+
+# ---------------------------------------------------------------------------------------------
+# Across traces
+
+
+def host_order(traces: Iterable[tuple[str, str]]) -> dict[str, RankInfo]:
+    """Ranks of XPlane files by position in their run folder, for folders with two or more.
+
+    ``traces``: (source path, reader format) pairs."""
+    folders: dict[str, list[str]] = {}
+    for source, fmt in traces:
+        if fmt == "xplane":
+            folders.setdefault(str(Path(source).parent), []).append(source)
+    out: dict[str, RankInfo] = {}
+    for members in folders.values():
+        if len(members) >= 2:
+            for rank, source in enumerate(sorted(members)):
+                out[source] = RankInfo(rank=rank, world_size=len(members), origin=RANK_FROM_HOST_ORDER)
+    return out
+
+
+def multi_rank(summaries: Sequence[RankSummary]) -> list[MultiRank]:
+    """One comparison per run with two or more ranks, in a deterministic order (whatever the
+    order of ``summaries``): a trace's rank is the one it declares, else its host order."""
+    ordered = sorted(summaries, key=lambda s: s.source)
+    hosts = host_order((s.source, s.format) for s in ordered)
+    runs: dict[tuple[str, ...], list[tuple[RankInfo, RankSummary]]] = {}
+    for s in ordered:
+        info = s.declared or hosts.get(s.source)
+        if info is None:
+            continue
+        key = ((RANK_FROM_DISTRIBUTED, info.backend, str(info.world_size)) if info.origin == RANK_FROM_DISTRIBUTED
+               else (RANK_FROM_HOST_ORDER, str(Path(s.source).parent)))
+        runs.setdefault(key, []).append((info, s))
+    out: list[MultiRank] = []
+    for key, members in sorted(runs.items()):
+        for group in _split_duplicates(members):
+            if len(group) >= 2:
+                out.append(_compare_ranks(key, group))
+    return out
+
+
+def _split_duplicates(members: list[tuple[RankInfo, RankSummary]]) -> list[list[tuple[RankInfo, RankSummary]]]:
+    """A rank that appears twice means several runs share a backend and world size: one run per
+    folder then; a folder that still repeats a rank is not one run and is left out."""
+    ranks = [info.rank for info, _ in members]
+    if len(set(ranks)) == len(ranks):
+        return [members]
+    by_folder: dict[str, list[tuple[RankInfo, RankSummary]]] = {}
+    for info, s in members:
+        by_folder.setdefault(str(Path(s.source).parent), []).append((info, s))
+    return [g for _, g in sorted(by_folder.items()) if len({i.rank for i, _ in g}) == len(g)]
+
+
+def _compare_ranks(key: tuple[str, ...], members: list[tuple[RankInfo, RankSummary]]) -> MultiRank:
+    members = sorted(members, key=lambda m: m[0].rank)
+    infos = [m[0] for m in members]
+    summaries = [m[1] for m in members]
+    ranks = np.array([i.rank for i in infos], dtype=np.int64)
+    world = infos[0].world_size
+    backend = infos[0].backend
+    if key[0] == RANK_FROM_DISTRIBUTED:
+        label = ", ".join(p for p in (backend, f"world size {world}" if world else "") if p) or "distributed run"
+    else:
+        label = "hosts of one profile run"  # the folder shows in the sources (which --redact rewrites)
+    notes: list[str] = []
+    if world and len(ranks) < world:
+        notes.append(f"{len(ranks)} of {world} ranks are in the input")
+
+    # One long table of every rank's steps, then the rank × step matrix of the steps all ranks have.
+    long = pd.concat([s.steps.assign(rank=r) for r, s in zip(ranks, summaries)], ignore_index=True)
+    step_ns = long.pivot_table(index="number", columns="rank", values="duration", aggfunc="first").dropna()
+    step_ns = step_ns.reindex(columns=ranks).astype(np.int64).sort_index()
+    missing = long["number"].nunique() - len(step_ns)
+    if missing:
+        notes.append(f"{missing} step number(s) are not on every rank; steps are compared on the "
+                     f"{len(step_ns)} they share")
+    stragglers = _stragglers(step_ns, long)
+
+    steady = np.array([s.steady_step_ns for s in summaries], dtype=float)
+    median_steady = float(np.median(steady))
+    slowest = stragglers["slowest_rank"].to_numpy()
+    table = pd.DataFrame({
+        "rank": ranks,
+        "source": [s.source for s in summaries],
+        "trace": short_names([s.source for s in summaries]),
+        "steady_step_ns": steady,
+        "vs_median": steady / median_steady - 1.0 if median_steady else np.zeros(len(steady)),
+        "steps": [len(s.steps) for s in summaries],
+        "slowest_steps": (slowest[None, :] == ranks[:, None]).sum(axis=1) if len(slowest) else 0,
+    })
+    return MultiRank(label=label, world_size=world, backend=backend, rank_origin=infos[0].origin, ranks=table,
+                     step_ns=step_ns, stragglers=stragglers, spread=_spread(ranks, summaries), notes=tuple(notes))
+
+
+def short_names(sources: Sequence[str]) -> list[str]:
+    """Each source relative to the folder all of them share (rank0/trace.json, or the file name)."""
+    try:
+        common = os.path.commonpath([str(Path(s).parent) for s in sources])
+    except ValueError:  # absolute and relative paths mixed, or different drives
+        return [Path(s).name for s in sources]
+    return [Path(os.path.relpath(s, common)).as_posix() if common else Path(s).as_posix() for s in sources]
+
+
+def _stragglers(step_ns: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
+    """Per step on every rank: the median of the ranks, the slowest rank and its excess."""
+    matrix = step_ns.to_numpy(dtype=np.int64)
+    ranks = step_ns.columns.to_numpy(dtype=np.int64)
+    if not matrix.size:
+        return pd.DataFrame({c: [] for c in ("number", "cold", "median_ns", "min_ns", "max_ns", "slowest_rank",
+                                             "over_median_ns", "over_median_share", "straggler")})
+    median = np.median(matrix, axis=1)
+    high = matrix.max(axis=1)
+    over = high - median
+    share = np.divide(over, median, out=np.zeros(len(median)), where=median > 0)
+    cold = long.groupby("number")["cold"].any().reindex(step_ns.index).to_numpy(bool)
+    return pd.DataFrame({
+        "number": step_ns.index.to_numpy(np.int64),
+        "cold": cold,
+        "median_ns": median,
+        "min_ns": matrix.min(axis=1),
+        "max_ns": high,
+        # The lowest of the slowest ranks; -1 where every rank took the same time (no one is slowest).
+        "slowest_rank": np.where(high > matrix.min(axis=1), ranks[matrix.argmax(axis=1)], -1),
+        "over_median_ns": over,
+        "over_median_share": share,
+        "straggler": share > STRAGGLER_SHARE,
+    })
+
+
+def _spread(ranks: np.ndarray, summaries: list[RankSummary]) -> pd.DataFrame:
+    """Per bucket, the steady mean per step across ranks: min, median, max and who holds them."""
+    buckets: list[str] = []
+    for s in summaries:  # buckets in the order the attribution gives them, union over ranks
+        buckets.extend(b for b in s.steady_buckets_ns if b not in buckets)
+    matrix = np.array([[s.steady_buckets_ns.get(b, 0.0) for b in buckets] for s in summaries], dtype=float)
+    return pd.DataFrame({
+        "bucket": buckets,
+        "min_ns": matrix.min(axis=0),
+        "median_ns": np.median(matrix, axis=0),
+        "max_ns": matrix.max(axis=0),
+        "min_rank": ranks[matrix.argmin(axis=0)],
+        "max_rank": ranks[matrix.argmax(axis=0)],
+    })

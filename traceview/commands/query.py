@@ -1,0 +1,87 @@
+"""``traceview query``: SQL over a folder written by ``traceview normalize`` (DuckDB, embedded)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from traceview.errors import InputError, MissingExtraError, UsageError
+from traceview.renderers.units import visible
+
+FORMATS = ("table", "csv", "json")
+
+
+def query(
+    folder: Path = typer.Argument(..., help="A folder written by `traceview normalize`."),
+    sql: str = typer.Argument(..., help="SQL (DuckDB dialect) over the views `events` and `steps`."),
+    format: str = typer.Option("table", "--format", "-f", help="Output: table (default), csv or json."),
+) -> None:
+    """Run SQL over the Parquet files of a folder: view `events` (every event of every rank) and view
+    `steps` (every step of every rank, with the ns of each cause). Columns and examples: docs/multi_rank.md.
+    """
+    from traceview.renderers.parquet import EVENTS_SUFFIX, STEPS_SUFFIX
+
+    if format not in FORMATS:
+        raise UsageError(f"--format {format!r} is not one of: {', '.join(FORMATS)}")
+    try:
+        import duckdb
+    except ImportError:
+        raise MissingExtraError("duckdb (for SQL queries)", "query") from None
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not a folder; give the folder `traceview normalize -o` wrote")
+    connection = duckdb.connect()
+    for view, suffix in (("events", EVENTS_SUFFIX), ("steps", STEPS_SUFFIX)):
+        files = sorted(str(p) for p in folder.glob(f"*{suffix}"))
+        if not files:
+            raise InputError(f"{folder}: no *{suffix} files; write them with `traceview normalize TRACE... -o {folder}`")
+        # An explicit, sorted file list: no glob characters in the folder name to escape, and the
+        # same row order on every run; union_by_name: traces may carry different extra columns.
+        connection.read_parquet(files, union_by_name=True).create_view(view)
+    try:
+        cursor = connection.execute(sql)
+        columns = [d[0] for d in cursor.description] if cursor.description else []
+        rows = cursor.fetchall() if columns else []
+    except duckdb.Error as err:
+        raise UsageError(f"query failed: {str(err).strip().splitlines()[0]}") from None
+    sys.stdout.write(_format(columns, rows, format))
+
+
+def _format(columns: list[str], rows: list[tuple[Any, ...]], format: str) -> str:
+    if format == "json":
+        import orjson
+
+        records = [dict(zip(columns, row)) for row in rows]
+        return orjson.dumps(records, option=orjson.OPT_INDENT_2, default=str).decode() + "\n"
+    text_rows = [[_cell(v) for v in row] for row in rows]
+    if format == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(text_rows)
+        return buffer.getvalue()
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for name in columns:
+        table.add_column(visible(name), overflow="fold")
+    for row in text_rows:
+        table.add_row(*row)
+    buffer = io.StringIO()
+    width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
+    # markup off: values from traces are printed as they are, never read as rich markup.
+    Console(file=buffer, width=width, markup=False, highlight=False, emoji=False, no_color=True).print(table)
+    return buffer.getvalue() + f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n"
+
+
+def _cell(value: Any) -> str:  # noqa: ANN401
+    """A value as text: NULL for missing, trace text without control characters."""
+    if value is None:
+        return "NULL"
+    return visible(value)

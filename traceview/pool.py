@@ -1,0 +1,169 @@
+"""Per-trace work over many traces in worker processes, results in input order.
+
+``map_traces(fn, paths, jobs)`` runs ``fn(path)`` for every path: in this process when ``jobs`` is 1
+(or there is one path), else in up to ``jobs`` worker processes. A worker holds one trace at a time
+and sends back only ``fn``'s result, so ``fn`` should return something compact (a summary, a
+diagnosis without its event rows: :func:`diagnose_compact`); then at most ``jobs`` timelines are
+in memory at once. Results come back in the order of ``paths``, never in completion order. A user
+error for a trace (:class:`~traceview.errors.TraceviewError`) is raised again here for the first
+failing trace in input order, the error a serial run stops at.
+
+This is a local pool for one machine; over thousands of traces map the same per-trace function
+with Dask or Spark (docs/multi_rank.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from traceview.errors import InputError, TraceviewError
+from traceview.schema import CATEGORY_LEVELS, Timeline
+
+T = TypeVar("T")
+
+
+def default_jobs() -> int:
+    """One worker per core."""
+    return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A user error raised in a worker, carried back as plain data (any error class pickles)."""
+
+    message: str
+    exit_code: int
+
+
+class WorkerError(TraceviewError):
+    """A user error from a worker process: the original message and exit code."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _guarded(fn: Callable[[Path], T], path: Path) -> T | _Failed:
+    try:
+        return fn(path)
+    except TraceviewError as err:
+        return _Failed(str(err), err.exit_code)
+
+
+def _context() -> Any:  # noqa: ANN401 - a multiprocessing context
+    """Workers start from a fork server that has traceview's analysis modules imported, so each
+    starts in milliseconds without inheriting this process's threads (a progress spinner); where
+    there is no fork server (Windows) they are spawned."""
+    if sys.platform != "win32" and "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["traceview.analyzers.diagnosis", "traceview.analyzers.ranks"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
+               on_done: Callable[[int, int], None] | None = None) -> list[T]:
+    """``[fn(p) for p in paths]``, in ``jobs`` processes; ``on_done(done, total)`` after each trace."""
+    total = len(paths)
+    if jobs <= 1 or total <= 1:
+        results = []
+        for i, path in enumerate(paths):
+            results.append(fn(path))
+            if on_done is not None:
+                on_done(i + 1, total)
+        return results
+    slots: list[Any] = [None] * total
+    first_failure = total
+    done = 0
+    try:
+        with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=_context()) as pool:
+            futures = {pool.submit(_guarded, fn, path): i for i, path in enumerate(paths)}
+            for future in as_completed(futures):
+                index = futures[future]
+                try:
+                    value = future.result()
+                except CancelledError:
+                    continue
+                slots[index] = value
+                done += 1
+                if isinstance(value, _Failed) and index < first_failure:
+                    first_failure = index
+                    # Traces after the failing one are not needed: the serial run stops there too.
+                    for other, i in futures.items():
+                        if i > index:
+                            other.cancel()
+                if on_done is not None:
+                    on_done(done, total)
+    except BrokenProcessPool:
+        raise InputError(f"a worker process died while reading traces (out of memory?); "
+                         f"retry with fewer --jobs (was {jobs})") from None
+    if first_failure < total:
+        failed = slots[first_failure]
+        raise WorkerError(failed.message, failed.exit_code)
+    return slots
+
+
+@dataclass
+class ReleasedTimeline(Timeline):
+    """A timeline whose event rows were let go after analysis: the columns (with no rows) and the
+    metadata stay, and ``has_device`` keeps the answer the full table gave."""
+
+    device_present: bool = False
+
+    @property
+    def has_device(self) -> bool:
+        return self.device_present
+
+
+def release_events(diag: Any) -> Any:
+    """The diagnosis without its event rows: what every report reads except the HTML step
+    picture and the cross-framework op families."""
+    events = diag.timeline.events.iloc[:0].copy()
+    for column in events.columns:
+        # Free-text dictionaries (names, tracks) would otherwise keep every string of the trace.
+        if isinstance(events[column].dtype, pd.CategoricalDtype) and column not in CATEGORY_LEVELS:
+            events[column] = events[column].cat.remove_unused_categories()
+    timeline = ReleasedTimeline(events=events, meta=diag.timeline.meta, device_present=diag.timeline.has_device)
+    return dataclasses.replace(diag, timeline=timeline)
+
+
+def diagnose_compact(path: Path, options: Any, top: int | None, keep_events: bool) -> Any:
+    """Diagnose one trace in a worker; without ``keep_events`` the event rows stay behind."""
+    from traceview.analyzers.diagnosis import diagnose
+
+    diag = diagnose(path, options, top)
+    return diag if keep_events else release_events(diag)
+
+
+def diagnose_many(paths: Sequence[Path], options: Any, top: int | None, jobs: int, keep_events: bool,
+                  on_done: Callable[[int, int], None] | None = None) -> list[Any]:
+    """Diagnoses of ``paths`` in input order, computed in ``jobs`` processes."""
+    return map_traces(partial(diagnose_compact, options=options, top=top, keep_events=keep_events), paths, jobs,
+                      on_done)
+
+
+def diagnose_for_report(paths: Sequence[Path], options: Any, top: int | None, jobs: int, keep_events: bool,
+                        on_done: Callable[[int, int], None] | None = None) -> list[Any]:
+    """Diagnoses for one report over ``paths``, in ``jobs`` processes, keeping event rows only
+    where the report reads them: ``keep_events`` (the HTML step picture), or a folder of several
+    frameworks, whose traces are compared op family by op family. The reader formats predict that
+    from a few bytes per file; the frameworks found settle it (Kineto holds torch and numpy)."""
+    from traceview.readers import detect
+
+    keep = keep_events or len({detect(p).FORMAT_NAME for p in paths}) > 1
+    diagnoses = diagnose_many(paths, options, top, jobs, keep, on_done)
+    if not keep and len({d.timeline.meta.framework for d in diagnoses}) > 1:
+        diagnoses = diagnose_many(paths, options, top, jobs, True, on_done)
+    return diagnoses

@@ -1,0 +1,110 @@
+"""The normalized timeline and the per-step attribution as Parquet files (``traceview normalize``).
+
+Two files per trace (columns documented in docs/multi_rank.md):
+
+- ``<stem>.events.parquet``: one row per event, the timeline's columns as they are
+  (docs/schema.md) with text columns dictionary-encoded, plus ``rank`` and ``source``;
+- ``<stem>.steps.parquet``: one row per step: its window, the cold / steady flags and the ns of
+  every attribution bucket (``<bucket>_ns``, whatever buckets the attribution has), plus
+  ``rank``, ``rank_from``, ``world_size``, ``source`` and ``origin_ns``.
+
+Each file's key-value metadata ``traceview`` holds the trace facts as JSON (format, framework,
+devices, host, schema version, origin), so a file read alone still says where it came from.
+pyarrow is imported only here, with a one-line message when it is missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from traceview.analyzers.ranks import RankInfo
+from traceview.errors import MissingExtraError
+
+EVENTS_SUFFIX = ".events.parquet"
+STEPS_SUFFIX = ".steps.parquet"
+METADATA_KEY = b"traceview"
+
+
+def require_pyarrow() -> ModuleType:
+    """``pyarrow.parquet``, or the error that says which extra to install."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingExtraError("pyarrow (for Parquet)", "parquet") from None
+    return pq
+
+
+def _dictionary(value: str, n: int) -> Any:  # noqa: ANN401 - a pyarrow array
+    """A column holding one string ``n`` times, stored once (dictionary-encoded)."""
+    import pyarrow as pa
+
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string()))
+
+
+def _with_metadata(table: Any, diag: Any) -> Any:  # noqa: ANN401 - pyarrow tables
+    meta = diag.timeline.meta
+    facts = {"source": meta.source, "format": meta.format, "framework": meta.framework, "host_name": meta.host_name,
+             "origin_ns": meta.origin_ns, "schema_version": meta.schema_version,
+             "devices": [{"index": d.index, "name": d.name, "vendor": d.vendor} for d in meta.devices]}
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), METADATA_KEY: orjson.dumps(facts)})
+
+
+def events_table(diag: Any, rank: RankInfo) -> Any:  # noqa: ANN401 - a pyarrow table
+    """The event rows: pandas categoricals become Arrow dictionary columns (text stored once)."""
+    import pyarrow as pa
+
+    events = diag.timeline.events
+    table = pa.Table.from_pandas(events, preserve_index=False)
+    n = len(events)
+    table = table.append_column("rank", pa.array(np.full(n, rank.rank, dtype=np.int32)))
+    table = table.append_column("source", _dictionary(str(diag.timeline.meta.source), n))
+    return _with_metadata(table, diag)
+
+
+def steps_table(diag: Any, rank: RankInfo) -> Any:  # noqa: ANN401 - a pyarrow table
+    """One row per step with the ns of every attribution bucket."""
+    import pyarrow as pa
+
+    table = diag.steps.table
+    per = diag.attribution.per_step
+    n = len(table)
+    steady = np.zeros(n, dtype=bool)
+    steady[diag.steps.steady_positions] = True
+    frame = pd.DataFrame({
+        "step": np.arange(n, dtype=np.int32),  # position: the events' `step` column points here
+        "number": table["number"].to_numpy(np.int64),
+        "name": pd.Categorical(table["name"].astype(str)),
+        "start_ns": table["start"].to_numpy(np.int64),
+        "end_ns": table["end"].to_numpy(np.int64),
+        "host_end_ns": table["host_end"].to_numpy(np.int64),
+        "duration_ns": table["duration"].to_numpy(np.int64),
+        "cold": table["cold"].to_numpy(bool),
+        "steady": steady,
+        "graph_build_events": table["graph_build_events"].to_numpy(np.int64),
+    })
+    for bucket in per.columns:  # every bucket the attribution has, then "total"
+        frame[f"{bucket}_ns"] = per[bucket].to_numpy(np.int64)
+    out = pa.Table.from_pandas(frame, preserve_index=False)
+    meta = diag.timeline.meta
+    out = out.append_column("rank", pa.array(np.full(n, rank.rank, dtype=np.int32)))
+    out = out.append_column("rank_from", _dictionary(rank.origin, n))
+    out = out.append_column("world_size", pa.array([rank.world_size] * n, pa.int32()))
+    out = out.append_column("source", _dictionary(str(meta.source), n))
+    out = out.append_column("origin_ns", pa.array(np.full(n, meta.origin_ns, dtype=np.int64)))
+    return _with_metadata(out, diag)
+
+
+def write(diag: Any, directory: Path, stem: str, rank: RankInfo) -> tuple[int, int]:
+    """Write ``<stem>.events.parquet`` and ``<stem>.steps.parquet``; returns their row counts."""
+    pq = require_pyarrow()
+    events = events_table(diag, rank)
+    steps = steps_table(diag, rank)
+    pq.write_table(events, directory / f"{stem}{EVENTS_SUFFIX}", compression="zstd")
+    pq.write_table(steps, directory / f"{stem}{STEPS_SUFFIX}", compression="zstd")
+    return events.num_rows, steps.num_rows
