@@ -65,7 +65,7 @@ def test_gpu_trace_reads_kernels_launches_and_counts(name: str) -> None:
     device_events, kernels, memcpy, memset = GPU_TRACES[name]
 
     assert list(ev.columns[: len(COLUMNS)]) == list(COLUMNS)
-    assert list(ev.columns[len(COLUMNS) :]) == list(xplane.EXTRA_COLUMNS)
+    assert list(ev.columns[len(COLUMNS) :]) == [*xplane.EXTRA_COLUMNS, "role"]  # role: set by the builder
     assert validate(timeline) == []
     counts_add_up(timeline)
     assert meta.format == "xplane" and meta.framework == "jax"
@@ -741,7 +741,7 @@ def test_space_without_timed_events(tmp_path: Path) -> None:
     b.plane("/host:CPU").lines.add().name = "python"
     timeline = xplane.read(b.write(tmp_path / "idle.xplane.pb"))
     assert len(timeline.events) == 0 and timeline.meta.input_events == 0
-    assert list(timeline.events.columns) == [*COLUMNS, *xplane.EXTRA_COLUMNS]
+    assert list(timeline.events.columns) == [*COLUMNS, *xplane.EXTRA_COLUMNS, "role"]
     assert validate(timeline) == []
 
 

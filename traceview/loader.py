@@ -7,7 +7,6 @@ from pathlib import Path
 from traceview.analyzers.steps import Steps, find_steps
 from traceview.capture_facts import capture_facts
 from traceview.errors import FormatError
-from traceview.normalize import normalize
 from traceview.readers import detect, discover
 from traceview.schema import Timeline
 
@@ -22,7 +21,7 @@ def load_with_steps(path: str | Path) -> tuple[Timeline, Steps]:
     """Read one trace file and find its steps (which also fills the ``step`` column)."""
     path = Path(path)
     reader = detect(path)
-    timeline = normalize(reader.read(path))
+    timeline = reader.read(path)
     if not len(timeline.events):
         dropped = ", ".join(f"{reason} {count}" for reason, count in sorted(timeline.meta.dropped.items()))
         raise FormatError(f"{path}: no usable timed events ({timeline.meta.input_events} in the file"

@@ -158,7 +158,7 @@ def empty_events() -> pd.DataFrame:
     return build_events({})
 
 
-def build_events(columns: dict[str, Any], extra: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -> pd.DataFrame:
     """Assemble an event table from column arrays; missing columns get their default.
 
     Readers call this once with whole columns (numpy arrays, lists, or ``pd.Categorical`` for
@@ -202,7 +202,7 @@ def build_events(columns: dict[str, Any], extra: dict[str, np.ndarray] | None = 
         else:
             data[col] = np.asarray(value, dtype=dtype)
     for col, value in (extra or {}).items():
-        data[col] = np.asarray(value)
+        data[col] = value if isinstance(value, pd.Categorical) else np.asarray(value)
     ts = data["ts"]
     order = np.lexsort((-data["dur"], ts))
     if len(order) and not (order == np.arange(len(order))).all():

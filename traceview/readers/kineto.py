@@ -40,8 +40,8 @@ from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import read_bytes
 from traceview.readers._json_stream import Declined, EventArrayReader
-from traceview.schema import (Device, Kind, Timeline, TraceMeta, build_events, categorical_from_codes,
-                              first_rows)
+from traceview.builder import RawTrace, build
+from traceview.schema import Device, Kind, Timeline, TraceMeta, categorical_from_codes, first_rows
 
 FORMAT_NAME = "kineto-json"
 
@@ -505,8 +505,8 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     is_device = np.isin(kinds, device_kinds)
     pid = pid_ids[pid_code[rows]] if len(rows) else empty
     tid = tid_ids[tid_code[rows]] if len(rows) else empty
-    device = _ids(fields.device)[rows]
-    stream = _ids(fields.stream)[rows]
+    device = np.where(is_device, _ids(fields.device)[rows], -1)  # args.device of host events is not theirs
+    stream = np.where(is_device, _ids(fields.stream)[rows], -1)
     device = np.where(is_device & (device < 0), pid, device)
     stream = np.where(is_device & (stream < 0), tid, stream)
     correlation = np.concatenate(fields.correlation)[rows] if fields.correlation else empty
@@ -525,8 +525,9 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     origin_raw = int(ts_ns.min()) if len(ts_ns) else 0
     meta.origin_ns = int(base_ns) + origin_raw if base_ns is not None else origin_raw
     meta.devices = _devices(top, device[is_device])
-    frame = build_events(
-        {
+    meta.extra["extra_columns"] = ["elements"]
+    return build(RawTrace(
+        columns={
             "ts": ts_ns - origin_raw,
             "dur": dur_ns,
             "kind": kinds,
@@ -540,11 +541,10 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
             "bytes": nbytes,
             "copy_kind": copy_kind,
         },
+        meta=meta,
         # Extra column (record_shapes): elements of the op's largest input, -1 when not recorded.
         extra={"elements": elements},
-    )
-    meta.extra["extra_columns"] = ["elements"]
-    return Timeline(events=frame, meta=meta)
+    ))
 
 
 def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

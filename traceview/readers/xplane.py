@@ -75,7 +75,8 @@ from traceview.arrays import unique_inverse
 from traceview.errors import FormatError, InputError
 from traceview.normalize import OVERLAP_NOTE, nest_tracks
 from traceview.readers._io import read_bytes
-from traceview.schema import Device, Kind, Timeline, TraceMeta, build_events, categorical
+from traceview.builder import RawTrace, build
+from traceview.schema import Device, Kind, Timeline, TraceMeta, categorical
 
 FORMAT_NAME = "xplane"
 XPLANE_SUFFIX = ".xplane.pb"
@@ -624,8 +625,14 @@ class _Builder:
         tid_u = np.array([ln.tid for ln in lines], dtype=np.int64)
         device_u = np.array([ln.device for ln in lines], dtype=np.int64)
         stream_u = np.array([ln.stream for ln in lines], dtype=np.int64)
-        frame = build_events(
-            {
+        self._vendor_from_content(names, is_device)
+        meta.devices = [self.devices[i] for i in sorted(self.devices)]
+        if self.device_stats:
+            # String keys: meta.extra is written to JSON as is.
+            meta.extra["device_stats"] = {str(i): self.device_stats[i] for i in sorted(self.device_stats)}
+        meta.extra["extra_columns"] = list(EXTRA_COLUMNS)
+        return build(RawTrace(
+            columns={
                 "ts": ts - origin_raw,
                 "dur": dur,
                 "kind": kinds,
@@ -639,28 +646,14 @@ class _Builder:
                 "launcher": launcher,
                 "bytes": nbytes,
                 "copy_kind": copy_kind,
-                # The nesting the kind and framework-op rules used is the timeline's: normalize keeps it.
+                # The nesting the kind and framework-op rules used is the timeline's.
                 "parent": parent,
                 "depth": depth,
-            }
-        )
-        if not np.array_equal(frame["ts"].to_numpy(), ts - origin_raw) or not np.array_equal(
-            frame["dur"].to_numpy(), dur
-        ):
-            raise AssertionError("build_events reordered rows; extra columns would not line up")
-        frame["step_num"] = step_num
-        frame["fw_op"] = categorical(fw_op)
-        frame["fn_call"] = categorical(fn_call)
-
-        self._vendor_from_content(names, is_device)
-        counts = frame["kind"].value_counts()
-        meta.kept = {str(k): int(v) for k, v in counts.items() if v}
-        meta.devices = [self.devices[i] for i in sorted(self.devices)]
-        if self.device_stats:
-            # String keys: meta.extra is written to JSON as is.
-            meta.extra["device_stats"] = {str(i): self.device_stats[i] for i in sorted(self.device_stats)}
-        meta.extra["extra_columns"] = list(EXTRA_COLUMNS)
-        return Timeline(events=frame, meta=meta)
+            },
+            meta=meta,
+            extra={"step_num": step_num, "fw_op": categorical(fw_op), "fn_call": categorical(fn_call)},
+            nested=True,
+        ))
 
     def _vendor_from_content(self, names: np.ndarray, is_device: np.ndarray) -> None:
         """Vendor of devices whose plane does not say: ROCm names (hip* API, ``.kd`` kernels) → amd,

@@ -1,0 +1,109 @@
+"""The one place a reader's columns become a timeline: validate, count, sort, nest, link, classify.
+
+Readers decode their format and classify what only the format can tell (a Kineto category, an
+XPlane line); they hand the builder whole columns in reader order. The builder then, once for
+every format:
+
+1. **validates** each field's range with array operations — a row that breaks one is dropped and
+   counted under a reason in ``TraceMeta.dropped`` (the rest of the trace stays usable);
+2. assembles the table (:func:`traceview.schema.build_events`: dtypes, rows sorted by (ts, -dur));
+3. **nests** host events on their tracks, **links** device events to the op that launched them,
+   assigns **roles**, and records the kept counts (:func:`traceview.normalize.normalize`).
+
+Every input event is thereby either kept or dropped with a reason: kept + dropped = events in
+the file (``TraceMeta.input_events``), which :func:`traceview.schema.validate` checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from traceview.normalize import normalize
+from traceview.schema import HOST_KINDS, KIND_VALUES, Timeline, TraceMeta, build_events
+
+# Times are int64 ns; sums of a trace's durations must not overflow, so a time or duration is
+# kept below 2**62 ns (146 years) — a 236-year duration or an epoch-ns value read as µs is out.
+MAX_TIME_NS = 2**62
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass
+class RawTrace:
+    """What a reader hands the builder.
+
+    ``columns`` are the schema's columns (:data:`traceview.schema.COLUMNS`) in reader order, any
+    missing one taking its default; ``extra`` are reader-specific columns of the same length;
+    ``nested`` says the reader already computed ``parent``/``depth`` (XPlane nests to classify)
+    on rows it has sorted by (ts, -dur).
+    """
+
+    columns: dict[str, Any]
+    meta: TraceMeta
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+    nested: bool = False
+
+
+# (reason, test) in the order they are checked; a row takes the first reason that applies.
+# Each test gets the columns as numpy arrays and returns the rows that break the rule.
+_RULES: tuple[tuple[str, Any], ...] = (
+    ("kind is not a known kind", lambda c: ~c["known"]),
+    ("ts out of range (not within ±2^62 ns)", lambda c: np.abs(c["ts"]) >= MAX_TIME_NS),
+    ("dur out of range (negative or ≥ 2^62 ns)", lambda c: (c["dur"] < 0) | (c["dur"] >= MAX_TIME_NS)),
+    ("end out of range (ts + dur ≥ 2^62 ns)", lambda c: c["ts"] + np.minimum(c["dur"], MAX_TIME_NS) >= MAX_TIME_NS),
+    ("device index out of range", lambda c: (c["device"] < -1) | (c["device"] > _INT32_MAX)),
+    ("host event with a device index", lambda c: c["host"] & (c["device"] != -1)),
+    ("device event without a device index", lambda c: ~c["host"] & (c["device"] < 0)),
+)
+
+
+def build(raw: RawTrace) -> Timeline:
+    """Validate, assemble and derive: the timeline every analysis starts from."""
+    columns = dict(raw.columns)
+    meta = raw.meta
+    n = len(next(iter(columns.values()))) if columns else 0
+    checked = _checked_columns(columns, n)
+    drop = np.zeros(n, dtype=bool)
+    for reason, test in _RULES:
+        broken = test(checked) & ~drop
+        if broken.any():
+            meta.drop(reason, int(broken.sum()))
+            drop |= broken
+    extra = dict(raw.extra)
+    nested = raw.nested
+    if drop.any():
+        keep = ~drop
+        columns = {k: _take(v, keep) for k, v in columns.items()}
+        extra = {k: _take(v, keep) for k, v in extra.items()}
+        if nested:  # row positions changed: the reader's parent pointers no longer apply
+            columns.pop("parent", None)
+            columns.pop("depth", None)
+            nested = False
+    frame = build_events(columns, extra=extra)
+    if nested and len(frame) and not np.array_equal(frame["ts"].to_numpy(), np.asarray(columns["ts"])):
+        raise AssertionError("a reader that nests must hand rows sorted by (ts, -dur)")
+    return normalize(Timeline(events=frame, meta=meta))
+
+
+def _checked_columns(columns: dict[str, Any], n: int) -> dict[str, np.ndarray]:
+    """The columns the rules read, as arrays (defaults where a reader left one out)."""
+    def ints(name: str, default: int) -> np.ndarray:
+        value = columns.get(name)
+        return np.full(n, default, dtype=np.int64) if value is None else np.asarray(value, dtype=np.int64)
+
+    kind = columns.get("kind")
+    kind = np.full(n, KIND_VALUES[0], dtype=object) if kind is None else np.asarray(kind, dtype=object)
+    codes, values = pd.factorize(kind)  # a few distinct kinds: each tested once
+    host_values = [k.value for k in HOST_KINDS]
+    known = np.append(np.isin(np.asarray(values, dtype=object), KIND_VALUES), False)[codes]
+    host = np.append(np.isin(np.asarray(values, dtype=object), host_values), False)[codes]
+    return {"known": known, "ts": ints("ts", 0), "dur": ints("dur", 0), "device": ints("device", -1), "host": host}
+
+
+def _take(value: Any, keep: np.ndarray) -> Any:
+    if isinstance(value, pd.Categorical):
+        return value[keep]
+    return np.asarray(value)[keep]
