@@ -43,6 +43,13 @@ EXAMPLES: list[tuple[int, str, str, str, str]] = [
     (26, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
     (27, "python", "train.py(42): step", "", ""),
 ]
+# Device rows: (row index, kind, kernel name, launcher: the framework op that queued it).
+DEVICE_EXAMPLES: list[tuple[int, str, str, str]] = [
+    (28, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
+    (29, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
+    (30, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
+    (31, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
+]
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
@@ -55,7 +62,7 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def test_every_row_has_an_example():
-    assert sorted(e[0] for e in EXAMPLES) == list(range(len(ROLE_RULES)))
+    assert sorted([e[0] for e in EXAMPLES] + [e[0] for e in DEVICE_EXAMPLES]) == list(range(len(ROLE_RULES)))
 
 
 @pytest.mark.parametrize("row,kind,name,fw_op,fn_call", EXAMPLES, ids=[f"row{e[0]}" for e in EXAMPLES])
@@ -69,6 +76,26 @@ def test_row_decides_its_example(row: int, kind: str, name: str, fw_op: str, fn_
         hit = (earlier.name is None or bool(earlier.name.search(name))) and \
               (earlier.fw_op is None or bool(earlier.fw_op.search(fw_op))) and (not earlier.fn_call or fn_call != "")
         assert not hit or earlier.role == ROLE_RULES[row].role, earlier.source
+
+
+@pytest.mark.parametrize("row,kind,name,launcher", DEVICE_EXAMPLES, ids=[f"row{e[0]}" for e in DEVICE_EXAMPLES])
+def test_device_row_decides_its_example(row: int, kind: str, name: str, launcher: str):
+    frame = build_events({"kind": [kind], "name": [name], "launcher": [launcher], "device": [0], "stream": [7]})
+    assert assign_roles(frame)[0] == ROLE_RULES[row].role.value
+    for earlier in ROLE_RULES[:row]:
+        if kind not in earlier.kinds:
+            continue
+        hit = (earlier.name is None or bool(earlier.name.search(name))) and \
+              (earlier.launcher is None or bool(earlier.launcher.search(launcher)))
+        assert not hit, earlier.source
+
+
+def test_kernels_no_collective_row_takes_stay_device_kernels():
+    frame = build_events({"kind": ["kernel", "memcpy", "kernel"], "name": ["volta_sgemm_128x64_nn", "Memcpy DtoD",
+                                                                           "all_reduce_fusion"],
+                          "launcher": ["aten::mm", "c10d::allreduce_", "aten::add_"], "device": [0, 0, 0],
+                          "stream": [7, 7, 7]})
+    assert assign_roles(frame).tolist() == [Role.DEVICE_KERNEL.value, Role.DEVICE_MEMCPY.value, Role.DEVICE_KERNEL.value]
 
 
 def _timeline(rows: list[dict]) -> Timeline:

@@ -190,6 +190,40 @@ TF_MARKER = re.compile(r"^(EagerExecute$|EagerLocalExecute: |TFE_Py_|tf\.functio
 TF_LINE = re.compile(r"^(tf_Compute|tf_inter_op|tf_data)")
 
 # --------------------------------------------------------------------------------------------
+# Collective communication: device kernels that move data between devices (role table rows)
+# --------------------------------------------------------------------------------------------
+# Evidence first: the framework op that launched a kernel (its ``launcher``).
+# torch.distributed: every c10d collective runs inside ``record_param_comms``
+# (torch/csrc/distributed/c10d/ParamCommsUtils.hpp, RECORD_PARAM_COMMS in ProcessGroupNCCL.cpp),
+# itself inside the dispatcher op ``c10d::allreduce_``, ``c10d::_allgather_base_``,
+# ``c10d::broadcast_``, ``c10d::send`` … (torch/csrc/distributed/c10d/Ops.cpp); functional
+# collectives (torch.compile, DTensor) are ``_c10d_functional::all_reduce`` … The
+# ``nccl:all_reduce`` range around the launch is a user_annotation, not an op, so never a launcher.
+TORCH_COLLECTIVE_OP = re.compile(r"^(record_param_comms|c10d::\w+|_?c10d_functional::\w+)$")
+# XLA (JAX, TF): the HLO instruction of a device event (stat hlo_op; xla/hlo/ir/hlo_opcode.h),
+# synchronous or async start/done halves: "all-reduce.1", "all-reduce-start", "all-gather-done.3",
+# "reduce-scatter", "collective-permute-start.2", "all-to-all", "ragged-all-to-all".
+XLA_COLLECTIVE_HLO = re.compile(
+    r"^%?(all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all|ragged-all-to-all|"
+    r"collective-broadcast)(-start|-done)?(\.\d+)?$"
+)
+# The framework op around an XLA collective when XPlane names one instead of the HLO: the JAX
+# primitive at the end of the op path (stat name: "jit(step)/psum", "pmap(f)/all_gather";
+# jax/_src/lax/parallel.py) or a TF collective op type after "name:" (stat tf_op:
+# "allreduce/CollectiveReduceV2:CollectiveReduceV2"; tensorflow/core/ops/collective_ops.cc, nccl_ops.cc).
+FRAMEWORK_COLLECTIVE_OP = re.compile(
+    r"(^|/)(psum|pmax|pmin|pmean|psum_scatter|all_gather|all_to_all|ppermute|pbroadcast|reduce_scatter)"
+    r"(\[[^/]*\])?$|:(Collective(Reduce|Gather|BcastSend|BcastRecv|AllToAll|ReduceScatter)V\d|"
+    r"Nccl(AllReduce|Reduce|Broadcast))$"
+)
+# The kernels' own names, for collectives whose launch the trace does not tie to an op (launch
+# not recorded, or a launcher of another library). NCCL ≤ 2.18 "ncclKernel_AllReduce_RING_LL_Sum_float
+# (ncclWorkElem)", NCCL ≥ 2.19 "ncclDevKernel_AllReduce_Sum_f32_RING_LL(…)" and
+# "ncclDevKernel_Generic_1(…)"; RCCL keeps NCCL's names, its MSCCL path adds "mscclKernel_…".
+# HTA's communication kernels are ``^nccl.*Kernel`` (hta/utils/utils.py).
+COLLECTIVE_KERNEL = re.compile(r"^(nccl|msccl)\w*Kernel")
+
+# --------------------------------------------------------------------------------------------
 # Memcpy direction
 # --------------------------------------------------------------------------------------------
 # Kineto gpu_memcpy names: "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoD (Device -> Device)",

@@ -29,13 +29,18 @@ python_framework    Python frames in the frameworks' own packages (and their C b
 python_user         Python frames in the user's files (and builtins they call)
 annotation          a range the user (or a library) opened; its own time is host work
 step                a step marker (its own time is the thread between recorded events)
-device_*            device activity (kernel, memcpy, memset, sync, annotation)
+device_*            device activity (compute kernel, memcpy, memset, sync, annotation), and
+                    ``device_communication``: a kernel that moves data between devices (NCCL /
+                    RCCL collectives, XLA all-reduce …): launched by a collective op, else
+                    named like one
 ==================  ==========================================================================
 
 An op whose recorded input shapes are tiny (≤ ``TINY_OP_ELEMENTS``) is ``dispatch``: its time is
 the per-call cost. An unknown host event is never ``compute``: compute is an allowlist (:data:`ROLE_RULES` rows
 with role ``compute``). Rules are rows of :data:`ROLE_RULES`, tried in order, first match wins;
-each row says where the names come from. Nesting rules (:func:`assign_roles`) then apply:
+each row says where the names come from. Kinds without a matching row take the role of the
+kind (:data:`KIND_ROLES`: a ``kernel`` is ``device_kernel`` unless a row makes it
+``device_communication``). Nesting rules (:func:`assign_roles`) then apply:
 everything inside graph building / compilation / input takes that role, an op called by
 compiled code is compute, and a Python builtin inherits the role of the frame that called it.
 """
@@ -73,6 +78,7 @@ class Role(str, Enum):
     STEP = "step"
     STARTUP = "startup"
     DEVICE_KERNEL = "device_kernel"
+    DEVICE_COMMUNICATION = "device_communication"
     DEVICE_MEMCPY = "device_memcpy"
     DEVICE_MEMSET = "device_memset"
     DEVICE_SYNC = "device_sync"
@@ -103,6 +109,7 @@ _OP = frozenset({Kind.HOST_OP.value})
 _OP_OR_RANGE = frozenset({Kind.HOST_OP.value, Kind.ANNOTATION.value})
 _RANGE = frozenset({Kind.ANNOTATION.value})
 _PYTHON = frozenset({Kind.PYTHON.value})
+_KERNEL = frozenset({Kind.KERNEL.value})
 
 # TF function-call op types: a graph function runs as an op of this type (eager_op / tf_op stat,
 # or the type after ":" in an op kernel name). tensorflow/core/common_runtime/function*.cc,
@@ -144,6 +151,7 @@ class RoleRule:
     name: re.Pattern[str] | None = None  # searched in the event name
     fw_op: re.Pattern[str] | None = None  # searched in the XPlane framework op (eager_op / tf_op stat)
     fn_call: bool = False  # the event carries XPlane's tf_function_call stat
+    launcher: re.Pattern[str] | None = None  # searched in the framework op that launched a device event
 
 
 def _re(pattern: str) -> re.Pattern[str]:
@@ -230,6 +238,18 @@ ROLE_RULES: tuple[RoleRule, ...] = (
                       r"PyCapsule)|torch\._C|_pywrap_|torchinductor_|^nn\.Module: ")),
     RoleRule(Role.PYTHON_USER, _PYTHON, "any other Python frame: the user's files, the standard library and "
              "other packages called from them"),
+    # ---- device kernels that communicate (collectives): the op that launched them first, then names ----
+    RoleRule(Role.DEVICE_COMMUNICATION, _KERNEL, "a kernel launched by a torch.distributed collective "
+             "(launcher `record_param_comms`, `c10d::allreduce_`, `_c10d_functional::all_reduce`; by correlation)",
+             launcher=cat.TORCH_COLLECTIVE_OP),
+    RoleRule(Role.DEVICE_COMMUNICATION, _KERNEL, "a kernel of an XLA collective (hlo_op `all-reduce.1`, "
+             "`all-gather-start`, `reduce-scatter`, `collective-permute-done`, `all-to-all`)",
+             launcher=cat.XLA_COLLECTIVE_HLO),
+    RoleRule(Role.DEVICE_COMMUNICATION, _KERNEL, "a kernel of a JAX / TF collective op (op path `jit(step)/psum`, "
+             "`all_gather`; tf_op `…:CollectiveReduceV2`, `…:NcclAllReduce`)", launcher=cat.FRAMEWORK_COLLECTIVE_OP),
+    RoleRule(Role.DEVICE_COMMUNICATION, _KERNEL, "NCCL / RCCL kernels by name, launch not tied to an op "
+             "(`ncclKernel_AllReduce_RING_LL_Sum_float`, `ncclDevKernel_Generic_1`, `mscclKernel_…`)",
+             name=cat.COLLECTIVE_KERNEL),
 )
 
 # A runtime / driver call this long is one-time start-up, whatever its name: CUDA context
@@ -263,13 +283,12 @@ def assign_roles(events: pd.DataFrame) -> np.ndarray:
     n = len(events)
     kind = events["kind"].to_numpy().astype(object)
     role = np.full(n, "", dtype=object)
-    for k, r in KIND_ROLES.items():
-        role[kind == k] = r.value
     names = events["name"]
     name_codes = names.cat.codes.to_numpy()
     name_values = [str(c) for c in names.cat.categories]
     fw_codes, fw_values = _category(events, "fw_op")
     call_codes, call_values = _category(events, "fn_call")
+    launcher_codes, launcher_values = _category(events, "launcher")
     has_call = np.array([v != "" for v in call_values] + [False], dtype=bool)[call_codes]
     for rule in ROLE_RULES:
         open_rows = (role == "") & np.isin(kind, list(rule.kinds))
@@ -282,7 +301,12 @@ def assign_roles(events: pd.DataFrame) -> np.ndarray:
             match = match & _lookup(rule.fw_op, fw_values, fw_codes)
         if rule.fn_call:
             match = match & has_call
+        if rule.launcher is not None:
+            match = match & _lookup(rule.launcher, launcher_values, launcher_codes)
         role[match] = rule.role.value
+    # The rows decide first (a kernel may be communication); every other event's kind decides.
+    for k, r in KIND_ROLES.items():
+        role[(kind == k) & (role == "")] = r.value
     role[role == ""] = Role.ANNOTATION.value
     tracing = np.array([v.startswith("traced") for v in call_values] + [False], dtype=bool)[call_codes]
     if "elements" in events.columns:

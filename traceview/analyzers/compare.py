@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.analyzers.attribution import BUCKETS
+from traceview.analyzers.attribution import BUCKETS, shown_buckets
 from traceview.analyzers.diagnosis import Diagnosis, diagnose
 from traceview.normalize import compute_ops, nearest_ancestor, op_names, self_time, top_level_ops
 from traceview.schema import Kind
@@ -147,7 +147,9 @@ def compare_paths(baseline: str | Path, candidate: str | Path) -> Comparison:
 def compare(baseline: Diagnosis, candidate: Diagnosis) -> Comparison:
     a = baseline.steady_attribution()
     b = candidate.steady_attribution()
-    buckets = [BucketDelta(bucket, a[bucket], b[bucket]) for bucket in BUCKETS]
+    # The buckets either report shows (communication only where a trace has collectives).
+    shown = shown_buckets(baseline.communication is not None or candidate.communication is not None)
+    buckets = [BucketDelta(bucket, a.get(bucket, 0.0), b.get(bucket, 0.0)) for bucket in shown]
     fam_a = op_families(baseline)
     fam_b = op_families(candidate)
     families = pd.concat([fam_a.add_prefix("baseline_"), fam_b.add_prefix("candidate_")], axis=1).fillna(0.0)

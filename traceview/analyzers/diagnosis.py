@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traceview.analyzers.attribution import BUCKETS, Attribution, AttributionOptions, attribute
+from traceview.analyzers.attribution import Attribution, AttributionOptions, attribute, shown_buckets
+from traceview.analyzers.communication import CommOverlap, comm_overlap
 from traceview.analyzers.device_time import device_time
 from traceview.analyzers.launch import LaunchStats, launch_stats
 from traceview.analyzers.steps import Steps
@@ -38,6 +39,12 @@ class Diagnosis:
     launch: LaunchStats
     device: pd.DataFrame
     findings: list[Any] = field(default_factory=list)
+    communication: CommOverlap | None = None  # None: the trace runs no collective-communication kernel
+
+    @property
+    def buckets(self) -> tuple[str, ...]:
+        """The buckets the reports show (``communication`` only for traces with collectives)."""
+        return shown_buckets(self.communication is not None)
 
     @property
     def steady_positions(self) -> np.ndarray:
@@ -62,9 +69,10 @@ class Diagnosis:
         return self.steady_step_ns / unprofiled if unprofiled and self.steady_step_ns else None
 
     def steady_attribution(self) -> dict[str, float]:
-        """Mean ns per bucket over the steady steps (sums to the mean steady step time)."""
+        """Mean ns per shown bucket over the steady steps (sums to the mean steady step time: a
+        bucket not shown has no time)."""
         rows = self.attribution.per_step.iloc[self.steady_positions]
-        return {b: float(rows[b].mean()) if len(rows) else 0.0 for b in BUCKETS}
+        return {b: float(rows[b].mean()) if len(rows) else 0.0 for b in self.buckets}
 
     def steady_details(self) -> dict[str, float]:
         rows = self.attribution.details.iloc[self.steady_positions] if len(self.attribution.details.columns) else None
@@ -107,7 +115,7 @@ class Diagnosis:
                         "duration_ns": int(r.duration),
                         "cold": bool(r.cold),
                         "graph_build_events": int(r.graph_build_events),
-                        "buckets_ns": {b: int(per.at[i, b]) for b in BUCKETS},
+                        "buckets_ns": {b: int(per.at[i, b]) for b in self.buckets},
                     }
                     for i, r in enumerate(table.itertuples(index=False))
                 ],
@@ -129,6 +137,9 @@ class Diagnosis:
             "launch": self.launch.to_dict(),
             "device_time": _records(self.device),
             "findings": [f.to_dict() for f in self.findings],
+            # Only for traces with collective communication (docs/json.md).
+            **({"communication": self.communication.to_dict(self.steady_positions)}
+               if self.communication is not None else {}),
         }
 
 
@@ -158,6 +169,7 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
         ops=top_ops(timeline, steps, top),
         launch=launch_stats(timeline, steps),
         device=device_time(timeline),
+        communication=comm_overlap(timeline, steps),
     )
     result.findings = findings(result)
     inflation = result.profiler_inflation

@@ -4,29 +4,31 @@ Each rule has a name, what it detects, documented thresholds, and returns a :cla
 with grade ``high`` / ``moderate`` / ``none`` ("no problem"), or ``skipped`` with what the trace
 lacks. Thresholds and where they come from (docs/findings.md):
 
-====================  ==========================================  =====================  =========================
-rule                  measure (steady-state step)                 moderate / high        grounded in
-====================  ==========================================  =====================  =========================
-launch_bound          launch_overhead share                       ≥ 3 % / ≥ 15 %         XProf kernel-launch verdict
-short_kernels         kernels whose device time < launch call     ≥ 20 % / ≥ 50 %        HTA short-kernel definition
-steady_graph_build    graph_build share in steady steps           ≥ 1 % / ≥ 10 %         (retracing / recompiles)
-cold_compile          cold step's extra time, in steady steps     ≥ 2 / ≥ 10 steps       (only if it builds graphs)
-sync_each_step        sync_wait share                             ≥ 2 % / ≥ 10 %         Nsight sync rule
-memcpy                memcpy share; pageable copies                ≥ 5 % / ≥ 20 %         Nsight pageable-memcpy rule
-input_bound           input share                                 ≥ 5 % / ≥ 20 %         XProf input verdict
-host_compute          host_compute share (user Python, GC)        ≥ 5 % / ≥ 20 %         —
-low_utilization       kernel share of the step (device traces)    < 80 % / < 50 %        —
-compute_bound         kernel share of the step                    ≥ 60 % / ≥ 85 %        —
-host_between_steps    gaps between step windows / step time       ≥ 2 % / ≥ 10 %         —
-unrecorded            idle (nothing recorded) share                ≥ 3 % / ≥ 15 %         XProf "all others"
-====================  ==========================================  =====================  =========================
+======================  ==========================================  =====================  =========================
+rule                    measure (steady-state step)                 moderate / high        grounded in
+======================  ==========================================  =====================  =========================
+launch_bound            launch_overhead share                       ≥ 3 % / ≥ 15 %         XProf kernel-launch verdict
+short_kernels           kernels whose device time < launch call     ≥ 20 % / ≥ 50 %        HTA short-kernel definition
+steady_graph_build      graph_build share in steady steps           ≥ 1 % / ≥ 10 %         (retracing / recompiles)
+cold_compile            cold step's extra time, in steady steps     ≥ 2 / ≥ 10 steps       (only if it builds graphs)
+sync_each_step          sync_wait share                             ≥ 2 % / ≥ 10 %         Nsight sync rule
+memcpy                  memcpy share; pageable copies                ≥ 5 % / ≥ 20 %         Nsight pageable-memcpy rule
+exposed_communication   communication share (no compute hides it)   ≥ 5 % / ≥ 20 %         HTA comm/comp overlap
+input_bound             input share                                 ≥ 5 % / ≥ 20 %         XProf input verdict
+host_compute            host_compute share (user Python, GC)        ≥ 5 % / ≥ 20 %         —
+low_utilization         kernel share of the step (device traces)    < 80 % / < 50 %        —
+compute_bound           kernel share of the step                    ≥ 60 % / ≥ 85 %        —
+host_between_steps      gaps between step windows / step time       ≥ 2 % / ≥ 10 %         —
+unrecorded              idle (nothing recorded) share                ≥ 3 % / ≥ 15 %         XProf "all others"
+======================  ==========================================  =====================  =========================
 
 Findings are ranked by the time they explain per steady step (``Finding.explains_ns``: the
 bucket they grade; the mean gap for ``host_between_steps``; the cold step's extra time spread
 over max(captured steps, ``COLD_RUN_STEPS``) for ``cold_compile``: a one-time cost weighed
 against per-step causes over a short run); ``low_utilization`` and
 ``short_kernels`` restate other buckets and explain no time of their own. The first graded
-finding is the largest cause.
+finding is the largest cause. A rule may return ``None`` when the trace has nothing it is about
+(``exposed_communication`` on a trace without collectives): it is then not listed at all.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from traceview.renderers.units import fmt_ns, fmt_pct
+from traceview.roles import Role
 from traceview.schema import Kind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,6 +50,15 @@ GRADES = ("high", "moderate", "none", "skipped")
 # cold_compile is ranked as its extra time spread over this many steps (or the captured steps,
 # when more): the shortest run in which one compile is worth weighing against per-step causes.
 COLD_RUN_STEPS = 100
+# exposed_communication: advice to overlap communication with compute is given when compute hides
+# less than this share of it; above, the exposed rest is what overlap could not hide.
+LOW_OVERLAP = 0.5
+# ... and to fuse collectives when a step runs at least this many, this short on average. DDP's
+# default 25 MB gradient buckets give one collective per 25 MB of gradients (40 for a 1 GB model),
+# each taking milliseconds; dozens of sub-millisecond ones mean one collective per tensor, each
+# paying NCCL's fixed latency.
+MANY_COLLECTIVES = 50
+SHORT_COLLECTIVE_NS = 1_000_000
 
 
 @dataclass
@@ -78,7 +90,7 @@ def _shares(diag: "Diagnosis") -> tuple[dict[str, float], float]:
     return {b: (v / total if total else 0.0) for b, v in buckets.items()}, total
 
 
-Rule = Callable[["Diagnosis"], Finding]
+Rule = Callable[["Diagnosis"], "Finding | None"]  # None: the trace has nothing the rule is about
 RULES: list[Rule] = []
 
 
@@ -244,6 +256,41 @@ def memcpy(diag: "Diagnosis") -> Finding:
 
 
 @rule
+def exposed_communication(diag: "Diagnosis") -> Finding | None:
+    comm = diag.communication
+    if comm is None:
+        return None
+    shares, total = _shares(diag)
+    share = shares.get("communication", 0.0)
+    steady = comm.steady(diag.steady_positions)
+    n = steady["collectives"]
+    mean = steady["comm_ns"] / n if n else 0.0
+    overlap = steady["overlap_share"]
+    advice = []
+    if overlap < LOW_OVERLAP:
+        advice.append("start the collectives while the backward pass still computes so kernels hide them "
+                      "(DDP all-reduces each gradient bucket as soon as it is ready; FSDP prefetches), "
+                      "not after it")
+    if n >= MANY_COLLECTIVES and mean < SHORT_COLLECTIVE_NS:
+        advice.append(f"fuse the {n:.0f} collectives per step ({fmt_ns(mean)} each) into fewer, larger ones "
+                      "(gradient bucketing, DDP bucket_cap_mb): each pays the fixed latency once")
+    if overlap >= LOW_OVERLAP:
+        advice.append("compute already hides most of it; the exposed rest shrinks with fewer bytes "
+                      "(bf16 gradient communication hooks) or a faster interconnect")
+    return Finding(
+        "exposed_communication", "collective communication that no compute kernel hides", _grade(share, 0.05, 0.20),
+        f"exposed communication is {fmt_pct(share)} of the step ({fmt_ns(share * total)}): "
+        f"{n:.0f} collectives per step take {fmt_ns(steady['comm_ns'])}, {fmt_pct(overlap)} of it overlapped "
+        "by compute kernels",
+        {"communication_share": share, "comm_ns": steady["comm_ns"], "overlapped_ns": steady["overlapped_ns"],
+         "overlap_share": overlap, "collectives_per_step": n},
+        "; ".join(advice),
+        "≥ 5 % moderate, ≥ 20 % high",
+        share * total,
+    )
+
+
+@rule
 def input_bound(diag: "Diagnosis") -> Finding:
     shares, total = _shares(diag)
     share = shares["input"]
@@ -299,6 +346,11 @@ def compute_bound(diag: "Diagnosis") -> Finding:
     shares, total = _shares(diag)
     share = shares["kernel"]
     kernels = diag.kernels
+    if kernels is not None and diag.communication is not None:
+        # The kernel bucket is compute: name the top compute kernel, not a collective.
+        ev = diag.timeline.events
+        collective = ev["name"].to_numpy()[ev["role"].to_numpy() == Role.DEVICE_COMMUNICATION.value]
+        kernels = kernels[~kernels["name"].isin(np.unique(collective.astype(str)))]
     top = "" if kernels is None or kernels.empty else str(kernels.iloc[0]["name"])
     top_share = 0.0 if kernels is None or kernels.empty else float(kernels.iloc[0]["share"])
     threads = (diag.timeline.meta.extra.get("capture") or {}).get("intra_op_threads")
@@ -355,7 +407,7 @@ def findings(diag: "Diagnosis") -> list[Finding]:
     """Every rule's finding, ranked: graded problems first, by the time they explain per step
     (largest first); then the rules that found no problem, then those skipped. Ties keep the
     order of the rules above, so the ranking is deterministic."""
-    found = [fn(diag) for fn in RULES]
+    found = [f for f in (fn(diag) for fn in RULES) if f is not None]
     tier = {"high": 0.0, "moderate": 0.0, "none": 1.0, "skipped": 2.0}
 
     order = sorted(range(len(found)), key=lambda i: (tier[found[i].grade], -found[i].explains_ns, i))

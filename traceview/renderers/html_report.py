@@ -30,12 +30,15 @@ from traceview.renderers.base import Renderer, register
 from traceview.renderers.terminal import BUCKET_LABEL
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
-from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten, visible
+from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct,
+                                       gap_headline, shorten, visible)
+from traceview.roles import Role
 from traceview.schema import Kind
 
 # Bucket colours: the terminal's BUCKET_STYLE hues, tuned for a white page.
 BUCKET_COLOR: dict[str, str] = {
     "kernel": "#2f9e44",
+    "communication": "#66d9e8",
     "memcpy": "#1098ad",
     "graph_build": "#ae3ec9",
     "sync_wait": "#e03131",
@@ -50,6 +53,7 @@ BUCKET_COLOR: dict[str, str] = {
 # the launch calls under them stand out.
 EVENT_GROUPS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("kernel", "kernel", BUCKET_COLOR["kernel"], (Kind.KERNEL.value,)),
+    ("communication", "communication kernel", BUCKET_COLOR["communication"], ()),  # role device_communication
     ("leaf", "compute op (CPU leaf op)", "#69db7c", ()),  # CPU-only traces: host ops counted as kernel time
     ("memcpy", "memcpy / memset", BUCKET_COLOR["memcpy"], (Kind.MEMCPY.value, Kind.MEMSET.value)),
     ("launch", "launch call", BUCKET_COLOR["launch_overhead"], (Kind.LAUNCH.value,)),
@@ -245,7 +249,7 @@ def _index(diagnoses: list[Any]) -> str:
     for i, diag in enumerate(diagnoses, start=1):
         meta = diag.timeline.meta
         buckets = diag.steady_attribution()
-        top = max(BUCKETS, key=lambda b: (buckets[b], -BUCKETS.index(b)))
+        top = max(diag.buckets, key=lambda b: (buckets[b], -BUCKETS.index(b)))
         total = sum(buckets.values())
         rows.append(
             f'<tr><td><a href="#trace-{i}">{esc(Path(meta.source).name)}</a></td><td>{esc(meta.framework)}</td>'
@@ -273,9 +277,9 @@ def _section(diag: Any, index: int) -> str:
         if block:
             out.append(block)
     out.append(_launch(diag))
-    device = _device(diag)
-    if device:
-        out.append(device)
+    for block in (_device(diag), _communication(diag)):
+        if block:
+            out.append(block)
     out.append("</section>")
     return "\n".join(out)
 
@@ -351,7 +355,7 @@ def _steady(diag: Any) -> str:
     details = diag.steady_details()
     where = "device + host" if diag.attribution.mode == "device" else "host threads (CPU-only)"
     rows = []
-    for b in BUCKETS:
+    for b in diag.buckets:
         value = buckets[b]
         share = value / total if total else 0.0
         rows.append(f"<tr><td>{_swatch(BUCKET_COLOR[b])}{esc(BUCKET_LABEL[b])}</td>"
@@ -465,6 +469,20 @@ def _device(diag: Any) -> str:
             + "".join(rows) + "</table>")
 
 
+def _communication(diag: Any) -> str:
+    """Collective kernels per step and the part compute hides (only for traces with collectives)."""
+    if diag.communication is None:
+        return ""
+    align = ["", *[' class="num"'] * (len(COMM_HEADERS) - 1)]  # the step label left, numbers right
+    head = "".join(f"<th{a}>{esc(h)}</th>" for a, h in zip(align, COMM_HEADERS))
+    rows = "".join("<tr>" + "".join(f"<td{a}>{esc(v)}</td>" for a, v in zip(align, row)) + "</tr>"
+                   for row in comm_rows(diag))
+    return (f"<h3>{esc(COMM_TITLE)}</h3>"
+            '<p class="sub">comm: time in which a collective kernel runs; overlapped: a compute kernel runs too; '
+            "exposed: the communication bucket; overlap = overlapped / comm (HTA's comm/comp overlap)</p>"
+            f"<table><tr>{head}</tr>{rows}</table>")
+
+
 # ---------------------------------------------------------------------------------------------
 # Timeline of a representative step
 
@@ -489,7 +507,7 @@ def _timeline_block(diag: Any) -> str:
     legend_events = "".join(
         f"<span>{_swatch(EVENT_GROUPS[g][2])}{esc(EVENT_GROUPS[g][1])}</span>" for g in sorted(groups_used)
     )
-    legend_buckets = "".join(f"<span>{_swatch(BUCKET_COLOR[b])}{esc(BUCKET_LABEL[b])}</span>" for b in BUCKETS)
+    legend_buckets = "".join(f"<span>{_swatch(BUCKET_COLOR[b])}{esc(BUCKET_LABEL[b])}</span>" for b in diag.buckets)
     return (
         f"<h3>Timeline of step #{esc(row['number'])} ({esc(fmt_ns(row['duration']))})</h3>"
         f'<p class="sub">the steady step closest to the median; top row: what each stretch of the step is '
@@ -510,7 +528,8 @@ def _event_groups(diag: Any) -> np.ndarray:
     if not diag.timeline.has_device and len(kind):
         host_op = (kind == Kind.HOST_OP.value) & (ev["device"].to_numpy() < 0)
         groups = np.where(leaf_compute_ops(ev, host_op), _GROUP_INDEX["leaf"], groups)
-    return groups
+    communication = ev["role"].to_numpy() == Role.DEVICE_COMMUNICATION.value
+    return np.where(communication, _GROUP_INDEX["communication"], groups)
 
 
 def timeline_svg(diag: Any, position: int) -> tuple[str, set[int]]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from traceview.analyzers.attribution import BUCKETS
 from traceview.renderers.base import Renderer, register
 from traceview.renderers.terminal import BUCKET_LABEL
-from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten, trace_label, visible
+from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct,
+                                       gap_headline, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 
@@ -76,6 +76,11 @@ def diagnosis_markdown(diag: Any) -> list[str]:
     if inferred:
         parts = ", ".join(f"{BUCKET_LABEL[k.split('.')[0]]} {fmt_ns(v)}" for k, v in sorted(inferred.items()))
         lines += ["", f"Inferred from unrecorded gaps on the step's thread: {parts}; {cell(diag.attribution.gap_rule)}."]
+    if diag.communication is not None:
+        steady = diag.communication.steady(diag.steady_positions)
+        lines += ["", f"Collective communication: {fmt_ns(steady['comm_ns'])} per steady step in "
+                      f"{steady['collectives']:.1f} collectives, {fmt_pct(steady['overlap_share'])} of it overlapped by "
+                      f"compute kernels; the exposed {fmt_ns(steady['exposed_ns'])} is the communication row."]
     lines.append("")
     lines += _findings(diag.findings, "Findings")
     lines += ["<details><summary>Details: steps, top kernels and ops, launch statistics, event accounting</summary>", ""]
@@ -85,9 +90,13 @@ def diagnosis_markdown(diag: Any) -> list[str]:
     rows = []
     for i, r in enumerate(table.itertuples(index=False)):
         rows.append([f"#{r.number}" + (" (cold)" if r.cold else ""), fmt_ns(r.duration)]
-                    + [fmt_ns(per.at[i, b]) for b in BUCKETS])
-    lines += _table(["step", "time"] + [BUCKET_LABEL[b] for b in BUCKETS], rows)
+                    + [fmt_ns(per.at[i, b]) for b in diag.buckets])
+    lines += _table(["step", "time"] + [BUCKET_LABEL[b] for b in diag.buckets], rows)
     lines.append("")
+    if diag.communication is not None:
+        lines += [f"**{COMM_TITLE}**", ""]
+        lines += _table(list(COMM_HEADERS), comm_rows(diag))
+        lines.append("")
     for title, frame in (("Top kernels" if diag.timeline.has_device else "Top compute ops", diag.kernels),
                          ("Top framework ops", diag.ops)):
         if frame is None or frame.empty:

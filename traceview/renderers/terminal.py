@@ -16,12 +16,14 @@ from rich.text import Text
 
 from traceview.analyzers.attribution import BUCKETS
 from traceview.renderers.base import Renderer, register
-from traceview.renderers.units import fmt_count, fmt_ns, fmt_pct, gap_headline, shorten, trace_label
+from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct,
+                                       gap_headline, shorten, trace_label)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 
 BUCKET_STYLE: dict[str, str] = {
     "kernel": "green",
+    "communication": "bright_cyan",
     "memcpy": "cyan",
     "graph_build": "magenta",
     "sync_wait": "red",
@@ -32,6 +34,7 @@ BUCKET_STYLE: dict[str, str] = {
 }
 BUCKET_LABEL: dict[str, str] = {
     "kernel": "kernel",
+    "communication": "communication",
     "memcpy": "memcpy/memset",
     "graph_build": "graph build/compile",
     "sync_wait": "sync wait",
@@ -107,7 +110,7 @@ def _steady(diag: Any, width: int) -> Group:
     table.add_column("", no_wrap=True)
     bar_width = max(10, width - 48)
     details = diag.steady_details()
-    for b in BUCKETS:
+    for b in diag.buckets:
         value = buckets[b]
         share = value / total if total else 0.0
         cells = int(round(share * bar_width))
@@ -116,7 +119,7 @@ def _steady(diag: Any, width: int) -> Group:
         for key in sorted(k for k in details if k.startswith(b + ".")):
             table.add_row(Text(f"  {key.split('.', 1)[1]}", style="dim"), Text(fmt_ns(details[key]), style="dim"),
                           Text(fmt_pct(details[key] / total if total else 0.0), style="dim"), "")
-    parts: list[Any] = [title, attribution_bar(buckets, width), _legend(), table]
+    parts: list[Any] = [title, attribution_bar(buckets, width), _legend(diag.buckets), table]
     if any(k.endswith(".inferred") for k in details):
         parts.append(Text(f"inferred = unrecorded gaps on the step's thread; {diag.attribution.gap_rule}", style="dim"))
     return Group(*parts)
@@ -127,7 +130,7 @@ def _per_step(diag: Any) -> Table:
     table = Table(title="Per step", title_justify="left", title_style="bold", box=None, header_style="bold")
     table.add_column("step", no_wrap=True)
     table.add_column("time", justify="right")
-    short = {"kernel": "kern", "memcpy": "copy", "graph_build": "build", "sync_wait": "sync",
+    short = {"kernel": "kern", "communication": "comm", "memcpy": "copy", "graph_build": "build", "sync_wait": "sync",
              "launch_overhead": "launch", "input": "input", "host_compute": "host", "idle": "idle"}
     shown = [b for b in BUCKETS if per[b].any()]
     for b in shown:
@@ -159,9 +162,9 @@ def _cold(diag: Any, width: int) -> Group | None:
     return Group(*parts)
 
 
-def _legend() -> Text:
+def _legend(buckets: tuple[str, ...]) -> Text:
     text = Text()
-    for b in BUCKETS:
+    for b in buckets:
         text.append("█ ", style=BUCKET_STYLE[b])
         text.append(f"{BUCKET_LABEL[b]}  ")
     return text
@@ -214,6 +217,18 @@ def _device(diag: Any) -> Table | None:
     return table
 
 
+def _communication(diag: Any) -> Table | None:
+    """Collective kernels per step: how much compute hides (only for traces with collectives)."""
+    if diag.communication is None:
+        return None
+    table = Table(title=COMM_TITLE, title_justify="left", title_style="bold", box=None, header_style="bold")
+    for i, col in enumerate(COMM_HEADERS):
+        table.add_column(col, justify="right" if i else "left", no_wrap=not i)
+    for row in comm_rows(diag):
+        table.add_row(*row)
+    return table
+
+
 GRADE_STYLE = {"high": "bold red", "moderate": "yellow", "none": "green", "skipped": "bright_black"}
 GRADE_LABEL = {"high": "HIGH", "moderate": "MODERATE", "none": "ok", "skipped": "skipped"}
 
@@ -247,7 +262,7 @@ def render_one(diag: Any, width: int) -> list[Any]:
     kernel_title = "Top kernels" if diag.timeline.has_device else "Top compute ops (self time of ops doing the math)"
     for block in (_top(diag.kernels, kernel_title, width, "n/step"),
                   _top(diag.ops, "Top framework ops (top level, inclusive host time)", width, "n/step"),
-                  _launch(diag), _device(diag), findings_block(diag.findings)):
+                  _launch(diag), _device(diag), _communication(diag), findings_block(diag.findings)):
         if block is not None:
             parts.append(block)
     return parts

@@ -80,6 +80,25 @@ def gap_headline(cmp: Any, labels: dict[str, str]) -> tuple[str, str]:
     return lead, rest + "."
 
 
+COMM_TITLE = "Communication vs compute (collective kernels)"
+COMM_HEADERS = ("step", "collectives", "comm", "overlapped", "exposed", "overlap")
+
+
+def comm_rows(diag: Any) -> list[list[str]]:
+    """The cells of the communication table, written once for every format: one row per step,
+    the steady mean, and the whole trace (the scope of HTA's comm/comp overlap)."""
+    comm = diag.communication
+    rows = [[f"#{step.number}" + (" (cold)" if step.cold else ""), f"{r.collectives:d}", fmt_ns(r.comm_ns),
+             fmt_ns(r.overlapped_ns), fmt_ns(r.exposed_ns), fmt_pct(r.overlap_share)]
+            for step, r in zip(diag.steps.table.itertuples(index=False), comm.per_step.itertuples(index=False))]
+    steady = comm.steady(diag.steady_positions)
+    rows.append(["steady mean", f"{steady['collectives']:.1f}", fmt_ns(steady["comm_ns"]),
+                 fmt_ns(steady["overlapped_ns"]), fmt_ns(steady["exposed_ns"]), fmt_pct(steady["overlap_share"])])
+    rows.append(["whole trace", "", fmt_ns(comm.trace_comm_ns), fmt_ns(comm.trace_overlapped_ns),
+                 fmt_ns(comm.trace_comm_ns - comm.trace_overlapped_ns), fmt_pct(comm.trace_overlap_share)])
+    return rows
+
+
 def ranks_headline(run: Any, most: int = 10) -> str:
     """The multi-rank section's first lines, written once for every format: which rank is slowest
     how often, the largest excess over the median of the ranks, and the straggler steps."""

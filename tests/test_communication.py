@@ -1,0 +1,214 @@
+"""Collective communication: its own bucket (exposed time only), comm/compute overlap per step
+against HTA's definition recomputed here from the raw JSON, the finding, and the reports."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import cached_diagnosis, sample_kineto_traces, shared_trace
+from traceview.analyzers.attribution import BUCKETS, AttributionOptions, attribute, shown_buckets
+from traceview.analyzers.communication import comm_overlap
+from traceview.analyzers.steps import find_steps
+from traceview.normalize import normalize
+from traceview.renderers import html_report, json_report, markdown, terminal
+from traceview.roles import Role
+from traceview.schema import Timeline, TraceMeta, build_events
+
+V100 = "torch_gpu/v100_2rank_rank1_large.json.gz"
+# HTA's communication kernels (hta/utils/utils.py, 0.5.0): the reference below uses its rule, not ours.
+HTA_COMM_KERNEL = re.compile(r"^nccl.*Kernel")
+
+
+# ------------------------------------------------------------------------------------------------
+# The reference: HTA's comm/comp overlap from the raw JSON, with plain interval unions
+# ------------------------------------------------------------------------------------------------
+def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _intersection(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start < end:
+            out.append((start, end))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _length(intervals: list[tuple[int, int]], lo: float = -np.inf, hi: float = np.inf) -> int:
+    return int(sum(max(0, min(e, hi) - max(s, lo)) for s, e in intervals))
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict:
+    """Union of the NCCL kernels and of the other kernels (raw ns), and their intersection."""
+    with gzip.open(shared_trace(V100)) as fh:
+        events = json.load(fh)["traceEvents"]
+    comm, compute = [], []
+    for e in events:
+        if e.get("cat") == "kernel" and e.get("ph") == "X":
+            start = int(round(float(e["ts"]) * 1000))  # integer µs in this trace: exact
+            (comm if HTA_COMM_KERNEL.match(e["name"]) else compute).append((start, start + int(round(float(e["dur"]) * 1000))))
+    comm_union = _union(comm)
+    return {"comm": comm_union, "both": _intersection(comm_union, _union(compute)), "comm_kernels": len(comm)}
+
+
+@pytest.fixture(scope="module")
+def v100():
+    return cached_diagnosis(shared_trace(V100))
+
+
+def test_overlap_over_the_whole_trace_is_htas(v100, reference):
+    comm = v100.communication
+    assert comm is not None
+    assert comm.trace_comm_ns == _length(reference["comm"]) > 0
+    assert comm.trace_overlapped_ns == _length(reference["both"])
+    expected = _length(reference["both"]) / _length(reference["comm"])
+    assert comm.trace_overlap_share == pytest.approx(expected, abs=1e-12)
+
+
+def test_overlap_per_step_matches_the_reference_in_each_step_window(v100, reference):
+    origin = v100.timeline.meta.origin_ns
+    table = v100.steps.table
+    per = v100.communication.per_step
+    for i, (start, end) in enumerate(zip(table["start"].to_numpy() + origin, table["end"].to_numpy() + origin)):
+        assert per.at[i, "comm_ns"] == _length(reference["comm"], start, end)
+        assert per.at[i, "overlapped_ns"] == _length(reference["both"], start, end)
+    assert int(per["collectives"].sum()) == reference["comm_kernels"]  # every collective starts inside a step
+
+
+def test_the_bucket_is_the_exposed_communication_and_buckets_still_sum_to_the_step(v100):
+    per = v100.attribution.per_step
+    comm = v100.communication.per_step
+    assert (per["communication"] > 0).all()
+    np.testing.assert_array_equal(per["communication"].to_numpy(), comm["exposed_ns"].to_numpy())
+    np.testing.assert_array_equal(per[list(BUCKETS)].sum(axis=1).to_numpy(), v100.steps.table["duration"].to_numpy())
+    assert "communication" in v100.buckets
+
+
+def test_collective_kernels_are_found_by_their_launcher_and_nothing_else_is(v100):
+    ev = v100.timeline.events
+    kernels = ev[ev["kind"] == "kernel"]
+    is_comm = kernels["role"].to_numpy() == Role.DEVICE_COMMUNICATION.value
+    nccl = kernels["name"].astype(str).str.match(HTA_COMM_KERNEL.pattern).to_numpy()
+    np.testing.assert_array_equal(is_comm, nccl)
+    assert set(kernels.loc[is_comm, "launcher"].astype(str)) == {"record_param_comms"}
+
+
+def test_exposed_communication_finding_says_what_the_trace_shows(v100):
+    finding = next(f for f in v100.findings if f.rule == "exposed_communication")
+    assert finding.grade in ("moderate", "high")
+    assert finding.explains_ns == pytest.approx(v100.steady_attribution()["communication"])
+    assert finding.evidence["overlap_share"] < 0.5 and finding.evidence["collectives_per_step"] > 50
+    assert "backward" in finding.advice and "bucket" in finding.advice  # no overlap; hundreds of small collectives
+    ranked = [f.rule for f in v100.findings if f.grade in ("high", "moderate")]
+    assert ranked.index("exposed_communication") <= 1  # the second largest cause, after launch overhead
+
+
+def test_reports_show_communication_only_when_the_trace_has_it(v100):
+    cpu = cached_diagnosis(sample_kineto_traces()[0]) if sample_kineto_traces() else pytest.skip("no sample traces")
+    assert cpu.communication is None
+    for render in (terminal.render, markdown.render, json_report.render):
+        assert "communication" not in render([cpu], width=80).lower()
+    assert "Communication vs compute" not in html_report.render([cpu])
+    assert not any(f.rule == "exposed_communication" for f in cpu.findings)
+    for text in (terminal.render([v100], width=80), markdown.render([v100]), html_report.render([v100])):
+        assert "Communication vs compute" in text and "whole trace" in text
+    doc = json.loads(json_report.render([v100]))
+    assert doc["communication"]["trace"]["comm_ns"] == v100.communication.trace_comm_ns
+    assert doc["steady_state"]["details_ns"]["communication.exposed"] > 0
+
+
+# ------------------------------------------------------------------------------------------------
+# Hand-built edge cases
+# ------------------------------------------------------------------------------------------------
+NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
+
+
+def _kernel(ts: int, dur: int, name: str = "volta_sgemm_128x64_nn", stream: int = 7, **extra) -> dict:
+    return {"ts": ts, "dur": dur, "kind": "kernel", "name": name, "device": 0, "stream": stream,
+            "track": f"GPU 0 stream {stream}", **extra}
+
+
+def _analyse(rows: list[dict]):
+    columns = {k: [r.get(k) for r in rows] for k in ("ts", "dur", "kind", "name", "track", "device", "stream",
+                                                       "correlation", "copy_kind")}
+    defaults = {"device": -1, "stream": -1, "correlation": -1, "copy_kind": "", "track": "host"}
+    for key, default in defaults.items():
+        columns[key] = [default if v is None else v for v in columns[key]]
+    meta = TraceMeta(source="hand-built", format="test", framework="torch", input_events=len(rows))
+    timeline = normalize(Timeline(events=build_events(columns), meta=meta))
+    steps = find_steps(timeline)
+    attribution = attribute(timeline, steps, AttributionOptions(dispatch_gap_ns=0))
+    return attribution.per_step.iloc[0], comm_overlap(timeline, steps), timeline
+
+
+STEP = {"ts": 0, "dur": 1000, "kind": "step", "name": "ProfilerStep#0"}
+
+
+def test_communication_fully_overlapped_by_compute_is_not_exposed():
+    step, comm, _ = _analyse([STEP, _kernel(100, 400), _kernel(200, 200, NCCL, stream=14)])
+    assert "communication" in shown_buckets(comm is not None)  # 0 ns exposed is worth showing
+    assert step["communication"] == 0 and step["kernel"] == 400
+    row = comm.per_step.iloc[0]
+    assert (row["comm_ns"], row["overlapped_ns"], row["exposed_ns"], row["overlap_share"]) == (200, 200, 0, 1.0)
+
+
+def test_communication_alone_is_all_exposed_and_beats_a_copy():
+    copy = {"ts": 650, "dur": 100, "kind": "memcpy", "name": "Memcpy DtoD (Device -> Device)", "device": 0,
+            "stream": 8, "copy_kind": "D2D", "track": "GPU 0 stream 8"}
+    step, comm, _ = _analyse([STEP, _kernel(600, 200, NCCL, stream=14), copy])
+    assert step["communication"] == 200 and step["memcpy"] == 0 and step["kernel"] == 0
+    row = comm.per_step.iloc[0]
+    assert (row["comm_ns"], row["overlapped_ns"], row["exposed_ns"], row["overlap_share"]) == (200, 0, 200, 0.0)
+    assert step[list(BUCKETS)].sum() == 1000
+
+
+def test_partly_overlapped_communication_and_concurrent_collectives_count_once():
+    rows = [STEP, _kernel(100, 400), _kernel(400, 300, NCCL, stream=14), _kernel(450, 100, NCCL, stream=15)]
+    step, comm, _ = _analyse(rows)
+    row = comm.per_step.iloc[0]
+    assert (row["comm_ns"], row["overlapped_ns"], row["exposed_ns"], row["collectives"]) == (300, 100, 200, 2)
+    assert step["communication"] == 200 and step["kernel"] == 400
+
+
+def test_a_kernel_launched_by_a_collective_op_is_communication_whatever_its_name():
+    rows = [STEP,
+            {"ts": 10, "dur": 50, "kind": "host_op", "name": "record_param_comms", "track": "host 1/1"},
+            {"ts": 20, "dur": 10, "kind": "launch", "name": "cudaLaunchKernel", "correlation": 5, "track": "host 1/1"},
+            _kernel(100, 50, "cross_device_reduce_1stage", stream=14, correlation=5),
+            _kernel(200, 50)]
+    step, comm, timeline = _analyse(rows)
+    roles = dict(zip(timeline.events["name"].astype(str), timeline.events["role"].astype(str)))
+    assert roles["cross_device_reduce_1stage"] == Role.DEVICE_COMMUNICATION.value
+    assert roles["volta_sgemm_128x64_nn"] == Role.DEVICE_KERNEL.value
+    assert step["communication"] == 50 and comm.per_step.iloc[0]["collectives"] == 1
+
+
+def test_no_collective_no_communication_anywhere():
+    step, comm, _ = _analyse([STEP, _kernel(100, 400)])
+    assert comm is None and step["communication"] == 0
+    assert "communication" not in shown_buckets(comm is not None)
+
+
+def test_json_keys_of_the_communication_block_are_plain_numbers(v100):
+    block = v100.communication.to_dict(v100.steady_positions)
+    assert set(block) == {"steady", "per_step", "trace"}
+    assert all(isinstance(v, int) for row in block["per_step"] for k, v in row.items() if k != "overlap_share")
+    assert Path(json.loads(json_report.render([v100]))["trace"]["source"]).name == Path(V100).name
