@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from traceview.arrays import unique_sorted
-from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_roles
+from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
 from traceview.schema import DEVICE_KINDS, Kind, Timeline, categorical
 
 
@@ -21,7 +21,8 @@ def normalize(timeline: Timeline) -> Timeline:
     events = timeline.events
     _nest(timeline)
     _launchers(events)
-    events["role"] = categorical(assign_roles(events), ROLE_VALUES)
+    events["role"] = pd.Categorical.from_codes(assign_role_codes(events),
+                                               dtype=pd.CategoricalDtype(pd.Index(ROLE_VALUES, dtype=object)))
     counts = events["kind"].value_counts()
     timeline.meta.kept = {str(k): int(v) for k, v in counts.items() if v}
     return timeline

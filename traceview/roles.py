@@ -51,6 +51,7 @@ import re
 import sys
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -278,20 +279,38 @@ _STDLIB_FRAME = re.compile(r"^\$?(?:.*[/\\]lib[/\\]python[\d.]*[/\\])?(" + "|".j
                            + r")(?:[/\\][\w/\\]*)?\.py[(:]")
 
 
+# Roles as small integers while they are decided (a comparison of codes, not of millions of strings).
+_ROLE_CODE = {value: code for code, value in enumerate(ROLE_VALUES)}
+
+
+def _role_codes(*roles: Role) -> np.ndarray:
+    return np.array([_ROLE_CODE[r.value] for r in roles], dtype=np.int8)
+
+
 def assign_roles(events: pd.DataFrame) -> np.ndarray:
     """The role of every row (object array of :class:`Role` values), rules then nesting."""
+    return np.array(ROLE_VALUES, dtype=object)[assign_role_codes(events)]
+
+
+def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
+    """The role of every row as an index into :data:`ROLE_VALUES` (int8)."""
     n = len(events)
-    kind = events["kind"].to_numpy().astype(object)
-    role = np.full(n, "", dtype=object)
-    names = events["name"]
-    name_codes = names.cat.codes.to_numpy()
-    name_values = [str(c) for c in names.cat.categories]
+    kind_codes, kind_values = _category(events, "kind")
+    kind_code = {value: code for code, value in enumerate(kind_values)}
+
+    def kind_in(kinds: Any) -> np.ndarray:
+        table = np.zeros(len(kind_values) + 1, dtype=bool)  # the extra last entry: code -1
+        table[[kind_code[k] for k in kinds if k in kind_code]] = True
+        return table[kind_codes]
+
+    role = np.full(n, -1, dtype=np.int8)
+    name_codes, name_values = _category(events, "name")
     fw_codes, fw_values = _category(events, "fw_op")
     call_codes, call_values = _category(events, "fn_call")
     launcher_codes, launcher_values = _category(events, "launcher")
     has_call = np.array([v != "" for v in call_values] + [False], dtype=bool)[call_codes]
     for rule in ROLE_RULES:
-        open_rows = (role == "") & np.isin(kind, list(rule.kinds))
+        open_rows = (role < 0) & kind_in(rule.kinds)
         if not open_rows.any():
             continue
         match = open_rows
@@ -303,21 +322,23 @@ def assign_roles(events: pd.DataFrame) -> np.ndarray:
             match = match & has_call
         if rule.launcher is not None:
             match = match & _lookup(rule.launcher, launcher_values, launcher_codes)
-        role[match] = rule.role.value
+        role[match] = _ROLE_CODE[rule.role.value]
     # The rows decide first (a kernel may be communication); every other event's kind decides.
     for k, r in KIND_ROLES.items():
-        role[(kind == k) & (role == "")] = r.value
-    role[role == ""] = Role.ANNOTATION.value
+        role[kind_in([k]) & (role < 0)] = _ROLE_CODE[r.value]
+    role[role < 0] = _ROLE_CODE[Role.ANNOTATION.value]
     tracing = np.array([v.startswith("traced") for v in call_values] + [False], dtype=bool)[call_codes]
     if "elements" in events.columns:
         # Shapes recorded (torch record_shapes): an op on a tiny input does next to no math; its own
         # time is the per-call cost of the framework.
         elements = events["elements"].to_numpy()
-        tiny = (role == Role.COMPUTE.value) & (elements >= 0) & (elements <= TINY_OP_ELEMENTS)
-        role[tiny] = Role.DISPATCH.value
-    api = np.isin(kind, [Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
-    role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = Role.STARTUP.value
-    return _nesting(events, role, name_values, name_codes, tracing)
+        tiny = (role == _ROLE_CODE[Role.COMPUTE.value]) & (elements >= 0) & (elements <= TINY_OP_ELEMENTS)
+        role[tiny] = _ROLE_CODE[Role.DISPATCH.value]
+    api = kind_in([Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
+    role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
+    python = kind_in([Kind.PYTHON.value])
+    host_op = kind_in([Kind.HOST_OP.value])
+    return _nesting(events, role, name_values, name_codes, tracing, python, host_op)
 
 
 def _category(events: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str]]:
@@ -335,8 +356,14 @@ def _lookup(pattern: re.Pattern[str], values: list[str], codes: np.ndarray) -> n
     return hit[codes]
 
 
+_INHERITING = _role_codes(Role.GRAPH_BUILD, Role.COMPILE, Role.INPUT)
+_HOST_ROLES = _role_codes(*(r for r in Role if not r.value.startswith("device_") and r is not Role.STEP))
+_PARENTS_OF_BUILTINS = _role_codes(Role.PYTHON_USER, Role.PYTHON_FRAMEWORK, Role.COMPILE)
+_FRAMEWORK_PARENT_CODES = np.array([_ROLE_CODE[v] for v in _FRAMEWORK_PARENTS], dtype=np.int8)
+
+
 def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
-             tracing: np.ndarray) -> np.ndarray:
+             tracing: np.ndarray, python: np.ndarray, host_op: np.ndarray) -> np.ndarray:
     """Nesting rules, top-down so they flow through whole subtrees:
 
     - inside graph building → graph_build; inside compilation → compile (ops run while tracing, the
@@ -348,16 +375,14 @@ def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], nam
     - a Python builtin of no framework, or a standard-library frame, takes the role of the Python
       frame that called it.
     """
+    code = _ROLE_CODE
     parent = events["parent"].to_numpy()
     depth = events["depth"].to_numpy()
-    kind = events["kind"].to_numpy()
     builtin = (_lookup(_BUILTIN, name_values, name_codes) | _lookup(_STDLIB_FRAME, name_values, name_codes))
-    builtin &= kind == Kind.PYTHON.value
+    builtin &= python
     thunk_name = _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
-    inheriting = np.array([Role.GRAPH_BUILD.value, Role.COMPILE.value, Role.INPUT.value], dtype=object)
-    host_roles = [r.value for r in Role if not r.value.startswith("device_") and r is not Role.STEP]
     in_tracing = tracing.copy()
-    role[in_tracing & (role == Role.CALL.value)] = Role.CALL_TRACING.value
+    role[in_tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
     max_depth = int(depth.max()) if len(depth) else 0
     for d in range(1, max_depth + 1):
         rows = np.flatnonzero((depth == d) & (parent >= 0))
@@ -365,20 +390,21 @@ def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], nam
             continue
         par_role = role[parent[rows]]
         own = role[rows]
-        flow = np.isin(par_role, inheriting) & np.isin(own, host_roles) & (own != Role.SYNC.value)
+        flow = np.isin(par_role, _INHERITING) & np.isin(own, _HOST_ROLES) & (own != code[Role.SYNC.value])
         role[rows[flow]] = par_role[flow]
-        thunk = ~flow & (par_role == Role.COMPILED_CODE.value) & (kind[rows] == Kind.HOST_OP.value)
-        thunk &= (own == Role.DISPATCH.value) & thunk_name[rows]
-        role[rows[thunk]] = Role.COMPUTE.value
+        thunk = ~flow & (par_role == code[Role.COMPILED_CODE.value]) & host_op[rows]
+        thunk &= (own == code[Role.DISPATCH.value]) & thunk_name[rows]
+        role[rows[thunk]] = code[Role.COMPUTE.value]
         # A range opened inside a framework op or call is the framework's own runtime scope
         # (PJRT_LoadedExecutable_Execute, ThenExecuteCallback inside PjitFunction(f)), not the user's.
-        runtime_scope = ~flow & (role[rows] == Role.ANNOTATION.value) & np.isin(par_role, _FRAMEWORK_PARENTS)
-        role[rows[runtime_scope]] = Role.DISPATCH.value
+        runtime_scope = ~flow & (role[rows] == code[Role.ANNOTATION.value])
+        runtime_scope &= np.isin(par_role, _FRAMEWORK_PARENT_CODES)
+        role[rows[runtime_scope]] = code[Role.DISPATCH.value]
         in_tracing[rows] |= in_tracing[parent[rows]]
-        tracing_call = in_tracing[rows] & (role[rows] == Role.CALL.value)
-        role[rows[tracing_call]] = Role.CALL_TRACING.value
-        inherit = ~flow & builtin[rows] & (role[rows] == Role.PYTHON_USER.value)
-        inherit &= np.isin(par_role, [Role.PYTHON_USER.value, Role.PYTHON_FRAMEWORK.value, Role.COMPILE.value])
+        tracing_call = in_tracing[rows] & (role[rows] == code[Role.CALL.value])
+        role[rows[tracing_call]] = code[Role.CALL_TRACING.value]
+        inherit = ~flow & builtin[rows] & (role[rows] == code[Role.PYTHON_USER.value])
+        inherit &= np.isin(par_role, _PARENTS_OF_BUILTINS)
         role[rows[inherit]] = par_role[inherit]
     return role
 

@@ -75,8 +75,9 @@ from traceview.arrays import unique_inverse
 from traceview.errors import FormatError, InputError
 from traceview.normalize import OVERLAP_NOTE, nest_tracks
 from traceview.readers._io import read_bytes
+from traceview.readers.xplane_events import decode_line
 from traceview.builder import RawTrace, build
-from traceview.schema import Device, Kind, Timeline, TraceMeta, categorical
+from traceview.schema import Device, Kind, Timeline, TraceMeta, categorical, categorical_from_codes
 
 FORMAT_NAME = "xplane"
 XPLANE_SUFFIX = ".xplane.pb"
@@ -356,6 +357,9 @@ class _Builder:
         self.tf_hint = False
         self.unknown_metadata = 0
         self.dropped_outside_table = 0  # events of dropped planes/lines, never gathered into columns
+        self.line_class = _xline_class()
+        self.name_codes: dict[str, int] = {}
+        self.name_values: list[str] = []
 
     # ---- plane walk ------------------------------------------------------------------------
     def build(self) -> Timeline:
@@ -474,6 +478,48 @@ class _Builder:
             return
         cols = self.cols
         base = cols.count
+        stats = cols.stats
+        decoded = decode_line(line, self.line_class)
+        if decoded is not None:
+            mids, offs, durs = decoded.metadata_id, decoded.offset_ps, decoded.duration_ps
+            # Events of aggregated planes carry num_occurrences instead of offset_ps.
+            cols.aggregated.extend((base + np.flatnonzero(decoded.aggregated)).tolist())
+            records = np.flatnonzero(np.isin(decoded.stat_id, list(wanted)))
+            values = decoded.stat_values(records, stat_names)
+            for j, stat_id, value in zip(decoded.stat_event[records].tolist(), decoded.stat_id[records].tolist(),
+                                         values):
+                stats[wanted[stat_id]][base + j] = value
+        else:
+            mids, offs, durs = self._line_by_runtime(events, base, wanted, stat_names)
+        # Event-metadata stats apply to every event of that metadata; event stats win.
+        for stat_name, by_mid in md_stats.items():
+            target = stats[stat_name]
+            for j in np.flatnonzero(np.isin(mids, list(by_mid))).tolist():
+                target.setdefault(base + j, by_mid[int(mids[j])])
+        uniq, inverse = unique_inverse(mids)
+        codes_u = np.empty(len(uniq), dtype=np.int64)  # each metadata id's name, as a code into name_values
+        for k, mid in enumerate(uniq.tolist()):
+            found = md_names.get(mid)
+            if found is None:
+                self.unknown_metadata += int((inverse == k).sum())
+                found = ""
+            code = self.name_codes.get(found)
+            if code is None:
+                code = self.name_codes[found] = len(self.name_values)
+                self.name_values.append(found)
+            codes_u[k] = code
+        cols.offset_ps.append(offs)
+        cols.duration_ps.append(durs)
+        cols.names.append(codes_u[inverse])
+        cols.line_ts.append(np.full(n, int(line.timestamp_ns), dtype=np.int64))
+        cols.line_idx.append(np.full(n, len(self.lines), dtype=np.int64))
+        cols.count += n
+        self.lines.append(info)
+
+    def _line_by_runtime(self, events: Any, base: int, wanted: dict[int, str],
+                         stat_names: dict[int, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The events of a line the wire decoding declined, read through the protobuf runtime."""
+        cols = self.cols
         mid_list: list[int] = []
         off_list: list[int] = []
         dur_list: list[int] = []
@@ -484,39 +530,16 @@ class _Builder:
             dur_list.append(ev.duration_ps)
             if ev.stats:
                 with_stats.append(j)
-        stats = cols.stats
         for j in with_stats:
             for stat in events[j].stats:
                 stat_name = wanted.get(stat.metadata_id)
                 if stat_name is not None:
-                    stats[stat_name][base + j] = _stat_value(stat, stat_names)
-        mids = np.array(mid_list, dtype=np.int64)
+                    cols.stats[stat_name][base + j] = _stat_value(stat, stat_names)
         offs = np.array(off_list, dtype=np.int64)
-        durs = np.array(dur_list, dtype=np.int64)
-        # Events of aggregated planes carry num_occurrences instead of offset_ps.
         for j in np.flatnonzero(offs == 0).tolist():
             if events[j].WhichOneof("data") == "num_occurrences":
                 cols.aggregated.append(base + j)
-        # Event-metadata stats apply to every event of that metadata; event stats win.
-        for stat_name, by_mid in md_stats.items():
-            target = stats[stat_name]
-            for j in np.flatnonzero(np.isin(mids, list(by_mid))).tolist():
-                target.setdefault(base + j, by_mid[int(mids[j])])
-        uniq, inverse = unique_inverse(mids)
-        names_u = np.empty(len(uniq), dtype=object)
-        for k, mid in enumerate(uniq.tolist()):
-            found = md_names.get(mid)
-            if found is None:
-                self.unknown_metadata += int((inverse == k).sum())
-                found = ""
-            names_u[k] = found
-        cols.offset_ps.append(offs)
-        cols.duration_ps.append(durs)
-        cols.names.append(names_u[inverse])
-        cols.line_ts.append(np.full(n, int(line.timestamp_ns), dtype=np.int64))
-        cols.line_idx.append(np.full(n, len(self.lines), dtype=np.int64))
-        cols.count += n
-        self.lines.append(info)
+        return np.array(mid_list, dtype=np.int64), offs, np.array(dur_list, dtype=np.int64)
 
     def _plane_stats(self, plane: Any, stat_names: dict[int, str] | None = None) -> dict[str, Any]:
         if stat_names is None:
@@ -541,13 +564,14 @@ class _Builder:
         cols = self.cols
         n = cols.count
         if n:
-            names = np.concatenate(cols.names)
+            # Names stay codes (a categorical): every name rule below runs once per distinct name.
+            names = categorical_from_codes(np.concatenate(cols.names), self.name_values)
             offs = np.concatenate(cols.offset_ps)
             durs = np.concatenate(cols.duration_ps)
             line_ts = np.concatenate(cols.line_ts)
             line_idx = np.concatenate(cols.line_idx)
         else:
-            names = np.empty(0, dtype=object)
+            names = categorical_from_codes(np.empty(0, dtype=np.int64), [])
             offs = durs = line_ts = line_idx = np.empty(0, dtype=np.int64)
         stats = cols.stats
 
@@ -655,7 +679,7 @@ class _Builder:
             nested=True,
         ))
 
-    def _vendor_from_content(self, names: np.ndarray, is_device: np.ndarray) -> None:
+    def _vendor_from_content(self, names: pd.Categorical, is_device: np.ndarray) -> None:
         """Vendor of devices whose plane does not say: ROCm names (hip* API, ``.kd`` kernels) → amd,
         CUDA API names → nvidia."""
         unknown = [d for d in self.devices.values() if not d.vendor]
@@ -672,7 +696,7 @@ class _Builder:
         for dev in unknown:
             dev.vendor = vendor
 
-    def _framework(self, names: np.ndarray, stats: dict[str, dict[int, Any]]) -> None:
+    def _framework(self, names: pd.Categorical, stats: dict[str, dict[int, Any]]) -> None:
         uniq = pd.unique(names)
         jax = self.jax_hint or any(cat.JAX_MARKER.match(str(u)) for u in uniq)
         jax = jax or any(isinstance(v, str) and cat.JAX_MODULE.match(v) for v in stats["hlo_module"].values())
@@ -683,6 +707,12 @@ class _Builder:
 # --------------------------------------------------------------------------------------------
 # Helpers (pure functions over column arrays)
 # --------------------------------------------------------------------------------------------
+def _xline_class() -> Any:
+    from traceview.readers.proto.xplane_descriptor import message_classes
+
+    return message_classes()["XLine"]
+
+
 def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
     which = stat.WhichOneof("value")
     if which == "ref_value":
@@ -692,12 +722,12 @@ def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
     return getattr(stat, which)
 
 
-def _match_names(names: np.ndarray, predicate: Any) -> np.ndarray:
+def _match_names(names: pd.Categorical, predicate: Any) -> np.ndarray:
     """Apply a name predicate once per distinct name."""
     if not len(names):
         return np.zeros(0, dtype=bool)
-    inverse, uniq = pd.factorize(names)
-    return np.array([bool(predicate(str(u))) for u in uniq], dtype=bool)[inverse]
+    hit = np.array([bool(predicate(str(c))) for c in names.categories] + [False], dtype=bool)
+    return hit[names.codes]
 
 
 def _int_stat(values: dict[int, Any], n: int) -> np.ndarray:
@@ -772,7 +802,7 @@ _LINE_CLASS = np.array([kind_rules.HOST, kind_rules.HOST_API, kind_rules.HOST_CO
 _KIND_STATS = tuple(sorted({rule.stat for rule in kind_rules.XPLANE_RULES if rule.stat}))
 
 
-def _base_kinds(names: np.ndarray, line_cls: np.ndarray, stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
+def _base_kinds(names: pd.Categorical, line_cls: np.ndarray, stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
     """Kind of each event from its line class, name and stats: the table ``kinds.XPLANE_RULES``."""
     classes = _LINE_CLASS[line_cls] if n else np.empty(0, dtype=object)
     default = np.array([kind_rules.XPLANE_DEFAULT_KIND[c].value for c in _LINE_CLASS], dtype=object)[line_cls] \
@@ -790,7 +820,7 @@ def _base_kinds(names: np.ndarray, line_cls: np.ndarray, stats: dict[str, dict[i
 
 def _copies(
     kinds: np.ndarray,
-    names: np.ndarray,
+    names: pd.Categorical,
     stats: dict[str, dict[int, Any]],
     correlation: np.ndarray,
     is_device: np.ndarray,
@@ -868,7 +898,7 @@ def _detail_direction(parsed: dict[str, str] | None) -> str:
 
 
 def _refine_by_nesting(
-    kinds: np.ndarray, names: np.ndarray, parent: np.ndarray, depth: np.ndarray, has_stats: np.ndarray
+    kinds: np.ndarray, names: pd.Categorical, parent: np.ndarray, depth: np.ndarray, has_stats: np.ndarray
 ) -> np.ndarray:
     """Nesting rules of the module docstring: thunks, HLO passes next to compile events, inheritance."""
     kinds = kinds.copy()
