@@ -7,12 +7,14 @@ import sys
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from traceview.analyzers.ranks import RANK_FROM_INPUT_ORDER, RankInfo
 from traceview.errors import UsageError
+
+if TYPE_CHECKING:  # the analyzers import pandas: not at command-line start-up
+    from traceview.analyzers.ranks import RankInfo
 
 _TRACE_SUFFIXES = (".gz", ".json", ".pb")
 
@@ -72,7 +74,7 @@ def _write_one(path: Path, directory: Path, stems: dict[Path, str], fallback: di
 def fallback_ranks(paths: Sequence[Path]) -> dict[Path, RankInfo]:
     """The rank of a trace that declares none: its host order among the XPlane files of its
     profile run folder, else its position among the inputs."""
-    from traceview.analyzers.ranks import host_order
+    from traceview.analyzers.ranks import RANK_FROM_INPUT_ORDER, RankInfo, host_order
     from traceview.readers import detect
 
     hosts = host_order((str(p), detect(p).FORMAT_NAME) for p in paths)
