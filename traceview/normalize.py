@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from traceview.arrays import unique_sorted
+from traceview.arrays import membership, unique_sorted
 from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
 from traceview.schema import DEVICE_KINDS, Kind, Timeline, categorical
 
@@ -170,9 +170,8 @@ def nearest_ancestor(events: pd.DataFrame, rows: np.ndarray, wanted: np.ndarray,
 
 def _launchers(events: pd.DataFrame) -> None:
     """Name, for each device event, the innermost framework op around the host call that queued it."""
-    kind = events["kind"].to_numpy()
     correlation = events["correlation"].to_numpy()
-    device_mask = np.isin(kind, [k.value for k in DEVICE_KINDS]) & (correlation >= 0)
+    device_mask = membership(events["kind"].array)([k.value for k in DEVICE_KINDS]) & (correlation >= 0)
     host_mask = (events["device"].to_numpy() < 0) & (correlation >= 0)
     if not device_mask.any() or not host_mask.any():
         return
@@ -222,7 +221,7 @@ def top_level_ops(events: pd.DataFrame) -> np.ndarray:
 def compute_ops(events: pd.DataFrame) -> np.ndarray:
     """Host events whose own time does math: roles ``compute`` and ``compiled_code``
     (:mod:`traceview.roles`; an allowlist, so a wrapper or an unknown event never is)."""
-    return (events["device"].to_numpy() < 0) & np.isin(events["role"].to_numpy(), list(MATH_ROLES))
+    return (events["device"].to_numpy() < 0) & membership(events["role"].array)(MATH_ROLES)
 
 
 def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

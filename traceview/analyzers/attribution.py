@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from traceview.analyzers.steps import Steps
-from traceview.arrays import unique_sorted
+from traceview.arrays import membership, unique_sorted
 from traceview.normalize import compute_ops, launch_rows, own_pieces
 from traceview.roles import Role
 from traceview.schema import Kind, Timeline
@@ -410,8 +410,10 @@ def _layer_intervals(
     piece_role[glue] = GLUE
     host_start, host_end, host_row, piece_role, piece_driver = _split_call_cost(
         ev, host_start, host_end, host_row, piece_role, piece_driver)
-    copy_kind = ev["copy_kind"].to_numpy().astype(object)
-    copies = np.isin(role, [Role.DEVICE_MEMCPY.value, Role.DEVICE_MEMSET.value])
+    role_in = membership(ev["role"].array)
+    piece_role_in = membership(piece_role)
+    copy_kind_in = membership(ev["copy_kind"].array)
+    copies = role_in([Role.DEVICE_MEMCPY.value, Role.DEVICE_MEMSET.value])
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
 
     out: list[tuple[np.ndarray, np.ndarray]] = []
@@ -422,10 +424,10 @@ def _layer_intervals(
                 out.append(_queued(ev))
             elif sel[0].startswith("<copy "):
                 ck = sel[0][len("<copy "):-1]
-                mask = copies & (copy_kind == ck) if ck != "other" else copies & ~np.isin(copy_kind, COPY_KINDS[:-2] + ("memset",))
+                mask = copies & (copy_kind_in([ck]) if ck != "other" else ~copy_kind_in(COPY_KINDS[:-2] + ("memset",)))
                 out.append((ts[mask], end[mask]))
             else:
-                mask = np.isin(role, list(sel)) & ~is_host
+                mask = role_in(sel) & ~is_host
                 out.append((ts[mask], end[mask]))
         elif sel == (GAP_SHORT,):
             out.append(short)
@@ -434,7 +436,7 @@ def _layer_intervals(
         elif sel == (CALL_FALLBACK,):
             out.append(empty)  # chosen in _segments where no other "others" layer is active
         else:
-            wanted = np.isin(piece_role, list(sel))
+            wanted = piece_role_in(sel)
             if layer.scope == "driver":
                 wanted &= piece_driver
             elif layer.scope == "others":

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
+from traceview.arrays import membership
 from traceview.normalize import launch_rows
 from traceview.schema import DEVICE_KINDS, Kind, Timeline
 
@@ -124,7 +125,7 @@ def find_steps(timeline: Timeline) -> Steps:
     step_col = _assign(ts, starts, ends)
     events["step"] = step_col.astype(np.int32)
 
-    is_build = np.isin(kind, [Kind.GRAPH_BUILD.value, Kind.COMPILE.value])
+    is_build = membership(events["kind"].array)([Kind.GRAPH_BUILD.value, Kind.COMPILE.value])
     build_counts = np.bincount(step_col[is_build & (step_col >= 0)], minlength=len(starts))[: len(starts)]
     duration = ends - starts
     cold = build_counts > 0
@@ -221,8 +222,8 @@ def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str]:
 def _device_work_end(events: pd.DataFrame, starts: np.ndarray, host_ends: np.ndarray) -> np.ndarray:
     """For each step, the end of the last device event whose host launch started inside it."""
     out = np.zeros(len(starts), dtype=np.int64)
-    kind = events["kind"].to_numpy()
-    dev = np.flatnonzero(np.isin(kind, [k.value for k in DEVICE_KINDS if k != Kind.DEVICE_ANNOTATION]))
+    dev = np.flatnonzero(membership(events["kind"].array)([k.value for k in DEVICE_KINDS
+                                                           if k != Kind.DEVICE_ANNOTATION]))
     if not len(dev):
         return out
     launch = launch_rows(events)[dev]
