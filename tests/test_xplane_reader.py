@@ -21,7 +21,7 @@ import pytest
 
 from traceview.errors import FormatError, InputError
 from traceview.normalize import normalize
-from traceview.readers import xplane
+from traceview.readers import xplane, xplane_runs
 from traceview.readers.proto import xplane_descriptor
 from traceview.schema import COLUMNS, Kind, validate
 
@@ -185,10 +185,10 @@ CAPTURE = textwrap.dedent(
 
     # Reading works with TensorFlow imported too (its own XPlane classes sit in the default pool).
     from pathlib import Path
-    from traceview.readers import xplane
+    from traceview.readers import xplane, xplane_runs
     counts = {}
     for mode, logdir in out.items():
-        files = xplane.find_xplanes(Path(logdir), None)
+        files = xplane_runs.find_xplanes(Path(logdir), None)
         counts[mode] = xplane.read(files[0]).meta.kept
     print(json.dumps({"logdirs": out, "kept": counts}))
     """
@@ -209,7 +209,7 @@ def tf_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    paths = {mode: xplane.find_xplanes(Path(logdir), None)[0] for mode, logdir in result["logdirs"].items()}
+    paths = {mode: xplane_runs.find_xplanes(Path(logdir), None)[0] for mode, logdir in result["logdirs"].items()}
     return {"paths": paths, "kept_with_tf": result["kept"]}
 
 
@@ -719,18 +719,18 @@ def test_find_xplanes(tmp_path: Path) -> None:
     })
     newest = logdir / "plugins" / "profile" / "2026_11_22_02_50_01"
     expected = [newest / "host0.xplane.pb", newest / "host1.xplane.pb"]
-    assert xplane.find_xplanes(logdir, None) == expected
-    assert xplane.find_xplanes(logdir / "plugins" / "profile", None) == expected
-    assert xplane.find_xplanes(newest, None) == expected
-    assert xplane.find_xplanes(logdir, "2026_11_22_02_43_17") == [
+    assert xplane_runs.find_xplanes(logdir, None) == expected
+    assert xplane_runs.find_xplanes(logdir / "plugins" / "profile", None) == expected
+    assert xplane_runs.find_xplanes(newest, None) == expected
+    assert xplane_runs.find_xplanes(logdir, "2026_11_22_02_43_17") == [
         logdir / "plugins" / "profile" / "2026_11_22_02_43_17" / "vm.xplane.pb"
     ]
     with pytest.raises(InputError, match="no run named 'nope'.*2026_11_21_23_59_59"):
-        xplane.find_xplanes(logdir, "nope")
+        xplane_runs.find_xplanes(logdir, "nope")
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(InputError) as info:
-        xplane.find_xplanes(empty, None)
+        xplane_runs.find_xplanes(empty, None)
     assert "no .xplane.pb files found" in str(info.value) and "\n" not in str(info.value)
 
 

@@ -46,12 +46,12 @@ def discover(path: Path, run: str | None = None) -> list[Path]:
     if path.is_file():
         return [path]
     found: list[Path] = []
-    xplane = importlib.import_module("traceview.readers.xplane")
-    xplanes = xplane.xplane_files(path, recursive=True)
+    xplane_runs = importlib.import_module("traceview.readers.xplane_runs")
+    xplanes = xplane_runs.xplane_files(path, recursive=True)
     logdirs = sorted({_logdir_of(f, path) for f in xplanes})
     if logdirs:
         for logdir in logdirs:
-            found.extend(xplane.find_xplanes(logdir, run))
+            found.extend(xplane_runs.find_xplanes(logdir, run))
     # A JSON trace beside an XPlane file in a profile run folder (JAX writes <host>.trace.json.gz
     # there) is the trace viewer's rendering of that same XPlane: the XPlane is read instead.
     xplane_run_folders = {f.parent for f in xplanes}

@@ -61,7 +61,6 @@ the framework ops, so nesting cannot name the op there.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,27 +71,18 @@ import pandas as pd
 from traceview import categories as cat
 from traceview import kinds as kind_rules
 from traceview.arrays import unique_inverse
-from traceview.errors import FormatError, InputError
+from traceview.builder import RawTrace, build
+from traceview.errors import FormatError
 from traceview.normalize import OVERLAP_NOTE, nest_tracks
 from traceview.readers._io import read_bytes
+from traceview.readers.xplane_classify import (
+    LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, base_kinds, copies_and_bytes, fw_op_column,
+    has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names, refine_by_nesting, str_stat)
 from traceview.readers.xplane_events import decode_line
-from traceview.builder import RawTrace, build
-from traceview.schema import Device, Kind, Timeline, TraceMeta, categorical, categorical_from_codes
+from traceview.readers.xplane_runs import XPLANE_SUFFIX
+from traceview.schema import Device, Timeline, TraceMeta, categorical, categorical_from_codes
 
 FORMAT_NAME = "xplane"
-XPLANE_SUFFIX = ".xplane.pb"
-# A gzipped XPlane (how traces are often shared) is read the same way: content decides the format.
-XPLANE_SUFFIXES = (XPLANE_SUFFIX, XPLANE_SUFFIX + ".gz")
-
-
-def is_xplane_name(path: Path) -> bool:
-    """Whether a file name is an XPlane file's (``<host>.xplane.pb``, or the same gzipped)."""
-    return path.name.endswith(XPLANE_SUFFIXES)
-
-
-def xplane_files(folder: Path, recursive: bool) -> list[Path]:
-    found = folder.rglob("*.xplane.pb*") if recursive else folder.glob("*.xplane.pb*")
-    return sorted(p for p in found if p.is_file() and is_xplane_name(p))
 EXTRA_COLUMNS = ("step_num", "fw_op", "fn_call")
 
 # Stats read per event (others are skipped without decoding).
@@ -111,17 +101,12 @@ _WANTED_STATS = frozenset(
         "tf_function_call",
     }
 )
+_MAX_DEVICE_INDEX = 2**31 - 1  # the schema's device column is int32
+_MAX_STREAM_ID = 2**63 - 1
 _EPOCH_NS_MIN = 10**17  # line timestamps above this are absolute epoch ns, not session-relative
 # Bounds that keep line time + offset + duration inside int64 ns (2**61 ns ≈ 73 years each).
 _MAX_PS = 2**61
 _MAX_LINE_NS = 2**61
-_RUN_NAME = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}")
-
-_INHERITING = frozenset({Kind.COMPILE.value, Kind.GRAPH_BUILD.value, Kind.INPUT.value})
-_INHERITABLE = frozenset({Kind.ANNOTATION.value, Kind.HOST_OP.value, Kind.PYTHON.value})
-
-# Line classes.
-_HOST, _HOST_API, _HOST_COMPILE, _HOST_INPUT, _DEVICE = 0, 1, 2, 3, 4
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,62 +208,6 @@ def _utf8_prefix(data: bytes) -> bool:
         except UnicodeDecodeError:
             continue
     return False
-
-
-# --------------------------------------------------------------------------------------------
-# Logdir discovery
-# --------------------------------------------------------------------------------------------
-def find_xplanes(path: Path, run: str | None = None) -> list[Path]:
-    """The ``.xplane.pb`` files of one profiling run under ``path``.
-
-    ``path`` may be a run folder (``…/plugins/profile/2026_11_22_02_43_17``), a
-    ``plugins/profile`` folder, or a TensorBoard logdir. Without ``run`` the newest run is taken:
-    run folders are named by capture time (``YYYY_MM_DD_HH_MM_SS``), so the greatest name is the
-    newest; runs named otherwise are ordered by modification time, after the timestamped ones.
-    With several ``plugins/profile`` folders under a logdir, runs of all of them compete.
-    A run with several hosts returns one file per host.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
-    if path.is_file():
-        if is_xplane_name(path):
-            return [path]
-        raise InputError(f"{path}: not an {XPLANE_SUFFIX} file; point at a trace or a TensorBoard logdir")
-    direct = xplane_files(path, recursive=False)
-    if direct:  # a run folder
-        if run is not None and run != path.name:
-            raise InputError(
-                f"{path}: is the run folder '{path.name}', not run '{run}'; "
-                f"point at its plugins/profile folder or drop --run"
-            )
-        return direct
-    runs: dict[Path, list[Path]] = {}
-    for file in xplane_files(path, recursive=True):
-        runs.setdefault(file.parent, []).append(file)
-    if not runs:
-        raise InputError(
-            f"{path}: no {XPLANE_SUFFIX} files found (searched this folder and below, e.g. "
-            f"plugins/profile/<run>/<host>{XPLANE_SUFFIX}); point at a TensorBoard logdir written by "
-            f"tf.profiler / jax.profiler, or at a trace file"
-        )
-    if run is not None:
-        chosen = [folder for folder in runs if folder.name == run]
-        if not chosen:
-            names = ", ".join(sorted({folder.name for folder in runs}))
-            raise InputError(f"{path}: no run named '{run}' (runs found: {names}); pick one of those")
-        if len(chosen) > 1:
-            where = ", ".join(str(folder) for folder in sorted(chosen))
-            raise InputError(f"{path}: run '{run}' exists in several profile folders ({where}); point at one")
-        return sorted(runs[chosen[0]])
-    newest = max(runs, key=_run_order)
-    return sorted(runs[newest])
-
-
-def _run_order(folder: Path) -> tuple[int, str, float]:
-    if _RUN_NAME.match(folder.name):
-        return (1, folder.name, 0.0)
-    return (0, "", folder.stat().st_mtime)
 
 
 # --------------------------------------------------------------------------------------------
@@ -413,8 +342,11 @@ class _Builder:
                 if stat_name is not None:
                     md_stats.setdefault(stat_name, {})[int(mid)] = _stat_value(stat, stat_names)
         if device_match is not None:
-            self._device_plane(plane, int(device_match.group(2)), device_match.group(1), md_names, md_stats,
-                               wanted, stat_names)
+            index = int(device_match.group(2))
+            if index > _MAX_DEVICE_INDEX:  # '/device:GPU:<20 digits>' is not a device a machine has
+                self._drop(f"device plane with an index out of range ('{name[:60]}')", n_events)
+                return
+            self._device_plane(plane, index, device_match.group(1), md_names, md_stats, wanted, stat_names)
         else:
             self._host_plane(plane, md_names, md_stats, wanted, stat_names)
 
@@ -431,13 +363,13 @@ class _Builder:
             if cat.TF_LINE.match(line_name):
                 self.tf_hint = True
             if cat.XPLANE_API_LINE.match(line_name):
-                cls = _HOST_API
+                cls = LINE_HOST_API
             elif cat.XPLANE_COMPILE_LINE.search(line_name):
-                cls = _HOST_COMPILE
+                cls = LINE_HOST_COMPILE
             elif cat.XPLANE_INPUT_LINE.match(line_name):
-                cls = _HOST_INPUT
+                cls = LINE_HOST_INPUT
             else:
-                cls = _HOST
+                cls = LINE_HOST
             label = f"{prefix} {line_name}"
             if label in seen_labels:
                 label = f"{label} #{line.id}"
@@ -457,13 +389,16 @@ class _Builder:
             stream_match = cat.XPLANE_STREAM_LINE.match(line_name)
             if stream_match is not None:
                 stream = int(stream_match.group(1))
+                if stream > _MAX_STREAM_ID:
+                    self._drop(f"stream line with an id out of range ('{line_name[:60]}')", len(line.events))
+                    continue
             elif not has_streams and line_name == "XLA Ops":
                 stream = int(line.id)
             else:
                 derived = cat.XPLANE_DERIVED_LINES.get(line_name, "device events")
                 self._drop(f"derived line '{line_name}' (duplicates {derived})", len(line.events))
                 continue
-            info = _Line(cls=_DEVICE, track=f"{label} {index} stream {stream}", pid=int(plane.id), tid=stream,
+            info = _Line(cls=LINE_DEVICE, track=f"{label} {index} stream {stream}", pid=int(plane.id), tid=stream,
                          device=index, stream=stream)
             if len(line.events) and index not in self.devices:
                 self.devices[index] = Device(index=index, name=_device_name(plane_stats, device_type),
@@ -576,7 +511,7 @@ class _Builder:
         stats = cols.stats
 
         line_cls = np.array([ln.cls for ln in self.lines], dtype=np.int64)[line_idx] if n else line_idx
-        is_device = line_cls == _DEVICE
+        is_device = line_cls == LINE_DEVICE
 
         # Offsets, durations and line times that would overflow int64 ns once added up are not
         # times: such events are dropped (counted), the arithmetic below never wraps.
@@ -603,19 +538,19 @@ class _Builder:
             meta.drop("negative duration", int(negative.sum()))
         instant = keep & ~is_device & (durs == 0)
         if instant.any():
-            memory = instant & _match_names(names, cat.XPLANE_MEMORY_RECORD.match)
+            memory = instant & match_names(names, cat.XPLANE_MEMORY_RECORD.match)
             meta.drop("memory allocator record (no duration)", int(memory.sum()))
             meta.drop("instant event (no duration)", int((instant & ~memory).sum()))
             keep &= ~instant
 
-        step_num = _int_stat(stats["step_num"], n)
-        correlation = _int_stat(stats["correlation_id"], n)
-        fw_op = _fw_op(stats, n)
-        fn_call = _str_stat(stats["tf_function_call"], n)
+        step_num = int_stat(stats["step_num"], n)
+        correlation = int_stat(stats["correlation_id"], n)
+        fw_op = fw_op_column(stats, n)
+        fn_call = str_stat(stats["tf_function_call"], n)
         self._framework(names, stats)
 
-        kinds = _base_kinds(names, line_cls, stats, n)
-        copy_kind, nbytes = _copies(kinds, names, stats, correlation, is_device, n)
+        kinds = base_kinds(names, line_cls, stats, n)
+        copy_kind, nbytes = copies_and_bytes(kinds, names, stats, correlation, is_device, n)
 
         # Keep, then sort by (ts, -dur) once; build_events' stable sort then keeps this order.
         rows = np.flatnonzero(keep)
@@ -625,14 +560,14 @@ class _Builder:
         step_num, correlation, fw_op = step_num[order], correlation[order], fw_op[order]
         fn_call = fn_call[order]
         copy_kind, nbytes, is_device = copy_kind[order], nbytes[order], is_device[order]
-        has_stats = _has_any_stat(stats, n)[order]
+        has_stats = has_any_stat(stats, n)[order]
 
         parent, depth, overlaps = nest_tracks(line_idx, ts, end, ~is_device)
         if overlaps:
             meta.notes.append(OVERLAP_NOTE.format(overlaps))
-        kinds = _refine_by_nesting(kinds, names, parent, depth, has_stats)
-        fw_op = _inherit(fw_op, parent, depth, lambda child, par: (child == "") & (par != ""))
-        launcher = _launchers(fw_op, correlation, is_device)
+        kinds = refine_by_nesting(kinds, names, parent, depth, has_stats)
+        fw_op = inherit(fw_op, parent, depth, lambda child, par: (child == "") & (par != ""))
+        launcher = launchers_from_fw_op(fw_op, correlation, is_device)
 
         if len(ts):
             origin_raw = int(ts.min())
@@ -705,7 +640,7 @@ class _Builder:
 
 
 # --------------------------------------------------------------------------------------------
-# Helpers (pure functions over column arrays)
+# Protobuf helpers
 # --------------------------------------------------------------------------------------------
 def _xline_class() -> Any:
     from traceview.readers.proto.xplane_descriptor import message_classes
@@ -720,238 +655,6 @@ def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
     if which is None:
         return None
     return getattr(stat, which)
-
-
-def _match_names(names: pd.Categorical, predicate: Any) -> np.ndarray:
-    """Apply a name predicate once per distinct name."""
-    if not len(names):
-        return np.zeros(0, dtype=bool)
-    hit = np.array([bool(predicate(str(c))) for c in names.categories] + [False], dtype=bool)
-    return hit[names.codes]
-
-
-def _int_stat(values: dict[int, Any], n: int) -> np.ndarray:
-    out = np.full(n, -1, dtype=np.int64)
-    if not values:
-        return out
-    rows = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
-    try:
-        out[rows] = np.fromiter(values.values(), dtype=np.int64, count=len(values))
-        return out
-    except (TypeError, ValueError, OverflowError):
-        pass  # mixed value types: decode one by one
-    for row, value in values.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[row] = int(value)
-        elif isinstance(value, str) and value.lstrip("-").isdigit():
-            out[row] = int(value)
-    return out
-
-
-def _str_stat(values: dict[int, Any], n: int) -> np.ndarray:
-    """A string stat per event ("" when absent or not a string)."""
-    out = np.full(n, "", dtype=object)
-    for row, value in values.items():
-        if isinstance(value, str):
-            out[row] = value
-    return out
-
-
-def _has_any_stat(stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
-    out = np.zeros(n, dtype=bool)
-    for values in stats.values():
-        if values:
-            out[np.fromiter(values.keys(), dtype=np.int64, count=len(values))] = True
-    return out
-
-
-def _fw_op(stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
-    """The framework op of each event from its stats (see the module docstring); "" when none."""
-    out = np.full(n, "", dtype=object)
-    filled = np.zeros(n, dtype=bool)
-    with_hlo = np.zeros(n, dtype=bool)
-    if stats["hlo_op"]:
-        with_hlo[np.fromiter(stats["hlo_op"].keys(), dtype=np.int64, count=len(stats["hlo_op"]))] = True
-    sources = (
-        ("tf_op", lambda v: not v.endswith(":") and not v.startswith("XlaModule:")),
-        ("annotation", None),
-        ("eager_op", None),
-        ("name", None),  # the JAX op path; only on events that also carry hlo_op
-        ("hlo_op", None),
-    )
-    for stat, accept in sources:
-        values = stats[stat]
-        if not values:
-            continue
-        rows = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
-        vals = np.empty(len(values), dtype=object)
-        vals[:] = list(values.values())
-        codes, uniq = pd.factorize(vals)
-        good = np.array([isinstance(u, str) and u != "" and (accept is None or accept(u)) for u in uniq] + [False])
-        ok = good[codes] & ~filled[rows]  # code -1 (missing) picks the trailing False
-        if stat == "name":
-            ok &= with_hlo[rows]
-        out[rows[ok]] = vals[ok]
-        filled[rows[ok]] = True
-    return out
-
-
-# Line classes (ints in the reader) → the class names the kind table uses.
-_LINE_CLASS = np.array([kind_rules.HOST, kind_rules.HOST_API, kind_rules.HOST_COMPILE, kind_rules.HOST_INPUT,
-                        kind_rules.DEVICE], dtype=object)
-_KIND_STATS = tuple(sorted({rule.stat for rule in kind_rules.XPLANE_RULES if rule.stat}))
-
-
-def _base_kinds(names: pd.Categorical, line_cls: np.ndarray, stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
-    """Kind of each event from its line class, name and stats: the table ``kinds.XPLANE_RULES``."""
-    classes = _LINE_CLASS[line_cls] if n else np.empty(0, dtype=object)
-    default = np.array([kind_rules.XPLANE_DEFAULT_KIND[c].value for c in _LINE_CLASS], dtype=object)[line_cls] \
-        if n else np.empty(0, dtype=object)
-    has_stat = {}
-    for stat in _KIND_STATS:
-        mask = np.zeros(n, dtype=bool)
-        rows = stats[stat]
-        if rows:
-            mask[np.fromiter(rows.keys(), dtype=np.int64, count=len(rows))] = True
-        has_stat[stat] = mask
-    return kind_rules.apply_kind_rules(kind_rules.XPLANE_RULES, classes, names, default, has_stat)
-
-
-
-def _copies(
-    kinds: np.ndarray,
-    names: pd.Categorical,
-    stats: dict[str, dict[int, Any]],
-    correlation: np.ndarray,
-    is_device: np.ndarray,
-    n: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """copy_kind of device copies/fills and bytes of every event with memcpy/memset details."""
-    copy_kind = np.full(n, "", dtype=object)
-    nbytes = np.full(n, -1, dtype=np.int64)
-    details: dict[int, dict[str, str]] = {}
-    for stat in ("memset_details", "memcpy_details"):
-        for row, value in stats[stat].items():
-            if isinstance(value, str):
-                details[row] = _parse_details(value)
-    for row, parsed in details.items():
-        size = parsed.get("size", parsed.get("num_bytes", ""))
-        if size.isdigit() and int(size) > 0:
-            nbytes[row] = int(size)
-    copies = np.flatnonzero(kinds == Kind.MEMCPY.value)
-    if len(copies):
-        # The launching API call (same correlation id) may name the direction (hipMemcpyHtoDAsync)
-        # and carry the size when the device event does not.
-        api_direction: dict[int, str] = {}
-        api_bytes: dict[int, int] = {}
-        for row in np.flatnonzero(~is_device & (correlation >= 0)).tolist():
-            corr = int(correlation[row])
-            m = cat.API_COPY_DIRECTION.search(str(names[row]))
-            if m:
-                api_direction.setdefault(corr, _API_DIRECTION[m.group(1)])
-            if nbytes[row] > 0:
-                api_bytes.setdefault(corr, int(nbytes[row]))
-        for row in copies.tolist():
-            corr = int(correlation[row])
-            direction = _detail_direction(details.get(row))
-            if direction == "other":
-                direction = cat.XPLANE_COPY_NAME_DIRECTION.get(str(names[row]), "other")
-            if direction == "other":
-                direction = api_direction.get(corr, "other")
-            copy_kind[row] = direction
-            if nbytes[row] < 0 and corr in api_bytes:
-                nbytes[row] = api_bytes[corr]
-    copy_kind[kinds == Kind.MEMSET.value] = "memset"
-    return copy_kind, nbytes
-
-
-_API_DIRECTION = {"HtoD": "H2D", "DtoH": "D2H", "DtoD": "D2D", "HtoH": "H2H", "Peer": "P2P"}
-
-
-def _parse_details(text: str) -> dict[str, str]:
-    """``"kind_src:device kind_dst:host size:256 dest:0 async:1"`` → dict of the fields."""
-    out: dict[str, str] = {}
-    for token in text.split():
-        key, sep, value = token.partition(":")
-        if sep:
-            out[key] = value
-    return out
-
-
-def _detail_direction(parsed: dict[str, str] | None) -> str:
-    if not parsed:
-        return "other"
-    src = parsed.get("kind_src", "").lower()
-    dst = parsed.get("kind_dst", "").lower()
-
-    def side(kind: str) -> str:
-        if kind in cat.XPLANE_HOST_MEMORY:
-            return "H"
-        if kind in cat.XPLANE_DEVICE_MEMORY:
-            return "D"
-        return ""
-
-    s, d = side(src), side(dst)
-    if not s or not d:
-        return "other"
-    return {"HD": "H2D", "DH": "D2H", "DD": "D2D", "HH": "H2H"}[s + d]
-
-
-def _refine_by_nesting(
-    kinds: np.ndarray, names: pd.Categorical, parent: np.ndarray, depth: np.ndarray, has_stats: np.ndarray
-) -> np.ndarray:
-    """Nesting rules of the module docstring: thunks, HLO passes next to compile events, inheritance."""
-    kinds = kinds.copy()
-    child = np.flatnonzero(parent >= 0)
-    if not len(child):
-        return kinds
-    par = parent[child]
-    annotation = kinds[child] == Kind.ANNOTATION.value
-    # Thunks directly inside an XLA module execution.
-    exec_parent = _match_names(names[par], cat.XLA_MODULE_EXECUTION.search)
-    thunk = annotation & exec_parent & _match_names(names[child], cat.XLA_THUNK_NAME.match)
-    kinds[child[thunk]] = Kind.HOST_OP.value
-    # HLO passes under a parent that also holds a compile event.
-    compile_parents = np.unique(par[kinds[child] == Kind.COMPILE.value])
-    if len(compile_parents):
-        annotation = kinds[child] == Kind.ANNOTATION.value
-        passes = annotation & ~has_stats[child] & np.isin(par, compile_parents)
-        passes &= _match_names(names[child], cat.XPLANE_HLO_PASS.match)
-        kinds[child[passes]] = Kind.COMPILE.value
-    # Children of compile / graph-building / input ranges take the parent's kind.
-    inheriting, inheritable = list(_INHERITING), list(_INHERITABLE)
-    return _inherit(kinds, parent, depth, lambda c, p: np.isin(p, inheriting) & np.isin(c, inheritable))
-
-
-def _inherit(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, should: Any) -> np.ndarray:
-    """Copy a parent's value onto children where ``should(child_values, parent_values)`` (a
-    vectorized mask), level by level from the top so that values flow down whole subtrees."""
-    values = values.copy()
-    for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
-        level = np.flatnonzero((depth == d) & (parent >= 0))
-        par = parent[level]
-        mask = should(values[level], values[par])
-        if mask.any():
-            values[level[mask]] = values[par[mask]]
-    return values
-
-
-def _launchers(fw_op: np.ndarray, correlation: np.ndarray, is_device: np.ndarray) -> np.ndarray:
-    """Device events: their framework op, else that of the host call with the same correlation id."""
-    launcher = np.full(len(fw_op), "", dtype=object)
-    dev = np.flatnonzero(is_device)
-    if not len(dev):
-        return launcher
-    launcher[dev] = fw_op[dev]
-    host = np.flatnonzero(~is_device & (correlation >= 0) & (fw_op != ""))
-    if len(host):
-        by_corr = pd.Series(fw_op[host], index=correlation[host])
-        by_corr = by_corr[~by_corr.index.duplicated(keep="first")]
-        missing = dev[(launcher[dev] == "") & (correlation[dev] >= 0)]
-        found = by_corr.reindex(correlation[missing]).to_numpy()
-        ok = ~pd.isna(found)
-        launcher[missing[ok]] = found[ok]
-    return launcher
 
 
 def _device_name(stats: dict[str, Any], device_type: str) -> str:

@@ -1,0 +1,273 @@
+"""How XPlane events are classified: the kind of each event, its copy direction and size, its
+framework op, and the rules that use nesting. Array operations over a plane walk's columns;
+name patterns come from :mod:`traceview.categories`, kind rows from :mod:`traceview.kinds`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from traceview import categories as cat
+from traceview import kinds as kind_rules
+from traceview.arrays import unique_sorted
+from traceview.schema import Kind
+
+# Line classes: how the reader tells a line's threads apart (an index into LINE_CLASS).
+LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, LINE_DEVICE = 0, 1, 2, 3, 4
+
+
+_INHERITING = frozenset({Kind.COMPILE.value, Kind.GRAPH_BUILD.value, Kind.INPUT.value})
+
+
+_INHERITABLE = frozenset({Kind.ANNOTATION.value, Kind.HOST_OP.value, Kind.PYTHON.value})
+
+
+def match_names(names: pd.Categorical, predicate: Any) -> np.ndarray:
+    """Apply a name predicate once per distinct name."""
+    if not len(names):
+        return np.zeros(0, dtype=bool)
+    hit = np.array([bool(predicate(str(c))) for c in names.categories] + [False], dtype=bool)
+    return hit[names.codes]
+
+
+def int_stat(values: dict[int, Any], n: int) -> np.ndarray:
+    out = np.full(n, -1, dtype=np.int64)
+    if not values:
+        return out
+    rows = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
+    try:
+        out[rows] = np.fromiter(values.values(), dtype=np.int64, count=len(values))
+        return out
+    except (TypeError, ValueError, OverflowError):
+        pass  # mixed value types: decode one by one
+    for row, value in values.items():
+        out[row] = _id_value(value)
+    return out
+
+
+_INT64_LIMIT = 2**63
+
+
+def _id_value(value: Any) -> int:
+    """An integer stat as int64: a number out of range or not finite (a NaN step_num, a uint64
+    2**64 - 1) is unknown, -1."""
+    if isinstance(value, bool):
+        return -1
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and abs(value) < _INT64_LIMIT else -1
+    if isinstance(value, str):
+        value = int(value) if value.lstrip("-").isdigit() else -1
+    if isinstance(value, int):
+        return value if -_INT64_LIMIT < value < _INT64_LIMIT else -1
+    return -1
+
+
+def str_stat(values: dict[int, Any], n: int) -> np.ndarray:
+    """A string stat per event ("" when absent or not a string)."""
+    out = np.full(n, "", dtype=object)
+    for row, value in values.items():
+        if isinstance(value, str):
+            out[row] = value
+    return out
+
+
+def has_any_stat(stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=bool)
+    for values in stats.values():
+        if values:
+            out[np.fromiter(values.keys(), dtype=np.int64, count=len(values))] = True
+    return out
+
+
+def fw_op_column(stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
+    """The framework op of each event from its stats (see the module docstring); "" when none."""
+    out = np.full(n, "", dtype=object)
+    filled = np.zeros(n, dtype=bool)
+    with_hlo = np.zeros(n, dtype=bool)
+    if stats["hlo_op"]:
+        with_hlo[np.fromiter(stats["hlo_op"].keys(), dtype=np.int64, count=len(stats["hlo_op"]))] = True
+    sources = (
+        ("tf_op", lambda v: not v.endswith(":") and not v.startswith("XlaModule:")),
+        ("annotation", None),
+        ("eager_op", None),
+        ("name", None),  # the JAX op path; only on events that also carry hlo_op
+        ("hlo_op", None),
+    )
+    for stat, accept in sources:
+        values = stats[stat]
+        if not values:
+            continue
+        rows = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
+        vals = np.empty(len(values), dtype=object)
+        vals[:] = list(values.values())
+        codes, uniq = pd.factorize(vals)
+        good = np.array([isinstance(u, str) and u != "" and (accept is None or accept(u)) for u in uniq] + [False])
+        ok = good[codes] & ~filled[rows]  # code -1 (missing) picks the trailing False
+        if stat == "name":
+            ok &= with_hlo[rows]
+        out[rows[ok]] = vals[ok]
+        filled[rows[ok]] = True
+    return out
+
+
+# Line classes (ints in the reader) → the class names the kind table uses.
+_LINE_CLASS = np.array([kind_rules.HOST, kind_rules.HOST_API, kind_rules.HOST_COMPILE, kind_rules.HOST_INPUT,
+                        kind_rules.DEVICE], dtype=object)
+
+
+_KIND_STATS = tuple(sorted({rule.stat for rule in kind_rules.XPLANE_RULES if rule.stat}))
+
+
+def base_kinds(names: pd.Categorical, line_cls: np.ndarray, stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
+    """Kind of each event from its line class, name and stats: the table ``kinds.XPLANE_RULES``."""
+    classes = _LINE_CLASS[line_cls] if n else np.empty(0, dtype=object)
+    default = np.array([kind_rules.XPLANE_DEFAULT_KIND[c].value for c in _LINE_CLASS], dtype=object)[line_cls] \
+        if n else np.empty(0, dtype=object)
+    has_stat = {}
+    for stat in _KIND_STATS:
+        mask = np.zeros(n, dtype=bool)
+        rows = stats[stat]
+        if rows:
+            mask[np.fromiter(rows.keys(), dtype=np.int64, count=len(rows))] = True
+        has_stat[stat] = mask
+    return kind_rules.apply_kind_rules(kind_rules.XPLANE_RULES, classes, names, default, has_stat)
+
+
+def copies_and_bytes(
+    kinds: np.ndarray,
+    names: pd.Categorical,
+    stats: dict[str, dict[int, Any]],
+    correlation: np.ndarray,
+    is_device: np.ndarray,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """copy_kind of device copies/fills and bytes of every event with memcpy/memset details."""
+    copy_kind = np.full(n, "", dtype=object)
+    nbytes = np.full(n, -1, dtype=np.int64)
+    details: dict[int, dict[str, str]] = {}
+    for stat in ("memset_details", "memcpy_details"):
+        for row, value in stats[stat].items():
+            if isinstance(value, str):
+                details[row] = _parse_details(value)
+    for row, parsed in details.items():
+        size = parsed.get("size", parsed.get("num_bytes", ""))
+        if size.isdigit() and int(size) > 0:
+            nbytes[row] = int(size)
+    copies = np.flatnonzero(kinds == Kind.MEMCPY.value)
+    if len(copies):
+        # The launching API call (same correlation id) may name the direction (hipMemcpyHtoDAsync)
+        # and carry the size when the device event does not.
+        api_direction: dict[int, str] = {}
+        api_bytes: dict[int, int] = {}
+        for row in np.flatnonzero(~is_device & (correlation >= 0)).tolist():
+            corr = int(correlation[row])
+            m = cat.API_COPY_DIRECTION.search(str(names[row]))
+            if m:
+                api_direction.setdefault(corr, _API_DIRECTION[m.group(1)])
+            if nbytes[row] > 0:
+                api_bytes.setdefault(corr, int(nbytes[row]))
+        for row in copies.tolist():
+            corr = int(correlation[row])
+            direction = _detail_direction(details.get(row))
+            if direction == "other":
+                direction = cat.XPLANE_COPY_NAME_DIRECTION.get(str(names[row]), "other")
+            if direction == "other":
+                direction = api_direction.get(corr, "other")
+            copy_kind[row] = direction
+            if nbytes[row] < 0 and corr in api_bytes:
+                nbytes[row] = api_bytes[corr]
+    copy_kind[kinds == Kind.MEMSET.value] = "memset"
+    return copy_kind, nbytes
+
+
+_API_DIRECTION = {"HtoD": "H2D", "DtoH": "D2H", "DtoD": "D2D", "HtoH": "H2H", "Peer": "P2P"}
+
+
+def _parse_details(text: str) -> dict[str, str]:
+    """``"kind_src:device kind_dst:host size:256 dest:0 async:1"`` → dict of the fields."""
+    out: dict[str, str] = {}
+    for token in text.split():
+        key, sep, value = token.partition(":")
+        if sep:
+            out[key] = value
+    return out
+
+
+def _detail_direction(parsed: dict[str, str] | None) -> str:
+    if not parsed:
+        return "other"
+    src = parsed.get("kind_src", "").lower()
+    dst = parsed.get("kind_dst", "").lower()
+
+    def side(kind: str) -> str:
+        if kind in cat.XPLANE_HOST_MEMORY:
+            return "H"
+        if kind in cat.XPLANE_DEVICE_MEMORY:
+            return "D"
+        return ""
+
+    s, d = side(src), side(dst)
+    if not s or not d:
+        return "other"
+    return {"HD": "H2D", "DH": "D2H", "DD": "D2D", "HH": "H2H"}[s + d]
+
+
+def refine_by_nesting(
+    kinds: np.ndarray, names: pd.Categorical, parent: np.ndarray, depth: np.ndarray, has_stats: np.ndarray
+) -> np.ndarray:
+    """Nesting rules of the module docstring: thunks, HLO passes next to compile events, inheritance."""
+    kinds = kinds.copy()
+    child = np.flatnonzero(parent >= 0)
+    if not len(child):
+        return kinds
+    par = parent[child]
+    annotation = kinds[child] == Kind.ANNOTATION.value
+    # Thunks directly inside an XLA module execution.
+    exec_parent = match_names(names[par], cat.XLA_MODULE_EXECUTION.search)
+    thunk = annotation & exec_parent & match_names(names[child], cat.XLA_THUNK_NAME.match)
+    kinds[child[thunk]] = Kind.HOST_OP.value
+    # HLO passes under a parent that also holds a compile event.
+    compile_parents = unique_sorted(par[kinds[child] == Kind.COMPILE.value])
+    if len(compile_parents):
+        annotation = kinds[child] == Kind.ANNOTATION.value
+        passes = annotation & ~has_stats[child] & np.isin(par, compile_parents)
+        passes &= match_names(names[child], cat.XPLANE_HLO_PASS.match)
+        kinds[child[passes]] = Kind.COMPILE.value
+    # Children of compile / graph-building / input ranges take the parent's kind.
+    inheriting, inheritable = list(_INHERITING), list(_INHERITABLE)
+    return inherit(kinds, parent, depth, lambda c, p: np.isin(p, inheriting) & np.isin(c, inheritable))
+
+
+def inherit(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, should: Any) -> np.ndarray:
+    """Copy a parent's value onto children where ``should(child_values, parent_values)`` (a
+    vectorized mask), level by level from the top so that values flow down whole subtrees."""
+    values = values.copy()
+    for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
+        level = np.flatnonzero((depth == d) & (parent >= 0))
+        par = parent[level]
+        mask = should(values[level], values[par])
+        if mask.any():
+            values[level[mask]] = values[par[mask]]
+    return values
+
+
+def launchers_from_fw_op(fw_op: np.ndarray, correlation: np.ndarray, is_device: np.ndarray) -> np.ndarray:
+    """Device events: their framework op, else that of the host call with the same correlation id."""
+    launcher = np.full(len(fw_op), "", dtype=object)
+    dev = np.flatnonzero(is_device)
+    if not len(dev):
+        return launcher
+    launcher[dev] = fw_op[dev]
+    host = np.flatnonzero(~is_device & (correlation >= 0) & (fw_op != ""))
+    if len(host):
+        by_corr = pd.Series(fw_op[host], index=correlation[host])
+        by_corr = by_corr[~by_corr.index.duplicated(keep="first")]
+        missing = dev[(launcher[dev] == "") & (correlation[dev] >= 0)]
+        found = by_corr.reindex(correlation[missing]).to_numpy()
+        ok = ~pd.isna(found)
+        launcher[missing[ok]] = found[ok]
+    return launcher
