@@ -172,5 +172,7 @@ def python_events_default(mode: str) -> bool:
     return False
 
 
-def profiler_session(folder: Path, device: str, python_events: bool = False) -> StepTimerSession:
+def profiler_session(
+    folder: Path, device: str, python_events: bool = False, memory: bool = False
+) -> StepTimerSession:
     return StepTimerSession(folder, device)

@@ -522,7 +522,10 @@ def python_events_default(mode: str) -> bool:
     return False
 
 
-def profiler_session(folder: Path, device: str, python_events: bool = False) -> TFProfilerSession:
-    # python_events is accepted for symmetry with torch; TF's profiler options ignore the Python
-    # tracer level in 2.21, so there is nothing to switch on.
+def profiler_session(
+    folder: Path, device: str, python_events: bool = False, memory: bool = False
+) -> TFProfilerSession:
+    # python_events and memory are accepted for symmetry with torch: TF's profiler options ignore the
+    # Python tracer level in 2.21, and TF records allocations by itself (GPU allocators; its CPU
+    # allocator records none), so there is nothing to switch on.
     return TFProfilerSession(folder, device)

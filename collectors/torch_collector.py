@@ -338,7 +338,8 @@ class TorchProfilerSession:
     trace_format = TRACE_FORMAT
 
     def __init__(
-        self, folder: Path, device: str = "cpu", record_shapes: bool = True, python_events: bool = True
+        self, folder: Path, device: str = "cpu", record_shapes: bool = True, python_events: bool = True,
+        memory: bool = False,
     ) -> None:
         self.folder = Path(folder)
         self.device = device
@@ -346,6 +347,7 @@ class TorchProfilerSession:
         # with_stack=True: torch's Python tracer records every Python call as a python_function
         # event, so user code between framework ops is visible (at a cost on call-heavy code).
         self.python_events = python_events
+        self.memory = memory  # profile_memory=True: allocator samples ("[memory]" events)
         self.worker_name = f"{socket.gethostname()}_{os.getpid()}"
         self._prof: profile | None = None
         self._before: set[Path] = set()
@@ -365,6 +367,7 @@ class TorchProfilerSession:
             on_trace_ready=tensorboard_trace_handler(str(self.folder), worker_name=self.worker_name, use_gzip=True),
             record_shapes=self.record_shapes,
             with_stack=self.python_events,
+            profile_memory=self.memory,
         )
         # Opens ProfilerStep#0 right away.
         self._prof.start()
@@ -411,8 +414,11 @@ def python_events_default(mode: str) -> bool:
     return mode not in PYTHON_EVENTS_OFF_MODES
 
 
-def profiler_session(folder: Path, device: str, python_events: bool = True) -> TorchProfilerSession:
+def profiler_session(
+    folder: Path, device: str, python_events: bool = True, memory: bool = False
+) -> TorchProfilerSession:
     """The torch.profiler session of ``traceview collect`` and ``traceview.capture``. Python events
     (``with_stack=True``) show the user's code between framework ops; their cost is measured in
-    benchmarks/truth (the Python tracer slows Python-heavy steps ~1.3–1.6×)."""
-    return TorchProfilerSession(folder, device, python_events=python_events)
+    benchmarks/truth (the Python tracer slows Python-heavy steps ~1.3–1.6×). ``memory`` records
+    every allocation and free (``profile_memory=True``)."""
+    return TorchProfilerSession(folder, device, python_events=python_events, memory=memory)

@@ -36,6 +36,10 @@ def assert_same_timeline(fast, reference) -> None:
         else:
             assert left.dtype == right.dtype, column
             assert np.array_equal(left.to_numpy(), right.to_numpy()), column
+    if fast.memory is None or reference.memory is None:
+        assert fast.memory is None and reference.memory is None
+    else:
+        pd.testing.assert_frame_equal(fast.memory, reference.memory)
     for field in ("origin_ns", "input_events", "dropped", "notes", "extra", "host_name", "devices", "framework"):
         assert getattr(fast.meta, field) == getattr(reference.meta, field), field
     assert list(fast.meta.dropped) == list(reference.meta.dropped)  # same order too

@@ -45,6 +45,7 @@ class RawTrace:
     meta: TraceMeta
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     nested: bool = False
+    memory: pd.DataFrame | None = None  # the memory table (schema.MEMORY_COLUMNS), when recorded
 
 
 # (reason, test) in the order they are checked; a row takes the first reason that applies.
@@ -85,7 +86,7 @@ def build(raw: RawTrace) -> Timeline:
     frame = build_events(columns, extra=extra)
     if nested and len(frame) and not np.array_equal(frame["ts"].to_numpy(), np.asarray(columns["ts"])):
         raise AssertionError("a reader that nests must hand rows sorted by (ts, -dur)")
-    return normalize(Timeline(events=frame, meta=meta))
+    return normalize(Timeline(events=frame, meta=meta, memory=raw.memory))
 
 
 def _checked_columns(columns: dict[str, Any], n: int) -> dict[str, np.ndarray]:

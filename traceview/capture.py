@@ -69,6 +69,7 @@ class Capture:
         overwrite: bool = False,
         description: str = "",
         python_events: bool = True,
+        memory: bool = False,
     ) -> None:
         fw = _FRAMEWORK_ALIASES.get(framework.lower())
         if fw is None:
@@ -77,6 +78,7 @@ class Capture:
             raise UsageError(f"capture(max_steps={max_steps}): must be at least 1")
         self.path = Path(path)
         self.python_events = python_events
+        self.memory = memory
         self.framework = fw
         self.device = device
         self.max_steps = max_steps
@@ -109,7 +111,8 @@ class Capture:
         except RuntimeError as err:
             raise UsageError(f"capture(device={self.device!r}): {err}") from err
         self.path.mkdir(parents=True, exist_ok=True)
-        self._session = self._backend.profiler_session(self.path, self.device, python_events=self.python_events)
+        self._session = self._backend.profiler_session(self.path, self.device, python_events=self.python_events,
+                                                       memory=self.memory)
         self._profiled = StepRecorder(markers=self._session)
         self._after = StepRecorder()
         return self
@@ -266,6 +269,7 @@ def capture(
     overwrite: bool = False,
     description: str = "",
     python_events: bool = True,
+    memory: bool = False,
 ) -> Capture:
     """Profile a user's training loop into ``path`` (use as a context manager).
 
@@ -276,7 +280,10 @@ def capture(
     already holds a capture (unless ``overwrite``). ``python_events`` (torch: ``with_stack=True``)
     records Python frames, so the user's own code between framework ops is told apart from the
     framework's; it slows Python-heavy steps ~1.3–1.6× (benchmarks/truth/README.md) — pass False
-    for a torch.compile loop, whose compiler's Python would fill the trace.
+    for a torch.compile loop, whose compiler's Python would fill the trace. ``memory`` (torch:
+    ``profile_memory=True``) records every allocation and free; the report then shows peak memory
+    per step and the ops that allocate most. TensorFlow records allocations by itself on GPUs (its
+    CPU allocator records none), so the option changes nothing there.
     """
     return Capture(path, framework, device=device, max_steps=max_steps, overwrite=overwrite,
-                   description=description, python_events=python_events)
+                   description=description, python_events=python_events, memory=memory)

@@ -104,6 +104,19 @@ COLUMNS: dict[str, str] = {
 
 CATEGORY_LEVELS: dict[str, tuple[str, ...]] = {"kind": KIND_VALUES, "copy_kind": COPY_KIND_VALUES}
 
+# The memory table: one row per allocator sample (torch profile_memory "[memory]" events,
+# TensorFlow MemoryAllocation / MemoryDeallocation), sorted by ts.
+MEMORY_COLUMNS: dict[str, str] = {
+    "ts": "int64",  # ns, on the event table's clock (relative to TraceMeta.origin_ns)
+    "bytes": "int64",  # bytes this sample allocated (> 0) or freed (< 0)
+    "total_allocated": "int64",  # bytes allocated on that device after the sample; -1 when not recorded
+    "total_reserved": "int64",  # bytes the caching allocator holds after the sample; -1 when not recorded
+    "device": "int32",  # -1 for host memory, else the device index
+    "pid": "int64",  # the host thread that allocated
+    "tid": "int64",
+    "track": "category",  # that thread's host track label (as in the event table)
+}
+
 
 @dataclass
 class Device:
@@ -143,6 +156,7 @@ class Timeline:
 
     events: pd.DataFrame
     meta: TraceMeta
+    memory: pd.DataFrame | None = None  # allocator samples (MEMORY_COLUMNS) when the profiler recorded them
 
     @property
     def has_device(self) -> bool:
@@ -151,6 +165,18 @@ class Timeline:
     def of_kind(self, *kinds: Kind) -> pd.DataFrame:
         mask = self.events["kind"].isin([k.value for k in kinds])
         return self.events[mask]
+
+
+def memory_frame(**columns: Any) -> pd.DataFrame:
+    """The memory table from its columns (:data:`MEMORY_COLUMNS`; ``nbytes`` for ``bytes``), sorted by ts."""
+    columns["bytes"] = columns.pop("nbytes")
+    data = {name: (columns[name] if dtype == "category" and isinstance(columns[name], pd.Categorical)
+                   else np.asarray(columns[name], dtype=object if dtype == "category" else dtype))
+            for name, dtype in MEMORY_COLUMNS.items()}
+    if not isinstance(data["track"], pd.Categorical):
+        data["track"] = categorical(data["track"])
+    order = np.argsort(data["ts"], kind="stable")
+    return pd.DataFrame({name: value[order] for name, value in data.items()})
 
 
 def empty_events() -> pd.DataFrame:

@@ -26,7 +26,7 @@ import gc
 import itertools
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import read_bytes
 from traceview.readers._json_stream import Declined, EventArrayReader
 from traceview.builder import RawTrace, build
-from traceview.schema import Device, Kind, Timeline, TraceMeta, categorical_from_codes, first_rows
+from traceview.schema import Device, Kind, Timeline, TraceMeta, categorical_from_codes, first_rows, memory_frame
 
 FORMAT_NAME = "kineto-json"
 
@@ -170,9 +170,19 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
     input_dims: Any = msgspec.field(default=None, name="Input Dims")
     bytes: int | str | None = None
     name: Any = None  # metadata events: the process / thread name
+    # profile_memory=True: "[memory]" instant events (allocations > 0, frees < 0).
+    memory_bytes: Any = msgspec.field(default=None, name="Bytes")
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
 
 
 _NO_ARGS = _Args()
+# Memory sample fields: struct attribute -> the args key torch writes.
+_MEMORY_ARGS = {"memory_bytes": "Bytes", "total_allocated": "Total Allocated", "total_reserved": "Total Reserved",
+                "device_type": "Device Type", "device_id": "Device Id"}
+MEMORY_EVENT_NAME = "[memory]"  # torch.profiler(profile_memory=True): ph "i", cat cpu_instant_event
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -246,6 +256,10 @@ class _Interner:
     def _factorize_objects(values: list[Any]) -> tuple[np.ndarray, Any]:
         return pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
 
+    def code_of(self, value: Any) -> int:
+        """The code of a value (-2, matching no event, when the value has not been seen)."""
+        return self.index.get((type(value), value), -2)
+
     def all_codes(self) -> np.ndarray:
         return np.concatenate(self.codes) if self.codes else np.zeros(0, dtype=np.int64)
 
@@ -264,6 +278,7 @@ class _Fields:
         self.elements: list[np.ndarray] = []
         self.args_bad: list[np.ndarray] = []
         self.meta_names: dict[int, Any] = {}  # event position -> args.name, metadata events only
+        self.memory: dict[int, tuple[Any, ...]] = {}  # event position -> _MEMORY_ARGS values, "[memory]" events
         self.count = 0
         self.needs_exact_ts = False
 
@@ -284,8 +299,7 @@ class _Fields:
             dur=np.array([0 if e.dur is None else e.dur for e in events], dtype=np.float64),
             device=[a.device for a in args], stream=[a.stream for a in args],
             correlation=[a.correlation for a in args], nbytes=[a.bytes for a in args],
-            dims=[a.input_dims for a in args],
-            meta={i: args[i].name for i, e in enumerate(events) if e.ph == "M"}, args_bad=None)
+            dims=[a.input_dims for a in args], args=args, arg=getattr, args_bad=None)
 
     def add_dicts(self, events: list[Any]) -> None:
         """The whole array from orjson, with the type checks the typed decoder would have made:
@@ -299,8 +313,7 @@ class _Fields:
         dur: list[float] = []
         args: list[dict[str, Any]] = []
         args_bad: list[bool] = []
-        meta: dict[int, Any] = {}
-        for i, ev in enumerate(events):
+        for ev in events:
             if not isinstance(ev, dict):
                 ev = {"ph": _NOT_AN_OBJECT}
             phase = ev.get("ph")
@@ -324,22 +337,29 @@ class _Fields:
             args_bad.append(a is not None and not isinstance(a, dict))
             a = a if isinstance(a, dict) else {}
             args.append(a)
-            if phase == "M":
-                meta[i] = a.get("name", "")
         self._add(
             ph=ph, cats=cats, names=names, pids=pids, tids=tids, ts=np.array(ts, dtype=np.float64),
             dur=np.array(dur, dtype=np.float64), device=[a.get("device") for a in args],
             stream=[a.get("stream") for a in args], correlation=[a.get("correlation") for a in args],
             nbytes=[a.get("bytes") for a in args], dims=[a.get("Input Dims") for a in args],
-            meta=meta, args_bad=np.array(args_bad, dtype=bool))
+            args=args, arg=_dict_arg, args_bad=np.array(args_bad, dtype=bool))
 
     def _add(self, *, ph: list[Any], cats: list[Any], names: list[Any], pids: list[Any], tids: list[Any],
              ts: np.ndarray, dur: np.ndarray, device: list[Any], stream: list[Any], correlation: list[Any],
-             nbytes: list[Any], dims: list[Any], meta: dict[int, Any], args_bad: np.ndarray | None) -> None:
+             nbytes: list[Any], dims: list[Any], args: list[Any], arg: Callable[[Any, str], Any],
+             args_bad: np.ndarray | None) -> None:
         n = len(ph)
         for interner, values in ((self.ph, ph), (self.cat, cats), (self.name, names), (self.pid, pids),
                                  (self.tid, tids), (self.device, device), (self.stream, stream)):
             interner.add(values)
+        # Metadata names and memory samples: a few rows, found by their phase and name codes.
+        ph_codes, name_codes = self.ph.codes[-1], self.name.codes[-1]
+        for i in np.flatnonzero(ph_codes == self.ph.code_of("M")).tolist():
+            name = arg(args[i], "name")
+            self.meta_names[self.count + i] = "" if name is None else name
+        memory = (ph_codes == self.ph.code_of("i")) & (name_codes == self.name.code_of(MEMORY_EVENT_NAME))
+        for i in np.flatnonzero(memory).tolist():
+            self.memory[self.count + i] = tuple(arg(args[i], field) for field in _MEMORY_ARGS)
         self.correlation.append(_int_column(correlation))
         self.nbytes.append(_int_column(nbytes))
         elements = np.full(n, -1, dtype=np.int64)
@@ -349,7 +369,6 @@ class _Fields:
         self.ts.append(ts)
         self.dur.append(dur)
         self.args_bad.append(args_bad if args_bad is not None else np.zeros(n, dtype=bool))
-        self.meta_names.update({self.count + i: v for i, v in meta.items()})
         self.count += n
 
 
@@ -358,6 +377,11 @@ class _Fields:
 # ---------------------------------------------------------------------------------------------
 
 _METADATA_REASON = "metadata record (names used for track labels)"
+
+
+def _dict_arg(args: dict[str, Any], field: str) -> Any:
+    """An args value by the struct attribute's name (the reference path's args are dicts)."""
+    return args.get(_MEMORY_ARGS.get(field, field))
 
 
 def _phase_reason(phase: Any) -> str | None:
@@ -455,6 +479,12 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
 
     reasons = _Reasons(n)
     everything = np.ones(n, dtype=bool)
+    memory_rows = np.array(sorted(fields.memory), dtype=np.int64)
+    if len(memory_rows):
+        memory_rows = memory_rows[np.abs(ts[memory_rows]) < _MAX_US]  # NaN / out of range: an instant event
+        in_memory_table = np.zeros(n, dtype=bool)
+        in_memory_table[memory_rows] = True
+        reasons.mark(in_memory_table, MEMORY_REASON)
     reasons.mark_by_value(ph_code, everything, [_phase_reason(v) for v in fields.ph.values])
     complete = reasons.code < 0
     phase_rows = ~complete
@@ -481,6 +511,7 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     reasons.count_into(meta, [phase_rows, complete])
 
     process_names, thread_names = _track_names(fields)
+    memory_ts_ns = _ns_of(ts, ts_exact, memory_rows)
     keep = reasons.code < 0
     rows = np.flatnonzero(keep)
     del reasons
@@ -493,12 +524,7 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
         np.zeros(0, dtype=object)
     kinds = apply_kind_rules(KINETO_RULES, class_of[first], names_first, class_of[first])[combo]
 
-    if ts_exact is not None and len(ts_exact) == n:
-        ts_ns = ts_exact[rows]
-    else:
-        us = ts[rows]
-        whole = np.floor(us)
-        ts_ns = whole.astype(np.int64) * 1000 + np.round((us - whole) * 1000.0).astype(np.int64)
+    ts_ns = _ns_of(ts, ts_exact, rows)
     dur_ns = np.round(dur[rows] * 1000.0).astype(np.int64)
 
     device_kinds = [k.value for k in _DEVICE_KINDS]
@@ -523,6 +549,8 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
 
     track = _tracks(is_device, device, stream, pid, tid, process_names, thread_names)
     origin_raw = int(ts_ns.min()) if len(ts_ns) else 0
+    memory = _memory_table(fields, memory_rows, memory_ts_ns - origin_raw, pid_ids, tid_ids, process_names,
+                           thread_names)
     meta.origin_ns = int(base_ns) + origin_raw if base_ns is not None else origin_raw
     meta.devices = _devices(top, device[is_device])
     meta.extra["extra_columns"] = ["elements"]
@@ -544,7 +572,37 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
         meta=meta,
         # Extra column (record_shapes): elements of the op's largest input, -1 when not recorded.
         extra={"elements": elements},
+        memory=memory,
     ))
+
+
+MEMORY_REASON = "memory sample (in the memory table)"
+
+
+def _ns_of(ts: np.ndarray, ts_exact: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
+    """int64 ns of the chosen rows: the exact re-read where there is one, else the doubles split
+    into whole and fractional µs before scaling (``ts * 1000.0`` loses ns digits at epoch scale)."""
+    if ts_exact is not None and len(ts_exact) == len(ts):
+        return ts_exact[rows]
+    us = ts[rows]
+    whole = np.floor(us)
+    return whole.astype(np.int64) * 1000 + np.round((us - whole) * 1000.0).astype(np.int64)
+
+
+def _memory_table(fields: _Fields, rows: np.ndarray, ts_ns: np.ndarray, pid_ids: np.ndarray, tid_ids: np.ndarray,
+                  process_names: dict[Any, str], thread_names: dict[tuple[Any, Any], str]) -> pd.DataFrame | None:
+    """The ``[memory]`` samples (torch ``profile_memory=True``) as the timeline's memory table."""
+    if not len(rows):
+        return None
+    values = [fields.memory[r] for r in rows.tolist()]
+    columns = {field: _int_column([v[i] for v in values]) for i, field in enumerate(_MEMORY_ARGS)}
+    pid = pid_ids[fields.pid.all_codes()[rows]]
+    tid = tid_ids[fields.tid.all_codes()[rows]]
+    # Device Type 0 is the CPU allocator; 1 CUDA (and other accelerators after it): Device Id is the index.
+    device = np.where(columns["device_type"] > 0, np.maximum(columns["device_id"], 0), -1)
+    track = _tracks(np.zeros(len(rows), dtype=bool), device, device, pid, tid, process_names, thread_names)
+    return memory_frame(ts=ts_ns, nbytes=columns["memory_bytes"], total_allocated=columns["total_allocated"],
+                        total_reserved=columns["total_reserved"], device=device, pid=pid, tid=tid, track=track)
 
 
 def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,141 @@
+"""Memory per step and the ops that allocate it, from the timeline's allocator samples.
+
+Input: ``Timeline.memory`` (one row per allocation or free: torch ``profile_memory=True``). Per
+step and device: the peak of the allocator's running total inside the step window (the most the
+step held at once), the bytes allocated and freed, the samples. Per op: every allocation inside
+the steady steps is charged to the framework op the user's code called (the outermost host op
+enclosing the sample on its thread, e.g. ``aten::linear`` for the matmul output it allocates
+through ``aten::addmm`` → ``aten::empty``); allocations outside any op are ``(outside ops)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from traceview.analyzers.steps import Steps
+from traceview.normalize import top_level_ops
+from traceview.schema import Timeline
+
+OUTSIDE_OPS = "(outside ops)"
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """Allocator samples summed per step and per op; ``None`` from :func:`memory_use` when the
+    trace has no samples."""
+
+    steps: pd.DataFrame  # step (position), number, device, peak_allocated, allocated, freed, samples
+    ops: pd.DataFrame  # op, device, allocations, bytes (steady steps), bytes per step; largest first
+    steady_peak: int  # the largest steady-step peak over all devices, bytes
+    samples: int
+
+
+def memory_use(timeline: Timeline, steps: Steps, top: int | None = 10) -> MemoryUse | None:
+    memory = timeline.memory
+    if memory is None or not len(memory) or not len(steps.table):
+        return None
+    ts = memory["ts"].to_numpy()
+    nbytes = memory["bytes"].to_numpy()
+    table = steps.table
+    starts, ends = table["start"].to_numpy(), table["end"].to_numpy()
+    step = np.searchsorted(starts, ts, side="right") - 1
+    inside = (step >= 0) & (ts < ends[np.maximum(step, 0)])
+    per_step = _per_step(memory, step, inside, table)
+    steady = inside & np.isin(step, steps.steady_positions)
+    ops = _per_op(timeline, memory, steady & (nbytes > 0), len(steps.steady_positions), top)
+    steady_rows = per_step[per_step["step"].isin(steps.steady_positions)]
+    peak = int(steady_rows["peak_allocated"].max()) if len(steady_rows) else 0
+    return MemoryUse(steps=per_step, ops=ops, steady_peak=peak, samples=len(memory))
+
+
+def _per_step(memory: pd.DataFrame, step: np.ndarray, inside: np.ndarray, table: pd.DataFrame) -> pd.DataFrame:
+    frame = pd.DataFrame({
+        "step": step[inside],
+        "device": memory["device"].to_numpy()[inside],
+        "total": memory["total_allocated"].to_numpy()[inside],
+        "allocated": np.maximum(memory["bytes"].to_numpy()[inside], 0),
+        "freed": np.maximum(-memory["bytes"].to_numpy()[inside], 0),
+    })
+    grouped = frame.groupby(["step", "device"], sort=True)
+    out = pd.DataFrame({
+        "peak_allocated": grouped["total"].max(),
+        "allocated": grouped["allocated"].sum(),
+        "freed": grouped["freed"].sum(),
+        "samples": grouped.size(),
+    }).reset_index()
+    out.insert(1, "number", table["number"].to_numpy()[out["step"].to_numpy()])
+    return out.astype({"step": np.int64, "number": np.int64, "device": np.int64, "peak_allocated": np.int64,
+                       "allocated": np.int64, "freed": np.int64, "samples": np.int64})
+
+
+def _per_op(timeline: Timeline, memory: pd.DataFrame, chosen: np.ndarray, steady_steps: int,
+            top: int | None) -> pd.DataFrame:
+    rows = np.flatnonzero(chosen)
+    enclosing = _enclosing_events(timeline, memory, rows)
+    events = timeline.events
+    op_rows = np.full(len(rows), -1, dtype=np.int64)
+    has = enclosing >= 0
+    if has.any():
+        op_rows[has] = _outermost(events, enclosing[has], top_level_ops(events))
+    names = events["name"].to_numpy()
+    op = np.where(op_rows >= 0, names[np.maximum(op_rows, 0)], OUTSIDE_OPS).astype(object)
+    frame = pd.DataFrame({"op": op, "device": memory["device"].to_numpy()[rows],
+                          "bytes": memory["bytes"].to_numpy()[rows]})
+    grouped = frame.groupby(["op", "device"], sort=True)["bytes"]
+    out = pd.DataFrame({"allocations": grouped.size(), "bytes": grouped.sum()}).reset_index()
+    out["bytes_per_step"] = out["bytes"] // max(steady_steps, 1)
+    out = out.sort_values(["bytes", "op", "device"], ascending=[False, True, True], kind="stable")
+    out = out.reset_index(drop=True).astype({"device": np.int64, "allocations": np.int64, "bytes": np.int64,
+                                             "bytes_per_step": np.int64})
+    return out if top is None else out.head(top)
+
+
+def _enclosing_events(timeline: Timeline, memory: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """For each chosen sample, the innermost host event on its thread whose span holds it (-1 if none)."""
+    events = timeline.events
+    out = np.full(len(rows), -1, dtype=np.int64)
+    if not len(rows):
+        return out
+    host = events["device"].to_numpy() < 0
+    ts = events["ts"].to_numpy()
+    end = ts + events["dur"].to_numpy()
+    parent = events["parent"].to_numpy()
+    track = events["track"].astype(object).to_numpy()
+    sample_track = memory["track"].astype(object).to_numpy()[rows]
+    sample_ts = memory["ts"].to_numpy()[rows]
+    for label in pd.unique(sample_track):
+        on_track = np.flatnonzero(host & (track == label))  # rows sorted by ts
+        mine = np.flatnonzero(sample_track == label)
+        if not len(on_track):
+            continue
+        # The last event starting at or before the sample, then up its parents until one holds it.
+        found = np.searchsorted(ts[on_track], sample_ts[mine], side="right") - 1
+        current = np.where(found >= 0, on_track[np.maximum(found, 0)], -1)
+        pending = current >= 0
+        while pending.any():
+            idx = np.flatnonzero(pending)
+            holds = end[current[idx]] >= sample_ts[mine][idx]
+            pending[idx[holds]] = False
+            climb = idx[~holds]
+            current[climb] = parent[current[climb]]
+            pending[climb] = current[climb] >= 0
+        out[mine] = current
+    return out
+
+
+def _outermost(events: pd.DataFrame, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """For each row, the outermost row up its parent chain (itself included) where ``wanted``; -1 if none."""
+    parent = events["parent"].to_numpy()
+    found = np.where(wanted[rows], rows, -1)
+    current = rows.copy()
+    climbing = parent[current] >= 0
+    while climbing.any():
+        idx = np.flatnonzero(climbing)
+        current[idx] = parent[current[idx]]
+        hit = wanted[current[idx]]
+        found[idx[hit]] = current[idx[hit]]
+        climbing[idx] = parent[current[idx]] >= 0
+    return found
