@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from traceview.errors import TraceviewError, UsageError
+from traceview.errors import TraceviewError, TraceviewWarning, UsageError, one_line
 
 app = typer.Typer(
     name="traceview",
@@ -245,15 +246,34 @@ _register_commands()
 
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: run the app, turning errors into one line and an exit code."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        _run(argv)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """A :class:`TraceviewWarning` is one ``traceview: warning:`` line; other warnings as Python shows them."""
+    if issubclass(category, TraceviewWarning):
+        _stderr_console().print(f"traceview: warning: {one_line(str(message))}", markup=False, highlight=False,
+                                soft_wrap=True)
+    else:
+        _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOWWARNING = warnings.showwarning
+
+
+def _run(argv: Optional[list[str]]) -> None:
     try:
         code = app(args=argv, standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)  # typer.Exit(n) comes back as a return value when standalone_mode is off
     except TraceviewError as err:
-        from rich.markup import escape
+        # One line whatever the message holds (a file name may carry newlines or escape sequences);
+        # a Text, never markup: messages name extras like traceview[torch], and file names.
+        from rich.text import Text
 
-        # Escaped: messages name extras like traceview[torch], which rich would read as markup.
-        _stderr_console().print(f"[bold red]traceview:[/] {escape(str(err))}", markup=True, highlight=False,
+        _stderr_console().print(Text.assemble(("traceview:", "bold red"), " ", one_line(str(err))), highlight=False,
                                 soft_wrap=True)
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
@@ -270,7 +290,8 @@ def main(argv: Optional[list[str]] = None) -> None:
         if os.environ.get("TRACEVIEW_DEBUG"):
             raise
         _stderr_console().print(
-            f"traceview: internal error: {type(err).__name__}: {err} (run with TRACEVIEW_DEBUG=1 for details)",
+            f"traceview: internal error: {type(err).__name__}: {one_line(str(err))} "
+            "(run with TRACEVIEW_DEBUG=1 for details)",
             markup=False, highlight=False, soft_wrap=True,
         )
         sys.exit(3)

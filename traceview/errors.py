@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class TraceviewError(Exception):
     """Base class: ``str(err)`` is the whole message shown to the user (what, where, what to do)."""
@@ -27,3 +29,18 @@ class MissingExtraError(TraceviewError):
 
 class UsageError(TraceviewError):
     """Options that cannot work together, or a value out of range."""
+
+
+class TraceviewWarning(UserWarning):
+    """Something the user should know that does not stop the command (a file in a folder that
+    could not be read and was skipped). The CLI shows each as one ``traceview: warning:`` line."""
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # and the Unicode line / paragraph separators
+
+
+def one_line(message: str) -> str:
+    """A message as one line of printable text: control characters and line separators (a
+    newline, the escape sequences of a hostile file name) are written as ``\\n`` / ``\\xNN`` /
+    ``\\u2028`` instead of acting."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), message)

@@ -2,17 +2,19 @@
 
 The format is chosen by content, never by file name: every reader is asked in turn whether the
 first bytes are its format. A directory is searched for traces (Kineto JSON files, and the
-newest run of each TensorBoard ``plugins/profile`` folder).
+newest run of each TensorBoard ``plugins/profile`` folder); a trace-named file there that cannot
+be read is skipped with a :class:`~traceview.errors.TraceviewWarning` naming it.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from pathlib import Path
 from collections.abc import Iterator
 from types import ModuleType
 
-from traceview.errors import InputError
+from traceview.errors import InputError, TraceviewError, TraceviewWarning
 from traceview.readers._io import head_bytes
 
 # Reader modules, asked in this order.
@@ -56,14 +58,19 @@ def discover(path: Path, run: str | None = None) -> list[Path]:
     # there) is the trace viewer's rendering of that same XPlane: the XPlane is read instead.
     xplane_run_folders = {f.parent for f in xplanes}
     for candidate in sorted(path.rglob("*")):
-        if candidate.parent in xplane_run_folders:
+        if candidate.parent in xplane_run_folders or not candidate.name.endswith(_JSON_SUFFIXES):
             continue
-        if candidate.is_file() and candidate.name.endswith(_JSON_SUFFIXES) and candidate.name != "manifest.json":
-            try:
-                if importlib.import_module("traceview.readers.kineto").sniff(head_bytes(candidate)):
-                    found.append(candidate)
-            except InputError:
-                continue
+        if not candidate.is_file():
+            if not candidate.is_dir():  # a broken link, a FIFO, a socket: reading could fail or block
+                _skipped(f"{candidate}: not a readable regular file")
+            continue
+        if candidate.name == "manifest.json":
+            continue
+        try:
+            if importlib.import_module("traceview.readers.kineto").sniff(head_bytes(candidate)):
+                found.append(candidate)
+        except TraceviewError as err:  # unreadable, corrupt gzip: the folder's other traces still count
+            _skipped(str(err))
     found = sorted(set(found))
     if not found:
         raise InputError(
@@ -71,6 +78,11 @@ def discover(path: Path, run: str | None = None) -> list[Path]:
             f"plugins/profile/<run>/*.xplane.pb); point at a trace file or a TensorBoard logdir"
         )
     return found
+
+
+def _skipped(reason: str) -> None:
+    """A file of a folder that is left out: a warning naming it, never silence."""
+    warnings.warn(f"{reason} (skipped)", TraceviewWarning, stacklevel=3)
 
 
 def _logdir_of(xplane_file: Path, root: Path) -> Path:

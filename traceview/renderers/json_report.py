@@ -7,11 +7,29 @@ from typing import Any
 import orjson
 
 from traceview.renderers.base import Renderer, register
+from traceview.renderers.units import encodable
 
 
 def dumps(document: Any) -> str:
     """Deterministic JSON: sorted keys, 2-space indent, trailing newline."""
+    try:
+        return _dumps(document)
+    except orjson.JSONEncodeError:  # a file name that is not UTF-8: its bytes as \xNN, then JSON
+        return _dumps(_encodable(document))
+
+
+def _dumps(document: Any) -> str:
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode() + "\n"
+
+
+def _encodable(value: Any) -> Any:
+    if isinstance(value, str):
+        return encodable(value)
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encodable(v) for v in value]
+    return value
 
 
 def render(diagnoses: list[Any], comparisons: list[Any] | None = None, multi_rank: list[Any] | None = None,

@@ -7,17 +7,20 @@ text. Kernel and op names are shortened in the middle to fit their column.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console, Group
 from rich.panel import Panel
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from traceview.analyzers.attribution import BUCKETS
+from traceview.errors import one_line
 from traceview.renderers.base import Renderer, register
 from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct,
-                                       gap_headline, shorten, trace_label)
+                                       gap_headline, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 
@@ -63,14 +66,20 @@ def attribution_bar(buckets: dict[str, float], width: int) -> Text:
     return text
 
 
+def _flat(text: Any) -> str:
+    """Trace-derived text (a file, track or op name, or a sentence holding one) on one line: its
+    newlines and tabs written as ``\\n`` / ``\\t``, other control characters dropped."""
+    return one_line(visible(text))
+
+
 def _header(diag: Any) -> Table:
     meta = diag.timeline.meta
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
-    devices = ", ".join(f"{d.index}: {d.name or 'device'}" for d in meta.devices) or "none (CPU-only trace)"
-    grid.add_row("trace", f"{meta.source}")
-    grid.add_row("format", f"{meta.framework} · {meta.format}" + (f" · host {meta.host_name}" if meta.host_name else ""))
+    devices = ", ".join(f"{d.index}: {_flat(d.name) or 'device'}" for d in meta.devices) or "none (CPU-only trace)"
+    grid.add_row("trace", _flat(meta.source))
+    grid.add_row("format", f"{meta.framework} · {meta.format}" + (f" · host {_flat(meta.host_name)}" if meta.host_name else ""))
     grid.add_row("devices", devices)
     dropped = sum(meta.dropped.values())
     reasons = " · ".join(f"{r} {fmt_count(c)}" for r, c in sorted(meta.dropped.items(), key=lambda x: (-x[1], x[0])))
@@ -83,11 +92,11 @@ def _header(diag: Any) -> Table:
     cold = [f"#{n}" for n in table.loc[table["cold"], "number"]]
     grid.add_row(
         "steps",
-        f"{len(table)} found by rule '{diag.steps.rule}': {diag.steps.rule_detail}"
+        f"{len(table)} found by rule '{diag.steps.rule}': {_flat(diag.steps.rule_detail)}"
         + (f" · cold: {', '.join(cold)}" if cold else "") + f" · steady: {len(diag.steady_positions)}",
     )
     for note in meta.notes:
-        grid.add_row("note", note)
+        grid.add_row("note", _flat(note))
     return grid
 
 
@@ -245,9 +254,9 @@ def findings_block(findings: list[Any], title: str = "Findings") -> Table | None
     for f in sorted(findings, key=lambda f: order.get(f.grade, 9)):
         body = Text()
         body.append(f"{f.rule}: ", style="bold")
-        body.append(f.summary if f.grade != "none" else f"no problem: {f.summary}")
+        body.append(_flat(f.summary) if f.grade != "none" else f"no problem: {_flat(f.summary)}")
         if f.grade in ("high", "moderate") and f.advice:
-            body.append(f"\n→ {f.advice}", style="dim")
+            body.append(f"\n→ {_flat(f.advice)}", style="dim")
         table.add_row(Text(GRADE_LABEL.get(f.grade, f.grade), style=GRADE_STYLE.get(f.grade, "")), body)
     return table
 
@@ -277,9 +286,23 @@ def _print_all(parts: list[Any], width: int, color: bool) -> str:
                       color_system="standard" if color else None, highlight=False, emoji=False, legacy_windows=False,
                       markup=False)
     for part in parts:
-        console.print(part)
+        console.print(_Visible(part))
         console.print()
     return buffer.getvalue()
+
+
+class _Visible:
+    """A part whose text reaches the terminal without control characters, wherever the trace text
+    sits in it (a name inside a finding's sentence, a track label in the step rule): an escape
+    sequence in an op or file name cannot move the cursor, recolour or retitle the terminal. Rich
+    gives those characters no width, so dropping them leaves the layout as it was measured."""
+
+    def __init__(self, part: Any) -> None:
+        self.part = part
+
+    def __rich_console__(self, console: Console, options: Any) -> Iterator[Segment]:
+        for segment in console.render(self.part, options):
+            yield segment if segment.control else Segment(visible(segment.text), segment.style)
 
 
 def render(diagnoses: list[Any], width: int = 100, color: bool = False, comparisons: list[Any] | None = None,
@@ -317,14 +340,14 @@ def multi_rank_parts(run: Any, width: int) -> list[Any]:
     for bucket, cells in spread_rows(run, BUCKET_LABEL):
         spread.add_row(Text(cells[0], style=BUCKET_STYLE.get(bucket, "")), *cells[1:])
     parts.append(spread)
-    parts.extend(Text(f"note: {note}", style="dim") for note in run.notes)
+    parts.extend(Text(f"note: {_flat(note)}", style="dim") for note in run.notes)
     return parts
 
 
 def _across(comparisons: list[Any], width: int) -> Table:
     """One line per trace compared with the folder's torch baseline."""
     base = comparisons[0].baseline
-    table = Table(title=f"Across the traces: each compared with {trace_label(base.timeline.meta.source)} "
+    table = Table(title=f"Across the traces: each compared with {_flat(trace_label(base.timeline.meta.source))} "
                         f"({fmt_ns(comparisons[0].baseline_step_ns)} per steady step)",
                   title_justify="left", title_style="bold", box=None, header_style="bold")
     table.add_column("trace", no_wrap=True)
@@ -335,7 +358,7 @@ def _across(comparisons: list[Any], width: int) -> Table:
     for cmp in comparisons:
         top = cmp.ranked()[0]
         cause = f"{'+' if top.delta_ns >= 0 else '-'}{fmt_ns(abs(top.delta_ns))} {BUCKET_LABEL[top.bucket]}"
-        table.add_row(trace_label(cmp.candidate.timeline.meta.source), fmt_ns(cmp.candidate_step_ns), f"{cmp.ratio:.2f}", cause,
+        table.add_row(_flat(trace_label(cmp.candidate.timeline.meta.source)), fmt_ns(cmp.candidate_step_ns), f"{cmp.ratio:.2f}", cause,
                       fmt_pct(cmp.explained_share))
     return table
 
@@ -350,7 +373,7 @@ def _comparison_parts(cmp: Any, width: int) -> list[Any]:
     header.add_column()
     for label, diag in (("baseline", base), ("candidate", cand)):
         m = diag.timeline.meta
-        header.add_row(label, f"{m.source} · {m.framework} · {len(diag.steady_positions)} steady steps")
+        header.add_row(label, f"{_flat(m.source)} · {m.framework} · {len(diag.steady_positions)} steady steps")
     parts: list[Any] = [Panel(header, title="traceview compare", title_align="left", width=width)]
     lead, rest = gap_headline(cmp, BUCKET_LABEL)
     headline = Text()
@@ -395,7 +418,7 @@ def _comparison_parts(cmp: Any, width: int) -> list[Any]:
     cold.append(f"baseline {fmt_ns(c.baseline_cold_ns) if c.baseline_cold_ns is not None else 'no cold step'}"
                 f" (graph build {fmt_ns(c.baseline_graph_build_ns)}), candidate "
                 f"{fmt_ns(c.candidate_cold_ns) if c.candidate_cold_ns is not None else 'no cold step'}"
-                f" (graph build {fmt_ns(c.candidate_graph_build_ns)}); {c.payback_note}.")
+                f" (graph build {fmt_ns(c.candidate_graph_build_ns)}); {_flat(c.payback_note)}.")
     parts.append(cold)
     block = findings_block(cmp.findings, "Gap findings")
     if block is not None:

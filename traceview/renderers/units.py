@@ -36,8 +36,22 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def visible(text: Any) -> str:
     """A trace-derived string without control characters (ESC sequences, bells, C1 codes), so it
-    cannot move the cursor or recolour the terminal in any output format."""
-    return _CONTROL.sub("", str(text))
+    cannot move the cursor or recolour the terminal in any output format; see also :func:`encodable`."""
+    return encodable(_CONTROL.sub("", str(text)))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> str:
+    """Text that encodes as UTF-8: the bytes of a file name that are not UTF-8 (which Python keeps
+    as surrogate escapes) written as ``\\xNN``, any other lone surrogate as U+FFFD."""
+    return _SURROGATE.sub(_byte_escape, text) if _SURROGATE.search(text) else text
+
+
+def _byte_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
 
 
 def shorten(name: str, width: int) -> str:

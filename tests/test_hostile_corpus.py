@@ -1,0 +1,114 @@
+"""Every hostile input of tests/hostile_corpus.py through ``traceview diagnose``: the expected exit
+code; on refusal one line on stderr naming the problem; never an internal error or a traceback; on
+success a report whose invariants hold (tests/report_invariants.py), byte-identical on a rerun,
+and, for hostile trace text, terminal / markdown / HTML output that the text does not shape.
+
+The CLI runs in this process (``traceview.cli.main``) so the corpus stays fast; the gzip bomb runs
+in a child process whose peak RSS is measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.hostile_corpus import CASES, Case, by_name
+from tests.report_invariants import json_violations, text_violations
+
+RSS_LIMIT_BYTES = 500 * 2**20
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """``traceview <argv>`` in this process: (exit code, stdout, stderr with any Python warning)."""
+    from traceview.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            main(argv)
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    extra = "".join(f"{w.category.__name__}: {w.message}\n" for w in caught)
+    return code, stdout.getvalue(), stderr.getvalue() + extra
+
+
+def _params() -> list:
+    out = []
+    for case in CASES:
+        marks = [pytest.mark.xfail(strict=True, reason=case.xfail)] if case.xfail else []
+        out.append(pytest.param(case.name, marks=marks, id=case.name))
+    return out
+
+
+def test_the_corpus_is_large_and_named_uniquely():
+    assert len(by_name()) >= 60
+
+
+@pytest.mark.parametrize("name", _params())
+def test_hostile_input(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    case = by_name()[name]
+    if case.name == "gzip-bomb":
+        pytest.skip("run in a child process by test_a_gzip_bomb_is_refused_in_bounded_memory")
+    if case.skip_as_root and os.geteuid() == 0:
+        pytest.skip("root reads a mode-000 file")
+    monkeypatch.delenv("TRACEVIEW_MAX_BYTES", raising=False)  # --max-bytes sets it for the process
+    path = case.build(tmp_path)
+    argv = [*case.options, "diagnose", str(path), "--format", "json"]
+    code, out, err = run_cli(argv)
+    _check_outcome(case, code, out, err)
+    if code != 0:
+        return
+    document = json.loads(out)
+    assert json_violations(document) == []
+    again = run_cli(argv)
+    assert again == (code, out, err), "a rerun gave different output"
+    texts = {"json": out}
+    if case.hostile_text:
+        texts |= {fmt: run_cli([*case.options, "diagnose", str(path), "--format", fmt, "--width", "100"])[1]
+                  for fmt in ("terminal", "md", "html")}
+    assert text_violations(texts, case.hostile_text) == []
+
+
+def _check_outcome(case: Case, code: int, out: str, err: str) -> None:
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert code == case.expect.exit_code, f"exit {code}, stderr: {err!r}"
+    lines = err.splitlines()
+    if code == 2:
+        assert out == ""
+        assert len(lines) == 1, err
+        assert case.expect.message in lines[0], err
+        assert "\x1b" not in err and "\x07" not in err, err
+    elif case.warns:
+        assert lines and all(line.startswith("traceview: warning:") for line in lines), err
+        assert any(case.warns in line for line in lines), err
+    else:
+        assert err == "", err
+
+
+def test_a_gzip_bomb_is_refused_in_bounded_memory(tmp_path: Path):
+    case = by_name()["gzip-bomb"]
+    path = case.build(tmp_path)
+    with (tmp_path / "out").open("w+") as out, (tmp_path / "err").open("w+") as err:
+        child = subprocess.Popen([sys.executable, "-m", "traceview", *case.options, "diagnose", str(path)],
+                                 stdout=out, stderr=err, cwd=REPO,
+                                 env={"NO_COLOR": "1", "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        # wait4: this child's own resource usage (getrusage(RUSAGE_CHILDREN) would be the largest of
+        # every child this test process has waited for); ru_maxrss is in KiB on Linux.
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        _check_outcome(case, child.returncode, out.read(), err.read())
+    assert usage.ru_maxrss * 1024 < RSS_LIMIT_BYTES, f"peak RSS {usage.ru_maxrss / 1024:.0f} MiB"
