@@ -234,11 +234,13 @@ def _register_commands() -> None:
     from traceview.commands.export import export
     from traceview.commands.normalize import normalize
     from traceview.commands.query import query
+    from traceview.commands.run import CONTEXT_SETTINGS as RUN_CONTEXT, run
 
     app.command("collect")(collect)
     app.command("export")(export)
     app.command("normalize")(normalize)
     app.command("query")(query)
+    app.command("run", context_settings=RUN_CONTEXT)(run)
 
 
 _register_commands()

@@ -1,0 +1,219 @@
+"""``traceview run``: unmodified scripts profiled end to end, in subprocesses, as a user runs them.
+
+The example scripts (examples/train_torch.py, examples/train_keras.py) import nothing of traceview;
+each end-to-end test runs one under ``traceview run`` on CPU and checks the script's own output
+passed through, the report found the requested steps, and every step's buckets sum to the step.
+The quick tests (no framework) check the hook's start-up: what it imports, the exit code, the
+messages when no step is found, and that an environment's own sitecustomize still runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.conftest import REPO
+from tests.report_invariants import json_violations
+
+EXAMPLES = REPO / "examples"
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+HAS_TF = importlib.util.find_spec("tensorflow") is not None
+# JAX is no dependency: this interpreter when it has jax, else one named by TRACEVIEW_TEST_JAX_PYTHON (the
+# hook needs nothing of traceview in the profiled interpreter, so a separate jax environment serves).
+JAX_PYTHON = sys.executable if importlib.util.find_spec("jax") else os.environ.get("TRACEVIEW_TEST_JAX_PYTHON")
+
+
+def traceview_run(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    environ = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "traceview", "run", *map(str, args)], capture_output=True,
+                          text=True, cwd=REPO, env=environ, timeout=300)
+
+
+def run_with_report(tmp_path: Path, *args: str | Path) -> tuple[subprocess.CompletedProcess, dict[str, Any] | None]:
+    """``traceview run -o TMP/trace --format json --report TMP/report.json ARGS``; the report when written."""
+    report_path = tmp_path / "report.json"
+    done = traceview_run("-o", tmp_path / "trace", "--format", "json", "--report", report_path, *args)
+    report = orjson.loads(report_path.read_bytes()) if report_path.exists() else None
+    if report is not None:
+        assert json_violations(report) == []  # every step's buckets sum to the step
+    return done, report
+
+
+def step_numbers(report: dict[str, Any]) -> list[int]:
+    return [step["number"] for step in report["steps"]["table"]]
+
+
+def json_after_script_output(stdout: str) -> tuple[str, dict[str, Any]]:
+    """stdout = the script's own lines, then the JSON report (which starts with a line '{')."""
+    cut = stdout.index("\n{\n") + 1 if not stdout.startswith("{") else 0
+    return stdout[:cut], orjson.loads(stdout[cut:])
+
+
+@pytest.mark.parametrize("script", ["train_torch.py", "train_keras.py"])
+def test_example_scripts_do_not_import_traceview(script: str) -> None:
+    tree = ast.parse((EXAMPLES / script).read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "traceview" not in imported and "collectors" not in imported
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
+def test_torch_script_profiled_and_calibrated(tmp_path: Path) -> None:
+    done, report = run_with_report(tmp_path, "--steps", "5-15", "--calibrate", "--", sys.executable,
+                                   EXAMPLES / "train_torch.py")
+    assert done.returncode == 0, done.stderr
+    # The script's own output, twice: the profiled run and the calibration run.
+    assert done.stdout.count("trained 30 steps") == 2 and "step  10  loss" in done.stdout
+    assert report["trace"]["framework"] == "torch"
+    assert report["steps"]["rule"] == "markers"
+    assert step_numbers(report) == list(range(5, 16))
+    steady = report["steady_state"]
+    assert steady["unprofiled_step_time_ns"] > 0 and steady["profiler_inflation"] > 0
+    manifest = orjson.loads((tmp_path / "trace" / "manifest.json").read_bytes())
+    assert manifest["run"]["steps_captured"] == [5, 15] and manifest["run"]["steps_seen"] == 30
+    assert len(manifest["timing"]["unprofiled_s"]) == 11
+    assert "optimizer.step() of Adam" in done.stderr
+
+
+@pytest.mark.tf
+@pytest.mark.skipif(not HAS_TF, reason="tensorflow not installed")
+def test_keras_fit_script_profiled(tmp_path: Path) -> None:
+    done = traceview_run("-o", tmp_path / "trace", "--format", "json", "--", sys.executable,
+                         EXAMPLES / "train_keras.py")
+    assert done.returncode == 0, done.stderr
+    script_output, report = json_after_script_output(done.stdout)
+    assert "trained 30 batches, loss" in script_output
+    assert json_violations(report) == []
+    assert report["trace"]["framework"] == "tensorflow"
+    assert report["steps"]["rule"] == "markers" and report["steps"]["count"] >= 11
+    assert step_numbers(report) == list(range(5, 16))
+    assert list((tmp_path / "trace" / "plugins" / "profile").glob("*/*.xplane.pb"))
+    assert "keras Sequential.fit train batches" in done.stderr
+
+
+@pytest.mark.tf
+@pytest.mark.skipif(not HAS_TF, reason="tensorflow not installed")
+def test_tf_custom_loop_steps_are_calls_of_the_train_function(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text(
+        "import sys\nimport tensorflow as tf\n"
+        "w = tf.Variable(tf.zeros((8, 1)))\nx = tf.ones((64, 8))\n"
+        "@tf.function\ndef init():\n    return w.assign(tf.zeros_like(w))\n"
+        "@tf.function\ndef train_step(x):\n"
+        "    with tf.GradientTape() as tape:\n        loss = tf.reduce_mean((x @ w - 1.0) ** 2)\n"
+        "    w.assign_sub(0.1 * tape.gradient(loss, w))\n    return loss\n"
+        "init()\nfor _ in range(12):\n    loss = train_step(x)\nprint('loss', float(loss))\nsys.exit(3)\n",
+        encoding="utf-8")
+    done, report = run_with_report(tmp_path, "--steps", "3-8", "--", sys.executable, script)
+    # The report is written, then the script's exit code is traceview's, with one line saying so.
+    assert done.returncode == 3
+    assert done.stderr.strip().splitlines()[-1].endswith("exited with code 3")
+    assert step_numbers(report) == list(range(3, 9))
+    assert "calls of the tf.function train_step" in done.stderr
+
+
+@pytest.mark.skipif(not JAX_PYTHON, reason="jax not installed (TRACEVIEW_TEST_JAX_PYTHON names another interpreter)")
+def test_jax_jitted_train_step_profiled(tmp_path: Path) -> None:
+    script = tmp_path / "train_jax.py"
+    script.write_text(
+        "import jax, jax.numpy as jnp\n"
+        "x = jnp.ones((256, 16)); w = jnp.zeros((16, 1))\n"
+        "@jax.jit\ndef init(w):\n    return w * 0.0\n"
+        "@jax.jit\ndef step(w, x):\n"
+        "    loss, g = jax.value_and_grad(lambda w: jnp.mean((x @ w - 1.0) ** 2))(w)\n    return w - 0.1 * g, loss\n"
+        "w = init(w)\nfor _ in range(10):\n    w, loss = step(w, x)\n    loss.block_until_ready()\n"
+        "print('loss', float(loss))\n", encoding="utf-8")
+    done, report = run_with_report(tmp_path, "--steps", "3-7", "--", JAX_PYTHON, script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("loss ")
+    assert report["trace"]["framework"] == "jax"
+    assert step_numbers(report) == list(range(3, 8))
+    assert "calls of the jitted function step" in done.stderr
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
+def test_a_script_ending_inside_the_window_gives_its_whole_steps(tmp_path: Path) -> None:
+    done, report = run_with_report(tmp_path, "--steps", "2-6", "--", sys.executable, EXAMPLES / "train_torch.py",
+                                   "--steps", "4")
+    assert done.returncode == 0, done.stderr
+    assert "the script ran 4 steps: captured steps 2-4 (asked 2-6)" in done.stderr
+    # Step 5 had begun when the script ended: torch closes its marker at stop; it is dropped.
+    assert step_numbers(report) == [2, 3, 4]
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
+def test_fewer_steps_than_the_window_are_captured_in_a_second_run(tmp_path: Path) -> None:
+    done, report = run_with_report(tmp_path, "--", sys.executable, EXAMPLES / "train_torch.py", "--steps", "3")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("trained 3 steps") == 2
+    assert "captured steps 1-3 in a second run (asked 5-15)" in done.stderr
+    assert step_numbers(report) == [1, 2, 3]
+    assert report["steps"]["cold"] == [1]  # the manifest declares step 1 cold
+
+
+def test_hook_imports_nothing_heavy_and_no_step_is_one_line(tmp_path: Path) -> None:
+    probe = ("import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "{'torch', 'tensorflow', 'keras', 'jax', 'numpy', 'pandas', 'traceview', 'collectors'}))")
+    done = traceview_run("-o", tmp_path / "trace", "--", sys.executable, "-c", probe)
+    assert done.stdout.strip() == "[]"
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"traceview: `{shlex.join([sys.executable, '-c', probe])}` ran no training step: it imported none of "
+        "torch, tensorflow, keras, jax; traceview run finds steps in those frameworks' training loops"]
+    assert not (tmp_path / "trace").exists() or not any((tmp_path / "trace").iterdir())
+
+
+def test_exit_code_of_the_command_is_propagated(tmp_path: Path) -> None:
+    done = traceview_run("-o", tmp_path / "trace", "--", sys.executable, "-c",
+                         "import sys; print('working'); sys.exit(4)")
+    assert done.returncode == 4
+    assert done.stdout == "working\n"
+    assert done.stderr.strip().endswith("exited with code 4 before a step was profiled")
+
+
+def test_a_command_that_starts_no_python_is_named(tmp_path: Path) -> None:
+    done = traceview_run("-o", tmp_path / "trace", "--", "true")
+    assert done.returncode == 2
+    assert "started no Python process that loaded traceview's hook" in done.stderr
+
+
+def test_the_environments_own_sitecustomize_still_runs(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("print('own sitecustomize')\n", encoding="utf-8")
+    done = traceview_run("-o", tmp_path / "trace", "--", sys.executable, "-c", "print('script')",
+                         env={"PYTHONPATH": str(site)})
+    # Once in traceview's own interpreter (same PYTHONPATH), once in the command's, before the script.
+    assert done.stdout.splitlines() == ["own sitecustomize", "own sitecustomize", "script"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--steps", "9-3", "--", "python", "x.py"], "A must not exceed B"),
+    (["--steps", "five", "--", "python", "x.py"], "use A-B"),
+    (["--framework", "mxnet", "--", "python", "x.py"], "--framework 'mxnet' is not one of"),
+    (["--format", "pdf", "--", "python", "x.py"], "--format 'pdf' is not one of"),
+])
+def test_bad_options_are_refused_before_the_command_runs(args: list[str], message: str) -> None:
+    done = traceview_run(*args)
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+def test_a_folder_with_other_files_is_not_overwritten_unasked(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("x", encoding="utf-8")
+    done = traceview_run("-o", tmp_path, "--", sys.executable, "-c", "print('never runs')")
+    assert done.returncode == 2 and "is not empty" in done.stderr
+    assert "never runs" not in done.stdout

@@ -1,0 +1,137 @@
+"""``traceview run -- python train.py ARGS``: profile an unmodified training script, then diagnose it."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from traceview.errors import UsageError
+
+# Everything after the command's first word is the command's, options included.
+CONTEXT_SETTINGS = {"allow_interspersed_args": False, "ignore_unknown_options": True}
+FRAMEWORKS = ("auto", "torch", "tf", "jax")
+_STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+
+
+def run(
+    command: list[str] = typer.Argument(..., metavar="-- COMMAND [ARGS]...",
+                                        help="The training command, e.g. python train.py --epochs 1."),
+    framework: str = typer.Option("auto", "--framework", help="Whose steps count: auto (the first framework whose "
+                                                              "training step runs), torch, tf, jax."),
+    steps: str = typer.Option("5-15", "--steps", metavar="A-B",
+                              help="Steps to profile, 1-based and inclusive; the steps before are warm-up."),
+    calibrate: bool = typer.Option(False, "--calibrate",
+                                   help="Run the command a second time without the profiler and report the "
+                                        "profiler's inflation of the same steps."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                          help="Folder for the trace and manifest.json "
+                                               "(default traceview-runs/<script>-<date>-<time>)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a capture already in the -o folder."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write the report to this file instead of stdout."),
+    format: str = typer.Option("terminal", "--format", "-f", help="Report format: terminal (default), md, json, html."),
+    width: Optional[int] = typer.Option(None, "--width", help="Terminal report width in columns."),
+    color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Force colours on or off."),
+) -> None:
+    """Profile an unmodified training script and report where each step's time goes.
+
+    The command (python, or a launcher that starts it) runs with a start-up hook; the script is not changed.
+
+    Steps are found in torch optimizer.step(), Keras Model.fit batches, or a custom loop's tf.function / jax.jit step.
+
+    Steps A-B are profiled with the framework's own profiler; the trace and a manifest.json go to -o.
+
+    The script's output passes through; when it fails, its exit code is traceview's.
+
+    Example: traceview run --steps 5-15 -- python train.py --epochs 1
+    """
+    from traceview.renderers import base
+
+    if not command:
+        raise UsageError("name the command to profile after --, e.g. traceview run -- python train.py")
+    if format not in base.names():
+        raise UsageError(f"--format {format!r} is not one of: {', '.join(base.names())}")
+    if framework not in FRAMEWORKS:
+        raise UsageError(f"--framework {framework!r} is not one of: {', '.join(FRAMEWORKS)}")
+    first, last = _parse_steps(steps)
+    trace_dir = _trace_dir(output, command, overwrite)
+
+    from traceview.inject.launcher import CommandFailed, RunRequest, profile_command
+
+    outcome = profile_command(RunRequest(tuple(command), trace_dir, first, last, framework, calibrate), _say)
+    for note in outcome.notes:
+        _say(note)
+    failed = shlex.join(command) if outcome.exit_code else ""
+    if outcome.trace is None:
+        if failed:
+            raise CommandFailed(f"`{failed}` exited with code {outcome.exit_code} before a step was profiled",
+                                outcome.exit_code)
+        raise UsageError(f"no trace was written for steps {first}-{last} (see the lines above)")
+    status = outcome.status or {}
+    _say(f"profiled steps {outcome.first}-{min(outcome.last, int(status.get('steps_seen', outcome.last)))} of "
+         f"{status.get('steps_seen')} ({status.get('framework')}: {status.get('source_detail')}): {outcome.trace}")
+    _report(outcome.trace, format, report, width, color)
+    if failed:
+        raise CommandFailed(f"`{failed}` exited with code {outcome.exit_code}", outcome.exit_code)
+
+
+def _parse_steps(text: str) -> tuple[int, int]:
+    match = _STEPS.match(text)
+    if not match:
+        raise UsageError(f"--steps {text!r}: use A-B, e.g. 5-15 (steps from 1)")
+    first = int(match.group(1))
+    last = int(match.group(2) or first)
+    if first < 1 or last < first:
+        raise UsageError(f"--steps {text!r}: steps count from 1 and A must not exceed B")
+    return first, last
+
+
+def _trace_dir(output: Optional[Path], command: list[str], overwrite: bool) -> Path:
+    if output is None:
+        return Path("traceview-runs") / f"{_script_stem(command)}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"-o {output}: is a file; name a folder for the trace")
+    if output.is_dir() and any(output.iterdir()):
+        if not overwrite:
+            raise UsageError(f"-o {output}: is not empty; pass --overwrite to replace a capture there, "
+                             "or name another folder")
+        from traceview.capture import _remove_capture
+
+        _remove_capture(output)
+    return output
+
+
+def _script_stem(command: list[str]) -> str:
+    """A name for the default trace folder: the script's stem, a -m module, else the program."""
+    for i, arg in enumerate(command):
+        if arg.endswith(".py"):
+            return Path(arg).stem
+        if arg == "-m" and i + 1 < len(command):
+            return command[i + 1].rsplit(".", 1)[-1]
+    return Path(command[0]).name or "run"
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"traceview: {message}\n")
+    sys.stderr.flush()
+
+
+def _report(trace: Path, format: str, report: Optional[Path], width: Optional[int], color: Optional[bool]) -> None:
+    """The report of ``traceview diagnose TRACE``, by that very command with the same options."""
+    import typer.main
+
+    from traceview.cli import app
+
+    args = ["diagnose", str(trace), "--format", format]
+    if report is not None:
+        args += ["--output", str(report)]
+    if width is not None:
+        args += ["--width", str(width)]
+    if color is not None:
+        args.append("--color" if color else "--no-color")
+    typer.main.get_command(app).main(args=args, prog_name="traceview", standalone_mode=False)

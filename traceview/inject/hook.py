@@ -1,0 +1,388 @@
+"""Inside the profiled process: find the training steps and profile the requested window of them.
+
+:func:`install` runs at interpreter start-up (from the ``sitecustomize.py`` ``traceview run``
+writes). It only puts an import watcher on ``sys.meta_path``; when the script imports a framework,
+that framework's step source is installed (``torch_hooks``, ``tf_hooks``, ``jax_hooks``):
+
+- torch: a step ends when the first optimizer to step returns from ``step()`` (a global
+  optimizer step post-hook); step 1 begins when the first optimizer is constructed, each later
+  step where the previous one ended.
+- Keras ``Model.fit``: a callback appended to ``fit``'s callbacks; a step is one train batch
+  (``on_train_batch_begin`` → ``on_train_batch_end``), profiled with the Keras backend's profiler.
+- a TensorFlow custom loop: the outermost ``tf.function`` that is called a second time first is
+  the train step; a step ends when a call of it returns.
+- JAX: the same with the functions ``jax.jit`` makes.
+
+The first source to reach a step claims the run (in ``auto`` mode whichever framework that is);
+the others stay idle. Steps are numbered from 1. The profiler starts when step ``first`` begins
+and stops when step ``last`` ends, and each step in between is marked the framework's way
+(``ProfilerStep#N``, ``Trace('train', step_num=N, _r=1)``, ``StepTraceAnnotation``), so
+``traceview diagnose`` finds the steps by their markers. Each window step is also timed with
+``perf_counter_ns`` (after its marker opens, before it closes), which a calibration run repeats
+without the profiler.
+
+Nothing here may break the script: a failing hook writes one ``traceview:`` line to stderr and
+stands down.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from . import protocol
+
+_RUN: "Run | None" = None
+FAILED = object()  # what Run._guard returns when the call raised
+
+
+def install() -> None:
+    """Start-up: read the settings, watch for framework imports (no framework is imported here)."""
+    global _RUN
+    settings = protocol.Settings.from_env(os.environ)
+    if settings is None or _RUN is not None or not os.path.isdir(settings.status_dir):
+        return  # not under traceview run, or a process that outlived it
+    _touch(os.path.join(settings.status_dir, protocol.LOADED_NAME))
+    _RUN = Run(settings)
+    # Every framework's import is noted (the parent names them when no step was found); a step
+    # source is installed where its framework is the one asked for. Keras 3 runs on TensorFlow,
+    # JAX or torch: its fit callback claims the run for its backend's framework.
+    watched = {
+        "torch": _source(settings, ("torch",), "torch_hooks", "install"),
+        "keras": _source(settings, ("tf", "jax", "torch"), "tf_hooks", "install_keras"),
+        "tf_keras": _source(settings, ("tf",), "tf_hooks", "install_keras"),
+        "tensorflow": _source(settings, ("tf",), "tf_hooks", "install_tf_function"),
+        "jax": _source(settings, ("jax",), "jax_hooks", "install"),
+    }
+    sys.meta_path.insert(0, _ImportWatcher(watched, _RUN))
+    atexit.register(_RUN.at_exit)
+
+
+def _source(settings: protocol.Settings, frameworks: tuple[str, ...], module: str,
+            function: str) -> Callable[[Any], None]:
+    """The import callback that installs ``module.function`` as a step source, when wanted."""
+
+    def install_source(framework_module: Any) -> None:
+        if settings.framework == "auto" or settings.framework in frameworks:
+            getattr(_load(module), function)(_RUN, framework_module)
+
+    return install_source
+
+
+def _load(name: str) -> Any:
+    import importlib
+
+    return importlib.import_module(f"{__package__}.{name}")
+
+
+def _touch(path: str) -> None:
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError:
+        pass
+
+
+def warn(message: str) -> None:
+    """One line on the script's stderr."""
+    try:
+        sys.stderr.write(f"traceview: {message}\n")
+    except Exception:  # noqa: BLE001 - a closed stderr must not break the script
+        pass
+
+
+class _ImportWatcher:
+    """A ``sys.meta_path`` finder that runs a callback right after a watched top-level module has
+    executed. It finds the module with the other finders and wraps that loader's
+    ``exec_module`` for this one import, so the module and its loader stay what they are."""
+
+    def __init__(self, watched: dict[str, Callable[[Any], None]], run: "Run") -> None:
+        self._watched = watched
+        self._run = run
+        self._busy: set[str] = set()
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in self._watched or fullname in self._busy:
+            return None
+        self._busy.add(fullname)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._busy.discard(fullname)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        callback = self._watched.pop(fullname)
+        run = self._run
+        exec_module = loader.exec_module
+
+        def exec_then_hook(module: Any) -> None:
+            try:
+                exec_module(module)
+            finally:
+                try:
+                    del loader.exec_module
+                except AttributeError:
+                    pass
+            run.imported.append(fullname)
+            try:
+                callback(module)
+            except Exception as err:  # noqa: BLE001 - the script goes on without this source
+                warn(f"could not hook {fullname} ({type(err).__name__}: {err}); its steps are not counted")
+
+        try:
+            loader.exec_module = exec_then_hook
+        except (AttributeError, TypeError):
+            return spec
+        return spec
+
+    def invalidate_caches(self) -> None:
+        return None
+
+
+class Run:
+    """The step window of this process: which source counts steps, the profiler, the timings."""
+
+    def __init__(self, settings: protocol.Settings) -> None:
+        self.settings = settings
+        self.pid = os.getpid()
+        self.first = settings.first
+        self.last = settings.last
+        self.owner: str | None = None  # the source that counts steps ("" when another process claimed)
+        self.framework: str | None = None
+        self.source_detail = ""
+        self.session: Any = None
+        self.started = False
+        self.stopped = False
+        self.current: int | None = None  # the step open now
+        self.done = 0  # steps completed
+        self.inside_fit = 0  # Keras fit running (its own tf.function calls are not steps)
+        self.imported: list[str] = []
+        self.times: dict[int, float] = {}
+        self.trace: str | None = None
+        self.notes: list[str] = []
+        self._t0 = 0
+
+    # -- who counts -------------------------------------------------------------------------------
+    def claim(self, source: str, framework: str, detail: str) -> bool:
+        """True when ``source`` counts this run's steps: it is the first source to reach a step in
+        this process, its framework is the one asked for, and no other process claimed first."""
+        if self.owner is not None:
+            return self.owner == source
+        if self.settings.framework not in ("auto", framework) or os.getpid() != self.pid:
+            return False
+        if not protocol.claim(self.settings.status_dir):
+            self.owner = ""
+            return False
+        self.owner = source
+        self.framework = framework
+        self.source_detail = detail
+        return True
+
+    def owns(self, source: str) -> bool:
+        return self.owner == source and os.getpid() == self.pid
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    # -- steps ------------------------------------------------------------------------------------
+    def in_window(self, n: int) -> bool:
+        return self.first <= n <= self.last
+
+    def begin(self, n: int) -> None:
+        self.current = n
+        if self.in_window(n):
+            if self.settings.profile and not self.started:
+                self._start()
+            if self.started and not self.stopped:
+                self._guard("mark a step", self.session.begin, n)
+        self._t0 = time.perf_counter_ns()
+
+    def end(self, n: int) -> None:
+        t1 = time.perf_counter_ns()
+        if self.current != n:
+            return
+        self.current = None
+        self.done = n
+        if self.in_window(n):
+            self.times[n] = (t1 - self._t0) / 1e9
+            if self.started and not self.stopped:
+                self._guard("mark a step", self.session.end, n)
+        if n == self.last:
+            self._stop()
+            self.write_status()
+
+    def _start(self) -> None:
+        assert self.framework is not None
+        self.started = True
+        session = self._guard("create the profiler session", _session_for, self.framework,
+                              self.settings.trace_dir)
+        if session is FAILED or self._guard("start the profiler", session.start) is FAILED:
+            self.stopped = True
+            return
+        self.session = session
+
+    def _stop(self) -> None:
+        if not self.started or self.stopped:
+            return
+        self.stopped = True
+        if self.session is not None:
+            # A step still open (the script ended inside the window) must not be in the trace as a
+            # step: its marker stays open, and the session drops it where the profiler closes it.
+            open_step = self.current if self.current is not None and self.in_window(self.current) else None
+            trace = self._guard("stop the profiler and write the trace", self.session.stop, open_step)
+            self.trace = None if trace is FAILED else trace
+
+    def _guard(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)``; a failure becomes a note and a stderr line, and :data:`FAILED`."""
+        try:
+            return fn(*args)
+        except Exception as err:  # noqa: BLE001 - never break the script
+            message = f"could not {what}: {type(err).__name__}: {err}"
+            self.note(message)
+            warn(message)
+            return FAILED
+
+    # -- what the parent reads --------------------------------------------------------------------
+    def at_exit(self) -> None:
+        if os.getpid() != self.pid or not os.path.isdir(self.settings.status_dir):
+            return  # a forked child inherited this handler, or traceview run is over
+        if self.owner:
+            self._stop()  # the script ended inside the window
+            self.write_status()
+        elif self.imported and self.owner is None:
+            path = os.path.join(self.settings.status_dir, f"{protocol.IMPORTED_PREFIX}{self.pid}.json")
+            self._guard("write the status", protocol.write_json, path,
+                        {"pid": self.pid, "imported": self.imported})
+
+    def write_status(self) -> None:
+        session = self.session
+        status = {
+            "pid": self.pid,
+            "framework": self.framework,
+            "source": self.owner,
+            "source_detail": self.source_detail,
+            "first": self.first,
+            "last": self.last,
+            "steps_seen": self.done,
+            "times_s": {str(n): t for n, t in sorted(self.times.items())},
+            "profiled": bool(self.started and session is not None),
+            "trace": self.trace,
+            "trace_format": getattr(session, "trace_format", None),
+            "profiler": _or_none(self._guard("describe the profiler", session.describe)) if session else None,
+            "facts": _or_none(self._guard("read versions and threads", _facts, self.framework)),
+            "notes": list(self.notes),
+        }
+        self._guard("write the status", protocol.write_json,
+                    os.path.join(self.settings.status_dir, protocol.STATUS_NAME), status)
+
+
+class ProfilerSession:
+    """A framework's profiler over the window: ``start()``, a marker around each step,
+    ``stop(open_step)`` → the trace's path (``open_step``: a step begun but not ended, whose
+    marker must not be in the trace). Subclasses give ``start``, ``marker``, ``stop``,
+    ``describe`` and ``trace_format``."""
+
+    trace_format = ""
+
+    def __init__(self, trace_dir: str) -> None:
+        self.trace_dir = trace_dir
+        self._marker: Any = None
+
+    def marker(self, n: int) -> Any:
+        """The context manager that marks step ``n``."""
+        raise NotImplementedError
+
+    def begin(self, n: int) -> None:
+        self._marker = self.marker(n)
+        self._marker.__enter__()
+
+    def end(self, n: int) -> None:
+        if self._marker is not None:
+            self._marker.__exit__(None, None, None)
+            self._marker = None
+
+
+def _or_none(value: Any) -> Any:
+    return None if value is FAILED else value
+
+
+class CallSteps:
+    """Steps counted by the calls of one function: a TensorFlow custom loop's ``tf.function``, a
+    jitted JAX function. Only outermost calls count (not those made while tracing another
+    function, nor Keras ``fit``'s own). The first function called a second time is taken for the
+    train step (one called once, such as an initialiser, is not); from then on a step ends when a
+    call of it returns and the next step begins there. Its step 1 is over before it is recognised:
+    a window from step 1 starts at step 2, and step 2 begins at the call itself."""
+
+    def __init__(self, run: Run, source: str, framework: str, what: str) -> None:
+        self.run = run
+        self.source = source
+        self.framework = framework
+        self.what = what
+        self._local = threading.local()
+        self._called_once: dict[int, Any] = {}
+        self._step: Any = None
+
+    def call(self, fn: Any, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        """``call(*args, **kwargs)`` for the function ``fn``, counting the step it ends."""
+        run = self.run
+        if getattr(self._local, "inside", False) or run.inside_fit or run.owner not in (None, self.source):
+            return call(*args, **kwargs)
+        self._local.inside = True
+        try:
+            self._entering(fn)
+            result = call(*args, **kwargs)
+        finally:
+            self._local.inside = False
+        if fn is self._step and run.current is not None:
+            n = run.current
+            run.end(n)
+            run.begin(n + 1)
+        return result
+
+    def _entering(self, fn: Any) -> None:
+        if self._step is not None:
+            return
+        if id(fn) not in self._called_once:
+            self._called_once[id(fn)] = fn  # kept alive, so its id is not reused
+            return
+        run = self.run
+        if not run.claim(self.source, self.framework, f"calls of the {self.what} {getattr(fn, '__name__', '?')}"):
+            return
+        self._step = fn
+        self._called_once.clear()
+        run.done = 1
+        if run.first < 2:
+            run.first = 2
+            run.note(f"a {self.what} train step is recognised at its second call: the capture starts at step 2")
+        if run.first == 2:
+            run.note("step 2 begins at the train step's call; later steps begin where the previous call returned")
+        run.begin(2)
+
+
+_HOOK_MODULE = {"torch": "torch_hooks", "tf": "tf_hooks", "jax": "jax_hooks"}
+
+
+def _session_for(framework: str, trace_dir: str) -> Any:
+    return _load(_HOOK_MODULE[framework]).Session(trace_dir)
+
+
+def _facts(framework: str | None) -> dict[str, Any]:
+    import platform
+
+    facts: dict[str, Any] = {"versions": {"python": platform.python_version()}}
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        facts["versions"]["numpy"] = getattr(numpy, "__version__", "?")
+    if framework in _HOOK_MODULE:
+        more = _load(_HOOK_MODULE[framework]).facts()
+        facts["versions"].update(more.pop("versions", {}))
+        facts.update(more)
+    return facts
