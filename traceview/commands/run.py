@@ -93,7 +93,12 @@ def _parse_steps(text: str) -> tuple[int, int]:
 
 def _trace_dir(output: Optional[Path], command: list[str], overwrite: bool) -> Path:
     if output is None:
-        return Path("traceview-runs") / f"{_script_stem(command)}-{time.strftime('%Y%m%d-%H%M%S')}"
+        base = Path("traceview-runs") / f"{_script_stem(command)}-{time.strftime('%Y%m%d-%H%M%S')}"
+        folder, n = base, 1
+        while folder.exists():  # two runs in one second
+            n += 1
+            folder = base.with_name(f"{base.name}-{n}")
+        return folder
     if output.exists() and not output.is_dir():
         raise UsageError(f"-o {output}: is a file; name a folder for the trace")
     if output.is_dir() and any(output.iterdir()):
