@@ -49,6 +49,13 @@ SYNC_API = re.compile(
     r"Memcpy|MemcpyHtoD|MemcpyDtoH|MemcpyDtoD|Memcpy2D|Memset|MemcpyWithStream)"
     r"(_v2|_ptds|_ptsz)*$"
 )
+# Calls whose device activities all carry the call's one correlation id: a CUDA/HIP graph launch
+# (cudaGraphLaunch, cuGraphLaunch — also XLA's command buffers — hipGraphLaunch) replays many
+# kernels and copies, a multi-device cooperative launch runs one kernel per device. Every other
+# launch queues exactly one device activity (the trace-quality check counts repeats).
+MULTI_ACTIVITY_LAUNCH = re.compile(
+    r"^(cuda|cu|hip)(GraphLaunch|LaunchCooperativeKernelMultiDevice)(_v2|_ptsz|_spt)*$"
+)
 
 # --------------------------------------------------------------------------------------------
 # torch (Kineto) host names

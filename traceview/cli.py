@@ -52,6 +52,8 @@ def _root(
 
 
 FORMAT_HELP = "Output format: terminal (default), md, json, html."
+STRICT_HELP = ("Exit 2, after writing the report, when a trace has a trace-quality problem (lost events, "
+               "clock skew, overlaps, duplicated correlation ids, empty steps: docs/bad_input.md).")
 
 
 def _top_rows(value: str) -> Optional[int]:
@@ -95,6 +97,7 @@ def diagnose(
     jobs: Optional[int] = typer.Option(
         None, "--jobs", "-j", min=1,
         help="A folder's traces are read in this many processes at once (default: one per core)."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Report what a trace is, its steps, and where each step's time goes.
 
@@ -144,6 +147,8 @@ def diagnose(
     text = renderer.render_diagnoses(diagnoses, width=_width(width), color=_use_color(color, output),
                                      comparisons=folder_comparisons(diagnoses), multi_rank=runs)
     _emit(text, output)
+    if strict:
+        _check_quality(diagnoses)
 
 
 @app.command()
@@ -159,6 +164,7 @@ def compare(
                                                    help="Exit 1 when the candidate's steady step is more than PCT % "
                                                         "slower than the baseline's (CI regression gate)."),
     redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names."),
+    strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
     """Explain why one trace's steady-state step is slower than another's."""
     from traceview.analyzers.compare import compare as run_compare
@@ -179,12 +185,24 @@ def compare(
     comparison = run_compare(sides[0], sides[1])
     text = renderer.render_comparison(comparison, width=_width(width), color=_use_color(color, output))
     _emit(text, output)
+    if strict:  # before --fail-if-slower: a verdict on untrustworthy numbers is moot
+        _check_quality(sides)
     if fail_if_slower is not None and comparison.baseline_step_ns > 0:
         slower_pct = (comparison.candidate_step_ns / comparison.baseline_step_ns - 1.0) * 100.0
         if slower_pct > fail_if_slower:
             _stderr_console().print(f"traceview: candidate is {slower_pct:.1f} % slower than the baseline "
                                     f"(limit {fail_if_slower:g} %)", markup=False, highlight=False)
             raise typer.Exit(1)
+
+
+def _check_quality(diagnoses: list[Any]) -> None:
+    """``--strict``: one line naming each trace's quality problems, exit status 2."""
+    from traceview.analyzers.quality import strict_message
+    from traceview.errors import QualityError
+
+    message = strict_message((d.timeline.meta.source, d.quality) for d in diagnoses)
+    if message:
+        raise QualityError(message)
 
 
 def _diagnose_in_processes(paths: list[Path], options: Any, rows: Optional[int], workers: int, keep_events: bool,

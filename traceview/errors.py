@@ -19,6 +19,10 @@ class FormatError(TraceviewError):
     """The file is of a known format but broken (truncated, malformed, inconsistent)."""
 
 
+class QualityError(TraceviewError):
+    """``--strict``: a trace has trace-quality problems (its report is written first)."""
+
+
 class MissingExtraError(TraceviewError):
     """An optional dependency (torch, tensorflow, a test oracle) is not installed."""
 

@@ -8,12 +8,14 @@ for all, in place, and returns the same object. The step column is filled later 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from traceview.arrays import membership, unique_sorted
 from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
-from traceview.schema import DEVICE_KINDS, Kind, Timeline, categorical
+from traceview.schema import DEVICE_KINDS, Kind, Timeline, TraceMeta, categorical
 
 
 def normalize(timeline: Timeline) -> Timeline:
@@ -29,22 +31,39 @@ def normalize(timeline: Timeline) -> Timeline:
 
 
 OVERLAP_NOTE = "{} host events overlap an enclosing event without nesting inside it; treated as siblings"
+# The same count as a number, for the trace-quality check (traceview/analyzers/quality.py).
+OVERLAPS_KEY = "overlaps"
+_OVERLAP_NOTED = re.compile("^" + re.escape(OVERLAP_NOTE).replace(re.escape("{}"), r"(\d+)") + "$")
+
+
+def record_overlaps(meta: TraceMeta, overlaps: int) -> None:
+    """Keep the partial overlaps nesting found: the count in ``meta.extra["overlaps"]`` and, when
+    there are any, a note."""
+    meta.extra[OVERLAPS_KEY] = int(overlaps)
+    if overlaps:
+        meta.notes.append(OVERLAP_NOTE.format(overlaps))
+
+
+def is_overlap_note(note: str) -> bool:
+    return _OVERLAP_NOTED.match(note) is not None
 
 
 def _nest(timeline: Timeline) -> None:
     """Depth and parent of every host event within its track (see :func:`nest_tracks`). A reader
-    that had to nest to classify (XPlane) hands its nesting over; it is not computed twice."""
+    that had to nest to classify (XPlane) hands its nesting over; it is not computed twice (its
+    count of overlaps is read back from the note it wrote)."""
     events = timeline.events
     host = events["device"].to_numpy() < 0
     if host.any() and (events["depth"].to_numpy()[host] >= 0).all():
+        noted = (_OVERLAP_NOTED.match(note) for note in timeline.meta.notes)
+        timeline.meta.extra.setdefault(OVERLAPS_KEY, sum(int(m.group(1)) for m in noted if m))
         return
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()
     parent, depth, overlaps = nest_tracks(events["track"].cat.codes.to_numpy(), ts, end, host)
     events["depth"] = depth.astype(np.int16)
     events["parent"] = parent
-    if overlaps:
-        timeline.meta.notes.append(OVERLAP_NOTE.format(overlaps))
+    record_overlaps(timeline.meta, overlaps)
 
 
 def nest_tracks(

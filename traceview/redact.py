@@ -151,8 +151,9 @@ def _placeholder(kind: str, index: int, count: int) -> str:
 
 def redact_diagnoses(diagnoses: list[Any]) -> list[Any]:
     """Copies of the diagnoses with paths, host and user names replaced in everything a report
-    shows (source, host, track and event names, step rule text, findings). The originals are
-    left untouched; placeholders are shared across the list so a comparison stays consistent."""
+    shows (source, host, track and event names, step rule text, findings, the quality section's
+    notes). The originals are left untouched; placeholders are shared across the list so a
+    comparison stays consistent."""
     import copy
     import dataclasses
 
@@ -181,6 +182,7 @@ def redact_diagnoses(diagnoses: list[Any]) -> list[Any]:
         clone.kernels = diag.kernels.assign(name=[text(n) for n in diag.kernels["name"]]) if len(diag.kernels) else diag.kernels
         clone.ops = diag.ops.assign(name=[text(n) for n in diag.ops["name"]]) if len(diag.ops) else diag.ops
         clone.findings = [dataclasses.replace(f, summary=text(f.summary)) for f in diag.findings]
+        clone.quality = dataclasses.replace(diag.quality, notes=tuple(text(n) for n in diag.quality.notes))
         out.append(clone)
     return out
 

@@ -17,6 +17,7 @@ from traceview.analyzers.attribution import Attribution, AttributionOptions, att
 from traceview.analyzers.communication import CommOverlap, comm_overlap
 from traceview.analyzers.device_time import device_time
 from traceview.analyzers.launch import LaunchStats, launch_stats
+from traceview.analyzers.quality import Quality, trace_quality
 from traceview.analyzers.steps import Steps
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.loader import load_with_steps
@@ -40,6 +41,7 @@ class Diagnosis:
     device: pd.DataFrame
     findings: list[Any] = field(default_factory=list)
     communication: CommOverlap | None = None  # None: the trace runs no collective-communication kernel
+    quality: Quality = field(default_factory=Quality)  # what makes the numbers less trustworthy
 
     @property
     def buckets(self) -> tuple[str, ...]:
@@ -137,6 +139,7 @@ class Diagnosis:
             "launch": self.launch.to_dict(),
             "device_time": _records(self.device),
             "findings": [f.to_dict() for f in self.findings],
+            "quality": self.quality.to_dict(),
             # Only for traces with collective communication (docs/json.md).
             **({"communication": self.communication.to_dict(self.steady_positions)}
                if self.communication is not None else {}),
@@ -170,6 +173,7 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
         launch=launch_stats(timeline, steps),
         device=device_time(timeline),
         communication=comm_overlap(timeline, steps),
+        quality=trace_quality(timeline, steps),  # before the notes below: only the readers' notes
     )
     result.findings = findings(result)
     inflation = result.profiler_inflation

@@ -32,6 +32,7 @@ from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADER
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct,
                                        gap_headline, shorten, visible)
+from traceview.renderers.units import quality_headline, quality_rows
 from traceview.roles import Role
 from traceview.schema import Kind
 
@@ -269,6 +270,7 @@ def _section(diag: Any, index: int) -> str:
     findings = _findings(getattr(diag, "findings", None) or [])
     if findings:
         out.append(findings)
+    out.append(_quality(diag.quality))
     out.append(_per_step(diag))
     kernel_title = "Top kernels" if diag.timeline.has_device else "Top compute ops (leaf ops doing the math)"
     ops_title = "Top framework ops (top level, inclusive host time)"
@@ -386,6 +388,13 @@ def _findings(findings: list[Any]) -> str:
         rows.append(f'<tr><td><span class="grade {esc(f.grade)}">{esc(GRADE_LABEL.get(f.grade, f.grade))}</span></td>'
                     f"<td><b>{esc(f.rule)}</b>: {esc(summary)}{advice}</td></tr>")
     return "<h3>Findings</h3><table>" + "".join(rows) + "</table>"
+
+
+def _quality(quality: Any) -> str:
+    """The trace-quality section: its headline alone for a clean trace."""
+    rows = "".join(f'<tr><td class="num">{esc(count)}</td><td>{esc(text)}</td></tr>'
+                   for count, text in quality_rows(quality))
+    return f"<h3>{esc(quality_headline(quality))}</h3>" + (f"<table>{rows}</table>" if rows else "")
 
 
 def _per_step(diag: Any) -> str:

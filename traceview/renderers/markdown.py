@@ -15,6 +15,7 @@ from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_
                                        gap_headline, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
+from traceview.renderers.units import quality_headline, quality_rows
 
 _NAME_WIDTH = 90
 
@@ -51,6 +52,16 @@ def _findings(findings: list[Any], heading: str) -> list[str]:
     return lines + [""]
 
 
+def _quality(quality: Any) -> list[str]:
+    """The trace-quality section: its headline alone for a clean trace."""
+    rows = quality_rows(quality)
+    lines = [f"**{quality_headline(quality)}**", ""]
+    if rows:
+        lines += [f"- note: {cell(text)}" if count == "note" else f"- **{count}** {cell(text)}" for count, text in rows]
+        lines.append("")
+    return lines
+
+
 def _attribution_rows(diag: Any) -> list[list[str]]:
     buckets = diag.steady_attribution()
     total = sum(buckets.values())
@@ -83,6 +94,7 @@ def diagnosis_markdown(diag: Any) -> list[str]:
                       f"compute kernels; the exposed {fmt_ns(steady['exposed_ns'])} is the communication row."]
     lines.append("")
     lines += _findings(diag.findings, "Findings")
+    lines += _quality(diag.quality)
     lines += ["<details><summary>Details: steps, top kernels and ops, launch statistics, event accounting</summary>", ""]
     lines.append(f"Steps: {len(table)} found by rule `{diag.steps.rule}` — {cell(diag.steps.rule_detail)}.")
     lines.append("")

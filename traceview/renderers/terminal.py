@@ -23,6 +23,7 @@ from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_
                                        gap_headline, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
+from traceview.renderers.units import QUALITY_TITLE, quality_headline, quality_rows
 
 BUCKET_STYLE: dict[str, str] = {
     "kernel": "green",
@@ -261,6 +262,22 @@ def findings_block(findings: list[Any], title: str = "Findings") -> Table | None
     return table
 
 
+def quality_block(quality: Any, title: str = QUALITY_TITLE) -> Text | Table:
+    """The trace-quality section: one line for a clean trace, else a count and a sentence per
+    problem (and the readers' notes)."""
+    headline = quality_headline(quality, title)
+    rows = quality_rows(quality)
+    if not rows:
+        return Text(headline)
+    table = Table(title=headline, title_justify="left", title_style="bold", box=None, show_header=False,
+                  pad_edge=False)
+    table.add_column(no_wrap=True, justify="right")
+    table.add_column(ratio=1)
+    for count, sentence in rows:
+        table.add_row(Text(count, style="dim" if count == "note" else "bold red"), _flat(sentence))
+    return table
+
+
 def render_one(diag: Any, width: int) -> list[Any]:
     parts: list[Any] = [Panel(_header(diag), title="traceview diagnose", title_align="left", width=width)]
     parts.append(_steady(diag, width))
@@ -271,7 +288,8 @@ def render_one(diag: Any, width: int) -> list[Any]:
     kernel_title = "Top kernels" if diag.timeline.has_device else "Top compute ops (self time of ops doing the math)"
     for block in (_top(diag.kernels, kernel_title, width, "n/step"),
                   _top(diag.ops, "Top framework ops (top level, inclusive host time)", width, "n/step"),
-                  _launch(diag), _device(diag), _communication(diag), findings_block(diag.findings)):
+                  _launch(diag), _device(diag), _communication(diag), findings_block(diag.findings),
+                  quality_block(diag.quality)):
         if block is not None:
             parts.append(block)
     return parts
@@ -427,6 +445,8 @@ def _comparison_parts(cmp: Any, width: int) -> list[Any]:
         block = findings_block(diag.findings, f"Findings: {label} ({diag.timeline.meta.framework})")
         if block is not None:
             parts.append(block)
+    parts += [quality_block(diag.quality, f"{QUALITY_TITLE}, {label}") for label, diag in (("baseline", base),
+                                                                                            ("candidate", cand))]
     return parts
 
 

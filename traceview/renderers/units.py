@@ -176,3 +176,39 @@ def spread_rows(run: Any, labels: dict[str, str]) -> list[tuple[str, list[str]]]
     return [(b.bucket, [labels.get(b.bucket, b.bucket), fmt_ns(b.min_ns), fmt_ns(b.median_ns), fmt_ns(b.max_ns),
                         str(b.max_rank), str(b.min_rank)])
             for b in run.spread.itertuples(index=False) if b.max_ns > 0]
+
+
+QUALITY_TITLE = "Trace quality"
+_MOST_STEPS = 10
+
+
+def quality_headline(quality: Any, title: str = QUALITY_TITLE) -> str:
+    """The trace-quality section's title line, written once for every format."""
+    n = len(quality.problems())
+    return f"{title}: " + ("no problems found" if not n else f"{n} problem" + ("s" if n > 1 else ""))
+
+
+def quality_rows(quality: Any) -> list[tuple[str, str]]:
+    """The trace-quality section below its headline, written once for every format: (count,
+    sentence) per problem, then ("note", text) per reader note; none for a clean trace. Drop
+    reasons and notes hold trace text: each format escapes the sentence as it escapes names."""
+    counts = quality.counts()
+    rows = []
+    for check in quality.problems():
+        detail = ""
+        if check.key == "dropped":
+            reasons = sorted(quality.dropped.items(), key=lambda x: (-x[1], x[0]))
+            detail = ", ".join(f"{r} {fmt_count(c)}" for r, c in reasons)
+        elif check.key == "clock_skew":
+            detail = "median launch → device start " + ", ".join(
+                f"{fmt_ns(quality.launch_offset_ns[d])} on device {d}" for d in quality.skewed_devices)
+        elif check.key == "duplicate_correlation":
+            detail = (f"{fmt_count(quality.duplicate_host_ids)} on host calls, "
+                      f"{fmt_count(quality.duplicate_device_ids)} on device activities")
+        elif check.key == "empty_steps":
+            numbers = [f"#{n}" for n in quality.empty_steps]
+            detail = ", ".join(numbers[:_MOST_STEPS]) + (" …" if len(numbers) > _MOST_STEPS else "")
+        label = f"{check.label} ({detail})" if detail else check.label
+        rows.append((fmt_count(counts[check.key]), f"{label}: {check.meaning}."))
+    rows += [("note", note) for note in quality.notes]
+    return rows

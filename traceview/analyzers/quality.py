@@ -1,0 +1,221 @@
+"""Trace quality: what in a trace makes its numbers less trustworthy, counted.
+
+``trace_quality(timeline, steps)`` returns a :class:`Quality`: one count per check in
+:data:`CHECKS` (a problem when above 0; ``--strict`` turns any into exit status 2), the drops
+that are expected and mean nothing for the numbers, and the readers' notes. Every check is a few
+array operations over the whole table, never a Python loop per event. Definitions:
+
+- ``dropped``: events dropped for a reason that means lost or broken data. Reasons in
+  :data:`EXPECTED_DROPS` (metadata records, flow arrows, instant events … that every trace of
+  the format has and that carry no time) are listed apart and are not a problem.
+- ``device_before_launch``: device events whose correlated host launch call starts after the
+  device event starts (:func:`traceview.normalize.launch_rows`): a device cannot start work
+  before it is asked to.
+- ``overlaps``: host events that start inside another event on their track and end after it
+  (counted while nesting: ``meta.extra["overlaps"]``, :func:`traceview.normalize.nest_tracks`).
+- ``clock_skew``: devices on which the median of (device start − launch start) over the
+  correlated pairs is negative. That difference is the launch latency, a few µs at least on
+  real hardware (6 µs and more on V100/A100/MI300 traces); a negative median means the device
+  timestamps are systematically early — the device clock is behind the host clock by at least
+  that much — not a few misattributed ids.
+- ``duplicate_correlation``: correlation ids carried by more than one host call, or by more
+  than one device activity (kernel, copy, memset, sync record) when the launch is not one that
+  queues several (:data:`traceview.categories.MULTI_ACTIVITY_LAUNCH`: graph launches).
+- ``empty_steps``: steps whose window holds no event besides step markers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from traceview import categories as cat
+from traceview.analyzers.steps import Steps
+from traceview.arrays import membership, unique_sorted
+from traceview.normalize import OVERLAPS_KEY, is_overlap_note, launch_rows
+from traceview.schema import Kind, Timeline
+
+
+@dataclass(frozen=True)
+class Check:
+    """One trace-quality check: its JSON key, a label that reads after a count, and what a count
+    above zero means for the report's numbers."""
+
+    key: str
+    label: str
+    meaning: str
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("dropped", "events dropped as lost or broken data",
+          "their time is missing from every number in this report"),
+    Check("device_before_launch", "device events that start before their launch call",
+          "clock skew or a misattributed correlation id: their launch delays, and the step they count in, "
+          "are unreliable"),
+    Check("overlaps", "host events overlapping another on their thread without nesting",
+          "they are treated as siblings, so the self time of the event they overlap is off by the overlapped part"),
+    Check("clock_skew", "devices whose clock runs behind the host's",
+          "their events start before their launches in the median: launch delays, queueing and step windows "
+          "on them are shifted by about that much"),
+    Check("duplicate_correlation", "correlation ids shared by several launches or device activities",
+          "the launch → device links of those events, hence their launching op and launch delay, may be wrong"),
+    Check("empty_steps", "steps without events",
+          "nothing but the step marker was recorded in them: their time counts as idle and pulls the step "
+          "statistics towards the marker's length"),
+)
+CHECK_KEYS: tuple[str, ...] = tuple(c.key for c in CHECKS)
+
+# Drop reasons that are expected in every trace of their format and lose no time: the readers keep
+# what they carry in another form or there is no duration to place. Matched as prefixes of the
+# readers' reason strings (traceview/readers/kineto.py, xplane.py). Any other reason — a broken
+# field, an unknown category or phase, an aggregated event without timestamps — is lost data.
+EXPECTED_DROPS: tuple[str, ...] = (
+    "metadata record",  # Kineto ph M: process and thread names, kept as track labels
+    "flow arrow",  # Kineto ph s/f: the launch → kernel arrow, kept as the correlation id
+    "instant event",  # Kineto ph i/I/n, XPlane zero-length events: no duration
+    "counter sample",  # Kineto ph C: memory counters, not timed work
+    "profiler span (cat Trace)",  # Kineto's span around the whole capture
+    "memory allocator record",  # XPlane MemoryAllocation/MemoryDeallocation markers: no duration
+    "metadata plane",  # XPlane /host:metadata, Task Environment…: HLO protos and settings, no timeline
+    "derived line",  # XPlane derived lines: copies of events kept on their source lines
+)
+
+
+def is_expected_drop(reason: str) -> bool:
+    return reason.startswith(EXPECTED_DROPS)
+
+
+@dataclass(frozen=True)
+class Quality:
+    """The trace-quality counts of one trace (docs/bad_input.md, docs/json.md)."""
+
+    dropped: Mapping[str, int] = field(default_factory=dict)  # lost or broken data, by reason
+    expected_drops: Mapping[str, int] = field(default_factory=dict)  # not a problem, by reason
+    device_before_launch: int = 0
+    overlaps: int = 0
+    launch_offset_ns: Mapping[int, float] = field(default_factory=dict)  # device -> median(device start − launch start)
+    duplicate_host_ids: int = 0
+    duplicate_device_ids: int = 0
+    duplicate_ids: int = 0  # distinct ids duplicated on either side
+    empty_steps: tuple[int, ...] = ()  # step numbers
+    notes: tuple[str, ...] = ()  # reader notes (the overlap note is the overlaps check)
+
+    @property
+    def skewed_devices(self) -> tuple[int, ...]:
+        return tuple(d for d, offset in sorted(self.launch_offset_ns.items()) if offset < 0)
+
+    def counts(self) -> dict[str, int]:
+        """Per check (in :data:`CHECKS` order): its count."""
+        return {
+            "dropped": int(sum(self.dropped.values())),
+            "device_before_launch": self.device_before_launch,
+            "overlaps": self.overlaps,
+            "clock_skew": len(self.skewed_devices),
+            "duplicate_correlation": self.duplicate_ids,
+            "empty_steps": len(self.empty_steps),
+        }
+
+    def problems(self) -> list[Check]:
+        """The checks with a count above zero: what ``--strict`` fails on."""
+        counts = self.counts()
+        return [c for c in CHECKS if counts[c.key] > 0]
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = self.counts()
+        details: dict[str, dict[str, Any]] = {
+            "dropped": {"by_reason": dict(sorted(self.dropped.items()))},
+            "clock_skew": {"devices": list(self.skewed_devices),
+                           "median_launch_to_device_ns": {str(d): v for d, v in sorted(self.launch_offset_ns.items())}},
+            "duplicate_correlation": {"host_ids": self.duplicate_host_ids, "device_ids": self.duplicate_device_ids},
+            "empty_steps": {"steps": list(self.empty_steps)},
+        }
+        return {
+            "problems": [c.key for c in self.problems()],
+            "checks": {c.key: {"count": counts[c.key], **details.get(c.key, {})} for c in CHECKS},
+            "expected_drops": dict(sorted(self.expected_drops.items())),
+            "notes": list(self.notes),
+        }
+
+
+def trace_quality(timeline: Timeline, steps: Steps) -> Quality:
+    """Count what makes this trace's numbers less trustworthy (the checks in :data:`CHECKS`)."""
+    meta = timeline.meta
+    events = timeline.events
+    launch = launch_rows(events)
+    before, offsets = _launch_timing(events, launch)
+    host_ids, device_ids = _duplicate_correlations(events, launch)
+    return Quality(
+        dropped={r: int(c) for r, c in meta.dropped.items() if c and not is_expected_drop(r)},
+        expected_drops={r: int(c) for r, c in meta.dropped.items() if c and is_expected_drop(r)},
+        device_before_launch=before,
+        overlaps=int(meta.extra.get(OVERLAPS_KEY, 0)),
+        launch_offset_ns=offsets,
+        duplicate_host_ids=len(host_ids),
+        duplicate_device_ids=len(device_ids),
+        duplicate_ids=len(unique_sorted(np.concatenate((host_ids, device_ids)))),
+        empty_steps=_empty_steps(events, steps),
+        notes=tuple(n for n in meta.notes if not is_overlap_note(n)),
+    )
+
+
+def _launch_timing(events: pd.DataFrame, launch: np.ndarray) -> tuple[int, dict[int, float]]:
+    """Device events that start before their launch call, and per device the median of
+    (device start − launch start) over its correlated pairs (``launch``: :func:`launch_rows`)."""
+    rows = np.flatnonzero(launch >= 0)
+    if not len(rows):
+        return 0, {}
+    ts = events["ts"].to_numpy()
+    offset = ts[rows] - ts[launch[rows]]
+    medians = pd.Series(offset).groupby(events["device"].to_numpy()[rows], sort=True).median()
+    return int(np.count_nonzero(offset < 0)), {int(d): float(v) for d, v in medians.items()}
+
+
+def _duplicate_correlations(events: pd.DataFrame, launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The correlation ids on more than one host call, and those on more than one device
+    activity launched by a call that queues one (``launch``: :func:`launch_rows`)."""
+    correlation = events["correlation"].to_numpy()
+    host = events["device"].to_numpy() < 0
+    linked = correlation >= 0
+    activity = ~host & linked & ~membership(events["kind"].array)([Kind.DEVICE_ANNOTATION.value])
+    launched = np.flatnonzero(activity & (launch >= 0))
+    if len(launched):
+        # The launch calls' names are few (runtime API names): each is matched once.
+        codes = events["name"].cat.codes.to_numpy()[launch[launched]]
+        names = events["name"].cat.categories
+        used = unique_sorted(codes)
+        multi = np.zeros(len(names), dtype=bool)
+        multi[used] = [bool(cat.MULTI_ACTIVITY_LAUNCH.match(str(names[c]))) for c in used]
+        activity[launched[multi[codes]]] = False
+    return _repeated(correlation[host & linked]), _repeated(correlation[activity])
+
+
+def _repeated(values: np.ndarray) -> np.ndarray:
+    """The distinct values that occur more than once (sorted)."""
+    if len(values) < 2:
+        return values[:0]
+    ordered = np.sort(values)
+    return unique_sorted(ordered[1:][ordered[1:] == ordered[:-1]])
+
+
+def _empty_steps(events: pd.DataFrame, steps: Steps) -> tuple[int, ...]:
+    """Numbers of the steps whose window holds no event other than step markers."""
+    table = steps.table
+    step = events["step"].to_numpy()
+    held = (step >= 0) & ~membership(events["kind"].array)([Kind.STEP.value])
+    counts = np.bincount(step[held], minlength=len(table))[: len(table)]
+    return tuple(int(n) for n in table["number"].to_numpy()[counts == 0])
+
+
+def strict_message(qualities: Iterable[tuple[str, Quality]]) -> str | None:
+    """``--strict``: one line naming each trace's problems, or None when there are none."""
+    parts = []
+    for source, quality in qualities:
+        counts = quality.counts()
+        found = quality.problems()
+        if found:
+            parts.append(f"{source} (" + ", ".join(f"{c.label}: {counts[c.key]:,}" for c in found) + ")")
+    return "trace quality problems (--strict): " + "; ".join(parts) if parts else None
