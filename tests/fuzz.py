@@ -57,6 +57,7 @@ KNOWN_BUGS: dict[tuple[str, str, str], str] = {
     ("TypeError", "traceview/readers/kineto.py", "_int_column"): "correlation-object",
     ("TypeError", "traceview/readers/kineto.py", "_factorize_objects"): "device-list",
     ("OverflowError", "traceview/readers/kineto.py", "_exact_timestamps"): "ts-20-digits-among-epoch-fractions",
+    ("TypeError", "traceview/readers/kineto.py", "<listcomp>"): "ts-list-among-epoch-fractions",
 }
 
 
