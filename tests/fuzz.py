@@ -7,8 +7,6 @@ file: discover → read → normalize → steps → diagnose → render json / m
 
 - OK: reports rendered, their invariants hold (tests/report_invariants.py);
 - REFUSED: a :class:`traceview.errors.TraceviewError` (the CLI's exit 2 with one line);
-- KNOWN: an internal error that matches :data:`KNOWN_BUGS` (a bug in a module being rewritten,
-  pinned by a strict-xfail case of tests/hostile_corpus.py): counted, reported, not failing;
 - INTERNAL: any other exception, a hang (``--timeout``) or a Python warning on stderr;
 - VIOLATION: an invariant broken, or a rerun of the same input rendering different bytes.
 
@@ -45,21 +43,7 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 FORMATS = ("json", "md", "terminal")
-OUTCOMES = ("OK", "REFUSED", "KNOWN", "INTERNAL", "VIOLATION")
-
-# Internal errors of modules this fuzz target does not fix: (exception type, file, function) of the
-# innermost traceview frame -> the hostile corpus case (strict xfail) that pins the bug.
-KNOWN_BUGS: dict[tuple[str, str, str], str] = {
-    ("TypeError", "traceview/readers/kineto.py", "<dictcomp>"): "device-properties-id-null",
-    ("ValueError", "traceview/readers/kineto.py", "<dictcomp>"): "device-properties-id-string",
-    ("UnicodeDecodeError", "traceview/readers/_json_stream.py", "_decode"): "invalid-utf8",
-    ("TypeError", "traceview/readers/kineto.py", "_devices"): "device-properties-number",
-    ("TypeError", "traceview/readers/kineto.py", "_int_column"): "correlation-object",
-    ("TypeError", "traceview/readers/kineto.py", "_factorize_objects"): "device-list",
-    ("OverflowError", "traceview/readers/kineto.py", "_exact_timestamps"): "ts-20-digits-among-epoch-fractions",
-    ("TypeError", "traceview/readers/kineto.py", "<listcomp>"): "ts-list-among-epoch-fractions",
-}
-
+OUTCOMES = ("OK", "REFUSED", "INTERNAL", "VIOLATION")
 
 # ---------------------------------------------------------------------------------------------
 # The pipeline, as the CLI runs it
@@ -154,8 +138,6 @@ def _internal(err: BaseException) -> Result:
     last = ours[-1] if ours else None
     signature = (type(err).__name__, _repo_relative(last.filename), last.name) if last else (type(err).__name__,)
     tail = "".join(traceback.format_exception(type(err), err, err.__traceback__)[-6:])
-    if signature in KNOWN_BUGS:
-        return Result("KNOWN", tail, signature)
     return Result("INTERNAL", tail, signature)
 
 
@@ -782,10 +764,6 @@ def summary(stats: Stats, show: int = 8) -> str:
     if stats.refusals:
         top = ", ".join(f"{kind} {n}" for kind, n in stats.refusals.most_common(6))
         out.write(f"refused most often: {top}\n")
-    for failure in sorted(stats.failures.values(), key=lambda f: (f.outcome != "KNOWN", -f.count)):
-        if failure.outcome == "KNOWN":
-            out.write(f"KNOWN ×{failure.count}: {' | '.join(failure.signature)} "
-                      f"(tests/hostile_corpus.py case {KNOWN_BUGS[failure.signature]!r})\n")
     bad = [f for f in stats.failures.values() if f.outcome in ("INTERNAL", "VIOLATION")]
     for failure in sorted(bad, key=lambda f: -f.count)[:show]:
         out.write(f"\n{failure.outcome} ×{failure.count}: {' | '.join(failure.signature)}\n"

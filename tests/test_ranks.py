@@ -181,7 +181,9 @@ def test_xplane_hosts_of_one_run_are_ranks(tmp_path):
 def test_a_bad_trace_in_parallel_is_the_serial_error(small_run, tmp_path):
     folder = tmp_path / "mixed"
     shutil.copytree(small_run, folder)
-    (folder / "rank1.pt.trace.json.gz").write_bytes(gzip.compress(b'{"traceEvents": [')[:30])
+    # Whole gzip, cut JSON: found as a trace (its head reads), refused when read. (A file whose head
+    # cannot be read at all is skipped with a warning when a folder is searched.)
+    (folder / "rank1.pt.trace.json.gz").write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X", "ts": 1,'))
     serial = run_cli("diagnose", str(folder), "--jobs", "1")
     parallel = run_cli("diagnose", str(folder), "--jobs", "3")
     assert serial.returncode == parallel.returncode == 2

@@ -40,6 +40,7 @@ def record_overlaps(meta: TraceMeta, overlaps: int) -> None:
     """Keep the partial overlaps nesting found: the count in ``meta.extra["overlaps"]`` and, when
     there are any, a note."""
     meta.extra[OVERLAPS_KEY] = int(overlaps)
+    meta.notes[:] = [note for note in meta.notes if not is_overlap_note(note)]  # a re-nesting replaces it
     if overlaps:
         meta.notes.append(OVERLAP_NOTE.format(overlaps))
 
@@ -50,13 +51,12 @@ def is_overlap_note(note: str) -> bool:
 
 def _nest(timeline: Timeline) -> None:
     """Depth and parent of every host event within its track (see :func:`nest_tracks`). A reader
-    that had to nest to classify (XPlane) hands its nesting over; it is not computed twice (its
-    count of overlaps is read back from the note it wrote)."""
+    that had to nest to classify (XPlane) hands its nesting over, with its count of overlaps
+    (:func:`record_overlaps`); it is not computed twice."""
     events = timeline.events
     host = events["device"].to_numpy() < 0
     if host.any() and (events["depth"].to_numpy()[host] >= 0).all():
-        noted = (_OVERLAP_NOTED.match(note) for note in timeline.meta.notes)
-        timeline.meta.extra.setdefault(OVERLAPS_KEY, sum(int(m.group(1)) for m in noted if m))
+        timeline.meta.extra.setdefault(OVERLAPS_KEY, 0)
         return
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()

@@ -17,6 +17,7 @@ from traceview.analyzers.attribution import Attribution, AttributionOptions, att
 from traceview.analyzers.communication import CommOverlap, comm_overlap
 from traceview.analyzers.device_time import device_time
 from traceview.analyzers.launch import LaunchStats, launch_stats
+from traceview.analyzers.memory import MemoryUse, memory_use
 from traceview.analyzers.quality import Quality, trace_quality
 from traceview.analyzers.steps import Steps
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
@@ -42,6 +43,7 @@ class Diagnosis:
     findings: list[Any] = field(default_factory=list)
     communication: CommOverlap | None = None  # None: the trace runs no collective-communication kernel
     quality: Quality = field(default_factory=Quality)  # what makes the numbers less trustworthy
+    memory: MemoryUse | None = None  # None: the profiler recorded no allocator samples
 
     @property
     def buckets(self) -> tuple[str, ...]:
@@ -143,6 +145,8 @@ class Diagnosis:
             # Only for traces with collective communication (docs/json.md).
             **({"communication": self.communication.to_dict(self.steady_positions)}
                if self.communication is not None else {}),
+            # Only for traces with allocator samples (torch profile_memory=True).
+            **({"memory": self.memory.to_dict()} if self.memory is not None else {}),
         }
 
 
@@ -174,6 +178,7 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
         device=device_time(timeline),
         communication=comm_overlap(timeline, steps),
         quality=trace_quality(timeline, steps),  # before the notes below: only the readers' notes
+        memory=memory_use(timeline, steps, top),
     )
     result.findings = findings(result)
     inflation = result.profiler_inflation

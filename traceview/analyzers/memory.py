@@ -11,6 +11,7 @@ through ``aten::addmm`` → ``aten::empty``); allocations outside any op are ``(
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,14 @@ class MemoryUse:
     ops: pd.DataFrame  # op, device, allocations, bytes (steady steps), bytes per step; largest first
     steady_peak: int  # the largest steady-step peak over all devices, bytes
     samples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "steady_peak_bytes": self.steady_peak,
+            "steps": self.steps.to_dict(orient="records"),
+            "ops": self.ops.to_dict(orient="records"),
+        }
 
 
 def memory_use(timeline: Timeline, steps: Steps, top: int | None = 10) -> MemoryUse | None:

@@ -136,6 +136,8 @@ class EventArrayReader:
         except msgspec.ValidationError as err:
             # Well-formed JSON of another shape (a string where a number belongs …).
             raise Declined(str(err)) from None
+        except UnicodeDecodeError:
+            raise Declined("text that is not UTF-8: the plain decoding names where") from None
         except msgspec.DecodeError:
             return None
 

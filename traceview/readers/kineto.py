@@ -69,6 +69,7 @@ _TS_NUMBER = re.compile(rb'"ts"\s*:\s*(-?\d+)(?:\.(\d+))?(?:[eE][-+]?\d+)?')
 _EXACT_FLOAT_LIMIT_US = float(2**53) / 1000.0
 # Timestamps and durations, in µs, that fit in int64 ns with room for sums (2**62 ns ≈ 146 years).
 _MAX_US = float(2**62) / 1000.0
+_MAX_TIME_NS = 2**62
 _INT64_MAX = 2**63 - 1
 
 
@@ -254,7 +255,7 @@ class _Interner:
 
     @staticmethod
     def _factorize_objects(values: list[Any]) -> tuple[np.ndarray, Any]:
-        return pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
+        return pd.factorize(_object_array(values), use_na_sentinel=False)
 
     def code_of(self, value: Any) -> int:
         """The code of a value (-2, matching no event, when the value has not been seen)."""
@@ -753,16 +754,27 @@ def _exact_timestamps(raw: bytes, events: list[Any]) -> np.ndarray | None:
     has_ts = [isinstance(e, dict) and "ts" in e for e in events]
     with_ts = list(itertools.compress(events, has_ts))
     found = _TS_NUMBER.findall(raw)
-    if len(found) != len(with_ts):
+    if len(found) != len(with_ts) or any(type(e["ts"]) not in (int, float) for e in with_ts):
         return None
     # "<whole>" + first three fraction digits (zero padded) is the value in ns, sign included:
     # "-12" + "500" reads as -12500 = -12 µs - 500 ns.
-    exact = np.array([int(whole + (frac + b"000")[:3]) for whole, frac in found], dtype=np.int64)
+    values = [int(whole + (frac + b"000")[:3]) for whole, frac in found]
+    if any(abs(v) >= _MAX_TIME_NS for v in values):
+        return None  # a time beyond int64 ns: the doubles (range-checked per event) decide
+    exact = np.array(values, dtype=np.int64)
     approx = np.array([float(e["ts"]) for e in with_ts], dtype=np.float64)
     if len(approx) and np.abs(exact / 1000.0 - approx).max() > 1.0:
         return None
     out = np.zeros(len(events), dtype=np.int64)
     out[np.array(has_ts, dtype=bool)] = exact
+    return out
+
+
+def _object_array(values: list[Any]) -> np.ndarray:
+    """Values as a 1-d object array for hashing; a list or an object (an id written as ``[0]`` or
+    ``{"id": 1}``: not an id) becomes None."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = [None if isinstance(v, (list, dict)) else v for v in values]
     return out
 
 
@@ -777,7 +789,7 @@ def _int_column(values: list[Any]) -> np.ndarray:
             return np.array(values, dtype=np.int64)
         except OverflowError:
             pass  # an id beyond int64: by distinct value
-    codes, uniques = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
+    codes, uniques = pd.factorize(_object_array(values), use_na_sentinel=False)
     table = np.array([-1 if v is None else _as_int(v) for v in uniques], dtype=np.int64)
     return table[codes] if len(codes) else np.zeros(0, dtype=np.int64)
 
@@ -809,7 +821,9 @@ def _host_label(p: int, t: int, process_names: dict[Any, str], thread_names: dic
 
 
 def _devices(top: dict[str, Any], device_ids: np.ndarray) -> list[Device]:
-    props = {int(d.get("id", -1)): d for d in top.get("deviceProperties") or [] if isinstance(d, dict)}
+    listed = top.get("deviceProperties")
+    props = {d["id"]: d for d in listed if isinstance(d, dict) and type(d.get("id")) is int} \
+        if isinstance(listed, list) else {}
     out = []
     for idx in sorted(set(int(x) for x in np.unique(device_ids))):
         prop = props.get(idx, {})

@@ -73,7 +73,7 @@ from traceview import kinds as kind_rules
 from traceview.arrays import unique_inverse
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
-from traceview.normalize import OVERLAP_NOTE, nest_tracks
+from traceview.normalize import nest_tracks, record_overlaps
 from traceview.readers._io import read_bytes
 from traceview.readers.xplane_classify import (
     LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, base_kinds, copies_and_bytes, fw_op_column,
@@ -563,8 +563,7 @@ class _Builder:
         has_stats = has_any_stat(stats, n)[order]
 
         parent, depth, overlaps = nest_tracks(line_idx, ts, end, ~is_device)
-        if overlaps:
-            meta.notes.append(OVERLAP_NOTE.format(overlaps))
+        record_overlaps(meta, overlaps)
         kinds = refine_by_nesting(kinds, names, parent, depth, has_stats)
         fw_op = inherit(fw_op, parent, depth, lambda child, par: (child == "") & (par != ""))
         launcher = launchers_from_fw_op(fw_op, correlation, is_device)

@@ -30,6 +30,8 @@ from traceview.renderers.base import Renderer, register
 from traceview.renderers.terminal import BUCKET_LABEL
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
+from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
+                                       memory_op_rows, memory_step_rows)
 from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct,
                                        gap_headline, shorten, visible)
 from traceview.renderers.units import quality_headline, quality_rows
@@ -279,7 +281,7 @@ def _section(diag: Any, index: int) -> str:
         if block:
             out.append(block)
     out.append(_launch(diag))
-    for block in (_device(diag), _communication(diag)):
+    for block in (_device(diag), _communication(diag), _memory(diag)):
         if block:
             out.append(block)
     out.append("</section>")
@@ -482,14 +484,20 @@ def _communication(diag: Any) -> str:
     """Collective kernels per step and the part compute hides (only for traces with collectives)."""
     if diag.communication is None:
         return ""
-    align = ["", *[' class="num"'] * (len(COMM_HEADERS) - 1)]  # the step label left, numbers right
-    head = "".join(f"<th{a}>{esc(h)}</th>" for a, h in zip(align, COMM_HEADERS))
-    rows = "".join("<tr>" + "".join(f"<td{a}>{esc(v)}</td>" for a, v in zip(align, row)) + "</tr>"
-                   for row in comm_rows(diag))
     return (f"<h3>{esc(COMM_TITLE)}</h3>"
             '<p class="sub">comm: time in which a collective kernel runs; overlapped: a compute kernel runs too; '
             "exposed: the communication bucket; overlap = overlapped / comm (HTA's comm/comp overlap)</p>"
-            f"<table><tr>{head}</tr>{rows}</table>")
+            + _html_table(COMM_HEADERS, comm_rows(diag)))
+
+
+def _memory(diag: Any) -> str:
+    """Peak memory per step and the ops that allocate most (only for traces with allocator samples)."""
+    if diag.memory is None:
+        return ""
+    return (f"<h3>{esc(MEMORY_TITLE)}</h3>"
+            '<p class="sub">peak allocated: the most the allocator held at once inside the step</p>'
+            + _html_table(MEMORY_STEP_HEADERS, memory_step_rows(diag), left=(0, 1))
+            + f"<h3>{esc(MEMORY_OPS_TITLE)}</h3>" + _html_table(MEMORY_OP_HEADERS, memory_op_rows(diag), left=(0, 1)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ from typing import Any
 
 from traceview.renderers.base import Renderer, register
 from traceview.renderers.terminal import BUCKET_LABEL
+from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
+                                       memory_op_rows, memory_step_rows)
 from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct,
                                        gap_headline, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
@@ -109,6 +111,13 @@ def diagnosis_markdown(diag: Any) -> list[str]:
         lines += [f"**{COMM_TITLE}**", ""]
         lines += _table(list(COMM_HEADERS), comm_rows(diag))
         lines.append("")
+    if diag.memory is not None:
+        op_rows = [[cell(row[0]), *row[1:]] for row in memory_op_rows(diag)]  # op names are trace text
+        for title, headers, rows in ((MEMORY_TITLE, MEMORY_STEP_HEADERS, memory_step_rows(diag)),
+                                     (MEMORY_OPS_TITLE, MEMORY_OP_HEADERS, op_rows)):
+            lines += [f"**{title}**", ""]
+            lines += _table(list(headers), rows)
+            lines.append("")
     for title, frame in (("Top kernels" if diag.timeline.has_device else "Top compute ops", diag.kernels),
                          ("Top framework ops", diag.ops)):
         if frame is None or frame.empty:

@@ -24,6 +24,8 @@ from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 from traceview.renderers.units import QUALITY_TITLE, quality_headline, quality_rows
+from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
+                                       memory_op_rows, memory_step_rows)
 
 BUCKET_STYLE: dict[str, str] = {
     "kernel": "green",
@@ -227,6 +229,23 @@ def _device(diag: Any) -> Table | None:
     return table
 
 
+def _table_block(title: str, headers: tuple[str, ...], rows: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold", box=None, header_style="bold")
+    for i, col in enumerate(headers):
+        table.add_column(col, justify="right" if i else "left", no_wrap=not i)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _memory(diag: Any, width: int) -> list[Table]:
+    """Peak memory per step and the ops that allocate most (only for traces with allocator samples)."""
+    if diag.memory is None:
+        return []
+    return [_table_block(MEMORY_TITLE, MEMORY_STEP_HEADERS, memory_step_rows(diag)),
+            _table_block(MEMORY_OPS_TITLE, MEMORY_OP_HEADERS, memory_op_rows(diag, max(30, width - 40)))]
+
+
 def _communication(diag: Any) -> Table | None:
     """Collective kernels per step: how much compute hides (only for traces with collectives)."""
     if diag.communication is None:
@@ -288,8 +307,8 @@ def render_one(diag: Any, width: int) -> list[Any]:
     kernel_title = "Top kernels" if diag.timeline.has_device else "Top compute ops (self time of ops doing the math)"
     for block in (_top(diag.kernels, kernel_title, width, "n/step"),
                   _top(diag.ops, "Top framework ops (top level, inclusive host time)", width, "n/step"),
-                  _launch(diag), _device(diag), _communication(diag), findings_block(diag.findings),
-                  quality_block(diag.quality)):
+                  _launch(diag), _device(diag), _communication(diag), *_memory(diag, width),
+                  findings_block(diag.findings), quality_block(diag.quality)):
         if block is not None:
             parts.append(block)
     return parts

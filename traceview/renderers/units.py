@@ -178,6 +178,40 @@ def spread_rows(run: Any, labels: dict[str, str]) -> list[tuple[str, list[str]]]
             for b in run.spread.itertuples(index=False) if b.max_ns > 0]
 
 
+MEMORY_TITLE = "Memory (allocator samples)"
+MEMORY_STEP_HEADERS = ("step", "device", "peak allocated", "allocated", "freed", "samples")
+MEMORY_OPS_TITLE = "Ops that allocate most (steady steps; the op the code called)"
+MEMORY_OP_HEADERS = ("op", "device", "allocations", "bytes per step")
+
+
+def fmt_bytes(n: float) -> str:
+    """Bytes in binary units: 512 B, 1.5 KiB, 64.0 MiB."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def _device_label(device: int) -> str:
+    return "host" if device < 0 else f"GPU {device}"
+
+
+def memory_step_rows(diag: Any) -> list[list[str]]:
+    """Per step and device: the most the allocator held at once, and what the step allocated and freed."""
+    cold = dict(zip(diag.steps.table.index.tolist(), diag.steps.table["cold"].tolist()))
+    return [[f"#{r.number}" + (" (cold)" if cold.get(r.step) else ""), _device_label(r.device),
+             fmt_bytes(r.peak_allocated), fmt_bytes(r.allocated), fmt_bytes(r.freed), fmt_count(r.samples)]
+            for r in diag.memory.steps.itertuples(index=False)]
+
+
+def memory_op_rows(diag: Any, width: int | None = None) -> list[list[str]]:
+    """Ops charged with the steady steps' allocations, largest first."""
+    return [[shorten(r.op, width) if width else visible(r.op), _device_label(r.device), fmt_count(r.allocations),
+             fmt_bytes(r.bytes_per_step)] for r in diag.memory.ops.itertuples(index=False)]
+
+
 QUALITY_TITLE = "Trace quality"
 _MOST_STEPS = 10
 
