@@ -81,7 +81,7 @@ from xprof.convert.raw_to_tool_data import xspace_to_tool_data
 folder = tempfile.mkdtemp()
 copy = os.path.join(folder, os.path.basename(sys.argv[1]))
 shutil.copy(sys.argv[1], copy)
-xspace_to_tool_data([copy], "overview_page", {{}})
+xspace_to_tool_data([copy], "overview_page", {})
 """
 
 

@@ -83,7 +83,10 @@ class EventArrayReader:
 
     def batches(self) -> Iterator[list[Any]]:
         with open_stream(self.path) as stream:
-            buf, wrapped = self._open_array(stream)
+            rest, wrapped = self._open_array(stream)
+            # The text still to decode, behind a "[" of our own: a run of whole elements is decoded in
+            # place by writing "]" after it for the moment of the call (no copy of the block).
+            buf = bytearray(b"[") + rest
             eof = False
             while True:
                 while not eof and len(buf) < BLOCK_BYTES:
@@ -91,7 +94,7 @@ class EventArrayReader:
                     eof = not block
                     buf += block
                 if eof:
-                    yield from self._last_batch(buf, wrapped)
+                    yield from self._last_batch(bytes(buf[1:]), wrapped)
                     return
                 cut = self._cut(buf)
                 if cut is None:  # no whole element in a block: a giant event; read on
@@ -102,7 +105,7 @@ class EventArrayReader:
                 events, rest_at = cut
                 self.events_seen += len(events)
                 yield events
-                buf = buf[rest_at:]
+                buf = bytearray(b"[") + buf[rest_at:]
 
     def _open_array(self, stream: BinaryIO) -> tuple[bytes, bool]:
         """Skip to just after the array's ``[``; returns the remaining text and whether the
@@ -131,8 +134,12 @@ class EventArrayReader:
 
     def _decode(self, piece: bytes) -> list[Any] | None:
         """Events of a run of whole array elements; None when the text is not such a run."""
+        return self._decode_text(b"[" + piece + b"]")
+
+    def _decode_text(self, text: bytes | memoryview) -> list[Any] | None:
+        """Events of ``[`` + whole elements + ``]``; None when the text is not that."""
         try:
-            return self.decoder.decode(b"[" + piece + b"]")
+            return self.decoder.decode(text)
         except msgspec.ValidationError as err:
             # Well-formed JSON of another shape (a string where a number belongs …).
             raise Declined(str(err)) from None
@@ -141,21 +148,34 @@ class EventArrayReader:
         except msgspec.DecodeError:
             return None
 
-    def _cut(self, buf: bytes) -> tuple[list[Any], int] | None:
-        """Decode the longest run of whole elements at the start of ``buf``: (events, where the rest begins)."""
+    def _decode_in_place(self, buf: bytearray, close_at: int) -> list[Any] | None:
+        """:meth:`_decode` of ``buf[1:close_at]`` (``buf[0]`` is "["), with "]" written at ``close_at``
+        while the decoder reads and the byte put back after."""
+        kept = buf[close_at]
+        buf[close_at] = ord("]")
+        try:
+            with memoryview(buf) as view:
+                return self._decode_text(view[: close_at + 1])
+        finally:
+            buf[close_at] = kept
+
+    def _cut(self, buf: bytearray) -> tuple[list[Any], int] | None:
+        """Decode the longest run of whole elements at the start of ``buf`` (after its "["):
+        (events, where the rest begins)."""
         window = 1 << 16
         tried = 0
         limit = len(buf)
         while tried < _MAX_CUT_TRIES:
-            start = max(0, limit - window)
+            start = max(1, limit - window)
             matches = list(_ELEMENT_END.finditer(buf, start, limit))
             if not matches:
-                if start == 0:
+                if start == 1:
                     return None
                 window *= 4
                 continue
             for match in reversed(matches):
-                events = self._decode(buf[: match.start() + 1])
+                # The byte after the "}" is white space or the comma: room for the "]".
+                events = self._decode_in_place(buf, match.start() + 1)
                 if events is not None:
                     return events, match.end()
                 tried += 1

@@ -106,7 +106,7 @@ def read_fast(path: Path) -> Timeline:
             if fields.needs_exact_ts and decoder is _FAST_DECODER:
                 break
         else:
-            ts_exact = np.concatenate(fields.ts_exact) if fields.ts_exact else None
+            ts_exact = _joined(fields.ts_exact, np.int64) if fields.ts_exact else None
             return _timeline(path, fields, reader.top, reader.events_seen, ts_exact)
     raise AssertionError("unreachable: the exact decoder never asks for itself")
 
@@ -228,13 +228,16 @@ _BAD_TID = _Sentinel("<bad tid>")  # tid of a type that cannot be an id
 class _Interner:
     """Distinct values of one field across batches, and each event's code into them."""
 
-    def __init__(self) -> None:
+    def __init__(self, ids: bool = False) -> None:
+        self.ids = ids  # values may all be ints (pid, tid, device, stream): then hashed as int64
         self.index: dict[Any, int] = {}
         self.values: list[Any] = []
         self.codes: list[np.ndarray] = []
+        self._all: np.ndarray | None = None
 
     def add(self, values: list[Any]) -> None:
-        if set(map(type, values)) == {int}:  # ids: hashed as int64 (pid, tid), not as objects
+        self._all = None
+        if self.ids and set(map(type, values)) == {int}:
             try:
                 codes, uniques = pd.factorize(np.array(values, dtype=np.int64))
             except OverflowError:  # an id beyond int64: as objects below
@@ -255,22 +258,29 @@ class _Interner:
 
     @staticmethod
     def _factorize_objects(values: list[Any]) -> tuple[np.ndarray, Any]:
-        return pd.factorize(_object_array(values), use_na_sentinel=False)
+        try:
+            return pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
+        except (TypeError, ValueError):  # a list or an object among the values: no id
+            return pd.factorize(_object_array(values), use_na_sentinel=False)
 
     def code_of(self, value: Any) -> int:
         """The code of a value (-2, matching no event, when the value has not been seen)."""
         return self.index.get((type(value), value), -2)
 
     def all_codes(self) -> np.ndarray:
-        return np.concatenate(self.codes) if self.codes else np.zeros(0, dtype=np.int64)
+        """Every event's code, in file order (concatenated once)."""
+        if self._all is None:
+            self._all = np.concatenate(self.codes) if self.codes else np.zeros(0, dtype=np.int64)
+            self.codes = [self._all]
+        return self._all
 
 
 class _Fields:
     """The schema's fields of every array element, in file order, as columns."""
 
     def __init__(self) -> None:
-        self.ph, self.cat, self.name, self.pid, self.tid = (_Interner() for _ in range(5))
-        self.device, self.stream = _Interner(), _Interner()
+        self.ph, self.cat, self.name = _Interner(), _Interner(), _Interner()
+        self.pid, self.tid, self.device, self.stream = (_Interner(ids=True) for _ in range(4))
         self.ts: list[np.ndarray] = []  # µs as doubles (NaN: no ts; inf: not a number)
         self.ts_exact: list[np.ndarray] = []  # exact ns, when decoded from the text
         self.dur: list[np.ndarray] = []
@@ -279,7 +289,9 @@ class _Fields:
         self.elements: list[np.ndarray] = []
         self.args_bad: list[np.ndarray] = []
         self.meta_names: dict[int, Any] = {}  # event position -> args.name, metadata events only
-        self.memory: dict[int, tuple[Any, ...]] = {}  # event position -> _MEMORY_ARGS values, "[memory]" events
+        # "[memory]" events: their positions, and each _MEMORY_ARGS field as int64 (-1: absent)
+        self.memory_rows: list[np.ndarray] = []
+        self.memory_columns: dict[str, list[np.ndarray]] = {field: [] for field in _MEMORY_ARGS}
         self.count = 0
         self.needs_exact_ts = False
 
@@ -358,9 +370,13 @@ class _Fields:
         for i in np.flatnonzero(ph_codes == self.ph.code_of("M")).tolist():
             name = arg(args[i], "name")
             self.meta_names[self.count + i] = "" if name is None else name
-        memory = (ph_codes == self.ph.code_of("i")) & (name_codes == self.name.code_of(MEMORY_EVENT_NAME))
-        for i in np.flatnonzero(memory).tolist():
-            self.memory[self.count + i] = tuple(arg(args[i], field) for field in _MEMORY_ARGS)
+        memory = np.flatnonzero((ph_codes == self.ph.code_of("i"))
+                                & (name_codes == self.name.code_of(MEMORY_EVENT_NAME)))
+        if len(memory):
+            picked = [args[i] for i in memory.tolist()]
+            self.memory_rows.append(self.count + memory)
+            for field in _MEMORY_ARGS:
+                self.memory_columns[field].append(_int_column([arg(a, field) for a in picked]))
         self.correlation.append(_int_column(correlation))
         self.nbytes.append(_int_column(nbytes))
         elements = np.full(n, -1, dtype=np.int64)
@@ -474,15 +490,16 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     name_code = fields.name.all_codes()
     pid_code = fields.pid.all_codes()
     tid_code = fields.tid.all_codes()
-    ts = np.concatenate(fields.ts) if fields.ts else np.zeros(0)
-    dur = np.concatenate(fields.dur) if fields.dur else np.zeros(0)
-    args_bad = np.concatenate(fields.args_bad) if fields.args_bad else np.zeros(0, dtype=bool)
+    ts = _joined(fields.ts, np.float64)
+    dur = _joined(fields.dur, np.float64)
+    args_bad = _joined(fields.args_bad, bool)
 
     reasons = _Reasons(n)
     everything = np.ones(n, dtype=bool)
-    memory_rows = np.array(sorted(fields.memory), dtype=np.int64)
+    memory_rows = _joined(fields.memory_rows, np.int64)
+    memory_valid = np.abs(ts[memory_rows]) < _MAX_US  # NaN / out of range: an instant event
+    memory_rows = memory_rows[memory_valid]
     if len(memory_rows):
-        memory_rows = memory_rows[np.abs(ts[memory_rows]) < _MAX_US]  # NaN / out of range: an instant event
         in_memory_table = np.zeros(n, dtype=bool)
         in_memory_table[memory_rows] = True
         reasons.mark(in_memory_table, MEMORY_REASON)
@@ -536,9 +553,9 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     stream = np.where(is_device, _ids(fields.stream)[rows], -1)
     device = np.where(is_device & (device < 0), pid, device)
     stream = np.where(is_device & (stream < 0), tid, stream)
-    correlation = np.concatenate(fields.correlation)[rows] if fields.correlation else empty
-    nbytes = np.concatenate(fields.nbytes)[rows] if fields.nbytes else empty
-    elements = np.concatenate(fields.elements)[rows] if fields.elements else empty
+    correlation = _joined(fields.correlation, np.int64)[rows]
+    nbytes = _joined(fields.nbytes, np.int64)[rows]
+    elements = _joined(fields.elements, np.int64)[rows]
     names = categorical_from_codes(name_code[rows], fields.name.values)
 
     copy_kind = np.full(len(rows), "", dtype=object)
@@ -550,8 +567,8 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
 
     track = _tracks(is_device, device, stream, pid, tid, process_names, thread_names)
     origin_raw = int(ts_ns.min()) if len(ts_ns) else 0
-    memory = _memory_table(fields, memory_rows, memory_ts_ns - origin_raw, pid_ids, tid_ids, process_names,
-                           thread_names)
+    memory = _memory_table(fields, memory_rows, memory_valid, memory_ts_ns - origin_raw, pid_ids, tid_ids,
+                           process_names, thread_names)
     meta.origin_ns = int(base_ns) + origin_raw if base_ns is not None else origin_raw
     meta.devices = _devices(top, device[is_device])
     meta.extra["extra_columns"] = ["elements"]
@@ -590,13 +607,14 @@ def _ns_of(ts: np.ndarray, ts_exact: np.ndarray | None, rows: np.ndarray) -> np.
     return whole.astype(np.int64) * 1000 + np.round((us - whole) * 1000.0).astype(np.int64)
 
 
-def _memory_table(fields: _Fields, rows: np.ndarray, ts_ns: np.ndarray, pid_ids: np.ndarray, tid_ids: np.ndarray,
-                  process_names: dict[Any, str], thread_names: dict[tuple[Any, Any], str]) -> pd.DataFrame | None:
-    """The ``[memory]`` samples (torch ``profile_memory=True``) as the timeline's memory table."""
+def _memory_table(fields: _Fields, rows: np.ndarray, valid: np.ndarray, ts_ns: np.ndarray, pid_ids: np.ndarray,
+                  tid_ids: np.ndarray, process_names: dict[Any, str],
+                  thread_names: dict[tuple[Any, Any], str]) -> pd.DataFrame | None:
+    """The ``[memory]`` samples (torch ``profile_memory=True``) with a usable ts (``valid`` of all
+    of them) as the timeline's memory table."""
     if not len(rows):
         return None
-    values = [fields.memory[r] for r in rows.tolist()]
-    columns = {field: _int_column([v[i] for v in values]) for i, field in enumerate(_MEMORY_ARGS)}
+    columns = {field: _joined(parts, np.int64)[valid] for field, parts in fields.memory_columns.items()}
     pid = pid_ids[fields.pid.all_codes()[rows]]
     tid = tid_ids[fields.tid.all_codes()[rows]]
     # Device Type 0 is the CPU allocator; 1 CUDA (and other accelerators after it): Device Id is the index.
@@ -604,6 +622,14 @@ def _memory_table(fields: _Fields, rows: np.ndarray, ts_ns: np.ndarray, pid_ids:
     track = _tracks(np.zeros(len(rows), dtype=bool), device, device, pid, tid, process_names, thread_names)
     return memory_frame(ts=ts_ns, nbytes=columns["memory_bytes"], total_allocated=columns["total_allocated"],
                         total_reserved=columns["total_reserved"], device=device, pid=pid, tid=tid, track=track)
+
+
+def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    """The batches' arrays of one field as one array; the batches are let go (the list keeps only
+    the joined array), so a field is never held twice."""
+    joined = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    parts[:] = [joined]
+    return joined
 
 
 def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -789,7 +815,7 @@ def _int_column(values: list[Any]) -> np.ndarray:
             return np.array(values, dtype=np.int64)
         except OverflowError:
             pass  # an id beyond int64: by distinct value
-    codes, uniques = pd.factorize(_object_array(values), use_na_sentinel=False)
+    codes, uniques = _Interner._factorize_objects(values)
     table = np.array([-1 if v is None else _as_int(v) for v in uniques], dtype=np.int64)
     return table[codes] if len(codes) else np.zeros(0, dtype=np.int64)
 
