@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -32,7 +33,7 @@ from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADER
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
                                        memory_op_rows, memory_step_rows)
-from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct,
+from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct, trace_label,
                                        gap_headline, shorten, visible)
 from traceview.renderers.units import quality_headline, quality_rows
 from traceview.roles import Role
@@ -149,9 +150,12 @@ def _n(value: float) -> str:
 def render(diagnoses: list[Any], comparisons: list[Any] | None = None, title: str | None = None,
            multi_rank: list[Any] | None = None, **_: Any) -> str:
     """The whole HTML page for one or more diagnoses (and comparisons between them, first)."""
-    names = [Path(d.timeline.meta.source).name for d in diagnoses]
     if title is None:
-        title = f"traceview report: {names[0]}" if len(names) == 1 else f"traceview report: {len(names)} traces"
+        # Named after the capture (mlp2/torch-eager, the logdir above plugins/profile), not the file
+        # name a profiler makes up (vm_27927.1795319437029376727.pt.trace.json.gz).
+        labels = [_capture_name(d.timeline.meta.source) for d in diagnoses]
+        title = (f"traceview report: {labels[0]}" if len(labels) == 1
+                 else f"traceview report: {len(labels)} traces in {_common_folder(diagnoses)}")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -215,6 +219,23 @@ def _comparison(cmp: Any) -> str:
     )
 
 
+def _capture_name(source: str) -> str:
+    """The capture a trace belongs to, as its folder and the folder above (``mlp2/torch-eager``)."""
+    label = trace_label(source)
+    parts = str(source).replace("\\", "/").split("/")
+    if label in parts:
+        at = len(parts) - 1 - parts[::-1].index(label)
+        if at >= 1 and parts[at - 1]:
+            return f"{parts[at - 1]}/{label}"
+    return label
+
+
+def _common_folder(diagnoses: list[Any]) -> str:
+    folders = [Path(d.timeline.meta.source).parent for d in diagnoses]
+    common = Path(os.path.commonpath([str(f) for f in folders])) if folders else Path(".")
+    return common.name or str(common)
+
+
 def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = (0,),
                 bold: Sequence[bool] = ()) -> str:
     """A table of text cells (escaped here); columns not in ``left`` are numbers, ``bold`` rows strong."""
@@ -242,8 +263,8 @@ def _multi_rank(run: Any) -> str:
 
 def render_comparison(cmp: Any, **options: Any) -> str:
     """Both traces on one page, the comparison first."""
-    title = (f"traceview compare: {Path(cmp.candidate.timeline.meta.source).name} vs "
-             f"{Path(cmp.baseline.timeline.meta.source).name}")
+    title = (f"traceview compare: {_capture_name(cmp.candidate.timeline.meta.source)} vs "
+             f"{_capture_name(cmp.baseline.timeline.meta.source)}")
     return render([cmp.baseline, cmp.candidate], comparisons=[cmp], title=title)
 
 

@@ -325,7 +325,11 @@ def _print_all(parts: list[Any], width: int, color: bool) -> str:
     for part in parts:
         console.print(_Visible(part))
         console.print()
-    return buffer.getvalue()
+    text = buffer.getvalue()
+    if color:
+        return text
+    # Rich pads every line to the width; piped into a file or a diff, the padding is noise.
+    return "\n".join(line.rstrip() for line in text.split("\n"))
 
 
 class _Visible:
