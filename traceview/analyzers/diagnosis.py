@@ -18,6 +18,7 @@ from traceview.analyzers.communication import CommOverlap, comm_overlap
 from traceview.analyzers.device_time import device_time
 from traceview.analyzers.launch import LaunchStats, launch_stats
 from traceview.analyzers.memory import MemoryUse, memory_use
+from traceview.analyzers.modes import execution_mode
 from traceview.analyzers.quality import Quality, trace_quality
 from traceview.analyzers.steps import Steps
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
@@ -44,6 +45,11 @@ class Diagnosis:
     communication: CommOverlap | None = None  # None: the trace runs no collective-communication kernel
     quality: Quality = field(default_factory=Quality)  # what makes the numbers less trustworthy
     memory: MemoryUse | None = None  # None: the profiler recorded no allocator samples
+
+    @property
+    def mode(self) -> str:
+        """How the program ran (``torch-compile``, ``tensorflow-xla`` …; analyzers/modes.py)."""
+        return execution_mode(self.timeline)
 
     @property
     def buckets(self) -> tuple[str, ...]:
@@ -97,6 +103,7 @@ class Diagnosis:
                 "source": meta.source,
                 "format": meta.format,
                 "framework": meta.framework,
+                "mode": self.mode,
                 "host_name": meta.host_name,
                 "devices": [{"index": d.index, "name": d.name, "vendor": d.vendor} for d in meta.devices],
                 "events_in_file": meta.input_events,

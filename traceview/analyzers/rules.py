@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from traceview.analyzers.modes import advice
 from traceview.renderers.units import fmt_ns, fmt_pct
 from traceview.roles import Role
 from traceview.schema import Kind
@@ -111,8 +112,7 @@ def launch_bound(diag: "Diagnosis") -> Finding:
         f"launch/dispatch overhead is {fmt_pct(share)} of the step ({fmt_ns(share * total)}); "
         f"{s.ops_per_step:.0f} framework ops per step at {fmt_ns(s.host_ns_per_op)} host time each",
         {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op},
-        "fuse work into fewer, larger ops: torch.compile / CUDA graphs in PyTorch, tf.function / jit_compile=True "
-        "in TensorFlow, jax.jit; or grow the batch so each op does more work",
+        advice("fuse", diag.mode),
         "≥ 3 % moderate, ≥ 15 % high (XProf kernel-launch verdict)",
         share * total,
     )
@@ -129,7 +129,7 @@ def short_kernels(diag: "Diagnosis") -> Finding:
         f"{fmt_pct(share)} of kernels run for less time than their launch call "
         f"({diag.launch.short_kernels_per_step:.0f} per step)",
         {"short_kernel_share": share, "short_kernels_per_step": diag.launch.short_kernels_per_step},
-        "batch small ops (fusion via torch.compile / XLA) or capture the step in a CUDA graph",
+        advice("fuse", diag.mode),
         "≥ 20 % moderate, ≥ 50 % high (HTA short-kernel definition)",
     )
 
@@ -148,8 +148,7 @@ def steady_graph_build(diag: "Diagnosis") -> Finding:
         f"graph building is {fmt_pct(share)} of the steady step ({fmt_ns(share * total)}), "
         f"{steady_events} build/compile events across {len(diag.steady_positions)} steady steps",
         {"graph_build_share": share, "graph_build_events": steady_events},
-        "tf.function retraces on new Python values or shapes: pass tensors, set input_signature / reduce_retracing; "
-        "torch.compile recompiles on new shapes or guards: mark_dynamic or dynamic=True",
+        advice("retrace", diag.mode),
         "≥ 1 % moderate, ≥ 10 % high",
         share * total,
     )

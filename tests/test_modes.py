@@ -1,0 +1,54 @@
+"""The execution mode read from trace evidence matches how each sample was captured (its
+manifest.json, written by the collector that ran it), and advice never asks for what the mode
+already does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from traceview.analyzers.diagnosis import diagnose
+from traceview.analyzers.modes import ADVICE, MODE_RULES, advice
+from traceview.loader import load, trace_paths
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+FRAMEWORK = {"tf": "tensorflow", "torch": "torch"}
+# How the collector's mode names read as traceview's (Keras fit runs its step as a tf.function).
+COLLECTOR_MODE = {"fit": "function"}
+CAPTURES = sorted(p.parent for p in SAMPLES.glob("*/*/manifest.json")
+                  if json.loads(p.read_text())["framework"] in FRAMEWORK)
+
+
+@pytest.mark.parametrize("folder", CAPTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_mode_from_the_trace_is_the_captured_mode(folder: Path) -> None:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    mode = COLLECTOR_MODE.get(manifest["mode"], manifest["mode"])
+    if (manifest.get("compile_report") or {}).get("fell_back_to_eager"):  # the collector saw dynamo give up
+        mode = "compile-fallback"
+    expected = f"{FRAMEWORK[manifest['framework']]}-{mode}"
+    timeline = load(trace_paths(folder)[0])
+    from traceview.analyzers.modes import execution_mode
+
+    assert execution_mode(timeline) == expected
+
+
+def test_advice_does_not_ask_for_what_the_mode_already_does() -> None:
+    assert "jit_compile=True" not in advice("fuse", "tensorflow-xla")
+    assert "torch.compile" not in advice("fuse", "torch-torchscript")
+    assert "torch.compile" not in advice("fuse", "torch-compile").replace("compiled", "")
+    assert "tf.function" not in advice("fuse", "torch-eager") and "torch.compile" not in advice("fuse",
+                                                                                              "tensorflow-eager")
+    for kind, table in ADVICE.items():
+        assert "*" in table, kind
+    modes = {f"{r.framework}-{r.mode}" for r in MODE_RULES}
+    for table in ADVICE.values():
+        assert set(table) - {"*"} <= modes
+
+
+def test_a_finding_carries_the_advice_of_its_mode() -> None:
+    diag = diagnose(trace_paths(SAMPLES / "mlp2" / "tf-xla")[0])
+    launch = next(f for f in diag.findings if f.rule == "launch_bound")
+    assert diag.mode == "tensorflow-xla" and launch.advice == advice("fuse", "tensorflow-xla")
+    assert diag.to_dict()["trace"]["mode"] == "tensorflow-xla"

@@ -1,0 +1,113 @@
+"""How the traced program ran — eager, a compiled function, XLA, TorchScript … — read from the trace.
+
+Advice depends on it: an XLA trace is not told to turn on ``jit_compile=True``, a TorchScript model
+is not told to move to ``torch.compile``. The mode is decided from evidence the framework writes
+into every trace of that mode (the first row of :data:`MODE_RULES` that matches wins), never from
+file or folder names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from traceview.schema import Timeline
+
+
+@dataclass(frozen=True)
+class ModeRule:
+    """Traces of ``framework`` with an event named like ``name``, or a ``tf_function_call`` stat
+    like ``fn_call``, ran in ``mode`` (a rule with neither is the framework's default)."""
+
+    mode: str
+    framework: str
+    source: str  # where the evidence comes from
+    name: re.Pattern[str] | None = None
+    fn_call: re.Pattern[str] | None = None
+
+
+MODE_RULES: tuple[ModeRule, ...] = (
+    ModeRule("jit", "jax", "JAX runs every step as jitted XLA code"),
+    ModeRule("compile", "torch", "torch.compile's runtime ranges (torch/_dynamo/eval_frame.py, AOT autograd's "
+             "CompiledFunction, inductor's `## Call CompiledFxGraph`)",
+             name=re.compile(r"^(Torch-Compiled Region|CompiledFunction(Backward)?$|## Call CompiledFxGraph)")),
+    ModeRule("compile-fallback", "torch", "torch.compile ran (dynamo's `dynamo`, `entire_frame_compile` and "
+             "`compile_id=` ranges) but no compiled region runs: dynamo fell back to eager for the model",
+             name=re.compile(r"^(dynamo|entire_frame_compile)$|compile_id=")),
+    ModeRule("torchscript", "torch", "TorchScript: scripting or tracing the model (torch.jit.script / "
+             "torch.jit.trace ranges, in the step that builds it) or the profiling executor's differentiable "
+             "graph (torch/csrc/jit/runtime/graph_executor.cpp). A trace of inference steps only, without "
+             "the scripting step, carries neither and reads as eager",
+             name=re.compile(r"^torch\.jit\.(script|trace)|DifferentiableGraph|^<(forward|backward) op>$")),
+    ModeRule("eager", "torch", "no compiled region in the trace"),
+    ModeRule("xla", "tensorflow", "tf.function calls compiled by XLA (stat tf_function_call traced-xla / "
+             "notTraced-xla)", fn_call=re.compile(r"-xla$")),
+    ModeRule("graph-v1", "tensorflow", "TF1 Session.run (TraceMe SessionRun, direct_session.cc)",
+             name=re.compile(r"^SessionRun$")),
+    ModeRule("function", "tensorflow", "tf.function calls (stat tf_function_call traced-nonXla / "
+             "notTraced-nonXla; Keras fit runs one)", fn_call=re.compile(r"-nonXla$")),
+    ModeRule("eager", "tensorflow", "no graph function call in the trace"),
+)
+
+
+def execution_mode(timeline: Timeline) -> str:
+    """``<framework>-<mode>`` (``torch-compile``, ``tensorflow-xla`` …), or ``unknown``."""
+    framework = timeline.meta.framework
+    events = timeline.events
+    names = [str(n) for n in events["name"].cat.categories]
+    calls = [str(c) for c in events["fn_call"].cat.categories] if "fn_call" in events.columns else []
+    for rule in MODE_RULES:
+        if rule.framework != framework:
+            continue
+        if rule.name is not None and not any(rule.name.search(n) for n in names):
+            continue
+        if rule.fn_call is not None and not any(rule.fn_call.search(c) for c in calls):
+            continue
+        return f"{framework}-{rule.mode}"
+    return "unknown"
+
+
+# Advice that depends on the mode: finding -> mode -> text ("*" for any other mode). Each text
+# only suggests what the mode does not already do.
+_FUSE = {
+    "torch-eager": "fuse work into fewer, larger ops with torch.compile (mode='reduce-overhead' adds CUDA "
+                   "graphs on GPU), or grow the batch so each op does more work",
+    "torch-compile": "the step is already compiled: remove graph breaks (torch._dynamo.explain), capture it "
+                     "in CUDA graphs (mode='reduce-overhead'), or grow the batch so each op does more work",
+    "torch-compile-fallback": "torch.compile fell back to eager for this model, so its ops run one by one: "
+                              "torch._dynamo.explain says why (RNN modules are not compiled, for one); grow "
+                              "the batch so each op does more work",
+    "torch-torchscript": "TorchScript runs the ops one by one: freeze the module (torch.jit.freeze) so "
+                         "constants fold and ops fuse, or grow the batch so each op does more work",
+    "tensorflow-eager": "run the step as a tf.function (jit_compile=True lets XLA fuse its ops), or grow the "
+                        "batch so each op does more work",
+    "tensorflow-function": "let XLA fuse the function's ops (tf.function(jit_compile=True)), or grow the batch "
+                           "so each op does more work",
+    "tensorflow-graph-v1": "move the step to a tf.function with jit_compile=True, or grow the batch so each "
+                           "op does more work",
+    "tensorflow-xla": "the step is already XLA-compiled: grow the batch so each op does more work, or "
+                      "run several steps per call (steps_per_execution / a loop inside the function)",
+    "jax-jit": "the step is already jitted: grow the batch, or run several steps per call (lax.scan / "
+               "lax.fori_loop over the step)",
+    "*": "fuse work into fewer, larger ops: torch.compile / CUDA graphs in PyTorch, tf.function / "
+         "jit_compile=True in TensorFlow, jax.jit; or grow the batch so each op does more work",
+}
+_RETRACE = {
+    "torch-compile": "torch.compile recompiles on new shapes or guards: mark_dynamic or dynamic=True; "
+                     "torch._dynamo.explain names the guard that failed",
+    "tensorflow-function": "tf.function retraces on new Python values or shapes: pass tensors, set "
+                           "input_signature / reduce_retracing",
+    "tensorflow-xla": "tf.function retraces (and XLA recompiles) on new Python values or shapes: pass "
+                      "tensors, set input_signature / reduce_retracing, pad to a few fixed shapes",
+    "jax-jit": "jax.jit retraces and recompiles on new shapes or static arguments: pad to a few fixed "
+               "shapes, keep static_argnums values few",
+    "*": "tf.function retraces on new Python values or shapes: pass tensors, set input_signature / "
+         "reduce_retracing; torch.compile recompiles on new shapes or guards: mark_dynamic or dynamic=True",
+}
+ADVICE: dict[str, dict[str, str]] = {"fuse": _FUSE, "retrace": _RETRACE}
+
+
+def advice(kind: str, mode: str) -> str:
+    """The advice ``kind`` (a key of :data:`ADVICE`) for a trace that ran in ``mode``."""
+    table = ADVICE[kind]
+    return table.get(mode, table["*"])
