@@ -27,10 +27,10 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from collectors import manifest as mf  # noqa: E402
-from collectors import parity  # noqa: E402
-from collectors.runner import CaptureSettings, collect, plan  # noqa: E402
-from collectors.workloads import MODES, WORKLOADS, cold_step_count, materialize, not_applicable, pairs  # noqa: E402
+from traceview.collectors import manifest as mf  # noqa: E402
+from traceview.collectors import parity  # noqa: E402
+from traceview.collectors.runner import CaptureSettings, collect, plan  # noqa: E402
+from traceview.collectors.workloads import MODES, WORKLOADS, cold_step_count, materialize, not_applicable, pairs  # noqa: E402
 from traceview.errors import MissingExtraError, UsageError  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -175,7 +175,7 @@ def test_parity_rule() -> None:
 
 
 def test_plan_rejects_unknown_names_and_reports_skips(monkeypatch: pytest.MonkeyPatch) -> None:
-    from collectors import runner
+    from traceview.collectors import runner
 
     monkeypatch.setattr(runner, "framework_installed", lambda fw: True)
     with pytest.raises(UsageError, match="unknown framework"):
@@ -190,7 +190,7 @@ def test_plan_rejects_unknown_names_and_reports_skips(monkeypatch: pytest.Monkey
 
 
 def test_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from collectors import runner
+    from traceview.collectors import runner
 
     monkeypatch.setattr(runner, "framework_installed", lambda fw: fw == "numpy")
     with pytest.raises(MissingExtraError, match=r"pip install 'traceview\[tf\]'"):
@@ -317,7 +317,7 @@ def test_parity_mismatch_is_loud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     pytest.importorskip("tensorflow")
     from rich.console import Console
 
-    from collectors import tf_collector
+    from traceview.collectors import tf_collector
 
     original = tf_collector.build_program
 
@@ -444,7 +444,7 @@ def test_sample_traces_cover_the_matrix_and_stay_small() -> None:
         for n, fw, m in _sample_folders()
         if not (SAMPLES / n / f"{fw}-{m}" / mf.MANIFEST_NAME).is_file()
     ]
-    assert not missing, f"samples missing (run python -m collectors.capture_samples): {missing}"
+    assert not missing, f"samples missing (run python -m traceview.collectors.capture_samples): {missing}"
     total = sum(p.stat().st_size for p in SAMPLES.rglob("*") if p.is_file())
     assert total < 10 * 1024 * 1024, f"sample_traces is {total / 1e6:.1f} MB"
     assert (SAMPLES / "README.md").is_file()

@@ -96,9 +96,9 @@ class Capture:
 
     # -- context manager ------------------------------------------------------------------------
     def __enter__(self) -> Capture:
-        from collectors.harness import StepRecorder
-        from collectors.manifest import MANIFEST_NAME
-        from collectors.runner import load_backend
+        from traceview.collectors.harness import StepRecorder
+        from traceview.collectors.manifest import MANIFEST_NAME
+        from traceview.collectors.runner import load_backend
 
         if (self.path / MANIFEST_NAME).exists():
             if not self.overwrite:
@@ -172,8 +172,8 @@ class Capture:
 
     # -- manifest -------------------------------------------------------------------------------
     def _write_manifest(self, error: str | None) -> None:
-        from collectors import manifest as mf
-        from collectors.harness import median
+        from traceview.collectors import manifest as mf
+        from traceview.collectors.harness import median
 
         profiled = self._profiled
         after = self._after
@@ -237,7 +237,7 @@ def _remove_capture(path: Path) -> None:
     """Delete what an earlier capture wrote into ``path`` (and nothing else)."""
     import shutil
 
-    from collectors.manifest import MANIFEST_NAME
+    from traceview.collectors.manifest import MANIFEST_NAME
 
     (path / MANIFEST_NAME).unlink(missing_ok=True)
     for old in path.glob("*.pt.trace.json*"):

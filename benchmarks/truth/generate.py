@@ -31,7 +31,7 @@ import numpy as np
 
 from benchmarks.truth.cases import Case, select
 from benchmarks.truth.measure import bootstrap_median_diff, search_knob
-from collectors.manifest import cpu_name
+from traceview.collectors.manifest import cpu_name
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from collectors.manifest import cpu_name
+from traceview.collectors.manifest import cpu_name
 
 CALM_FACTOR = 1.3
 FOREIGN_CPU_LIMIT = 0.12  # share of all cores used by other processes during a round

@@ -242,7 +242,7 @@ def mode_cold(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str, Any
 
 
 def mode_profile(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str, Any]:
-    from collectors.harness import StepRecorder
+    from traceview.collectors.harness import StepRecorder
 
     prog = build(case, args.variant, args.knob)
     cold = case.window == "cold"
@@ -259,11 +259,11 @@ def mode_profile(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str, 
     calm_before, ratio_before = calm.wait()
     tmp = Path(tempfile.mkdtemp(prefix="truth-capture-"))
     if case.framework == "torch":
-        from collectors.torch_collector import TorchProfilerSession
+        from traceview.collectors.torch_collector import TorchProfilerSession
 
         session: Any = TorchProfilerSession(tmp, record_shapes=case.record_shapes, python_events=case.python_events)
     else:
-        from collectors.tf_collector import TFProfilerSession
+        from traceview.collectors.tf_collector import TFProfilerSession
 
         session = TFProfilerSession(tmp)
     recorder = StepRecorder(markers=session)

@@ -51,14 +51,14 @@ def collect(
 
     Example: traceview collect mlp2 -f torch,tf -m eager,function -o runs/mlp2
     """
-    from collectors.runner import CaptureSettings, collect as run_collect, default_threads
+    from traceview.collectors.runner import CaptureSettings, collect as run_collect, default_threads
 
     if list_:
         render_matrix(Console(highlight=False))
         return
     if workload is None:
         raise UsageError("name a workload to capture (traceview collect --list shows them)")
-    from collectors.workloads import WORKLOADS
+    from traceview.collectors.workloads import WORKLOADS
 
     if workload not in WORKLOADS:
         raise UsageError(f"unknown workload {workload!r}; known: {', '.join(WORKLOADS)} (traceview collect --list)")
@@ -85,8 +85,8 @@ def collect(
 
 def render_matrix(console: Console) -> None:
     """The workload x (framework, mode) table behind ``--list``, plus what each mode means."""
-    from collectors.runner import availability
-    from collectors.workloads import MODE_HELP, MODES, WORKLOADS, not_applicable
+    from traceview.collectors.runner import availability
+    from traceview.collectors.workloads import MODE_HELP, MODES, WORKLOADS, not_applicable
 
     columns = [(fw, m) for fw, modes in MODES.items() for m in modes]
     # Borderless with one space between columns, so the nine modes fit an 80-column terminal.

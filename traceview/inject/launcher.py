@@ -176,7 +176,7 @@ def _no_steps_message(request: RunRequest, launch: _Launch) -> str:
 def write_manifest(trace_dir: Path, request: RunRequest, status: dict[str, Any],
                    calibration: dict[str, Any] | None, notes: list[str]) -> dict[str, Any]:
     """``manifest.json`` in ``trace_dir``, in the format ``traceview collect`` writes."""
-    from collectors import manifest as mf
+    from traceview.collectors import manifest as mf
 
     trace = Path(status["trace"])
     captured = _captured(status)

@@ -1,6 +1,6 @@
-"""Run one capture in a fresh interpreter: ``python -m collectors.worker '<json job>'``.
+"""Run one capture in a fresh interpreter: ``python -m traceview.collectors.worker '<json job>'``.
 
-:func:`collectors.runner.collect` starts one worker per (framework, mode) so that each capture's
+:func:`traceview.collectors.runner.collect` starts one worker per (framework, mode) so that each capture's
 cold step is the process's first contact with the framework, as in a user's script, and no
 capture inherits caches another capture warmed. The job is the JSON of ``capture_pair``'s
 arguments; the result is the manifest the worker writes. Exit status 3 means the mode is
@@ -19,10 +19,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m collectors.worker '<json job>'", file=sys.stderr)
+        print("usage: python -m traceview.collectors.worker '<json job>'", file=sys.stderr)
         return 2
-    from collectors.runner import CaptureSettings, ModeUnavailable, capture_pair
-    from collectors.workloads import get
+    from traceview.collectors.runner import CaptureSettings, ModeUnavailable, capture_pair
+    from traceview.collectors.workloads import get
     from traceview.errors import TraceviewError
 
     job = json.loads(args[0])

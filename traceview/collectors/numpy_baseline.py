@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-from collectors.harness import StepRecorder, run_steps
-from collectors.manifest import cpu_name
-from collectors.workloads import WorkloadSpec, WorkloadState
+from traceview.collectors.harness import StepRecorder, run_steps
+from traceview.collectors.manifest import cpu_name
+from traceview.collectors.workloads import WorkloadSpec, WorkloadState
 
 FRAMEWORK = "numpy"
 TRACE_FORMAT = "kineto-json"

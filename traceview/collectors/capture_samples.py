@@ -1,7 +1,7 @@
 """Regenerate ``sample_traces/``: every workload x framework-mode pair, captured small, on the CPU.
 
-    python -m collectors.capture_samples            # all workloads into sample_traces/
-    python -m collectors.capture_samples --workloads mlp2,lstm --out /tmp/samples
+    python -m traceview.collectors.capture_samples            # all workloads into sample_traces/
+    python -m traceview.collectors.capture_samples --workloads mlp2,lstm --out /tmp/samples
 
 Each pair runs in its own Python process (as ``traceview collect`` does by default) with one
 thread, so the timings are quiet and no capture inherits another's caches; each workload gets a
@@ -20,9 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from collectors import manifest as mf
-from collectors.runner import CaptureSettings, PairOutcome, collect
-from collectors.workloads import MODE_HELP, WORKLOADS, pairs
+from traceview.collectors import manifest as mf
+from traceview.collectors.runner import CaptureSettings, PairOutcome, collect
+from traceview.collectors.workloads import MODE_HELP, WORKLOADS, pairs
 
 # Steady steps per workload for the samples (one cold step always precedes them; no warm-up).
 SAMPLE_STEPS: dict[str, int] = {name: 4 for name in WORKLOADS}
@@ -95,7 +95,7 @@ def write_readme(out: Path) -> Path:
         "## How they were made",
         "",
         "```",
-        "python -m collectors.capture_samples",
+        "python -m traceview.collectors.capture_samples",
         "```",
         "",
         f"Each pair ran in its own Python process with {', '.join(sorted(threads))} thread(s); steady steps: 4 "

@@ -31,10 +31,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from collectors import manifest as mf
-from collectors import parity
-from collectors.harness import StepRecorder, median
-from collectors.workloads import (
+from traceview.collectors import manifest as mf
+from traceview.collectors import parity
+from traceview.collectors.harness import StepRecorder, median
+from traceview.collectors.workloads import (
     FRAMEWORKS,
     MODE_HELP,
     MODES,
@@ -48,9 +48,9 @@ from collectors.workloads import (
 from traceview.errors import MissingExtraError, TraceviewError, UsageError
 
 BACKEND_MODULES: dict[str, str] = {
-    "torch": "collectors.torch_collector",
-    "tf": "collectors.tf_collector",
-    "numpy": "collectors.numpy_baseline",
+    "torch": "traceview.collectors.torch_collector",
+    "tf": "traceview.collectors.tf_collector",
+    "numpy": "traceview.collectors.numpy_baseline",
 }
 # framework -> (what is missing, the traceview extra that installs it)
 EXTRAS: dict[str, tuple[str, str]] = {"torch": ("torch", "torch"), "tf": ("tensorflow", "tf")}
@@ -365,7 +365,7 @@ def _prepare_folder(folder: Path, overwrite: bool) -> None:
 def _capture_isolated(
     spec: WorkloadSpec, framework: str, mode: str, folder: Path, settings: CaptureSettings
 ) -> dict[str, Any]:
-    """Run :func:`capture_pair` in a fresh interpreter (``python -m collectors.worker``)."""
+    """Run :func:`capture_pair` in a fresh interpreter (``python -m traceview.collectors.worker``)."""
     job = {
         "workload": spec.name,
         "framework": framework,
@@ -382,7 +382,7 @@ def _capture_isolated(
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     proc = subprocess.run(
-        [sys.executable, "-m", "collectors.worker", json.dumps(job)],
+        [sys.executable, "-m", "traceview.collectors.worker", json.dumps(job)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -574,6 +574,6 @@ def availability(framework: str, mode: str) -> str | None:
 
 
 def all_pairs() -> dict[str, list[tuple[str, str]]]:
-    from collectors.workloads import WORKLOADS
+    from traceview.collectors.workloads import WORKLOADS
 
     return {name: pairs(spec) for name, spec in WORKLOADS.items()}

@@ -287,7 +287,7 @@ def not_applicable(spec: WorkloadSpec, framework: str, mode: str) -> str | None:
     """Why (framework, mode) does not exist for ``spec``, or ``None`` when it does.
 
     Only reasons that follow from the workload are given here; a missing library or compiler
-    is found when the capture starts (see ``collectors.runner.availability``).
+    is found when the capture starts (see ``traceview.collectors.runner.availability``).
     """
     if framework not in MODES:
         return f"unknown framework {framework!r}"

@@ -1,6 +1,6 @@
 """TensorFlow side of the paired workloads: Keras models, the five loop styles, the profiler setup.
 
-Imported only when a TensorFlow capture is asked for (``collectors.runner.load_backend``).
+Imported only when a TensorFlow capture is asked for (``traceview.collectors.runner.load_backend``).
 
 Modes:
 - ``eager``: a ``tf.GradientTape`` loop calling the Keras model, no ``tf.function``.
@@ -38,9 +38,9 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from collectors.harness import StepRecorder, run_steps  # noqa: E402
-from collectors.manifest import cpu_name  # noqa: E402
-from collectors.workloads import WorkloadSpec, WorkloadState, cnn_flat_shape  # noqa: E402
+from traceview.collectors.harness import StepRecorder, run_steps  # noqa: E402
+from traceview.collectors.manifest import cpu_name  # noqa: E402
+from traceview.collectors.workloads import WorkloadSpec, WorkloadState, cnn_flat_shape  # noqa: E402
 
 FRAMEWORK = "tf"
 TRACE_FORMAT = "xplane"

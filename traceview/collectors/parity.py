@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.workloads import WorkloadSpec
+from traceview.collectors.workloads import WorkloadSpec
 
 
 def label(framework: str, mode: str) -> str:

@@ -1,6 +1,6 @@
 """torch side of the paired workloads: models, training loops per mode, and the profiler setup.
 
-Imported only when a torch capture is asked for (``collectors.runner.load_backend``), so
+Imported only when a torch capture is asked for (``traceview.collectors.runner.load_backend``), so
 traceview itself never needs torch.
 
 Modes:
@@ -32,9 +32,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_function, tensorboard_trace_handler
 
-from collectors.harness import StepRecorder, run_steps
-from collectors.manifest import cpu_name
-from collectors.workloads import WorkloadSpec, WorkloadState, cnn_flat_shape
+from traceview.collectors.harness import StepRecorder, run_steps
+from traceview.collectors.manifest import cpu_name
+from traceview.collectors.workloads import WorkloadSpec, WorkloadState, cnn_flat_shape
 
 FRAMEWORK = "torch"
 TRACE_FORMAT = "kineto-json"
