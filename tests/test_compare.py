@@ -88,3 +88,27 @@ def test_docs_findings_list_every_rule():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "findings.md").read_text(encoding="utf-8")
     for fn in RULES:
         assert f"| `{fn.__name__}` |" in doc, fn.__name__
+
+
+def test_a_trace_against_itself_is_no_significant_difference_and_passes_the_gate(tmp_path) -> None:
+    """Noise: a trace compared with itself has ratio 1 inside its interval; the report says so instead of
+    'N× slower … % of the gap', and --fail-if-slower 0 does not fail on it."""
+    folder = REPO / "sample_traces" / "mlp2" / "torch-eager"
+    result = subprocess.run([sys.executable, "-m", "traceview", "compare", str(folder), str(folder), "--format", "json",
+                             "--fail-if-slower", "0"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    cmp = orjson.loads(result.stdout)["comparison"]
+    low, high = cmp["ratio_interval"]
+    assert low < 1.0 < high and cmp["significant"] is False
+    text = subprocess.run([sys.executable, "-m", "traceview", "compare", str(folder), str(folder)],
+                          capture_output=True, text=True).stdout
+    assert "No significant difference" in text and "slower" not in text.split("\n\n")[1]
+
+
+def test_the_gate_fails_a_slowdown_beyond_the_noise() -> None:
+    base, cand = REPO / "sample_traces" / "mlp2" / "torch-eager", REPO / "sample_traces" / "mlp2" / "tf-eager"
+    result = subprocess.run([sys.executable, "-m", "traceview", "compare", str(base), str(cand), "--format", "json",
+                             "--fail-if-slower", "100"], capture_output=True, text=True)
+    cmp = orjson.loads(result.stdout)["comparison"]
+    assert cmp["significant"] and cmp["ratio_interval"][0] > 2.0
+    assert result.returncode == 1 and "with 95 % confidence" in result.stderr

@@ -162,7 +162,8 @@ def compare(
     color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Force colours on or off."),
     fail_if_slower: Optional[float] = typer.Option(None, "--fail-if-slower", metavar="PCT",
                                                    help="Exit 1 when the candidate's steady step is more than PCT % "
-                                                        "slower than the baseline's (CI regression gate)."),
+                                                        "slower than the baseline's even at the low end of the ratio's "
+                                                        "95 % interval (CI regression gate that ignores step noise)."),
     redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
@@ -188,9 +189,13 @@ def compare(
     if strict:  # before --fail-if-slower: a verdict on untrustworthy numbers is moot
         _check_quality(sides)
     if fail_if_slower is not None and comparison.baseline_step_ns > 0:
-        slower_pct = (comparison.candidate_step_ns / comparison.baseline_step_ns - 1.0) * 100.0
-        if slower_pct > fail_if_slower:
-            _stderr_console().print(f"traceview: candidate is {slower_pct:.1f} % slower than the baseline "
+        # The low end of the interval: a slowdown the step-time noise could explain does not fail.
+        interval = comparison.ratio_interval
+        low = interval[0] if interval else comparison.ratio
+        slower_pct = (comparison.ratio - 1.0) * 100.0
+        if (low - 1.0) * 100.0 > fail_if_slower:
+            within = f"; at least {(low - 1.0) * 100.0:.1f} % with 95 % confidence" if interval else ""
+            _stderr_console().print(f"traceview: candidate is {slower_pct:.1f} % slower than the baseline{within} "
                                     f"(limit {fail_if_slower:g} %)", markup=False, highlight=False)
             raise typer.Exit(1)
 

@@ -93,6 +93,20 @@ class Comparison:
         # Unrecorded time counts against the explanation whichever way it moves.
         return max(0.0, 1.0 - abs(self.unexplained_ns) / abs(self.gap_ns))
 
+    @property
+    def ratio_interval(self) -> tuple[float, float] | None:
+        """95 % interval of :attr:`ratio` from the steady steps' spread (a bootstrap over the steps of
+        each side, seeded: the same traces give the same interval); None with fewer than two steady
+        steps on a side (no spread to measure)."""
+        return ratio_interval(self.baseline, self.candidate)
+
+    @property
+    def significant(self) -> bool:
+        """Whether the step-time ratio is outside the noise: its interval excludes 1 (assumed
+        without an interval)."""
+        interval = self.ratio_interval
+        return interval is None or not interval[0] <= 1.0 <= interval[1]
+
     def ranked(self) -> list[BucketDelta]:
         """Named causes (idle excluded) in the direction of the gap, largest first."""
         sign = 1.0 if self.gap_ns >= 0 else -1.0
@@ -114,6 +128,8 @@ class Comparison:
                 "baseline_median_step_ns": self.baseline.steady_step_ns,
                 "candidate_median_step_ns": self.candidate.steady_step_ns,
                 "ratio": self.ratio,
+                "ratio_interval": list(self.ratio_interval) if self.ratio_interval else None,
+                "significant": self.significant,
                 "gap_ns": gap,
                 "explained_share": self.explained_share,
                 "unexplained_ns": self.unexplained_ns,
@@ -138,6 +154,29 @@ class Comparison:
             },
             "findings": [f.to_dict() for f in self.findings],
         }
+
+
+BOOTSTRAP_RESAMPLES = 2000
+INTERVAL = 0.95
+
+
+def steady_durations(diag: Diagnosis) -> np.ndarray:
+    return diag.steps.table["duration"].to_numpy()[diag.steady_positions].astype(np.float64)
+
+
+def ratio_interval(baseline: Diagnosis, candidate: Diagnosis) -> tuple[float, float] | None:
+    """Percentile bootstrap of mean(candidate steps) / mean(baseline steps), steps resampled with
+    replacement on each side independently (seed 0)."""
+    base, cand = steady_durations(baseline), steady_durations(candidate)
+    if len(base) < 2 or len(cand) < 2 or base.sum() <= 0:
+        return None
+    rng = np.random.default_rng(0)
+    base_means = base[rng.integers(0, len(base), (BOOTSTRAP_RESAMPLES, len(base)))].mean(axis=1)
+    cand_means = cand[rng.integers(0, len(cand), (BOOTSTRAP_RESAMPLES, len(cand)))].mean(axis=1)
+    ratios = cand_means / np.maximum(base_means, 1.0)
+    tail = (1.0 - INTERVAL) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def compare_paths(baseline: str | Path, candidate: str | Path) -> Comparison:

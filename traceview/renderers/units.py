@@ -81,11 +81,18 @@ def gap_headline(cmp: Any, labels: dict[str, str]) -> tuple[str, str]:
     """The compare report's first line, written once for every format: (lead, rest). The lead
     says which trace is slower and by how much; the rest names the largest cause of the gap."""
     gap = cmp.gap_ns
+    interval = cmp.ratio_interval
+    spread = f" (95 % interval {interval[0]:.2f}–{interval[1]:.2f}×)" if interval else ""
+    steps = f"{fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)} per steady step (mean)"
+    if not cmp.significant:
+        return ("No significant difference", f": {steps}, ratio {cmp.ratio:.2f}×{spread}, within the spread of "
+                                             f"the steady steps; the per-cause deltas below are noise.")
     slower = "candidate" if gap >= 0 else "baseline"
     ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
     lead = f"The {slower} is {ratio:.2f}× slower"
-    rest = (f": {fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)} per steady step (mean), "
-            f"gap {fmt_ns(abs(gap))}")
+    if interval and gap < 0:
+        spread = f" (95 % interval {1 / interval[1]:.2f}–{1 / interval[0]:.2f}×)"
+    rest = f"{spread}: {steps}, gap {fmt_ns(abs(gap))}"
     causes = cmp.ranked()
     if gap and causes and causes[0].delta_ns / gap > 0:
         top = causes[0]
