@@ -45,11 +45,9 @@ class Diagnosis:
     communication: CommOverlap | None = None  # None: the trace runs no collective-communication kernel
     quality: Quality = field(default_factory=Quality)  # what makes the numbers less trustworthy
     memory: MemoryUse | None = None  # None: the profiler recorded no allocator samples
-
-    @property
-    def mode(self) -> str:
-        """How the program ran (``torch-compile``, ``tensorflow-xla`` …; analyzers/modes.py)."""
-        return execution_mode(self.timeline)
+    # How the program ran (torch-compile, tensorflow-xla …; analyzers/modes.py). Decided once, from
+    # the events: a diagnosis sent back from a worker process carries no event rows.
+    mode: str = "unknown"
 
     @property
     def buckets(self) -> tuple[str, ...]:
@@ -186,6 +184,7 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
         communication=comm_overlap(timeline, steps),
         quality=trace_quality(timeline, steps),  # before the notes below: only the readers' notes
         memory=memory_use(timeline, steps, top),
+        mode=execution_mode(timeline),
     )
     result.findings = findings(result)
     inflation = result.profiler_inflation
