@@ -21,7 +21,10 @@ from traceview.errors import TraceviewError, TraceviewWarning, UsageError, one_l
 app = typer.Typer(
     name="traceview",
     help="Explain deep-learning training-step time from torch.profiler and TensorFlow/JAX profiler traces.",
-    add_completion=False,
+    # Shell completion: `traceview --install-completion` (bash, zsh, fish, PowerShell).
+    add_completion=True,
+    # Plain click help: no boxes, and no <bool> / {path} type placeholders around the options.
+    rich_markup_mode=None,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
@@ -42,7 +45,7 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
                                  help="Show the version and exit."),
     max_bytes: Optional[int] = typer.Option(
-        None, "--max-bytes", min=1,
+        None, "--max-bytes", min=1, metavar="BYTES",
         help="Refuse a compressed trace that would inflate beyond this many bytes (default 8 GiB)."),
 ) -> None:
     """Explain deep-learning training-step time from torch.profiler and TensorFlow/JAX profiler traces."""
@@ -81,21 +84,24 @@ def _width(requested: Optional[int]) -> int:
 
 @app.command()
 def diagnose(
-    path: Path = typer.Argument(..., help="A trace file (.json, .json.gz, .xplane.pb), a TensorBoard logdir, or a "
-                                          "folder written by `traceview collect`."),
-    format: str = typer.Option("terminal", "--format", "-f", help=FORMAT_HELP),
-    run: Optional[str] = typer.Option(None, "--run", help="TensorBoard logdir: the run folder to read (default newest)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
-    width: Optional[int] = typer.Option(None, "--width", help="Terminal report width in columns."),
+    path: Path = typer.Argument(..., metavar="PATH",
+                                help="A trace file (.json, .json.gz, .xplane.pb), a TensorBoard logdir, or a "
+                                     "folder written by `traceview collect`."),
+    format: str = typer.Option("terminal", "--format", "-f", metavar="FORMAT", help=FORMAT_HELP),
+    run: Optional[str] = typer.Option(None, "--run", metavar="RUN",
+                                      help="TensorBoard logdir: the run folder to read (default newest)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                          help="Write the report to this file."),
+    width: Optional[int] = typer.Option(None, "--width", metavar="COLUMNS", help="Terminal report width in columns."),
     color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Force colours on or off."),
     redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names."),
     dispatch_gap_us: Optional[float] = typer.Option(
-        None, "--dispatch-gap-us",
+        None, "--dispatch-gap-us", metavar="MICROSECONDS",
         help="Unrecorded gaps on the step's thread up to this long count as dispatch, longer ones as host "
              "compute (default: calibrated on the trace; 0 turns the rule off)."),
     top: str = typer.Option("10", "--top", metavar="N|all", help="Rows in the kernel and op tables."),
     jobs: Optional[int] = typer.Option(
-        None, "--jobs", "-j", min=1,
+        None, "--jobs", "-j", min=1, metavar="N",
         help="A folder's traces are read in this many processes at once (default: one per core)."),
     strict: bool = typer.Option(False, "--strict", help=STRICT_HELP),
 ) -> None:
@@ -153,12 +159,15 @@ def diagnose(
 
 @app.command()
 def compare(
-    baseline: Path = typer.Argument(..., help="The reference trace (or a folder with one trace)."),
-    candidate: Path = typer.Argument(..., help="The trace to explain (or a folder with one trace)."),
-    format: str = typer.Option("terminal", "--format", "-f", help=FORMAT_HELP),
-    run: Optional[str] = typer.Option(None, "--run", help="TensorBoard logdir: the run folder to read (default newest)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file."),
-    width: Optional[int] = typer.Option(None, "--width", help="Terminal report width in columns."),
+    baseline: Path = typer.Argument(..., metavar="BASELINE", help="The reference trace (or a folder with one trace)."),
+    candidate: Path = typer.Argument(..., metavar="CANDIDATE",
+                                     help="The trace to explain (or a folder with one trace)."),
+    format: str = typer.Option("terminal", "--format", "-f", metavar="FORMAT", help=FORMAT_HELP),
+    run: Optional[str] = typer.Option(None, "--run", metavar="RUN",
+                                      help="TensorBoard logdir: the run folder to read (default newest)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                          help="Write the report to this file."),
+    width: Optional[int] = typer.Option(None, "--width", metavar="COLUMNS", help="Terminal report width in columns."),
     color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Force colours on or off."),
     fail_if_slower: Optional[float] = typer.Option(None, "--fail-if-slower", metavar="PCT",
                                                    help="Exit 1 when the candidate's steady step is more than PCT % "

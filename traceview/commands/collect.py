@@ -13,7 +13,7 @@ from traceview.errors import TraceviewError, UsageError
 
 
 def collect(
-    workload: Optional[str] = typer.Argument(None, help="Workload to capture (see --list)."),
+    workload: Optional[str] = typer.Argument(None, metavar="[WORKLOAD]", help="Workload to capture (see --list)."),
     framework: str = typer.Option(
         "all", "--framework", "-f", help="Comma-separated frameworks: torch, tf, numpy, or all."
     ),

@@ -12,7 +12,7 @@ from traceview.errors import UsageError
 
 
 def export(
-    traces: list[Path] = typer.Argument(..., help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
+    traces: list[Path] = typer.Argument(..., metavar="TRACE...", help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
                                                    "folders written by `traceview collect`; one process each."),
     perfetto: Path = typer.Option(..., "--perfetto", help="Write a Chrome trace-event JSON here (gzip-compressed "
                                                           "when the name ends in .gz)."),

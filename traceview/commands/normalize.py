@@ -20,7 +20,7 @@ _TRACE_SUFFIXES = (".gz", ".json", ".pb")
 
 
 def normalize(
-    traces: list[Path] = typer.Argument(..., help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
+    traces: list[Path] = typer.Argument(..., metavar="TRACE...", help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
                                                    "folders of rank traces."),
     output: Path = typer.Option(..., "--output", "-o", help="Folder for the Parquet files (created when missing)."),
     run: Optional[str] = typer.Option(None, "--run",
