@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,20 +90,14 @@ def run_child(python: str, body: str, *args: str, whole_process: bool = True) ->
     """(wall seconds, peak RSS bytes) of ``body`` in a fresh interpreter. ``whole_process`` times
     from before the interpreter starts (imports included), as a user waits for it."""
     script = _CHILD.format(body=body)
-    started = _now()
+    started = time.perf_counter()
     out = subprocess.run([python, "-c", script, *args], capture_output=True, text=True, cwd=ROOT, check=False)
-    elapsed = _now() - started
+    elapsed = time.perf_counter() - started
     line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if out.returncode or line is None:
         raise RuntimeError(f"child failed ({out.returncode}): {out.stderr.strip()[-600:]}")
     _, wall, rss = line.split()
     return (elapsed if whole_process else float(wall)), int(rss)
-
-
-def _now() -> float:
-    import time
-
-    return time.perf_counter()
 
 
 def median_run(repeat: int, python: str, body: str, *args: str) -> tuple[float, int]:

@@ -51,12 +51,12 @@ import re
 import sys
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
+from traceview.arrays import membership
 from traceview.schema import Kind
 
 
@@ -295,14 +295,7 @@ def assign_roles(events: pd.DataFrame) -> np.ndarray:
 def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
     """The role of every row as an index into :data:`ROLE_VALUES` (int8)."""
     n = len(events)
-    kind_codes, kind_values = _category(events, "kind")
-    kind_code = {value: code for code, value in enumerate(kind_values)}
-
-    def kind_in(kinds: Any) -> np.ndarray:
-        table = np.zeros(len(kind_values) + 1, dtype=bool)  # the extra last entry: code -1
-        table[[kind_code[k] for k in kinds if k in kind_code]] = True
-        return table[kind_codes]
-
+    kind_in = membership(events["kind"].array)
     role = np.full(n, -1, dtype=np.int8)
     name_codes, name_values = _category(events, "name")
     fw_codes, fw_values = _category(events, "fw_op")

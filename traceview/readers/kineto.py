@@ -782,12 +782,10 @@ def _exact_timestamps(raw: bytes, events: list[Any]) -> np.ndarray | None:
     found = _TS_NUMBER.findall(raw)
     if len(found) != len(with_ts) or any(type(e["ts"]) not in (int, float) for e in with_ts):
         return None
-    # "<whole>" + first three fraction digits (zero padded) is the value in ns, sign included:
-    # "-12" + "500" reads as -12500 = -12 µs - 500 ns.
-    values = [int(whole + (frac + b"000")[:3]) for whole, frac in found]
-    if any(abs(v) >= _MAX_TIME_NS for v in values):
+    # The fast path's reading of a number's text (whole µs × 1000 + the first three fraction digits).
+    exact, us = _ns_from_text([whole + b"." + frac if frac else whole for whole, frac in found])
+    if not np.isfinite(us).all() or (np.abs(exact) >= _MAX_TIME_NS).any():
         return None  # a time beyond int64 ns: the doubles (range-checked per event) decide
-    exact = np.array(values, dtype=np.int64)
     approx = np.array([float(e["ts"]) for e in with_ts], dtype=np.float64)
     if len(approx) and np.abs(exact / 1000.0 - approx).max() > 1.0:
         return None
