@@ -55,12 +55,12 @@ def render_reports(path: Path, formats: tuple[str, ...] = FORMATS) -> dict[str, 
     from traceview.analyzers.compare import folder_comparisons
     from traceview.analyzers.diagnosis import diagnose
     from traceview.loader import trace_paths
-    from traceview.renderers import base
+    from traceview.renderers import registry
 
     diagnoses = [diagnose(p) for p in trace_paths(path)]
     comparisons = folder_comparisons(diagnoses)
-    return {fmt: base.get(fmt).render_diagnoses(diagnoses, width=100, color=False, comparisons=comparisons,
-                                                multi_rank=[]) for fmt in formats}
+    return {fmt: registry.get(fmt).render_diagnoses(diagnoses, width=100, color=False, comparisons=comparisons,
+                                                    multi_rank=[]) for fmt in formats}
 
 
 @dataclass

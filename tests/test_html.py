@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import REPO, TORCH_GPU_TRACES, XPLANE_GPU_TRACES, cached_diagnosis, sample_kineto_traces, \
     sample_xplane_traces, shared_trace
 from tests.test_export import EVIL_NAME, write_cpu_trace
-from traceview.renderers import base
+from traceview.renderers import registry
 from traceview.renderers import html_report as html_renderer
 from traceview.renderers.html_report import BUCKET_COLOR, EVENT_GROUPS, representative_step
 from traceview.renderers.units import fmt_count
@@ -49,9 +49,9 @@ def _self_contained(page: str) -> None:
 
 
 def test_html_is_a_registered_format():
-    assert "html" in base.names()
-    assert base.get("html").extension == ".html"
-    assert base.by_extension(".html") is base.get("html")
+    assert "html" in registry.names()
+    assert registry.get("html").extension == ".html"
+    assert registry.by_extension(".html") is registry.get("html")
 
 
 def test_gpu_report_has_every_section_and_a_timeline_with_kernels():

@@ -1,47 +1,37 @@
 """traceview: explain deep-learning training-step time from profiler traces.
 
-A small facade mirroring the command line::
+The library is the command line's own functions (:mod:`traceview.api`; reference in docs/api.md)::
 
     import traceview
     timeline = traceview.load("rank-0.pt.trace.json.gz")      # normalized timeline (docs/schema.md)
-    diag = traceview.diagnose("logdir/")                      # steps, attribution, top kernels/ops
+    diag = traceview.diagnose("logdir/")                      # steps, attribution, top kernels/ops, findings
     cmp = traceview.compare("torch.json.gz", "tf.xplane.pb")  # why one is N× slower
+    print(traceview.render(cmp, "md"))                        # the report `traceview compare --format md` prints
     with traceview.capture("runs/mine", framework="torch") as cap: ...
 
-Heavy modules (and torch / TensorFlow, in the collectors) are imported only when used.
+The result types (``traceview.Diagnosis``, ``Comparison`` …) live in :mod:`traceview.results`.
+Heavy modules (pandas, and torch / TensorFlow in the collectors) are imported only when used.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from traceview.api import compare, diagnose, export, load, render
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:  # pragma: no cover
-    from traceview.analyzers.compare import Comparison
-    from traceview.analyzers.diagnosis import Diagnosis
-    from traceview.schema import Timeline
+# Result types, importable from the package without importing pandas until one is asked for.
+_RESULT_TYPES = ("Attribution", "BucketDelta", "ColdStart", "Comparison", "Diagnosis", "Export", "Finding",
+                 "FolderDiagnosis", "LaunchStats", "MultiRank", "Quality", "Steps")
 
 
-def load(path: Any) -> "Timeline":
-    """Read one trace file (Kineto JSON or XPlane) into the normalized, step-annotated timeline."""
-    from traceview.loader import load as _load
+def __getattr__(name: str) -> Any:  # noqa: ANN401 - a result type
+    if name in _RESULT_TYPES:
+        from traceview import results
 
-    return _load(path)
-
-
-def diagnose(path: Any) -> "Diagnosis":
-    """Run every analysis on one trace file."""
-    from traceview.analyzers.diagnosis import diagnose as _diagnose
-
-    return _diagnose(path)
-
-
-def compare(baseline: Any, candidate: Any) -> "Comparison":
-    """Explain the step-time difference between two traces (``candidate`` vs ``baseline``)."""
-    from traceview.analyzers.compare import compare_paths
-
-    return compare_paths(baseline, candidate)
+        return getattr(results, name)
+    raise AttributeError(f"module 'traceview' has no attribute {name!r}")
 
 
 def capture(*args: Any, **kwargs: Any) -> Any:
@@ -54,4 +44,4 @@ def capture(*args: Any, **kwargs: Any) -> Any:
     return _capture(*args, **kwargs)
 
 
-__all__ = ["__version__", "capture", "compare", "diagnose", "load"]
+__all__ = ["__version__", "capture", "compare", "diagnose", "export", "load", "render", *_RESULT_TYPES]

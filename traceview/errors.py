@@ -20,7 +20,23 @@ class FormatError(TraceviewError):
 
 
 class QualityError(TraceviewError):
-    """``--strict``: a trace has trace-quality problems (its report is written first)."""
+    """``--strict`` / ``strict=True``: a trace has trace-quality problems (the command line writes its
+    report first). ``result`` is what was analysed (a Diagnosis, FolderDiagnosis or Comparison)."""
+
+    def __init__(self, message: str, result: object = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class RegressionError(TraceviewError):
+    """``--fail-if-slower`` / ``fail_if_slower=``: the candidate is slower than allowed beyond the
+    step-time noise (exit status 1, after the report). ``comparison`` is the result."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, comparison: object = None) -> None:
+        super().__init__(message)
+        self.comparison = comparison
 
 
 class MissingExtraError(TraceviewError):

@@ -154,7 +154,6 @@ def redact_diagnoses(diagnoses: list[Any]) -> list[Any]:
     shows (source, host, track and event names, step rule text, findings, the quality section's
     notes). The originals are left untouched; placeholders are shared across the list so a
     comparison stays consistent."""
-    import copy
     import dataclasses
 
     secrets = secrets_of(*(d.timeline.meta for d in diagnoses))
@@ -176,13 +175,15 @@ def redact_diagnoses(diagnoses: list[Any]) -> list[Any]:
                 _unique_renames([text(c) for c in events[column].cat.categories]))
         timeline = dataclasses.replace(diag.timeline, events=events, meta=meta)
         steps = dataclasses.replace(diag.steps, rule_detail=text(diag.steps.rule_detail))
-        clone = copy.copy(diag)
-        clone.timeline = timeline
-        clone.steps = steps
-        clone.kernels = diag.kernels.assign(name=[text(n) for n in diag.kernels["name"]]) if len(diag.kernels) else diag.kernels
-        clone.ops = diag.ops.assign(name=[text(n) for n in diag.ops["name"]]) if len(diag.ops) else diag.ops
-        clone.findings = [dataclasses.replace(f, summary=text(f.summary)) for f in diag.findings]
-        clone.quality = dataclasses.replace(diag.quality, notes=tuple(text(n) for n in diag.quality.notes))
+        clone = dataclasses.replace(
+            diag, timeline=timeline, steps=steps,
+            kernels=diag.kernels.assign(name=[text(n) for n in diag.kernels["name"]]) if len(diag.kernels) else diag.kernels,
+            ops=diag.ops.assign(name=[text(n) for n in diag.ops["name"]]) if len(diag.ops) else diag.ops,
+            # A finding's sentence is phrased from its evidence: the names in it (the top kernel) go.
+            findings=tuple(dataclasses.replace(f, evidence={k: text(v) if isinstance(v, str) else v
+                                                            for k, v in f.evidence.items()})
+                           for f in diag.findings),
+            quality=dataclasses.replace(diag.quality, notes=tuple(text(n) for n in diag.quality.notes)))
         out.append(clone)
     return out
 

@@ -54,28 +54,17 @@ device-idle time into host categories by the priority input > output > device co
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from traceview.analyzers.steps import Steps
 from traceview.arrays import membership, unique_sorted
 from traceview.normalize import compute_ops, launch_rows, own_pieces
+from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
 from traceview.roles import Role
 from traceview.schema import Kind, Timeline
 
-BUCKETS: tuple[str, ...] = (
-    "kernel",
-    "communication",
-    "memcpy",
-    "graph_build",
-    "sync_wait",
-    "launch_overhead",
-    "input",
-    "host_compute",
-    "idle",
-)
 # Calibration of the inferred-gap rule (no explicit --dispatch-gap-us). Gaps on the step's thread
 # between framework events form one population of framework glue (Python op wrappers, Keras, the
 # tape: median 8–25 µs, 99th percentile 0.5–0.7 ms, largest ~2 ms on the TF eager sample
@@ -202,25 +191,6 @@ LAYERS: tuple[Layer, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class AttributionOptions:
-    """Knobs of the attribution rules (all documented in the module docstring)."""
-
-    dispatch_gap_ns: int | None = None  # None: calibrated per trace; 0 disables the inferred-gap rule
-
-
-@dataclass
-class Attribution:
-    """Per-step time in each bucket (ns), plus sub-bucket details."""
-
-    per_step: pd.DataFrame  # index: step position; columns: BUCKETS + "total"
-    details: pd.DataFrame  # index: step position; columns like "memcpy.H2D", "launch_overhead.inferred"
-    mode: str  # "device" or "cpu"
-    options: AttributionOptions = field(default_factory=AttributionOptions)
-    gap_threshold_ns: int = 0  # the inferred-gap threshold used
-    gap_rule: str = ""  # how it was chosen
-
-
 @dataclass
 class _Segments:
     """Elementary segments of the step windows, each with the layer that wins it."""
@@ -335,13 +305,6 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
     details = pd.DataFrame(dict(sorted(detail_cols.items())), index=per_step.index)
     return Attribution(per_step=per_step, details=details, mode=mode, options=options,
                        gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule)
-
-
-def shown_buckets(has_communication: bool) -> tuple[str, ...]:
-    """The buckets a report shows: ``communication`` only for traces that run collective kernels
-    (even when compute hides them all: 0 ns exposed is then the finding); collectives exist only
-    in multi-device training, and a row of zeros in every single-device report would say nothing."""
-    return BUCKETS if has_communication else tuple(b for b in BUCKETS if b != "communication")
 
 
 def int_bincount(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:

@@ -20,46 +20,13 @@ definitions match. Where they differ is in docs/attribution.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
 from traceview.analyzers.attribution import covered, int_bincount, window_segments
-from traceview.analyzers.steps import Steps
+from traceview.results import CommOverlap, Steps
 from traceview.roles import Role
 from traceview.schema import Timeline
-
-
-@dataclass(frozen=True)
-class CommOverlap:
-    """Communication kernel time per step, and the part compute kernels overlap."""
-
-    per_step: pd.DataFrame  # index: step position; comm_ns, overlapped_ns, exposed_ns, collectives, overlap_share
-    trace_comm_ns: int  # whole trace (HTA's scope)
-    trace_overlapped_ns: int
-
-    @property
-    def trace_overlap_share(self) -> float:
-        return self.trace_overlapped_ns / self.trace_comm_ns if self.trace_comm_ns else 0.0
-
-    def steady(self, positions: np.ndarray) -> dict[str, float]:
-        """Means per step over ``positions`` (the steady steps); the share is of the summed times."""
-        rows = self.per_step.iloc[positions]
-        comm = float(rows["comm_ns"].sum())
-        n = max(len(rows), 1)
-        return {"comm_ns": comm / n, "overlapped_ns": float(rows["overlapped_ns"].sum()) / n,
-                "exposed_ns": float(rows["exposed_ns"].sum()) / n, "collectives": float(rows["collectives"].sum()) / n,
-                "overlap_share": float(rows["overlapped_ns"].sum()) / comm if comm else 0.0}
-
-    def to_dict(self, positions: np.ndarray) -> dict[str, object]:
-        return {
-            "steady": self.steady(positions),
-            "per_step": [{k: (float(v) if k == "overlap_share" else int(v)) for k, v in row.items()}
-                         for row in self.per_step.to_dict(orient="records")],
-            "trace": {"comm_ns": self.trace_comm_ns, "overlapped_ns": self.trace_overlapped_ns,
-                      "overlap_share": self.trace_overlap_share},
-        }
 
 
 def comm_overlap(timeline: Timeline, steps: Steps) -> CommOverlap | None:

@@ -18,142 +18,23 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+import dataclasses
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.analyzers.attribution import BUCKETS, shown_buckets
-from traceview.analyzers.diagnosis import Diagnosis, diagnose
+from traceview.analyzers.diagnosis import diagnose
+from traceview.analyzers.rules import comparison_findings
+from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.normalize import compute_ops, nearest_ancestor, op_names, self_time, top_level_ops
+from traceview.results import (OP_DIFF_COLUMNS, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
+                               Diagnosis, shown_buckets)
 from traceview.schema import Kind
 
 FAMILIES: tuple[str, ...] = tuple(f for f, _ in cat.OP_FAMILIES) + ("other",)
 _OPTIMIZER_SCOPE = ("Optimizer.step#", "Optimizer.zero_grad#")
-
-
-@dataclass
-class BucketDelta:
-    bucket: str
-    baseline_ns: float
-    candidate_ns: float
-
-    @property
-    def delta_ns(self) -> float:
-        return self.candidate_ns - self.baseline_ns
-
-
-@dataclass
-class ColdStart:
-    baseline_cold_ns: float | None
-    candidate_cold_ns: float | None
-    baseline_graph_build_ns: float
-    candidate_graph_build_ns: float
-    payback_steps: float | None  # steady steps for the faster-steady trace to recover a larger cold step
-    payback_note: str
-
-
-@dataclass
-class Comparison:
-    baseline: Diagnosis
-    candidate: Diagnosis
-    buckets: list[BucketDelta]
-    families: pd.DataFrame  # index family; columns <side>_{ops_per_step,compute_ns,dispatch_ns_per_op}
-    cold: ColdStart
-    findings: list[Any] = field(default_factory=list)
-
-    @property
-    def baseline_step_ns(self) -> float:
-        return sum(d.baseline_ns for d in self.buckets)
-
-    @property
-    def candidate_step_ns(self) -> float:
-        return sum(d.candidate_ns for d in self.buckets)
-
-    @property
-    def gap_ns(self) -> float:
-        return self.candidate_step_ns - self.baseline_step_ns
-
-    @property
-    def ratio(self) -> float:
-        return self.candidate_step_ns / self.baseline_step_ns if self.baseline_step_ns else math.inf
-
-    @property
-    def unexplained_ns(self) -> float:
-        return next(d.delta_ns for d in self.buckets if d.bucket == "idle")
-
-    @property
-    def explained_share(self) -> float:
-        if self.gap_ns == 0:
-            return 1.0
-        # Unrecorded time counts against the explanation whichever way it moves.
-        return max(0.0, 1.0 - abs(self.unexplained_ns) / abs(self.gap_ns))
-
-    @property
-    def ratio_interval(self) -> tuple[float, float] | None:
-        """95 % interval of :attr:`ratio` from the steady steps' spread (a bootstrap over the steps of
-        each side, seeded: the same traces give the same interval); None with fewer than two steady
-        steps on a side (no spread to measure)."""
-        return ratio_interval(self.baseline, self.candidate)
-
-    @property
-    def significant(self) -> bool:
-        """Whether the step-time ratio is outside the noise: its interval excludes 1 (assumed
-        without an interval)."""
-        interval = self.ratio_interval
-        return interval is None or not interval[0] <= 1.0 <= interval[1]
-
-    def ranked(self) -> list[BucketDelta]:
-        """Named causes (idle excluded) in the direction of the gap, largest first."""
-        sign = 1.0 if self.gap_ns >= 0 else -1.0
-        named = [d for d in self.buckets if d.bucket != "idle"]
-        return sorted(named, key=lambda d: (-sign * d.delta_ns, BUCKETS.index(d.bucket)))
-
-    def slower_is_candidate(self) -> bool:
-        return self.gap_ns >= 0
-
-    def to_dict(self) -> dict[str, Any]:
-        gap = self.gap_ns
-        return {
-            "report_version": "1",
-            "baseline": self.baseline.to_dict(),
-            "candidate": self.candidate.to_dict(),
-            "comparison": {
-                "baseline_step_ns": self.baseline_step_ns,
-                "candidate_step_ns": self.candidate_step_ns,
-                "baseline_median_step_ns": self.baseline.steady_step_ns,
-                "candidate_median_step_ns": self.candidate.steady_step_ns,
-                "ratio": self.ratio,
-                "ratio_interval": list(self.ratio_interval) if self.ratio_interval else None,
-                "significant": self.significant,
-                "gap_ns": gap,
-                "explained_share": self.explained_share,
-                "unexplained_ns": self.unexplained_ns,
-                "buckets": [
-                    {"bucket": d.bucket, "baseline_ns": d.baseline_ns, "candidate_ns": d.candidate_ns,
-                     "delta_ns": d.delta_ns, "share_of_gap": (d.delta_ns / gap if gap else 0.0)}
-                    for d in self.buckets
-                ],
-                "ranked_causes": [d.bucket for d in self.ranked()],
-                "families": [
-                    {"family": fam, **{k: float(v) for k, v in row.items()}}
-                    for fam, row in self.families.iterrows()
-                ],
-                "cold_start": {
-                    "baseline_cold_step_ns": self.cold.baseline_cold_ns,
-                    "candidate_cold_step_ns": self.cold.candidate_cold_ns,
-                    "baseline_graph_build_ns": self.cold.baseline_graph_build_ns,
-                    "candidate_graph_build_ns": self.cold.candidate_graph_build_ns,
-                    "payback_steps": self.cold.payback_steps,
-                    "note": self.cold.payback_note,
-                },
-            },
-            "findings": [f.to_dict() for f in self.findings],
-        }
 
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -179,25 +60,59 @@ def ratio_interval(baseline: Diagnosis, candidate: Diagnosis) -> tuple[float, fl
     return float(low), float(high)
 
 
-def compare_paths(baseline: str | Path, candidate: str | Path) -> Comparison:
-    return compare(diagnose(baseline), diagnose(candidate))
+def compare_paths(baseline: str | Path, candidate: str | Path, top: int | None = TOP_N) -> Comparison:
+    return compare(diagnose(baseline, top=top), diagnose(candidate, top=top), top)
 
 
-def compare(baseline: Diagnosis, candidate: Diagnosis) -> Comparison:
+def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) -> Comparison:
+    """Explain the candidate's steady step against the baseline's; ``top`` rows of the per-op
+    diff (``None``: all of them)."""
     a = baseline.steady_attribution()
     b = candidate.steady_attribution()
     # The buckets either report shows (communication only where a trace has collectives).
     shown = shown_buckets(baseline.communication is not None or candidate.communication is not None)
-    buckets = [BucketDelta(bucket, a.get(bucket, 0.0), b.get(bucket, 0.0)) for bucket in shown]
+    buckets = tuple(BucketDelta(bucket, a.get(bucket, 0.0), b.get(bucket, 0.0)) for bucket in shown)
     fam_a = op_families(baseline)
     fam_b = op_families(candidate)
     families = pd.concat([fam_a.add_prefix("baseline_"), fam_b.add_prefix("candidate_")], axis=1).fillna(0.0)
     families = families.reindex([f for f in FAMILIES if f in families.index])
-    result = Comparison(baseline, candidate, buckets, families, _cold_start(baseline, candidate))
-    from traceview.analyzers.rules import comparison_findings
+    result = Comparison(baseline, candidate, buckets, families, op_diff(baseline, candidate, top),
+                        _cold_start(baseline, candidate), ratio_interval(baseline, candidate))
+    return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
 
-    result.findings = comparison_findings(result)
-    return result
+
+# Per-op diff rows: (kind, the table of one trace it comes from). ``kernel``: device kernels, or on
+# a CPU-only trace the compute ops by self time (what the attribution counts as kernel time);
+# ``op``: top-level framework ops by inclusive host time. The same tables as the diagnose report's.
+OP_DIFF_SOURCES = (("kernel", top_kernels), ("op", top_ops))
+
+
+def op_diff(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) -> pd.DataFrame:
+    """Ops and kernels of the two traces aligned by exact name: count and time per steady step on
+    each side and the time difference (candidate − baseline), largest absolute difference first;
+    ``top`` rows (``None``: all). A name on one side only has NaN on the other: names are never
+    matched loosely, so no op is paired with an unrelated one."""
+    keep = ["name", "count_per_step", "time_per_step_ns"]
+    sides = []
+    for kind, table in OP_DIFF_SOURCES:
+        a = table(baseline.timeline, baseline.steps, None)[keep]
+        b = table(candidate.timeline, candidate.steps, None)[keep]
+        merged = a.merge(b, on="name", how="outer", suffixes=("_a", "_b"))
+        sides.append(pd.DataFrame({
+            "name": merged["name"].astype(str),
+            "kind": kind,
+            "baseline_count_per_step": merged["count_per_step_a"].astype(float),
+            "candidate_count_per_step": merged["count_per_step_b"].astype(float),
+            "baseline_time_per_step_ns": merged["time_per_step_ns_a"].astype(float),
+            "candidate_time_per_step_ns": merged["time_per_step_ns_b"].astype(float),
+        }))
+    frame = pd.concat(sides, ignore_index=True)
+    frame["delta_ns"] = (frame["candidate_time_per_step_ns"].fillna(0.0)
+                         - frame["baseline_time_per_step_ns"].fillna(0.0))
+    frame["_size"] = -frame["delta_ns"].abs()
+    frame = frame.sort_values(["_size", "kind", "name"], kind="stable").drop(columns="_size")
+    frame = frame if top is None else frame.head(top)
+    return frame.reset_index(drop=True)[list(OP_DIFF_COLUMNS)]
 
 
 def op_families(diag: Diagnosis) -> pd.DataFrame:
@@ -312,7 +227,7 @@ def _cold_start(baseline: Diagnosis, candidate: Diagnosis) -> ColdStart:
     return ColdStart(a_cold, b_cold, a_build, b_build, payback, note)
 
 
-def folder_comparisons(diagnoses: list[Diagnosis]) -> list[Comparison]:
+def folder_comparisons(diagnoses: list[Diagnosis], top: int | None = TOP_N) -> list[Comparison]:
     """When a folder holds traces of several frameworks (``traceview collect`` output), compare
     every non-torch trace with the torch baseline: the eager torch trace if there is one, else the
     first torch trace. Empty when the traces are all of one framework."""
@@ -322,4 +237,4 @@ def folder_comparisons(diagnoses: list[Diagnosis]) -> list[Comparison]:
         return []
     eager = [d for d in torch_traces if "eager" in Path(d.timeline.meta.source).as_posix()]
     baseline = (eager or torch_traces)[0]
-    return [compare(baseline, d) for d in diagnoses if d.timeline.meta.framework != "torch"]
+    return [compare(baseline, d, top) for d in diagnoses if d.timeline.meta.framework != "torch"]

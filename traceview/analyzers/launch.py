@@ -11,38 +11,16 @@ CPU-only traces have no launches; they report framework ops per step and host ti
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import dataclasses
 
 import numpy as np
 
-from traceview.analyzers.steps import Steps
 from traceview.normalize import launch_rows, top_level_ops
+from traceview.results import LaunchStats, Steps
 from traceview.schema import Kind, Timeline
 
 LAUNCH_OUTLIER_NS = 50_000
 DELAY_OUTLIER_NS = 100_000
-
-
-@dataclass
-class LaunchStats:
-    """Per steady-state step averages and distributions."""
-
-    steady_steps: int
-    ops_per_step: float  # top-level framework ops
-    host_ns_per_op: float  # mean inclusive host time of a top-level op
-    launches_per_step: float = 0.0
-    launch_call_median_ns: float = 0.0
-    launch_call_p95_ns: float = 0.0
-    launch_delay_median_ns: float = 0.0
-    launch_delay_p95_ns: float = 0.0
-    short_kernels_per_step: float = 0.0
-    short_kernel_share: float = 0.0  # of launched kernels
-    launch_call_outliers: int = 0
-    launch_delay_outliers: int = 0
-    device_ns_per_kernel: float = 0.0
-
-    def to_dict(self) -> dict[str, float | int]:
-        return asdict(self)
 
 
 def launch_stats(timeline: Timeline, steps: Steps) -> LaunchStats:
@@ -71,14 +49,16 @@ def launch_stats(timeline: Timeline, steps: Steps) -> LaunchStats:
     call = dur[launches]
     delay = np.maximum(ts[kernels] - (ts[launches] + call), 0)
     short = dur[kernels] < call
-    stats.launches_per_step = len(kernels) / n
-    stats.launch_call_median_ns = float(np.median(call))
-    stats.launch_call_p95_ns = float(np.percentile(call, 95))
-    stats.launch_delay_median_ns = float(np.median(delay))
-    stats.launch_delay_p95_ns = float(np.percentile(delay, 95))
-    stats.short_kernels_per_step = float(short.sum()) / n
-    stats.short_kernel_share = float(short.mean())
-    stats.launch_call_outliers = int((call > LAUNCH_OUTLIER_NS).sum())
-    stats.launch_delay_outliers = int((delay > DELAY_OUTLIER_NS).sum())
-    stats.device_ns_per_kernel = float(dur[kernels].mean())
-    return stats
+    return dataclasses.replace(
+        stats,
+        launches_per_step=len(kernels) / n,
+        launch_call_median_ns=float(np.median(call)),
+        launch_call_p95_ns=float(np.percentile(call, 95)),
+        launch_delay_median_ns=float(np.median(delay)),
+        launch_delay_p95_ns=float(np.percentile(delay, 95)),
+        short_kernels_per_step=float(short.sum()) / n,
+        short_kernel_share=float(short.mean()),
+        launch_call_outliers=int((call > LAUNCH_OUTLIER_NS).sum()),
+        launch_delay_outliers=int((delay > DELAY_OUTLIER_NS).sum()),
+        device_ns_per_kernel=float(dur[kernels].mean()),
+    )

@@ -10,36 +10,14 @@ through ``aten::addmm`` → ``aten::empty``); allocations outside any op are ``(
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
-from traceview.analyzers.steps import Steps
 from traceview.normalize import top_level_ops
+from traceview.results import MemoryUse, Steps
 from traceview.schema import Timeline
 
 OUTSIDE_OPS = "(outside ops)"
-
-
-@dataclass(frozen=True)
-class MemoryUse:
-    """Allocator samples summed per step and per op; ``None`` from :func:`memory_use` when the
-    trace has no samples."""
-
-    steps: pd.DataFrame  # step (position), number, device, peak_allocated, allocated, freed, samples
-    ops: pd.DataFrame  # op, device, allocations, bytes (steady steps), bytes per step; largest first
-    steady_peak: int  # the largest steady-step peak over all devices, bytes
-    samples: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "samples": self.samples,
-            "steady_peak_bytes": self.steady_peak,
-            "steps": self.steps.to_dict(orient="records"),
-            "ops": self.ops.to_dict(orient="records"),
-        }
 
 
 def memory_use(timeline: Timeline, steps: Steps, top: int | None = 10) -> MemoryUse | None:

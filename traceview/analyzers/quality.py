@@ -26,48 +26,17 @@ array operations over the whole table, never a Python loop per event. Definition
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.analyzers.steps import Steps
 from traceview.arrays import membership, unique_sorted
 from traceview.normalize import OVERLAPS_KEY, is_overlap_note, launch_rows
+from traceview.results import CHECK_KEYS, CHECKS, Check, Quality, Steps  # noqa: F401 - re-exported
 from traceview.schema import Kind, Timeline
 
-
-@dataclass(frozen=True)
-class Check:
-    """One trace-quality check: its JSON key, a label that reads after a count, and what a count
-    above zero means for the report's numbers."""
-
-    key: str
-    label: str
-    meaning: str
-
-
-CHECKS: tuple[Check, ...] = (
-    Check("dropped", "events dropped as lost or broken data",
-          "their time is missing from every number in this report"),
-    Check("device_before_launch", "device events that start before their launch call",
-          "clock skew or a misattributed correlation id: their launch delays, and the step they count in, "
-          "are unreliable"),
-    Check("overlaps", "host events overlapping another on their thread without nesting",
-          "they are treated as siblings, so the self time of the event they overlap is off by the overlapped part"),
-    Check("clock_skew", "devices whose clock runs behind the host's",
-          "their events start before their launches in the median: launch delays, queueing and step windows "
-          "on them are shifted by about that much"),
-    Check("duplicate_correlation", "correlation ids shared by several launches or device activities",
-          "the launch → device links of those events, hence their launching op and launch delay, may be wrong"),
-    Check("empty_steps", "steps without events",
-          "nothing but the step marker was recorded in them: their time counts as idle and pulls the step "
-          "statistics towards the marker's length"),
-)
-CHECK_KEYS: tuple[str, ...] = tuple(c.key for c in CHECKS)
 
 # Drop reasons that are expected in every trace of their format and lose no time: the readers keep
 # what they carry in another form or there is no duration to place. Matched as prefixes of the
@@ -88,58 +57,6 @@ EXPECTED_DROPS: tuple[str, ...] = (
 
 def is_expected_drop(reason: str) -> bool:
     return reason.startswith(EXPECTED_DROPS)
-
-
-@dataclass(frozen=True)
-class Quality:
-    """The trace-quality counts of one trace (docs/bad_input.md, docs/json.md)."""
-
-    dropped: Mapping[str, int] = field(default_factory=dict)  # lost or broken data, by reason
-    expected_drops: Mapping[str, int] = field(default_factory=dict)  # not a problem, by reason
-    device_before_launch: int = 0
-    overlaps: int = 0
-    launch_offset_ns: Mapping[int, float] = field(default_factory=dict)  # device -> median(device start − launch start)
-    duplicate_host_ids: int = 0
-    duplicate_device_ids: int = 0
-    duplicate_ids: int = 0  # distinct ids duplicated on either side
-    empty_steps: tuple[int, ...] = ()  # step numbers
-    notes: tuple[str, ...] = ()  # reader notes (the overlap note is the overlaps check)
-
-    @property
-    def skewed_devices(self) -> tuple[int, ...]:
-        return tuple(d for d, offset in sorted(self.launch_offset_ns.items()) if offset < 0)
-
-    def counts(self) -> dict[str, int]:
-        """Per check (in :data:`CHECKS` order): its count."""
-        return {
-            "dropped": int(sum(self.dropped.values())),
-            "device_before_launch": self.device_before_launch,
-            "overlaps": self.overlaps,
-            "clock_skew": len(self.skewed_devices),
-            "duplicate_correlation": self.duplicate_ids,
-            "empty_steps": len(self.empty_steps),
-        }
-
-    def problems(self) -> list[Check]:
-        """The checks with a count above zero: what ``--strict`` fails on."""
-        counts = self.counts()
-        return [c for c in CHECKS if counts[c.key] > 0]
-
-    def to_dict(self) -> dict[str, Any]:
-        counts = self.counts()
-        details: dict[str, dict[str, Any]] = {
-            "dropped": {"by_reason": dict(sorted(self.dropped.items()))},
-            "clock_skew": {"devices": list(self.skewed_devices),
-                           "median_launch_to_device_ns": {str(d): v for d, v in sorted(self.launch_offset_ns.items())}},
-            "duplicate_correlation": {"host_ids": self.duplicate_host_ids, "device_ids": self.duplicate_device_ids},
-            "empty_steps": {"steps": list(self.empty_steps)},
-        }
-        return {
-            "problems": [c.key for c in self.problems()],
-            "checks": {c.key: {"count": counts[c.key], **details.get(c.key, {})} for c in CHECKS},
-            "expected_drops": dict(sorted(self.expected_drops.items())),
-            "notes": list(self.notes),
-        }
 
 
 def trace_quality(timeline: Timeline, steps: Steps) -> Quality:

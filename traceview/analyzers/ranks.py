@@ -25,103 +25,16 @@ spread (which rank has the most compute, which the most communication) with the 
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from traceview.results import (RANK_FROM_DISTRIBUTED, RANK_FROM_HOST_ORDER, RANK_FROM_INPUT_ORDER,  # noqa: F401
+                               STRAGGLER_SHARE, MultiRank, RankInfo, RankSummary, short_names)
 from traceview.schema import TraceMeta
-
-# A step is a straggler step when its slowest rank is this much above the median of the ranks:
-# ranks in lock-step (synchronous collectives) differ by a few percent of profiler noise.
-STRAGGLER_SHARE = 0.05
-
-RANK_FROM_DISTRIBUTED = "distributedInfo"
-RANK_FROM_HOST_ORDER = "host order"
-RANK_FROM_INPUT_ORDER = "input order"
-
-
-@dataclass(frozen=True)
-class RankInfo:
-    """Which rank a trace is, and how that is known."""
-
-    rank: int
-    world_size: int | None = None
-    backend: str = ""
-    origin: str = RANK_FROM_DISTRIBUTED  # RANK_FROM_* : where the number comes from
-
-
-@dataclass(frozen=True, eq=False)
-class RankSummary:
-    """What the cross-rank analysis needs from one trace (no event rows)."""
-
-    source: str
-    format: str
-    framework: str
-    declared: RankInfo | None  # from the trace itself (distributedInfo); None when it says nothing
-    steady_step_ns: float  # median steady step (the diagnose report's number)
-    steady_buckets_ns: Mapping[str, float]  # mean ns per steady step, per bucket
-    steps: pd.DataFrame  # per step: number, duration, cold, then one ns column per bucket
-
-
-@dataclass(frozen=True, eq=False)
-class MultiRank:
-    """The ranks of one run compared. Tables are ordered by rank, then step number."""
-
-    label: str  # "nccl, world size 2", or "hosts of one profile run" for XPlane hosts
-    world_size: int | None
-    backend: str
-    rank_origin: str  # RANK_FROM_DISTRIBUTED or RANK_FROM_HOST_ORDER
-    ranks: pd.DataFrame  # rank, source, trace (short name), steady_step_ns, vs_median, steps, slowest_steps
-    step_ns: pd.DataFrame  # index: step number (steps on every rank); one column per rank: step time ns
-    stragglers: pd.DataFrame  # per common step: number, cold, median_ns, min_ns, max_ns, slowest_rank
-    #                           (-1: all equal), over_median_ns, over_median_share, straggler
-    spread: pd.DataFrame  # per bucket: bucket, min_ns, median_ns, max_ns, min_rank, max_rank
-    notes: tuple[str, ...] = ()
-    threshold: float = STRAGGLER_SHARE
-
-    def relabel(self, sources: Mapping[str, str]) -> MultiRank:
-        """The same result with trace sources replaced (``--redact``)."""
-        renamed = [sources.get(s, s) for s in self.ranks["source"]]
-        return replace(self, ranks=self.ranks.assign(source=renamed, trace=short_names(renamed)))
-
-    def to_dict(self) -> dict[str, Any]:
-        ranks = [int(r) for r in self.ranks["rank"]]
-        return {
-            "run": self.label,
-            "world_size": self.world_size,
-            "backend": self.backend,
-            "rank_from": self.rank_origin,
-            "ranks": [
-                {"rank": int(r.rank), "source": str(r.source), "trace": str(r.trace), "steady_step_ns": float(r.steady_step_ns),
-                 "vs_median": float(r.vs_median), "steps": int(r.steps), "slowest_steps": int(r.slowest_steps)}
-                for r in self.ranks.itertuples(index=False)
-            ],
-            "stragglers": {
-                "threshold_share": self.threshold,
-                "ranks": ranks,
-                "steps": [
-                    {"number": int(s.number), "cold": bool(s.cold), "median_ns": float(s.median_ns),
-                     "min_ns": int(s.min_ns), "max_ns": int(s.max_ns),
-                     "slowest_rank": int(s.slowest_rank) if s.slowest_rank >= 0 else None,
-                     "over_median_ns": float(s.over_median_ns), "over_median_share": float(s.over_median_share),
-                     "straggler": bool(s.straggler),
-                     "step_ns": [int(v) for v in self.step_ns.loc[s.number].to_numpy()]}
-                    for s in self.stragglers.itertuples(index=False)
-                ],
-            },
-            "bucket_spread": [
-                {"bucket": str(b.bucket), "min_ns": float(b.min_ns), "median_ns": float(b.median_ns),
-                 "max_ns": float(b.max_ns), "min_rank": int(b.min_rank), "max_rank": int(b.max_rank)}
-                for b in self.spread.itertuples(index=False)
-            ],
-            "notes": list(self.notes),
-        }
-
 
 # ---------------------------------------------------------------------------------------------
 # Per trace
@@ -254,15 +167,6 @@ def _compare_ranks(key: tuple[str, ...], members: list[tuple[RankInfo, RankSumma
     })
     return MultiRank(label=label, world_size=world, backend=backend, rank_origin=infos[0].origin, ranks=table,
                      step_ns=step_ns, stragglers=stragglers, spread=_spread(ranks, summaries), notes=tuple(notes))
-
-
-def short_names(sources: Sequence[str]) -> list[str]:
-    """Each source relative to the folder all of them share (rank0/trace.json, or the file name)."""
-    try:
-        common = os.path.commonpath([str(Path(s).parent) for s in sources])
-    except ValueError:  # absolute and relative paths mixed, or different drives
-        return [Path(s).name for s in sources]
-    return [Path(os.path.relpath(s, common)).as_posix() if common else Path(s).as_posix() for s in sources]
 
 
 def _stragglers(step_ns: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:

@@ -33,21 +33,15 @@ finding is the largest cause. A rule may return ``None`` when the trace has noth
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Callable
 
 import numpy as np
 
 from traceview.analyzers.modes import advice
-from traceview.renderers.units import fmt_ns, fmt_pct
+from traceview.results import GRADES, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role
 from traceview.schema import Kind
 
-if TYPE_CHECKING:  # pragma: no cover
-    from traceview.analyzers.compare import Comparison
-    from traceview.analyzers.diagnosis import Diagnosis
-
-GRADES = ("high", "moderate", "none", "skipped")
 # cold_compile is ranked as its extra time spread over this many steps (or the captured steps,
 # when more): the shortest run in which one compile is worth weighing against per-step causes.
 COLD_RUN_STEPS = 100
@@ -62,36 +56,19 @@ MANY_COLLECTIVES = 50
 SHORT_COLLECTIVE_NS = 1_000_000
 
 
-@dataclass
-class Finding:
-    rule: str
-    detects: str
-    grade: str  # one of GRADES
-    summary: str  # one sentence with the evidence numbers
-    evidence: dict[str, float | int | str] = field(default_factory=dict)
-    advice: str = ""
-    threshold: str = ""
-    explains_ns: float = 0.0  # time per steady step the finding accounts for (its rank)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "detects": self.detects, "grade": self.grade, "summary": self.summary,
-                "explains_ns": self.explains_ns, "evidence": self.evidence, "advice": self.advice,
-                "threshold": self.threshold}
-
-
 def _grade(value: float, moderate: float, high: float, higher_is_worse: bool = True) -> str:
     if higher_is_worse:
         return "high" if value >= high else "moderate" if value >= moderate else "none"
     return "high" if value < high else "moderate" if value < moderate else "none"
 
 
-def _shares(diag: "Diagnosis") -> tuple[dict[str, float], float]:
+def _shares(diag: Diagnosis) -> tuple[dict[str, float], float]:
     buckets = diag.steady_attribution()
     total = sum(buckets.values())
     return {b: (v / total if total else 0.0) for b, v in buckets.items()}, total
 
 
-Rule = Callable[["Diagnosis"], "Finding | None"]  # None: the trace has nothing the rule is about
+Rule = Callable[[Diagnosis], Finding | None]  # None: the trace has nothing the rule is about
 RULES: list[Rule] = []
 
 
@@ -101,7 +78,7 @@ def rule(fn: Rule) -> Rule:
 
 
 @rule
-def launch_bound(diag: "Diagnosis") -> Finding:
+def launch_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["launch_overhead"]
     s = diag.launch
@@ -109,8 +86,6 @@ def launch_bound(diag: "Diagnosis") -> Finding:
     where = "the device waits for the host" if diag.timeline.has_device else "framework dispatch outside the math"
     return Finding(
         "launch_bound", "launch/dispatch-bound steps: " + where, grade,
-        f"launch/dispatch overhead is {fmt_pct(share)} of the step ({fmt_ns(share * total)}); "
-        f"{s.ops_per_step:.0f} framework ops per step at {fmt_ns(s.host_ns_per_op)} host time each",
         {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op},
         advice("fuse", diag.mode),
         "≥ 3 % moderate, ≥ 15 % high (XProf kernel-launch verdict)",
@@ -119,15 +94,12 @@ def launch_bound(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def short_kernels(diag: "Diagnosis") -> Finding:
+def short_kernels(diag: Diagnosis) -> Finding:
     if not diag.timeline.has_device or diag.launch.launches_per_step == 0:
-        return Finding("short_kernels", "kernels shorter than their launch call", "skipped",
-                       "skipped: needs device kernels linked to host launches")
+        return Finding("short_kernels", "kernels shorter than their launch call", "skipped")
     share = diag.launch.short_kernel_share
     return Finding(
         "short_kernels", "kernels shorter than their launch call", _grade(share, 0.2, 0.5),
-        f"{fmt_pct(share)} of kernels run for less time than their launch call "
-        f"({diag.launch.short_kernels_per_step:.0f} per step)",
         {"short_kernel_share": share, "short_kernels_per_step": diag.launch.short_kernels_per_step},
         advice("fuse", diag.mode),
         "≥ 20 % moderate, ≥ 50 % high (HTA short-kernel definition)",
@@ -135,7 +107,7 @@ def short_kernels(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def steady_graph_build(diag: "Diagnosis") -> Finding:
+def steady_graph_build(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     # One-time runtime start-up has its own finding (startup).
     startup_ns = diag.steady_details().get("graph_build.startup", 0.0)
@@ -145,9 +117,7 @@ def steady_graph_build(diag: "Diagnosis") -> Finding:
     return Finding(
         "steady_graph_build", "graph building / compilation in steady-state steps (retracing, recompiles)",
         _grade(share, 0.01, 0.10),
-        f"graph building is {fmt_pct(share)} of the steady step ({fmt_ns(share * total)}), "
-        f"{steady_events} build/compile events across {len(diag.steady_positions)} steady steps",
-        {"graph_build_share": share, "graph_build_events": steady_events},
+        {"graph_build_share": share, "graph_build_events": steady_events, "steady_steps": len(diag.steady_positions)},
         advice("retrace", diag.mode),
         "≥ 1 % moderate, ≥ 10 % high",
         share * total,
@@ -155,12 +125,11 @@ def steady_graph_build(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def cold_compile(diag: "Diagnosis") -> Finding:
+def cold_compile(diag: Diagnosis) -> Finding:
     table = diag.steps.table
     cold = np.flatnonzero(table["cold"].to_numpy())
     if not len(cold):
-        return Finding("cold_compile", "tracing / compilation cost of the cold first step", "skipped",
-                       "skipped: needs a cold step in the trace (capture the first step too)")
+        return Finding("cold_compile", "tracing / compilation cost of the cold first step", "skipped")
     i = int(cold[0])
     steady = diag.steady_step_ns
     extra = max(float(table["duration"].iloc[i]) - steady, 0.0)
@@ -176,10 +145,8 @@ def cold_compile(diag: "Diagnosis") -> Finding:
     amortized = extra / max(len(table), COLD_RUN_STEPS)
     return Finding(
         "cold_compile", "tracing / compilation cost of the cold first step", grade,
-        f"the cold step #{table['number'].iloc[i]} takes {fmt_ns(extra)} more than a steady step "
-        f"({worth:.1f} steady steps' worth); {fmt_ns(build)} of it is marked graph building/compilation",
-        {"cold_extra_ns": extra, "steady_steps_worth": worth, "cold_graph_build_ns": build,
-         "amortized_over_steps": max(len(table), COLD_RUN_STEPS)},
+        {"cold_step": int(table["number"].iloc[i]), "cold_extra_ns": extra, "steady_steps_worth": worth,
+         "cold_graph_build_ns": build, "amortized_over_steps": max(len(table), COLD_RUN_STEPS)},
         "a one-time cost: it matters for short jobs and benchmarks; cache compiled artefacts "
         "(TORCHINDUCTOR_CACHE_DIR, XLA persistent cache) or exclude warm-up from timings",
         "extra time ≥ 2 steady steps moderate, ≥ 10 high, when the cold step builds graphs",
@@ -188,21 +155,18 @@ def cold_compile(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def startup(diag: "Diagnosis") -> Finding:
+def startup(diag: Diagnosis) -> Finding:
     table = diag.steps.table
     per = diag.attribution.details
     column = "graph_build.startup"
     if column not in per.columns or not per[column].any():
         return Finding("startup", "one-time runtime start-up inside the steps", "none",
-                       "no runtime call long enough to be start-up (context creation, module loading)",
                        {"startup_ns": 0}, "", "≥ 10 % of the analysed time moderate, ≥ 50 % high")
     startup_ns = float(per[column].sum())
     total = float(table["duration"].sum())
     share = startup_ns / total if total else 0.0
     return Finding(
         "startup", "one-time runtime start-up inside the steps", _grade(share, 0.10, 0.50),
-        f"{fmt_ns(startup_ns)} ({fmt_pct(share)} of the analysed time) is one-time device runtime start-up: "
-        "runtime calls too long for steady state (context creation, lazy module / library loading)",
         {"startup_ns": startup_ns, "startup_share": share, "step_rule": diag.steps.rule},
         "a one-time cost, not the training step's: profile steps after warm-up (torch.profiler "
         "schedule(wait=…, warmup=…, active=…) with prof.step() per iteration) so the trace has steady steps",
@@ -212,7 +176,7 @@ def startup(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def sync_each_step(diag: "Diagnosis") -> Finding:
+def sync_each_step(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     ev = diag.timeline.events
     steady = diag.steps.in_steady(ev)
@@ -220,8 +184,6 @@ def sync_each_step(diag: "Diagnosis") -> Finding:
     share = shares["sync_wait"]
     return Finding(
         "sync_each_step", "host-device synchronization in every step", _grade(share, 0.02, 0.10),
-        f"the host waits on the device for {fmt_pct(share)} of the step ({fmt_ns(share * total)}), "
-        f"{calls:.1f} sync calls per step",
         {"sync_wait_share": share, "sync_calls_per_step": calls},
         "avoid .item(), .cpu(), print(tensor) and blocking copies inside the step; log every N steps",
         "≥ 2 % moderate, ≥ 10 % high (Nsight Systems sync rule)",
@@ -230,24 +192,22 @@ def sync_each_step(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def memcpy(diag: "Diagnosis") -> Finding:
+def memcpy(diag: Diagnosis) -> Finding:
     if not diag.timeline.has_device:
-        return Finding("memcpy", "time in host↔device copies", "skipped", "skipped: needs device events")
+        return Finding("memcpy", "time in host↔device copies", "skipped")
     shares, total = _shares(diag)
     share = shares["memcpy"]
     ev = diag.timeline.events
     copies = ev[(ev["kind"] == Kind.MEMCPY.value).to_numpy() & diag.steps.in_steady(ev)]
     pageable = int(copies["name"].astype(str).str.contains("Pageable").sum())
-    details = diag.steady_details()
-    parts = ", ".join(f"{k.split('.', 1)[1]} {fmt_ns(v)}" for k, v in sorted(details.items()) if k.startswith("memcpy."))
+    # Copy time per direction (memcpy.H2D …), as memcpy.<direction>_ns.
+    directions = {f"{k}_ns": v for k, v in diag.steady_details().items() if k.startswith("memcpy.")}
     grade = _grade(share, 0.05, 0.20)
     if pageable and grade == "none":
         grade = "moderate"
     return Finding(
         "memcpy", "time in copies and memsets (direction, pageable vs pinned)", grade,
-        f"copies/memsets hold the device alone for {fmt_pct(share)} of the step ({fmt_ns(share * total)}"
-        + (f": {parts}" if parts else "") + f"); {pageable} pageable copies",
-        {"memcpy_share": share, "pageable_copies": pageable},
+        {"memcpy_share": share, "pageable_copies": pageable, **directions},
         "keep data on the device; use pinned memory (DataLoader(pin_memory=True)) and non_blocking copies",
         "≥ 5 % moderate, ≥ 20 % high; any pageable copy is at least moderate (Nsight pageable-memcpy rule)",
         share * total,
@@ -255,7 +215,7 @@ def memcpy(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def exposed_communication(diag: "Diagnosis") -> Finding | None:
+def exposed_communication(diag: Diagnosis) -> Finding | None:
     comm = diag.communication
     if comm is None:
         return None
@@ -271,16 +231,13 @@ def exposed_communication(diag: "Diagnosis") -> Finding | None:
                       "(DDP all-reduces each gradient bucket as soon as it is ready; FSDP prefetches), "
                       "not after it")
     if n >= MANY_COLLECTIVES and mean < SHORT_COLLECTIVE_NS:
-        advice.append(f"fuse the {n:.0f} collectives per step ({fmt_ns(mean)} each) into fewer, larger ones "
+        advice.append("fuse the many short collectives into fewer, larger ones "
                       "(gradient bucketing, DDP bucket_cap_mb): each pays the fixed latency once")
     if overlap >= LOW_OVERLAP:
         advice.append("compute already hides most of it; the exposed rest shrinks with fewer bytes "
                       "(bf16 gradient communication hooks) or a faster interconnect")
     return Finding(
         "exposed_communication", "collective communication that no compute kernel hides", _grade(share, 0.05, 0.20),
-        f"exposed communication is {fmt_pct(share)} of the step ({fmt_ns(share * total)}): "
-        f"{n:.0f} collectives per step take {fmt_ns(steady['comm_ns'])}, {fmt_pct(overlap)} of it overlapped "
-        "by compute kernels",
         {"communication_share": share, "comm_ns": steady["comm_ns"], "overlapped_ns": steady["overlapped_ns"],
          "overlap_share": overlap, "collectives_per_step": n},
         "; ".join(advice),
@@ -290,12 +247,11 @@ def exposed_communication(diag: "Diagnosis") -> Finding | None:
 
 
 @rule
-def input_bound(diag: "Diagnosis") -> Finding:
+def input_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["input"]
     return Finding(
         "input_bound", "steps waiting for the input pipeline", _grade(share, 0.05, 0.20),
-        f"input is {fmt_pct(share)} of the step ({fmt_ns(share * total)})",
         {"input_share": share},
         "prefetch and parallelize input: DataLoader(num_workers>0, pin_memory=True); tf.data .prefetch(AUTOTUNE) "
         "and .map(num_parallel_calls=AUTOTUNE)",
@@ -305,7 +261,7 @@ def input_bound(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def host_compute(diag: "Diagnosis") -> Finding:
+def host_compute(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["host_compute"]
     details = diag.steady_details()
@@ -314,9 +270,6 @@ def host_compute(diag: "Diagnosis") -> Finding:
     return Finding(
         "host_compute", "the step's thread runs the user's own host work (Python, GC) between framework calls",
         _grade(share, 0.05, 0.20),
-        f"host work outside the framework is {fmt_pct(share)} of the step ({fmt_ns(share * total)}): "
-        f"{fmt_ns(python)} in the user's Python frames, {fmt_ns(inferred)} in unrecorded stretches longer than "
-        f"the dispatch-gap threshold",
         {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred},
         "move per-step Python work (metrics, logging, data munging, object churn that triggers garbage "
         "collection) out of the step, vectorize it, or run it in the input pipeline",
@@ -326,14 +279,13 @@ def host_compute(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def low_utilization(diag: "Diagnosis") -> Finding:
+def low_utilization(diag: Diagnosis) -> Finding:
     if not diag.timeline.has_device:
-        return Finding("low_utilization", "device idle for much of the step", "skipped", "skipped: needs device events")
+        return Finding("low_utilization", "device idle for much of the step", "skipped")
     shares, _ = _shares(diag)
     share = shares["kernel"]
     return Finding(
         "low_utilization", "device idle for much of the step", _grade(share, 0.8, 0.5, higher_is_worse=False),
-        f"kernels run for {fmt_pct(share)} of the step",
         {"kernel_share": share},
         "see the largest non-kernel cause above; the device is waiting for it",
         "< 80 % moderate, < 50 % high",
@@ -341,7 +293,7 @@ def low_utilization(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def compute_bound(diag: "Diagnosis") -> Finding:
+def compute_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["kernel"]
     kernels = diag.kernels
@@ -353,13 +305,11 @@ def compute_bound(diag: "Diagnosis") -> Finding:
     top = "" if kernels is None or kernels.empty else str(kernels.iloc[0]["name"])
     top_share = 0.0 if kernels is None or kernels.empty else float(kernels.iloc[0]["share"])
     threads = (diag.timeline.meta.extra.get("capture") or {}).get("intra_op_threads")
-    where = (f"; the top one, '{top[:60]}', is {fmt_pct(top_share)} of it" if top else "")
-    thread_note = f"; captured with {threads} intra-op thread(s)" if threads else ""
     return Finding(
         "compute_bound", "the step is spent in the math itself (kernels / compute ops)",
         _grade(share, 0.60, 0.85),
-        f"kernels / compute ops are {fmt_pct(share)} of the step ({fmt_ns(share * total)}){where}{thread_note}",
-        {"kernel_share": share, "top_kernel_share": top_share, **({"intra_op_threads": threads} if threads else {})},
+        {"kernel_share": share, "top_kernel_share": top_share, **({"top_kernel": top} if top else {}),
+         **({"intra_op_threads": threads} if threads else {})},
         "framework overhead is not the bottleneck: speed up the math (dtype, shapes, algorithm, fusion); on CPU "
         "give the intra-op pool every core (torch.set_num_threads, TF intra_op_parallelism_threads)",
         "≥ 60 % moderate, ≥ 85 % high",
@@ -368,18 +318,16 @@ def compute_bound(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def host_between_steps(diag: "Diagnosis") -> Finding:
+def host_between_steps(diag: Diagnosis) -> Finding:
     table = diag.steps.table
     if len(table) < 2:
-        return Finding("host_between_steps", "Python / host time between steps", "skipped",
-                       "skipped: needs at least two steps")
+        return Finding("host_between_steps", "Python / host time between steps", "skipped")
     gaps = table["start"].to_numpy()[1:] - table["end"].to_numpy()[:-1]
     mean_gap = float(np.maximum(gaps, 0).mean())
     share = mean_gap / diag.steady_step_ns if diag.steady_step_ns else 0.0
     return Finding(
         "host_between_steps", "Python / host time between steps (outside every step window)",
         _grade(share, 0.02, 0.10),
-        f"{fmt_ns(mean_gap)} between consecutive steps on average ({fmt_pct(share)} of a steady step)",
         {"mean_gap_ns": mean_gap, "gap_share": share},
         "move logging, metrics and checkpoint work out of the loop or do it every N steps",
         "≥ 2 % moderate, ≥ 10 % high",
@@ -388,12 +336,11 @@ def host_between_steps(diag: "Diagnosis") -> Finding:
 
 
 @rule
-def unrecorded(diag: "Diagnosis") -> Finding:
+def unrecorded(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["idle"]
     return Finding(
         "unrecorded", "step time in which the trace records nothing", _grade(share, 0.03, 0.15),
-        f"{fmt_pct(share)} of the step ({fmt_ns(share * total)}) has no recorded event on any track",
         {"idle_share": share},
         "usually Python between framework calls; profile with the Python tracer (torch with_stack / "
         "python_tracer_level) or lower --dispatch-gap-us to see it",
@@ -402,7 +349,7 @@ def unrecorded(diag: "Diagnosis") -> Finding:
     )
 
 
-def findings(diag: "Diagnosis") -> list[Finding]:
+def findings(diag: Diagnosis) -> list[Finding]:
     """Every rule's finding, ranked: graded problems first, by the time they explain per step
     (largest first); then the rules that found no problem, then those skipped. Ties keep the
     order of the rules above, so the ranking is deterministic."""
@@ -413,30 +360,35 @@ def findings(diag: "Diagnosis") -> list[Finding]:
     return [found[i] for i in order]
 
 
-def comparison_findings(comparison: "Comparison") -> list[Finding]:
+# A bucket is a named cause of a gap (a gap_<bucket> finding) when it explains more than this share
+# of it; from HIGH_GAP_SHARE on it is graded high. At most MOST_GAP_CAUSES are named.
+GAP_CAUSE_SHARE = 0.05
+HIGH_GAP_SHARE = 0.5
+MOST_GAP_CAUSES = 3
+EXPLAINED_GOAL = 0.9
+
+
+def comparison_findings(comparison: Comparison) -> list[Finding]:
     """What explains the gap, as findings: the top causes and whether the gap is explained."""
     out: list[Finding] = []
     gap = comparison.gap_ns
     if gap == 0:
-        return [Finding("gap", "step-time difference", "none", "the steady steps take the same time")]
-    slower = "candidate" if gap > 0 else "baseline"
-    for d in comparison.ranked()[:3]:
+        return [Finding("gap", "step-time difference", "none")]
+    for d in comparison.ranked()[:MOST_GAP_CAUSES]:
         share = d.delta_ns / gap
-        if share <= 0.05:
+        if share <= GAP_CAUSE_SHARE:
             break
         out.append(Finding(
-            f"gap_{d.bucket}", f"{d.bucket} explains part of the gap", "high" if share >= 0.5 else "moderate",
-            f"{d.bucket}: {fmt_ns(abs(d.delta_ns))} more per step in the {slower} ({fmt_pct(share)} of the gap)",
+            f"gap_{d.bucket}", f"{d.bucket} explains part of the gap", "high" if share >= HIGH_GAP_SHARE else "moderate",
             {"delta_ns": d.delta_ns, "share_of_gap": share},
         ))
     explained = comparison.explained_share
     out.append(Finding(
         "gap_explained", "share of the gap explained by named causes",
-        "none" if explained >= 0.9 else "moderate",
-        f"named causes explain {fmt_pct(explained)} of the gap; {fmt_ns(comparison.unexplained_ns)} per step is "
-        "time in which the traces record nothing",
+        "none" if explained >= EXPLAINED_GOAL else "moderate",
         {"explained_share": explained, "unexplained_ns": comparison.unexplained_ns},
-        "" if explained >= 0.9 else "profile with the Python tracer to see what the host does in the unrecorded time",
+        "" if explained >= EXPLAINED_GOAL else "profile with the Python tracer to see what the host does in the "
+                                               "unrecorded time",
         "≥ 90 % explained is the goal",
     ))
     return out

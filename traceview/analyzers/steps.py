@@ -23,7 +23,6 @@ warm-up. Steady state = the steps that are not cold.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -31,39 +30,11 @@ import pandas as pd
 from traceview import categories as cat
 from traceview.arrays import membership
 from traceview.normalize import launch_rows
+from traceview.results import Steps
 from traceview.schema import DEVICE_KINDS, Kind, Timeline
 
 COLD_FACTOR = 1.5
 _STEP_NUMBER = re.compile(r"#(\d+)$")
-
-
-@dataclass
-class Steps:
-    """Steps found in a trace: one row per step, ordered by start."""
-
-    table: pd.DataFrame  # columns: number, name, start, end, host_end, duration, cold, graph_build_events
-    rule: str  # "markers", "repeated-top-level" or "whole-trace"
-    rule_detail: str  # human sentence: which events, which track
-    driver_track: str = ""  # the host track that drives the steps (markers / the user's loop)
-
-    @property
-    def steady(self) -> pd.DataFrame:
-        return self.table[~self.table["cold"]]
-
-    @property
-    def steady_positions(self) -> np.ndarray:
-        """Positions of the steady-state steps; every step when all of them are cold."""
-        cold = self.table["cold"].to_numpy()
-        idx = np.flatnonzero(~cold)
-        return idx if len(idx) else np.arange(len(cold))
-
-    def in_steady(self, events: pd.DataFrame) -> np.ndarray:
-        """Per event: whether it belongs to a steady-state step."""
-        return np.isin(events["step"].to_numpy(), self.steady_positions)
-
-    @property
-    def cold(self) -> pd.DataFrame:
-        return self.table[self.table["cold"]]
 
 
 def find_steps(timeline: Timeline) -> Steps:

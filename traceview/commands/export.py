@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from traceview.errors import UsageError
+from traceview.commands.output import DISPATCH_GAP_HELP, RUN_HELP
 
 
 def export(
@@ -18,8 +18,9 @@ def export(
                                                           "when the name ends in .gz)."),
     redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names with "
                                                         "placeholders (<path>, <host>, <user>)."),
-    run: Optional[str] = typer.Option(None, "--run",
-                                      help="TensorBoard logdir: the run folder to read (default newest)."),
+    run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
+    dispatch_gap_us: Optional[float] = typer.Option(None, "--dispatch-gap-us", metavar="MICROSECONDS",
+                                                    help=DISPATCH_GAP_HELP + " Sets the attribution track."),
 ) -> None:
     """Write traces as one Chrome trace-event JSON to open in ui.perfetto.dev or chrome://tracing.
 
@@ -29,22 +30,9 @@ def export(
 
     Traces are aligned on their first step.
     """
-    from traceview.analyzers.diagnosis import diagnose
-    from traceview.loader import trace_paths
-    from traceview.renderers import perfetto as perfetto_renderer
+    from traceview import api
 
-    if perfetto.exists() and perfetto.is_dir():
-        raise UsageError(f"--perfetto {perfetto}: is a directory; give a file name such as trace.perfetto.json")
-    paths: list[Path] = []
-    for trace in traces:
-        paths.extend(trace_paths(trace, run))
-    if perfetto.resolve() in {p.resolve() for p in paths}:
-        raise UsageError(f"--perfetto {perfetto}: would overwrite an input trace; choose another file name")
-    diagnoses = [diagnose(p) for p in paths]
-    try:
-        size = perfetto_renderer.write(diagnoses, perfetto, redact=redact)
-    except OSError as err:
-        raise UsageError(f"{perfetto}: cannot write the trace ({err.strerror})") from None
-    events = sum(len(d.timeline.events) for d in diagnoses)
-    sys.stderr.write(f"wrote {perfetto} ({len(paths)} trace{'s' if len(paths) != 1 else ''}, {events:,} events, "
-                     f"{size / 1e6:.1f} MB): open it in https://ui.perfetto.dev or chrome://tracing\n")
+    written = api.export(traces, perfetto, run=run, redact=redact, dispatch_gap_us=dispatch_gap_us)
+    count = len(written.sources)
+    sys.stderr.write(f"wrote {written.path} ({count} trace{'s' if count != 1 else ''}, {written.events:,} events, "
+                     f"{written.bytes / 1e6:.1f} MB): open it in https://ui.perfetto.dev or chrome://tracing\n")

@@ -50,12 +50,11 @@ def run(
 
     Example: traceview run --steps 5-15 -- python train.py --epochs 1
     """
-    from traceview.renderers import base
+    from traceview.renderers.registry import renderer
 
     if not command:
         raise UsageError("name the command to profile after --, e.g. traceview run -- python train.py")
-    if format not in base.names():
-        raise UsageError(f"--format {format!r} is not one of: {', '.join(base.names())}")
+    renderer(format)
     if framework not in FRAMEWORKS:
         raise UsageError(f"--framework {framework!r} is not one of: {', '.join(FRAMEWORKS)}")
     first, last = _parse_steps(steps)
@@ -127,16 +126,7 @@ def _say(message: str) -> None:
 
 
 def _report(trace: Path, format: str, report: Optional[Path], width: Optional[int], color: Optional[bool]) -> None:
-    """The report of ``traceview diagnose TRACE``, by that very command with the same options."""
-    import typer.main
+    """The report of ``traceview diagnose TRACE`` with the same options."""
+    from traceview.commands.diagnose import report_diagnosis
 
-    from traceview.cli import app
-
-    args = ["diagnose", str(trace), "--format", format]
-    if report is not None:
-        args += ["--output", str(report)]
-    if width is not None:
-        args += ["--width", str(width)]
-    if color is not None:
-        args.append("--color" if color else "--no-color")
-    typer.main.get_command(app).main(args=args, prog_name="traceview", standalone_mode=False)
+    report_diagnosis(trace, format=format, output=report, width=width, color=color)

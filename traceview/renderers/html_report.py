@@ -26,16 +26,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from traceview.analyzers.attribution import BUCKETS, attribution_segments, leaf_compute_ops
-from traceview.renderers.base import Renderer, register
-from traceview.renderers.terminal import BUCKET_LABEL
+from traceview.analyzers.attribution import attribution_segments, leaf_compute_ops
+from traceview.renderers.base import Renderer
+from traceview.renderers.phrasing import BUCKET_LABEL, gap_cause, gap_headline, listed_causes
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
                                        memory_op_rows, memory_step_rows)
-from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct, trace_label,
-                                       gap_headline, shorten, visible)
+from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, fmt_count,
+                                       fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
 from traceview.renderers.units import quality_headline, quality_rows
+from traceview.results import BUCKETS
 from traceview.roles import Role
 from traceview.schema import Kind
 
@@ -185,7 +186,7 @@ def render(diagnoses: list[Any], comparisons: list[Any] | None = None, title: st
 def _comparison(cmp: Any) -> str:
     """The gap between two traces: headline, per-bucket deltas, op families."""
     gap = cmp.gap_ns
-    lead, rest = gap_headline(cmp, BUCKET_LABEL)
+    lead, rest = gap_headline(cmp)
     base = Path(cmp.baseline.timeline.meta.source).name
     cand = Path(cmp.candidate.timeline.meta.source).name
     rows = "".join(
@@ -204,8 +205,9 @@ def _comparison(cmp: Any) -> str:
         f'<td class="num">{esc(fmt_ns(row["candidate_dispatch_ns_per_op"]))}</td></tr>'
         for family, row in cmp.families.iterrows()
     )
-    causes = "; ".join(f"{esc(BUCKET_LABEL[d.bucket])} {esc(fmt_ns(d.delta_ns))} ({esc(fmt_pct(d.delta_ns / gap))})"
-                       for d in cmp.ranked() if gap and d.delta_ns / gap > 0.005)
+    causes = "; ".join(esc(gap_cause(d, gap)) for d in listed_causes(cmp))
+    op_diff = (f"<h3>{esc(OP_DIFF_TITLE)}</h3>" + _html_table(OP_DIFF_HEADERS, op_diff_rows(cmp), left=(0, 1), names=(0,))
+               if len(cmp.op_diff) else "")
     return (
         f"<section><h2>{esc(cand)} vs {esc(base)}</h2>"
         f"<p><strong>{esc(lead)}</strong>{esc(rest)} Where the gap comes from: {causes}. "
@@ -215,7 +217,7 @@ def _comparison(cmp: Any) -> str:
         "<h3>Op families per steady step</h3><table><tr><th>family</th><th class=\"num\">ops base</th>"
         "<th class=\"num\">ops cand</th><th class=\"num\">compute base</th><th class=\"num\">compute cand</th>"
         f"<th class=\"num\">host/op base</th><th class=\"num\">host/op cand</th></tr>{families}</table>"
-        f"<p>Cold start: {esc(cmp.cold.payback_note)}.</p></section>"
+        f"{op_diff}<p>Cold start: {esc(cmp.cold.payback_note)}.</p></section>"
     )
 
 
@@ -237,9 +239,10 @@ def _common_folder(diagnoses: list[Any]) -> str:
 
 
 def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = (0,),
-                bold: Sequence[bool] = ()) -> str:
-    """A table of text cells (escaped here); columns not in ``left`` are numbers, ``bold`` rows strong."""
-    align = ["" if i in left else ' class="num"' for i in range(len(headers))]
+                bold: Sequence[bool] = (), names: Sequence[int] = ()) -> str:
+    """A table of text cells (escaped here); columns not in ``left`` are numbers, ``bold`` rows
+    strong, columns in ``names`` hold trace names (monospace, broken anywhere to fit the page)."""
+    align = [' class="name"' if i in names else "" if i in left else ' class="num"' for i in range(len(headers))]
     head = "".join(f"<th{a}>{esc(h)}</th>" for a, h in zip(align, headers))
     body = "".join(
         "<tr>" + "".join(f"<td{a}>{f'<strong>{esc(v)}</strong>' if i < len(bold) and bold[i] else esc(v)}</td>"
@@ -771,6 +774,6 @@ def _nice_step(raw: float) -> int:
     return int(10 * exponent)
 
 
-RENDERER = register(Renderer(name="html", extension=".html", render_diagnoses=render,
-                             description="self-contained HTML page with a timeline picture of a representative step",
-                             render_comparison=render_comparison))
+RENDERER = Renderer(name="html", extension=".html", render_diagnoses=render,
+                    description="self-contained HTML page with a timeline picture of a representative step",
+                    render_comparison=render_comparison)

@@ -1,4 +1,4 @@
-"""``--format json``: the diagnosis as a stable, sorted, versioned JSON document (docs/json.md)."""
+"""``--format json``: a result's ``to_dict()`` as a stable, sorted, versioned JSON document (docs/json.md)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from typing import Any
 
 import orjson
 
-from traceview.renderers.base import Renderer, register
+from traceview.renderers.base import Renderer
 from traceview.renderers.units import encodable
+from traceview.results import FolderDiagnosis
 
 
 def dumps(document: Any) -> str:
@@ -36,23 +37,12 @@ def render(diagnoses: list[Any], comparisons: list[Any] | None = None, multi_ran
            **_: Any) -> str:
     if len(diagnoses) == 1:
         return dumps(diagnoses[0].to_dict())
-    document: dict[str, Any] = {"report_version": diagnoses[0].to_dict()["report_version"],
-                                "traces": [d.to_dict() for d in diagnoses]}
-    if comparisons:
-        document["comparisons"] = [
-            {"baseline": c.baseline.timeline.meta.source, "candidate": c.candidate.timeline.meta.source,
-             **c.to_dict()["comparison"]}
-            for c in comparisons
-        ]
-    if multi_rank:  # several ranks of one run (docs/multi_rank.md)
-        document["multi_rank"] = [run.to_dict() for run in multi_rank]
-    return dumps(document)
+    return dumps(FolderDiagnosis(tuple(diagnoses), tuple(comparisons or ()), tuple(multi_rank or ())).to_dict())
 
 
 def render_comparison(comparison: Any, **_: Any) -> str:
     return dumps(comparison.to_dict())
 
 
-RENDERER = register(Renderer(name="json", extension=".json", render_diagnoses=render,
-                             description="machine-readable report (documented keys)",
-                             render_comparison=render_comparison))
+RENDERER = Renderer(name="json", extension=".json", render_diagnoses=render,
+                    description="machine-readable report (documented keys)", render_comparison=render_comparison)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from traceview.renderers.base import Renderer, register
-from traceview.renderers.terminal import BUCKET_LABEL
+from traceview.renderers.base import Renderer
+from traceview.renderers.phrasing import BUCKET_LABEL, fmt_ratio, gap_cause, gap_headline, listed_causes
 from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
                                        memory_op_rows, memory_step_rows)
-from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct,
-                                       gap_headline, shorten, trace_label, visible)
+from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, fmt_count,
+                                       fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 from traceview.renderers.units import quality_headline, quality_rows
@@ -178,7 +178,7 @@ def render(diagnoses: list[Any], comparisons: list[Any] | None = None, multi_ran
         rows = []
         for cmp in comparisons:
             top = cmp.ranked()[0]
-            rows.append([cell(trace_label(cmp.candidate.timeline.meta.source)), fmt_ns(cmp.candidate_step_ns), f"{cmp.ratio:.2f}×",
+            rows.append([cell(trace_label(cmp.candidate.timeline.meta.source)), fmt_ns(cmp.candidate_step_ns), fmt_ratio(cmp.ratio),
                          f"{BUCKET_LABEL[top.bucket]} {fmt_ns(top.delta_ns)}", fmt_pct(cmp.explained_share)])
         lines += _table(["trace", "steady step", "vs baseline", "largest cause", "explained"], rows)
         lines.append("")
@@ -190,7 +190,7 @@ def render(diagnoses: list[Any], comparisons: list[Any] | None = None, multi_ran
 def render_comparison(cmp: Any, **_: Any) -> str:
     gap = cmp.gap_ns
     base, cand = cmp.baseline, cmp.candidate
-    lead, rest = gap_headline(cmp, BUCKET_LABEL)
+    lead, rest = gap_headline(cmp)
     lines = [
         "### traceview compare",
         "",
@@ -200,16 +200,17 @@ def render_comparison(cmp: Any, **_: Any) -> str:
         f"**{lead}**{rest} Named causes explain {fmt_pct(cmp.explained_share)} of the gap.",
         "",
     ]
-    causes = [d for d in cmp.ranked() if gap and d.delta_ns / gap > 0.005]
+    causes = listed_causes(cmp)
     for d in causes:
-        lines.append(f"1. {BUCKET_LABEL[d.bucket]}: {fmt_ns(abs(d.delta_ns))} per step ({fmt_pct(d.delta_ns / gap)} of the gap)")
+        lines.append(f"1. {gap_cause(d, gap)}")
     if causes:
         lines.append("")
     lines += _table(["cause", "baseline", "candidate", "delta", "of gap"],
                     [[BUCKET_LABEL[d.bucket], fmt_ns(d.baseline_ns), fmt_ns(d.candidate_ns), fmt_ns(d.delta_ns),
                       fmt_pct(d.delta_ns / gap) if gap else "-"] for d in cmp.buckets])
     lines.append("")
-    lines += ["<details><summary>Op families, cold start, findings, and both diagnoses</summary>", ""]
+    lines += ["<details><summary>Op families, ops and kernels by name, cold start, findings, and both diagnoses"
+              "</summary>", ""]
     fam = cmp.families
     if not fam.empty:
         lines += _table(["family", "base ops/step", "cand ops/step", "base compute", "cand compute", "base host/op",
@@ -219,6 +220,10 @@ def render_comparison(cmp: Any, **_: Any) -> str:
                           fmt_ns(r["baseline_dispatch_ns_per_op"]), fmt_ns(r["candidate_dispatch_ns_per_op"])]
                          for f, r in fam.iterrows()])
         lines.append("")
+    if len(cmp.op_diff):
+        lines += [f"**{OP_DIFF_TITLE}**", ""]
+        lines += _table(list(OP_DIFF_HEADERS), [[cell(row[0]), *row[1:]] for row in op_diff_rows(cmp)], "llrrrrr")
+        lines.append("")
     lines += [f"Cold start: {cell(cmp.cold.payback_note)}.", ""]
     lines += _findings(base.findings, "Findings: baseline")
     lines += _findings(cand.findings, "Findings: candidate")
@@ -227,5 +232,5 @@ def render_comparison(cmp: Any, **_: Any) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-RENDERER = register(Renderer(name="md", extension=".md", render_diagnoses=render,
-                             description="GitHub markdown for bug reports", render_comparison=render_comparison))
+RENDERER = Renderer(name="md", extension=".md", render_diagnoses=render, description="GitHub markdown for bug reports",
+                    render_comparison=render_comparison)

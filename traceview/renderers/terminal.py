@@ -16,16 +16,17 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from traceview.analyzers.attribution import BUCKETS
 from traceview.errors import one_line
-from traceview.renderers.base import Renderer, register
-from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, comm_rows, fmt_count, fmt_ns, fmt_pct,
-                                       gap_headline, shorten, trace_label, visible)
+from traceview.renderers.base import Renderer
+from traceview.renderers.phrasing import BUCKET_LABEL, fmt_ratio, gap_cause, gap_headline, listed_causes
+from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, fmt_count,
+                                       fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 from traceview.renderers.units import QUALITY_TITLE, quality_headline, quality_rows
 from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
                                        memory_op_rows, memory_step_rows)
+from traceview.results import BUCKETS
 
 BUCKET_STYLE: dict[str, str] = {
     "kernel": "green",
@@ -37,17 +38,6 @@ BUCKET_STYLE: dict[str, str] = {
     "input": "blue",
     "host_compute": "bright_white",
     "idle": "bright_black",
-}
-BUCKET_LABEL: dict[str, str] = {
-    "kernel": "kernel",
-    "communication": "communication",
-    "memcpy": "memcpy/memset",
-    "graph_build": "graph build/compile",
-    "sync_wait": "sync wait",
-    "launch_overhead": "launch/dispatch",
-    "input": "input",
-    "host_compute": "host compute",
-    "idle": "idle (nothing recorded)",
 }
 _BAR_CHARS = "█"
 
@@ -399,14 +389,13 @@ def _across(comparisons: list[Any], width: int) -> Table:
     for cmp in comparisons:
         top = cmp.ranked()[0]
         cause = f"{'+' if top.delta_ns >= 0 else '-'}{fmt_ns(abs(top.delta_ns))} {BUCKET_LABEL[top.bucket]}"
-        table.add_row(_flat(trace_label(cmp.candidate.timeline.meta.source)), fmt_ns(cmp.candidate_step_ns), f"{cmp.ratio:.2f}", cause,
+        table.add_row(_flat(trace_label(cmp.candidate.timeline.meta.source)), fmt_ns(cmp.candidate_step_ns),
+                      fmt_ratio(cmp.ratio).rstrip("×"), cause,
                       fmt_pct(cmp.explained_share))
     return table
 
 
 def _comparison_parts(cmp: Any, width: int) -> list[Any]:
-    from traceview.analyzers.compare import FAMILIES
-
     base, cand = cmp.baseline, cmp.candidate
     gap = cmp.gap_ns
     header = Table.grid(padding=(0, 1))
@@ -416,16 +405,15 @@ def _comparison_parts(cmp: Any, width: int) -> list[Any]:
         m = diag.timeline.meta
         header.add_row(label, f"{_flat(m.source)} · {m.framework} · {len(diag.steady_positions)} steady steps")
     parts: list[Any] = [Panel(header, title="traceview compare", title_align="left", width=width)]
-    lead, rest = gap_headline(cmp, BUCKET_LABEL)
+    lead, rest = gap_headline(cmp)
     headline = Text()
     headline.append(lead, style="bold")
     headline.append(f"{rest} Medians {fmt_ns(cand.steady_step_ns)} vs {fmt_ns(base.steady_step_ns)}.")
     parts.append(headline)
-    causes = [d for d in cmp.ranked() if (d.delta_ns / gap if gap else 0) > 0.005]
+    causes = listed_causes(cmp)
     if causes:
         sentence = Text("Where the gap comes from: ", style="bold")
-        sentence.append("; ".join(f"{'+' if d.delta_ns * (1 if gap >= 0 else -1) > 0 else '-'}{fmt_ns(abs(d.delta_ns))} "
-                                  f"{BUCKET_LABEL[d.bucket]} ({fmt_pct(d.delta_ns / gap)} of the gap)" for d in causes))
+        sentence.append("; ".join(gap_cause(d, gap) for d in causes))
         sentence.append(f". Named causes explain {fmt_pct(cmp.explained_share)}; unexplained (nothing recorded) "
                         f"{fmt_ns(cmp.unexplained_ns)}.")
         parts.append(sentence)
@@ -448,12 +436,14 @@ def _comparison_parts(cmp: Any, width: int) -> list[Any]:
         ft.add_column("family")
         for header in ("ops A", "ops B", "compute A", "compute B", "host A", "host B"):
             ft.add_column(header, justify="right", no_wrap=True)
-        for family in [f for f in FAMILIES if f in fam.index]:
+        for family in fam.index:
             row = fam.loc[family]
             ft.add_row(family, f"{row['baseline_ops_per_step']:.1f}", f"{row['candidate_ops_per_step']:.1f}",
                        fmt_ns(row["baseline_compute_ns"]), fmt_ns(row["candidate_compute_ns"]),
                        fmt_ns(row["baseline_dispatch_ns_per_op"]), fmt_ns(row["candidate_dispatch_ns_per_op"]))
         parts.append(ft)
+    if len(cmp.op_diff):
+        parts.append(_op_diff(cmp, width))
     c = cmp.cold
     cold = Text("Cold start: ", style="bold")
     cold.append(f"baseline {fmt_ns(c.baseline_cold_ns) if c.baseline_cold_ns is not None else 'no cold step'}"
@@ -473,9 +463,21 @@ def _comparison_parts(cmp: Any, width: int) -> list[Any]:
     return parts
 
 
+def _op_diff(cmp: Any, width: int) -> Table:
+    """Ops and kernels aligned by name: names cut to fit, never so that two read the same."""
+    table = Table(title=OP_DIFF_TITLE, title_justify="left", title_style="bold", box=None, header_style="bold")
+    for i, header in enumerate(OP_DIFF_HEADERS):
+        # The name column folds rather than cut: its cells are already shortened to be told apart.
+        table.add_column(header, justify="right" if i > 1 else "left", no_wrap=i > 0,
+                         overflow="fold" if i == 0 else "ellipsis")
+    for row in op_diff_rows(cmp, max(16, width - 56)):
+        table.add_row(*row)
+    return table
+
+
 def render_comparison(comparison: Any, width: int = 100, color: bool = False, **_: Any) -> str:
     return _print_all(_comparison_parts(comparison, width), width, color)
 
 
-RENDERER = register(Renderer(name="terminal", extension=".txt", render_diagnoses=render,
-                             description="rich terminal report (default)", render_comparison=render_comparison))
+RENDERER = Renderer(name="terminal", extension=".txt", render_diagnoses=render,
+                    description="rich terminal report (default)", render_comparison=render_comparison)

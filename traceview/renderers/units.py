@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -64,6 +66,69 @@ def shorten(name: str, width: int) -> str:
     return name[:head] + "…" + name[-tail:]
 
 
+# A name cut to show its distinct end keeps at least this many characters of its start.
+_MIN_HEAD = 4
+
+
+def _cut(name: str, width: int, keep_from: int) -> str:
+    """``name`` in ``width`` characters: its start, "…", and everything from ``keep_from`` on when
+    that fits, else cut in the middle (:func:`shorten`)."""
+    if len(name) <= width:
+        return name
+    tail = len(name) - keep_from
+    if 0 < tail <= width - 1 - _MIN_HEAD:
+        return name[: width - 1 - tail] + "…" + name[keep_from:]
+    return shorten(name, width)
+
+
+def distinct_shortened(names: Sequence[Any], width: int) -> list[str]:
+    """Each name cut to ``width`` (:func:`shorten`), where no two different names may read the same.
+    Names that would keep their start and show the end from where they stop sharing it
+    (``autograd::…AddmmBackward0``, ``autograd::…ReluBackward0``), then are cut less and less until
+    they differ; names that differ only in characters no report shows (control characters, runs
+    of spaces) are numbered."""
+    full = [" ".join(visible(n).split()) for n in names]
+    widths = [width] * len(full)
+    keep_from = [len(f) for f in full]  # no distinct end chosen yet: cut in the middle
+    while True:
+        labels = [_cut(f, w, k) for f, w, k in zip(full, widths, keep_from)]
+        groups: dict[str, list[int]] = {}
+        for i, label in enumerate(labels):
+            groups.setdefault(label, []).append(i)
+        changed = False
+        for members in groups.values():
+            if len({full[i] for i in members}) < 2:
+                continue
+            shared = len(os.path.commonprefix([full[i] for i in members]))
+            for i in members:
+                if keep_from[i] > shared:
+                    keep_from[i] = shared
+                    changed = True
+                elif widths[i] < len(full[i]):
+                    widths[i] = min(len(full[i]), widths[i] + max(4, widths[i] // 4))
+                    changed = True
+        if not changed:
+            break
+    # Different names that still read the same: the second, third … get [2], [3] … (a number no
+    # other label takes), the same name keeps one label wherever it appears.
+    taken = set(labels)
+    numbered: dict[tuple[str, str], str] = {}
+    first: dict[str, str] = {}
+    for i, label in enumerate(labels):
+        name = str(names[i])
+        owner = first.setdefault(label, name)
+        if owner == name:
+            continue
+        if (label, name) not in numbered:
+            n = 2
+            while f"{label} [{n}]" in taken:
+                n += 1
+            numbered[(label, name)] = f"{label} [{n}]"
+            taken.add(numbered[(label, name)])
+        labels[i] = numbered[(label, name)]
+    return labels
+
+
 def trace_label(source: str) -> str:
     """A short name for a trace in tables: the capture folder (``torch-eager``, the folder above
     ``plugins/profile/<run>/`` for TensorBoard logdirs), else the file name."""
@@ -77,28 +142,27 @@ def trace_label(source: str) -> str:
     return parts[-1]
 
 
-def gap_headline(cmp: Any, labels: dict[str, str]) -> tuple[str, str]:
-    """The compare report's first line, written once for every format: (lead, rest). The lead
-    says which trace is slower and by how much; the rest names the largest cause of the gap."""
-    gap = cmp.gap_ns
-    interval = cmp.ratio_interval
-    spread = f" (95 % interval {interval[0]:.2f}–{interval[1]:.2f}×)" if interval else ""
-    steps = f"{fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)} per steady step (mean)"
-    if not cmp.significant:
-        return ("No significant difference", f": {steps}, ratio {cmp.ratio:.2f}×{spread}, within the spread of "
-                                             f"the steady steps; the per-cause deltas below are noise.")
-    slower = "candidate" if gap >= 0 else "baseline"
-    ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
-    lead = f"The {slower} is {ratio:.2f}× slower"
-    if interval and gap < 0:
-        spread = f" (95 % interval {1 / interval[1]:.2f}–{1 / interval[0]:.2f}×)"
-    rest = f"{spread}: {steps}, gap {fmt_ns(abs(gap))}"
-    causes = cmp.ranked()
-    if gap and causes and causes[0].delta_ns / gap > 0:
-        top = causes[0]
-        rest += (f"; the largest cause is {labels.get(top.bucket, top.bucket)}: {fmt_ns(abs(top.delta_ns))} per step "
-                 f"({fmt_pct(top.delta_ns / gap)} of the gap)")
-    return lead, rest + "."
+OP_DIFF_TITLE = ("Ops and kernels per steady step, aligned by name (A = baseline, B = candidate; kernel: device "
+                 "kernels, or compute ops by self time on CPU; op: top-level framework ops)")
+OP_DIFF_HEADERS = ("name", "kind", "n A", "n B", "time A", "time B", "delta")
+
+
+def op_diff_rows(cmp: Any, width: int | None = None) -> list[list[str]]:
+    """The cells of a comparison's per-op diff, written once for every format; a side without the
+    name has empty cells. With ``width`` the names are cut to it (:func:`distinct_shortened`), else
+    they are whole (each format escapes them)."""
+    frame = cmp.op_diff
+    names = distinct_shortened(list(frame["name"]), width) if width else [visible(n) for n in frame["name"]]
+
+    def count(value: float) -> str:
+        return "" if value != value else f"{value:.1f}"  # NaN: the name is not on that side
+
+    def time(value: float) -> str:
+        return "" if value != value else fmt_ns(value)
+
+    return [[name, r.kind, count(r.baseline_count_per_step), count(r.candidate_count_per_step),
+             time(r.baseline_time_per_step_ns), time(r.candidate_time_per_step_ns), fmt_ns(r.delta_ns)]
+            for name, r in zip(names, frame.itertuples(index=False))]
 
 
 COMM_TITLE = "Communication vs compute (collective kernels)"

@@ -1,0 +1,277 @@
+"""The library: one function per command, which the command line calls too.
+
+``traceview diagnose``, ``compare`` and ``export`` parse their options and call
+:func:`diagnose_report`, :func:`compare_report` and :func:`export` with them, then render the
+result; :func:`diagnose`, :func:`compare` and :func:`load` are the same functions for scripts
+and notebooks. Every input the command line accepts is accepted here (a trace file, a
+TensorBoard logdir or profile run folder, a folder of rank traces or of ``traceview collect``
+captures, ``run=`` to pick a logdir's run), every analysis option has the command-line name in
+snake_case and the same default, so a script gets the very numbers — and with
+``render(result, "json")`` the very bytes — the command line prints.
+
+Errors are :class:`traceview.errors.TraceviewError` subclasses with the one-line message the
+command line shows. Heavy modules (pandas, the readers) are imported when a function runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
+
+from traceview.errors import QualityError, RegressionError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from traceview.results import AttributionOptions, Comparison, Diagnosis, Export, FolderDiagnosis
+    from traceview.schema import Timeline
+
+PathLike = Union[str, "os.PathLike[str]"]
+# Progress messages while traces are read ("reading a.json …"); the command line shows them on a terminal.
+Progress = Callable[[str], None]
+
+# --top: rows of the kernel, op and memory tables and of a comparison's per-op diff.
+DEFAULT_TOP = 10
+
+
+def top_rows(top: int | str | None) -> int | None:
+    """``top`` / ``--top``: a positive number of rows, or ``"all"`` (or None) for every row."""
+    if top is None:
+        return None
+    text = str(top).strip().lower()
+    if text == "all":
+        return None
+    if not isinstance(top, bool) and text.isdigit() and int(text) > 0:
+        return int(text)
+    raise UsageError(f"--top must be a positive number or 'all', got {top!r}")
+
+
+def attribution_options(dispatch_gap_us: float | None) -> AttributionOptions:
+    """``dispatch_gap_us`` / ``--dispatch-gap-us`` as the attribution's options."""
+    from traceview.results import AttributionOptions
+
+    if dispatch_gap_us is not None and dispatch_gap_us < 0:
+        raise UsageError("--dispatch-gap-us must be >= 0")
+    return AttributionOptions(dispatch_gap_ns=None if dispatch_gap_us is None else int(round(dispatch_gap_us * 1000)))
+
+
+def trace_files(path: PathLike, run: str | None = None) -> list[Path]:
+    """The trace files an input names: the file itself, or the traces found under a folder (the
+    newest run of each TensorBoard logdir, or the run named ``run``)."""
+    from traceview.loader import trace_paths
+
+    return trace_paths(Path(path), run)
+
+
+def load(path: PathLike, *, run: str | None = None) -> Timeline | list[Timeline]:
+    """Read a trace into the normalized, step-annotated timeline (``.events``: a DataFrame,
+    docs/schema.md; ``.meta``: what the trace is).
+
+    ``path``: a Kineto JSON (``.json``, ``.json.gz``) or XPlane (``.xplane.pb``) file, a TensorBoard
+    logdir or profile run folder, or a folder of traces. ``run``: the logdir run folder to read
+    (default: the newest). Returns one :class:`~traceview.schema.Timeline`, or a list of them when
+    the input holds several traces (in path order)."""
+    from traceview.loader import load as load_one
+
+    timelines = [load_one(p) for p in trace_files(path, run)]
+    return timelines[0] if len(timelines) == 1 else timelines
+
+
+def diagnose(path: PathLike, *, run: str | None = None, dispatch_gap_us: float | None = None,
+             top: int | str | None = DEFAULT_TOP, jobs: int | None = None, redact: bool = False,
+             strict: bool = False, keep_events: bool = True) -> Diagnosis | FolderDiagnosis:
+    """Report what a trace is, its steps, and where each step's time goes (``traceview diagnose``).
+
+    ``path``: a trace file, a TensorBoard logdir or profile run folder, or a folder of traces.
+    Returns a :class:`~traceview.results.Diagnosis` when it holds one trace, else a
+    :class:`~traceview.results.FolderDiagnosis` (every trace, the comparisons of a folder of
+    several frameworks with its torch trace, the multi-rank sections of runs of several ranks).
+
+    - ``run``: the logdir run folder to read (default: the newest).
+    - ``dispatch_gap_us``: unrecorded gaps on the step's thread up to this long count as dispatch,
+      longer ones as host compute (default: calibrated on the trace; 0 turns the rule off).
+    - ``top``: rows in the kernel, op and memory tables (a number, or ``"all"``).
+    - ``jobs``: a folder's traces are read in this many processes at once (default: one per core).
+    - ``redact``: replace file paths, host names and user names with ``<path>``, ``<host>``, ``<user>``.
+    - ``strict``: raise :class:`~traceview.errors.QualityError` (its ``result`` holds the
+      diagnosis) when a trace has a trace-quality problem (docs/bad_input.md).
+    - ``keep_events``: keep every trace's event rows; False lets them go in the worker processes
+      (less memory for many large traces; the reports but the HTML timeline need none).
+    """
+    result = diagnose_report(path, run=run, dispatch_gap_us=dispatch_gap_us, top=top, jobs=jobs, redact=redact,
+                             keep_events=keep_events)
+    if strict:
+        check_quality(result)
+    return result
+
+
+def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: float | None = None,
+                    top: int | str | None = DEFAULT_TOP, jobs: int | None = None, redact: bool = False,
+                    keep_events: bool = True, progress: Progress | None = None) -> Diagnosis | FolderDiagnosis:
+    """:func:`diagnose` without the ``strict`` check (the command line writes the report first),
+    saying what it reads to ``progress``."""
+    from traceview.analyzers.compare import folder_comparisons
+    from traceview.pool import default_jobs
+    from traceview.results import FolderDiagnosis
+
+    options = attribution_options(dispatch_gap_us)
+    rows = top_rows(top)
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    paths = trace_files(path, run)
+    diagnoses = _diagnose_paths(paths, options, rows, min(jobs or default_jobs(), len(paths)), keep_events, progress)
+    runs = []
+    if len(diagnoses) >= 2:
+        from traceview.analyzers.ranks import multi_rank, summarize
+
+        runs = multi_rank([summarize(d) for d in diagnoses])
+    if redact:
+        from traceview.redact import redact_diagnoses
+
+        redacted = redact_diagnoses(diagnoses)
+        sources = {d.source: r.source for d, r in zip(diagnoses, redacted)}
+        runs = [r.relabel(sources) for r in runs]
+        diagnoses = redacted
+    if len(diagnoses) == 1:
+        return diagnoses[0]
+    return FolderDiagnosis(tuple(diagnoses), tuple(folder_comparisons(diagnoses, rows)), tuple(runs))
+
+
+def _diagnose_paths(paths: list[Path], options: AttributionOptions, rows: int | None, workers: int,
+                    keep_events: bool, progress: Progress | None) -> list[Diagnosis]:
+    """Diagnoses of ``paths`` in path order: in this process, or in ``workers`` processes."""
+    if workers > 1:
+        from traceview.pool import diagnose_for_report
+
+        label = f"reading {len(paths)} traces in {workers} processes …"
+        if progress is not None:
+            progress(label)
+        on_done = None if progress is None else (lambda done, total: progress(f"{label} {done} done"))
+        return diagnose_for_report(paths, options, rows, workers, keep_events, on_done)
+    from traceview.analyzers.diagnosis import diagnose as diagnose_one
+
+    diagnoses = []
+    for p in paths:
+        if progress is not None:
+            progress(f"reading {p} …")
+        diagnoses.append(diagnose_one(p, options, rows))
+    return diagnoses
+
+
+def compare(baseline: PathLike | Diagnosis, candidate: PathLike | Diagnosis, *, run: str | None = None,
+            dispatch_gap_us: float | None = None, top: int | str | None = DEFAULT_TOP, redact: bool = False,
+            strict: bool = False, fail_if_slower: float | None = None) -> Comparison:
+    """Explain why the candidate's steady-state step is slower (or faster) than the baseline's
+    (``traceview compare``).
+
+    ``baseline``, ``candidate``: a trace file, or a folder or logdir holding one trace, or a
+    :class:`~traceview.results.Diagnosis` already made (the options below then apply to the paths
+    only). ``run``, ``dispatch_gap_us``, ``top`` and ``redact`` as for :func:`diagnose` (``top`` also
+    sets the rows of the per-op diff).
+
+    - ``strict``: raise :class:`~traceview.errors.QualityError` when a trace has a quality problem.
+    - ``fail_if_slower``: raise :class:`~traceview.errors.RegressionError` (exit status 1 on the
+      command line; its ``comparison`` holds the result) when the candidate is more than this many
+      percent slower even at the low end of the ratio's 95 % interval.
+    """
+    result = compare_report(baseline, candidate, run=run, dispatch_gap_us=dispatch_gap_us, top=top, redact=redact)
+    check_comparison(result, strict=strict, fail_if_slower=fail_if_slower)
+    return result
+
+
+def compare_report(baseline: PathLike | Diagnosis, candidate: PathLike | Diagnosis, *, run: str | None = None,
+                   dispatch_gap_us: float | None = None, top: int | str | None = DEFAULT_TOP,
+                   redact: bool = False) -> Comparison:
+    """:func:`compare` without its checks (the command line writes the report first)."""
+    from traceview.analyzers.compare import compare as compare_diagnoses
+
+    options = attribution_options(dispatch_gap_us)
+    rows = top_rows(top)
+    sides = [_one_diagnosis(value, label, run, options, rows)
+             for label, value in (("baseline", baseline), ("candidate", candidate))]
+    if redact:
+        from traceview.redact import redact_diagnoses
+
+        sides = redact_diagnoses(sides)
+    return compare_diagnoses(sides[0], sides[1], rows)
+
+
+def _one_diagnosis(value: PathLike | Diagnosis, label: str, run: str | None, options: AttributionOptions,
+                   rows: int | None) -> Diagnosis:
+    from traceview.analyzers.diagnosis import diagnose as diagnose_one
+    from traceview.results import Diagnosis
+
+    if isinstance(value, Diagnosis):
+        return value
+    paths = trace_files(value, run)
+    if len(paths) != 1:
+        raise UsageError(f"{value}: holds {len(paths)} traces; name one trace file for the {label}")
+    return diagnose_one(paths[0], options, rows)
+
+
+def check_quality(result: Diagnosis | FolderDiagnosis | Comparison) -> None:
+    """``strict``: raise :class:`~traceview.errors.QualityError`, one line naming each trace's
+    quality problems, when there are any."""
+    from traceview.analyzers.quality import strict_message
+    from traceview.results import Comparison, FolderDiagnosis
+
+    if isinstance(result, Comparison):
+        diagnoses = [result.baseline, result.candidate]
+    elif isinstance(result, FolderDiagnosis):
+        diagnoses = list(result.diagnoses)
+    else:
+        diagnoses = [result]
+    message = strict_message((d.source, d.quality) for d in diagnoses)
+    if message:
+        raise QualityError(message, result)
+
+
+def check_comparison(result: Comparison, strict: bool = False, fail_if_slower: float | None = None) -> None:
+    """The checks of ``compare``: ``strict`` first (a verdict on untrustworthy numbers is moot),
+    then ``fail_if_slower``."""
+    from traceview.renderers.phrasing import regression_message
+
+    if strict:
+        check_quality(result)
+    if fail_if_slower is not None:
+        message = regression_message(result, fail_if_slower)
+        if message:
+            raise RegressionError(message, result)
+
+
+def export(traces: PathLike | Sequence[PathLike], perfetto: PathLike, *, run: str | None = None,
+           redact: bool = False, dispatch_gap_us: float | None = None) -> Export:
+    """Write traces as one Chrome Trace-Event JSON file for ui.perfetto.dev or chrome://tracing
+    (``traceview export``): one process per trace, with the steps and the attribution as extra
+    tracks, aligned on the first step; gzip-compressed when ``perfetto`` ends in ``.gz``.
+
+    ``traces``: one input or several (files, logdirs, folders); ``run``, ``redact`` and
+    ``dispatch_gap_us`` (which sets the attribution track) as for :func:`diagnose`."""
+    from traceview.analyzers.diagnosis import diagnose as diagnose_one
+    from traceview.renderers import perfetto as perfetto_renderer
+    from traceview.results import Export
+
+    target = Path(perfetto)
+    inputs = [traces] if isinstance(traces, (str, os.PathLike)) else list(traces)
+    options = attribution_options(dispatch_gap_us)
+    if target.exists() and target.is_dir():
+        raise UsageError(f"--perfetto {target}: is a directory; give a file name such as trace.perfetto.json")
+    paths = [p for trace in inputs for p in trace_files(trace, run)]
+    if target.resolve() in {p.resolve() for p in paths}:
+        raise UsageError(f"--perfetto {target}: would overwrite an input trace; choose another file name")
+    diagnoses = [diagnose_one(p, options) for p in paths]
+    try:
+        size = perfetto_renderer.write(diagnoses, target, redact=redact)
+    except OSError as err:
+        raise UsageError(f"{target}: cannot write the trace ({err.strerror})") from None
+    return Export(path=target, sources=tuple(d.source for d in diagnoses),
+                  events=sum(len(d.timeline.events) for d in diagnoses), bytes=size)
+
+
+def render(result: Diagnosis | FolderDiagnosis | Comparison, format: str = "terminal", *, width: int = 100,
+           color: bool = False) -> str:
+    """The report of a result as the command line prints it: ``format`` one of terminal, md,
+    json, html; ``width`` in columns and ``color`` for the terminal report."""
+    from traceview.renderers.registry import render as render_result
+
+    return render_result(result, format, width=width, color=color)

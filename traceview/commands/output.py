@@ -1,0 +1,62 @@
+"""What the report commands share: option help texts and where a report goes (width, colour, file)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from traceview.errors import UsageError
+
+FORMAT_HELP = "Output format: terminal (default), md, json, html."
+RUN_HELP = "TensorBoard logdir: the run folder to read (default newest)."
+DISPATCH_GAP_HELP = ("Unrecorded gaps on the step's thread up to this long count as dispatch, longer ones as host "
+                     "compute (default: calibrated on the trace; 0 turns the rule off).")
+STRICT_HELP = ("Exit 2, after writing the report, when a trace has a trace-quality problem (lost events, "
+               "clock skew, overlaps, duplicated correlation ids, empty steps: docs/bad_input.md).")
+
+# The options diagnose and compare share, declared once (typer reads them as the parameters' defaults).
+FORMAT_OPTION = typer.Option("terminal", "--format", "-f", metavar="FORMAT", help=FORMAT_HELP)
+RUN_OPTION = typer.Option(None, "--run", metavar="RUN", help=RUN_HELP)
+OUTPUT_OPTION = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report to this file.")
+WIDTH_OPTION = typer.Option(None, "--width", metavar="COLUMNS", help="Terminal report width in columns.")
+COLOR_OPTION = typer.Option(None, "--color/--no-color", help="Force colours on or off.")
+REDACT_OPTION = typer.Option(False, "--redact", help="Replace file paths, host names and user names.")
+DISPATCH_GAP_OPTION = typer.Option(None, "--dispatch-gap-us", metavar="MICROSECONDS", help=DISPATCH_GAP_HELP)
+STRICT_OPTION = typer.Option(False, "--strict", help=STRICT_HELP)
+
+
+def stderr_console() -> Any:  # noqa: ANN401 - rich imported lazily
+    from rich.console import Console
+
+    return Console(file=sys.stderr, highlight=False)
+
+
+def report_width(requested: Optional[int]) -> int:
+    """``--width``, else the terminal's (80 to 140 columns), else 100 for a pipe or a file."""
+    if requested:
+        return requested
+    if sys.stdout.isatty():
+        return max(80, min(shutil.get_terminal_size((100, 24)).columns, 140))
+    return 100
+
+
+def use_color(color: Optional[bool], output: Optional[Path]) -> bool:
+    if color is not None:
+        return color
+    return sys.stdout.isatty() and output is None and "NO_COLOR" not in os.environ
+
+
+def emit(text: str, output: Optional[Path]) -> None:
+    """The report on stdout, or in ``--output``."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"{output}: cannot write the report ({err.strerror})") from None

@@ -1,0 +1,237 @@
+"""Every sentence the reports say about a result, written once for every format.
+
+Analyzers return numbers (a finding's ``evidence``, a comparison's bucket deltas); the
+sentences that read them — a finding's summary, the "N× slower" headline of a comparison, the
+causes of a gap, the ``--fail-if-slower`` verdict — are phrased here and nowhere else, so the
+terminal, markdown, HTML and JSON reports say the same thing in the same words. Only number
+formatting (:mod:`traceview.renderers.units`) is imported: results are read by attribute, so
+this module depends on no result type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from traceview.renderers.units import fmt_ns, fmt_pct
+
+# Bucket names as the reports show them.
+BUCKET_LABEL: dict[str, str] = {
+    "kernel": "kernel",
+    "communication": "communication",
+    "memcpy": "memcpy/memset",
+    "graph_build": "graph build/compile",
+    "sync_wait": "sync wait",
+    "launch_overhead": "launch/dispatch",
+    "input": "input",
+    "host_compute": "host compute",
+    "idle": "idle (nothing recorded)",
+}
+
+# A cause of a gap is listed when it explains more than this share of it.
+LISTED_CAUSE_SHARE = 0.005
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparisons
+
+
+def fmt_ratio(ratio: float) -> str:
+    return f"{ratio:.2f}×"
+
+
+def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[str, str]:
+    """The compare report's first line, (lead, rest). The lead says which trace is slower and by
+    how much; the rest names the largest cause of the gap."""
+    gap = cmp.gap_ns
+    interval = cmp.ratio_interval
+    spread = f" (95 % interval {interval[0]:.2f}–{interval[1]:.2f}×)" if interval else ""
+    steps = f"{fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)} per steady step (mean)"
+    if not cmp.significant:
+        return ("No significant difference", f": {steps}, ratio {fmt_ratio(cmp.ratio)}{spread}, within the spread "
+                                             f"of the steady steps; the per-cause deltas below are noise.")
+    slower = "candidate" if gap >= 0 else "baseline"
+    ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
+    lead = f"The {slower} is {fmt_ratio(ratio)} slower"
+    if interval and gap < 0:
+        spread = f" (95 % interval {1 / interval[1]:.2f}–{1 / interval[0]:.2f}×)"
+    rest = f"{spread}: {steps}, gap {fmt_ns(abs(gap))}"
+    causes = cmp.ranked()
+    if gap and causes and causes[0].delta_ns / gap > 0:
+        top = causes[0]
+        rest += (f"; the largest cause is {labels.get(top.bucket, top.bucket)}: {fmt_ns(abs(top.delta_ns))} per step "
+                 f"({fmt_pct(top.delta_ns / gap)} of the gap)")
+    return lead, rest + "."
+
+
+def listed_causes(cmp: Any) -> list[Any]:
+    """The bucket deltas worth naming as causes of the gap, largest first."""
+    gap = cmp.gap_ns
+    return [d for d in cmp.ranked() if gap and d.delta_ns / gap > LISTED_CAUSE_SHARE]
+
+
+def gap_cause(delta: Any, gap_ns: float) -> str:
+    """One cause of a gap: ``+10.2 ms launch/dispatch (97.8 % of the gap)``; the sign says
+    whether the bucket moved with the gap (+) or against it (-)."""
+    with_gap = delta.delta_ns * (1 if gap_ns >= 0 else -1) > 0
+    return (f"{'+' if with_gap else '-'}{fmt_ns(abs(delta.delta_ns))} {BUCKET_LABEL[delta.bucket]} "
+            f"({fmt_pct(delta.delta_ns / gap_ns)} of the gap)")
+
+
+def regression_message(cmp: Any, limit_pct: float) -> str | None:
+    """``--fail-if-slower``: the verdict when the candidate is slower than ``limit_pct`` % even at the
+    low end of the ratio's 95 % interval (a slowdown the step-time noise explains does not fail);
+    None when it passes."""
+    if cmp.baseline_step_ns <= 0:
+        return None
+    interval = cmp.ratio_interval
+    low = interval[0] if interval else cmp.ratio
+    if (low - 1.0) * 100.0 <= limit_pct:
+        return None
+    within = f"; at least {(low - 1.0) * 100.0:.1f} % with 95 % confidence" if interval else ""
+    return (f"candidate is {(cmp.ratio - 1.0) * 100.0:.1f} % slower than the baseline{within} "
+            f"(limit {limit_pct:g} %)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Findings: one summary sentence per rule, from the finding's evidence
+
+# What a skipped rule needs that the trace lacks.
+RULE_NEEDS: dict[str, str] = {
+    "short_kernels": "device kernels linked to host launches",
+    "cold_compile": "a cold step in the trace (capture the first step too)",
+    "memcpy": "device events",
+    "low_utilization": "device events",
+    "host_between_steps": "at least two steps",
+}
+
+
+def _launch_bound(e: Mapping[str, Any], explains: float) -> str:
+    return (f"launch/dispatch overhead is {fmt_pct(e['launch_overhead_share'])} of the step ({fmt_ns(explains)}); "
+            f"{e['ops_per_step']:.0f} framework ops per step at {fmt_ns(e['host_ns_per_op'])} host time each")
+
+
+def _short_kernels(e: Mapping[str, Any], explains: float) -> str:
+    return (f"{fmt_pct(e['short_kernel_share'])} of kernels run for less time than their launch call "
+            f"({e['short_kernels_per_step']:.0f} per step)")
+
+
+def _steady_graph_build(e: Mapping[str, Any], explains: float) -> str:
+    return (f"graph building is {fmt_pct(e['graph_build_share'])} of the steady step ({fmt_ns(explains)}), "
+            f"{e['graph_build_events']} build/compile events across {e['steady_steps']} steady steps")
+
+
+def _cold_compile(e: Mapping[str, Any], explains: float) -> str:
+    return (f"the cold step #{e['cold_step']} takes {fmt_ns(e['cold_extra_ns'])} more than a steady step "
+            f"({e['steady_steps_worth']:.1f} steady steps' worth); {fmt_ns(e['cold_graph_build_ns'])} of it is "
+            "marked graph building/compilation")
+
+
+def _startup(e: Mapping[str, Any], explains: float) -> str:
+    if "startup_share" not in e:
+        return "no runtime call long enough to be start-up (context creation, module loading)"
+    return (f"{fmt_ns(e['startup_ns'])} ({fmt_pct(e['startup_share'])} of the analysed time) is one-time device "
+            "runtime start-up: runtime calls too long for steady state (context creation, lazy module / library "
+            "loading)")
+
+
+def _sync_each_step(e: Mapping[str, Any], explains: float) -> str:
+    return (f"the host waits on the device for {fmt_pct(e['sync_wait_share'])} of the step ({fmt_ns(explains)}), "
+            f"{e['sync_calls_per_step']:.1f} sync calls per step")
+
+
+MEMCPY_PART = "memcpy."  # evidence keys memcpy.<direction>_ns: the copy time per direction
+
+
+def _memcpy(e: Mapping[str, Any], explains: float) -> str:
+    parts = ", ".join(f"{k[len(MEMCPY_PART):-len('_ns')]} {fmt_ns(v)}" for k, v in sorted(e.items())
+                      if k.startswith(MEMCPY_PART) and k.endswith("_ns"))
+    return (f"copies/memsets hold the device alone for {fmt_pct(e['memcpy_share'])} of the step ({fmt_ns(explains)}"
+            + (f": {parts}" if parts else "") + f"); {e['pageable_copies']} pageable copies")
+
+
+def _exposed_communication(e: Mapping[str, Any], explains: float) -> str:
+    return (f"exposed communication is {fmt_pct(e['communication_share'])} of the step ({fmt_ns(explains)}): "
+            f"{e['collectives_per_step']:.0f} collectives per step take {fmt_ns(e['comm_ns'])}, "
+            f"{fmt_pct(e['overlap_share'])} of it overlapped by compute kernels")
+
+
+def _input_bound(e: Mapping[str, Any], explains: float) -> str:
+    return f"input is {fmt_pct(e['input_share'])} of the step ({fmt_ns(explains)})"
+
+
+def _host_compute(e: Mapping[str, Any], explains: float) -> str:
+    return (f"host work outside the framework is {fmt_pct(e['host_compute_share'])} of the step ({fmt_ns(explains)}): "
+            f"{fmt_ns(e['python_ns'])} in the user's Python frames, {fmt_ns(e['inferred_ns'])} in unrecorded "
+            "stretches longer than the dispatch-gap threshold")
+
+
+def _low_utilization(e: Mapping[str, Any], explains: float) -> str:
+    return f"kernels run for {fmt_pct(e['kernel_share'])} of the step"
+
+
+# Kernel names are cut to this many characters inside the compute_bound sentence.
+TOP_KERNEL_CHARS = 60
+
+
+def _compute_bound(e: Mapping[str, Any], explains: float) -> str:
+    top = str(e.get("top_kernel", ""))
+    where = f"; the top one, '{top[:TOP_KERNEL_CHARS]}', is {fmt_pct(e['top_kernel_share'])} of it" if top else ""
+    threads = e.get("intra_op_threads")
+    thread_note = f"; captured with {threads} intra-op thread(s)" if threads else ""
+    return f"kernels / compute ops are {fmt_pct(e['kernel_share'])} of the step ({fmt_ns(explains)}){where}{thread_note}"
+
+
+def _host_between_steps(e: Mapping[str, Any], explains: float) -> str:
+    return (f"{fmt_ns(e['mean_gap_ns'])} between consecutive steps on average ({fmt_pct(e['gap_share'])} of a "
+            "steady step)")
+
+
+def _unrecorded(e: Mapping[str, Any], explains: float) -> str:
+    return f"{fmt_pct(e['idle_share'])} of the step ({fmt_ns(explains)}) has no recorded event on any track"
+
+
+def _gap(e: Mapping[str, Any], explains: float) -> str:
+    return "the steady steps take the same time"
+
+
+def _gap_explained(e: Mapping[str, Any], explains: float) -> str:
+    return (f"named causes explain {fmt_pct(e['explained_share'])} of the gap; {fmt_ns(e['unexplained_ns'])} per "
+            "step is time in which the traces record nothing")
+
+
+SUMMARIES: dict[str, Callable[[Mapping[str, Any], float], str]] = {
+    "launch_bound": _launch_bound,
+    "short_kernels": _short_kernels,
+    "steady_graph_build": _steady_graph_build,
+    "cold_compile": _cold_compile,
+    "startup": _startup,
+    "sync_each_step": _sync_each_step,
+    "memcpy": _memcpy,
+    "exposed_communication": _exposed_communication,
+    "input_bound": _input_bound,
+    "host_compute": _host_compute,
+    "low_utilization": _low_utilization,
+    "compute_bound": _compute_bound,
+    "host_between_steps": _host_between_steps,
+    "unrecorded": _unrecorded,
+    "gap": _gap,
+    "gap_explained": _gap_explained,
+}
+GAP_CAUSE_RULE = "gap_"  # gap_<bucket>: a named cause of a comparison's gap
+
+
+def finding_summary(finding: Any) -> str:
+    """The sentence that states a finding's evidence (``Finding.summary``)."""
+    if finding.grade == "skipped":
+        return f"skipped: needs {RULE_NEEDS[finding.rule]}"
+    phrase = SUMMARIES.get(finding.rule)
+    if phrase is not None:
+        return phrase(finding.evidence, finding.explains_ns)
+    if finding.rule.startswith(GAP_CAUSE_RULE):
+        bucket = finding.rule[len(GAP_CAUSE_RULE):]
+        delta = finding.evidence["delta_ns"]
+        slower = "candidate" if delta > 0 else "baseline"
+        return (f"{bucket}: {fmt_ns(abs(delta))} more per step in the {slower} "
+                f"({fmt_pct(finding.evidence['share_of_gap'])} of the gap)")
+    raise KeyError(f"no summary phrase for rule {finding.rule!r}")

@@ -1,0 +1,772 @@
+"""What an analysis returns: typed, frozen data that analyzers produce and renderers consume.
+
+One module holds every result type, so the layers depend on it and never on each other:
+``analyzers`` build these objects, ``renderers`` read them, and neither imports the other's
+modules to know a shape. Results hold numbers; the sentences that read them are phrased by
+:mod:`traceview.renderers.phrasing`.
+
+The top-level results are :class:`Diagnosis` (one trace), :class:`FolderDiagnosis` (every trace
+of a folder, with the comparisons and multi-rank sections the folder gets) and
+:class:`Comparison` (two traces). Each has a one-line ``repr`` and ``to_dict()``: the JSON
+document ``--format json`` writes (keys in docs/json.md). Tables are pandas DataFrames.
+
+The dataclasses are frozen: a field cannot be reassigned (use :func:`dataclasses.replace`). The
+DataFrames inside are not copied on access — treat them as read-only. Results holding tables
+compare by identity (``eq=False``): two DataFrames have no single truth value.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+import pandas as pd
+
+from traceview.renderers.phrasing import BUCKET_LABEL, finding_summary, fmt_ratio
+from traceview.renderers.units import fmt_ns, fmt_pct, trace_label
+from traceview.schema import Timeline
+
+REPORT_VERSION = "1"
+
+# ---------------------------------------------------------------------------------------------
+# Buckets: the causes a step's time is attributed to
+
+BUCKETS: tuple[str, ...] = (
+    "kernel",
+    "communication",
+    "memcpy",
+    "graph_build",
+    "sync_wait",
+    "launch_overhead",
+    "input",
+    "host_compute",
+    "idle",
+)
+
+
+def shown_buckets(has_communication: bool) -> tuple[str, ...]:
+    """The buckets a report shows: ``communication`` only for traces that run collective kernels
+    (even when compute hides them all: 0 ns exposed is then the finding); collectives exist only
+    in multi-device training, and a row of zeros in every single-device report would say nothing."""
+    return BUCKETS if has_communication else tuple(b for b in BUCKETS if b != "communication")
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table's rows as JSON-ready dicts (numpy scalars as Python numbers)."""
+    out = []
+    for row in frame.to_dict(orient="records"):
+        out.append({k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Parts of a diagnosis
+
+
+@dataclass(frozen=True, eq=False)
+class Steps:
+    """The steps found in a trace: one row per step, ordered by start."""
+
+    table: pd.DataFrame  # columns: number, name, start, end, host_end, duration, cold, graph_build_events
+    rule: str  # "markers", "repeated-top-level" or "whole-trace"
+    rule_detail: str  # human sentence: which events, which track
+    driver_track: str = ""  # the host track that drives the steps (markers / the user's loop)
+
+    @property
+    def steady(self) -> pd.DataFrame:
+        return self.table[~self.table["cold"]]
+
+    @property
+    def steady_positions(self) -> np.ndarray:
+        """Positions of the steady-state steps; every step when all of them are cold."""
+        cold = self.table["cold"].to_numpy()
+        idx = np.flatnonzero(~cold)
+        return idx if len(idx) else np.arange(len(cold))
+
+    def in_steady(self, events: pd.DataFrame) -> np.ndarray:
+        """Per event: whether it belongs to a steady-state step."""
+        return np.isin(events["step"].to_numpy(), self.steady_positions)
+
+    @property
+    def cold(self) -> pd.DataFrame:
+        return self.table[self.table["cold"]]
+
+    def __repr__(self) -> str:
+        cold = int(self.table["cold"].sum()) if len(self.table) else 0
+        return f"Steps({len(self.table)} by rule {self.rule!r}, {cold} cold, {len(self.steady_positions)} steady)"
+
+
+@dataclass(frozen=True)
+class AttributionOptions:
+    """Knobs of the attribution rules (documented in :mod:`traceview.analyzers.attribution`)."""
+
+    dispatch_gap_ns: int | None = None  # None: calibrated per trace; 0 disables the inferred-gap rule
+
+
+@dataclass(frozen=True, eq=False)
+class Attribution:
+    """Per-step time in each bucket (ns), plus sub-bucket details."""
+
+    per_step: pd.DataFrame  # index: step position; columns: BUCKETS + "total"
+    details: pd.DataFrame  # index: step position; columns like "memcpy.H2D", "launch_overhead.inferred"
+    mode: str  # "device" or "cpu"
+    options: AttributionOptions = field(default_factory=AttributionOptions)
+    gap_threshold_ns: int = 0  # the inferred-gap threshold used
+    gap_rule: str = ""  # how it was chosen
+
+    def __repr__(self) -> str:
+        return (f"Attribution({self.mode}, {len(self.per_step)} steps, dispatch-gap threshold "
+                f"{fmt_ns(self.gap_threshold_ns)})")
+
+
+@dataclass(frozen=True)
+class LaunchStats:
+    """Launch and dispatch statistics: per steady-state step averages and distributions."""
+
+    steady_steps: int
+    ops_per_step: float  # top-level framework ops
+    host_ns_per_op: float  # mean inclusive host time of a top-level op
+    launches_per_step: float = 0.0
+    launch_call_median_ns: float = 0.0
+    launch_call_p95_ns: float = 0.0
+    launch_delay_median_ns: float = 0.0
+    launch_delay_p95_ns: float = 0.0
+    short_kernels_per_step: float = 0.0
+    short_kernel_share: float = 0.0  # of launched kernels
+    launch_call_outliers: int = 0
+    launch_delay_outliers: int = 0
+    device_ns_per_kernel: float = 0.0
+
+    def to_dict(self) -> dict[str, float | int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, eq=False)
+class CommOverlap:
+    """Communication kernel time per step, and the part compute kernels overlap."""
+
+    per_step: pd.DataFrame  # index: step position; comm_ns, overlapped_ns, exposed_ns, collectives, overlap_share
+    trace_comm_ns: int  # whole trace (HTA's scope)
+    trace_overlapped_ns: int
+
+    @property
+    def trace_overlap_share(self) -> float:
+        return self.trace_overlapped_ns / self.trace_comm_ns if self.trace_comm_ns else 0.0
+
+    def steady(self, positions: np.ndarray) -> dict[str, float]:
+        """Means per step over ``positions`` (the steady steps); the share is of the summed times."""
+        rows = self.per_step.iloc[positions]
+        comm = float(rows["comm_ns"].sum())
+        n = max(len(rows), 1)
+        return {"comm_ns": comm / n, "overlapped_ns": float(rows["overlapped_ns"].sum()) / n,
+                "exposed_ns": float(rows["exposed_ns"].sum()) / n, "collectives": float(rows["collectives"].sum()) / n,
+                "overlap_share": float(rows["overlapped_ns"].sum()) / comm if comm else 0.0}
+
+    def to_dict(self, positions: np.ndarray) -> dict[str, object]:
+        return {
+            "steady": self.steady(positions),
+            "per_step": [{k: (float(v) if k == "overlap_share" else int(v)) for k, v in row.items()}
+                         for row in self.per_step.to_dict(orient="records")],
+            "trace": {"comm_ns": self.trace_comm_ns, "overlapped_ns": self.trace_overlapped_ns,
+                      "overlap_share": self.trace_overlap_share},
+        }
+
+    def __repr__(self) -> str:
+        return (f"CommOverlap({fmt_ns(self.trace_comm_ns)} of collectives, {fmt_pct(self.trace_overlap_share)} "
+                "overlapped by compute)")
+
+
+@dataclass(frozen=True, eq=False)
+class MemoryUse:
+    """Allocator samples summed per step and per op (only for traces with allocator samples)."""
+
+    steps: pd.DataFrame  # step (position), number, device, peak_allocated, allocated, freed, samples
+    ops: pd.DataFrame  # op, device, allocations, bytes (steady steps), bytes per step; largest first
+    steady_peak: int  # the largest steady-step peak over all devices, bytes
+    samples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "steady_peak_bytes": self.steady_peak,
+            "steps": self.steps.to_dict(orient="records"),
+            "ops": self.ops.to_dict(orient="records"),
+        }
+
+    def __repr__(self) -> str:
+        return f"MemoryUse({self.samples} samples, steady peak {self.steady_peak:,} bytes)"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One trace-quality check: its JSON key, a label that reads after a count, and what a count
+    above zero means for the report's numbers."""
+
+    key: str
+    label: str
+    meaning: str
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("dropped", "events dropped as lost or broken data",
+          "their time is missing from every number in this report"),
+    Check("device_before_launch", "device events that start before their launch call",
+          "clock skew or a misattributed correlation id: their launch delays, and the step they count in, "
+          "are unreliable"),
+    Check("overlaps", "host events overlapping another on their thread without nesting",
+          "they are treated as siblings, so the self time of the event they overlap is off by the overlapped part"),
+    Check("clock_skew", "devices whose clock runs behind the host's",
+          "their events start before their launches in the median: launch delays, queueing and step windows "
+          "on them are shifted by about that much"),
+    Check("duplicate_correlation", "correlation ids shared by several launches or device activities",
+          "the launch → device links of those events, hence their launching op and launch delay, may be wrong"),
+    Check("empty_steps", "steps without events",
+          "nothing but the step marker was recorded in them: their time counts as idle and pulls the step "
+          "statistics towards the marker's length"),
+)
+CHECK_KEYS: tuple[str, ...] = tuple(c.key for c in CHECKS)
+
+
+@dataclass(frozen=True)
+class Quality:
+    """The trace-quality counts of one trace (docs/bad_input.md, docs/json.md)."""
+
+    dropped: Mapping[str, int] = field(default_factory=dict)  # lost or broken data, by reason
+    expected_drops: Mapping[str, int] = field(default_factory=dict)  # not a problem, by reason
+    device_before_launch: int = 0
+    overlaps: int = 0
+    launch_offset_ns: Mapping[int, float] = field(default_factory=dict)  # device -> median(device start − launch start)
+    duplicate_host_ids: int = 0
+    duplicate_device_ids: int = 0
+    duplicate_ids: int = 0  # distinct ids duplicated on either side
+    empty_steps: tuple[int, ...] = ()  # step numbers
+    notes: tuple[str, ...] = ()  # reader notes (the overlap note is the overlaps check)
+
+    @property
+    def skewed_devices(self) -> tuple[int, ...]:
+        return tuple(d for d, offset in sorted(self.launch_offset_ns.items()) if offset < 0)
+
+    def counts(self) -> dict[str, int]:
+        """Per check (in :data:`CHECKS` order): its count."""
+        return {
+            "dropped": int(sum(self.dropped.values())),
+            "device_before_launch": self.device_before_launch,
+            "overlaps": self.overlaps,
+            "clock_skew": len(self.skewed_devices),
+            "duplicate_correlation": self.duplicate_ids,
+            "empty_steps": len(self.empty_steps),
+        }
+
+    def problems(self) -> list[Check]:
+        """The checks with a count above zero: what ``--strict`` fails on."""
+        counts = self.counts()
+        return [c for c in CHECKS if counts[c.key] > 0]
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = self.counts()
+        details: dict[str, dict[str, Any]] = {
+            "dropped": {"by_reason": dict(sorted(self.dropped.items()))},
+            "clock_skew": {"devices": list(self.skewed_devices),
+                           "median_launch_to_device_ns": {str(d): v for d, v in sorted(self.launch_offset_ns.items())}},
+            "duplicate_correlation": {"host_ids": self.duplicate_host_ids, "device_ids": self.duplicate_device_ids},
+            "empty_steps": {"steps": list(self.empty_steps)},
+        }
+        return {
+            "problems": [c.key for c in self.problems()],
+            "checks": {c.key: {"count": counts[c.key], **details.get(c.key, {})} for c in CHECKS},
+            "expected_drops": dict(sorted(self.expected_drops.items())),
+            "notes": list(self.notes),
+        }
+
+
+GRADES = ("high", "moderate", "none", "skipped")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule's verdict on a trace (or on a comparison): its grade and the numbers behind it.
+
+    ``evidence`` holds the measures the rule looked at; ``summary`` states them in one sentence
+    (phrased by :func:`traceview.renderers.phrasing.finding_summary`)."""
+
+    rule: str
+    detects: str
+    grade: str  # one of GRADES: high, moderate, none (no problem), skipped (the trace lacks what it needs)
+    evidence: Mapping[str, float | int | str] = field(default_factory=dict)
+    advice: str = ""
+    threshold: str = ""
+    explains_ns: float = 0.0  # time per steady step the finding accounts for (its rank)
+
+    @property
+    def summary(self) -> str:
+        return finding_summary(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "detects": self.detects, "grade": self.grade, "summary": self.summary,
+                "explains_ns": self.explains_ns, "evidence": dict(self.evidence), "advice": self.advice,
+                "threshold": self.threshold}
+
+    def __repr__(self) -> str:
+        return f"Finding({self.rule}, {self.grade}, explains {fmt_ns(self.explains_ns)} per step)"
+
+
+# ---------------------------------------------------------------------------------------------
+# One trace
+
+
+@dataclass(frozen=True, eq=False)
+class Diagnosis:
+    """Everything ``traceview diagnose`` reports about one trace."""
+
+    timeline: Timeline  # the normalized events (docs/schema.md) and the trace's metadata
+    steps: Steps
+    attribution: Attribution
+    kernels: pd.DataFrame  # top kernels (CPU traces: compute ops): name, count_per_step, time_per_step_ns, mean_ns, share
+    ops: pd.DataFrame  # top-level framework ops, the same columns
+    launch: LaunchStats
+    device: pd.DataFrame  # per device: busy / idle / compute time over the whole trace
+    findings: tuple[Finding, ...] = ()  # ranked: the largest cause first (docs/findings.md)
+    communication: CommOverlap | None = None  # None: the trace runs no collective-communication kernel
+    quality: Quality = field(default_factory=Quality)  # what makes the numbers less trustworthy
+    memory: MemoryUse | None = None  # None: the profiler recorded no allocator samples
+    # How the program ran (torch-compile, tensorflow-xla …; analyzers/modes.py). Decided once, from
+    # the events: a diagnosis sent back from a worker process carries no event rows.
+    mode: str = "unknown"
+
+    @property
+    def source(self) -> str:
+        """The trace file."""
+        return self.timeline.meta.source
+
+    @property
+    def buckets(self) -> tuple[str, ...]:
+        """The buckets the reports show (``communication`` only for traces with collectives)."""
+        return shown_buckets(self.communication is not None)
+
+    @property
+    def steady_positions(self) -> np.ndarray:
+        return self.steps.steady_positions
+
+    @property
+    def steady_step_ns(self) -> float:
+        """Median duration of the steady-state steps (robust to one slow outlier)."""
+        durations = self.steps.table["duration"].to_numpy()[self.steady_positions]
+        return float(np.median(durations)) if len(durations) else 0.0
+
+    @property
+    def unprofiled_step_ns(self) -> float | None:
+        """The capture's steady step time without the profiler (its manifest), when known."""
+        value = (self.timeline.meta.extra.get("capture") or {}).get("unprofiled_step_ns")
+        return float(value) if value else None
+
+    @property
+    def profiler_inflation(self) -> float | None:
+        """Profiled / unprofiled steady step time, when the capture measured both."""
+        unprofiled = self.unprofiled_step_ns
+        return self.steady_step_ns / unprofiled if unprofiled and self.steady_step_ns else None
+
+    def steady_attribution(self) -> dict[str, float]:
+        """Mean ns per shown bucket over the steady steps (sums to the mean steady step time: a
+        bucket not shown has no time)."""
+        rows = self.attribution.per_step.iloc[self.steady_positions]
+        return {b: float(rows[b].mean()) if len(rows) else 0.0 for b in self.buckets}
+
+    def steady_details(self) -> dict[str, float]:
+        """Mean ns per sub-bucket (``memcpy.H2D``, ``launch_overhead.inferred`` …) over the steady steps."""
+        rows = self.attribution.details.iloc[self.steady_positions] if len(self.attribution.details.columns) else None
+        if rows is None or not len(rows):
+            return {}
+        return {c: float(rows[c].mean()) for c in sorted(rows.columns) if rows[c].any()}
+
+    def per_step(self) -> pd.DataFrame:
+        """One row per step: number, name, start and duration (ns), cold, and the ns of each shown bucket."""
+        table = self.steps.table
+        frame = table[["number", "name", "start", "duration", "cold"]].reset_index(drop=True)
+        return pd.concat([frame, self.attribution.per_step[list(self.buckets)].reset_index(drop=True)], axis=1)
+
+    def to_dict(self) -> dict[str, Any]:
+        meta = self.timeline.meta
+        table = self.steps.table
+        per = self.attribution.per_step
+        steady = self.steady_attribution()
+        mean_steady = sum(steady.values())
+        return {
+            "report_version": REPORT_VERSION,
+            "schema_version": meta.schema_version,
+            "trace": {
+                "source": meta.source,
+                "format": meta.format,
+                "framework": meta.framework,
+                "mode": self.mode,
+                "host_name": meta.host_name,
+                "devices": [{"index": d.index, "name": d.name, "vendor": d.vendor} for d in meta.devices],
+                "events_in_file": meta.input_events,
+                "events_kept": int(sum(meta.kept.values())),
+                "kept_by_kind": dict(sorted(meta.kept.items())),
+                "dropped_by_reason": dict(sorted(meta.dropped.items())),
+                "notes": list(meta.notes),
+            },
+            "steps": {
+                "rule": self.steps.rule,
+                "detail": self.steps.rule_detail,
+                "count": int(len(table)),
+                "cold": [int(n) for n in table.loc[table["cold"], "number"]],
+                "steady": int(len(self.steady_positions)),
+                "table": [
+                    {
+                        "number": int(r.number),
+                        "name": str(r.name),
+                        "start_ns": int(r.start),
+                        "duration_ns": int(r.duration),
+                        "cold": bool(r.cold),
+                        "graph_build_events": int(r.graph_build_events),
+                        "buckets_ns": {b: int(per.at[i, b]) for b in self.buckets},
+                    }
+                    for i, r in enumerate(table.itertuples(index=False))
+                ],
+            },
+            "steady_state": {
+                "step_time_ns": self.steady_step_ns,
+                "unprofiled_step_time_ns": self.unprofiled_step_ns,
+                "profiler_inflation": self.profiler_inflation,
+                "mean_step_time_ns": mean_steady,
+                "attribution_mode": self.attribution.mode,
+                "buckets_ns": steady,
+                "buckets_share": {b: (v / mean_steady if mean_steady else 0.0) for b, v in steady.items()},
+                "details_ns": self.steady_details(),
+                "dispatch_gap_ns": self.attribution.gap_threshold_ns,
+                "dispatch_gap_rule": self.attribution.gap_rule,
+            },
+            "top_kernels": records(self.kernels),
+            "top_ops": records(self.ops),
+            "launch": self.launch.to_dict(),
+            "device_time": records(self.device),
+            "findings": [f.to_dict() for f in self.findings],
+            "quality": self.quality.to_dict(),
+            # Only for traces with collective communication (docs/json.md).
+            **({"communication": self.communication.to_dict(self.steady_positions)}
+               if self.communication is not None else {}),
+            # Only for traces with allocator samples (torch profile_memory=True).
+            **({"memory": self.memory.to_dict()} if self.memory is not None else {}),
+        }
+
+    def __repr__(self) -> str:
+        buckets = self.steady_attribution()
+        total = sum(buckets.values())
+        largest = max(self.buckets, key=lambda b: (buckets[b], -BUCKETS.index(b)))
+        problems = sum(f.grade in ("high", "moderate") for f in self.findings)
+        share = fmt_pct(buckets[largest] / total if total else 0.0)
+        return (f"Diagnosis({trace_label(self.source)!r}: {self.timeline.meta.framework}, {len(self.steps.table)} steps, "
+                f"steady step {fmt_ns(self.steady_step_ns)}, largest cause {BUCKET_LABEL[largest]} {share}, "
+                f"{problems} problem finding{'s' if problems != 1 else ''})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Two traces
+
+
+@dataclass(frozen=True)
+class BucketDelta:
+    """One bucket's mean time per steady step in each trace."""
+
+    bucket: str
+    baseline_ns: float
+    candidate_ns: float
+
+    @property
+    def delta_ns(self) -> float:
+        return self.candidate_ns - self.baseline_ns
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """The first cold step of each trace, and when the faster steady state pays back a larger one."""
+
+    baseline_cold_ns: float | None
+    candidate_cold_ns: float | None
+    baseline_graph_build_ns: float
+    candidate_graph_build_ns: float
+    payback_steps: float | None  # steady steps for the faster-steady trace to recover a larger cold step
+    payback_note: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline_cold_step_ns": self.baseline_cold_ns,
+            "candidate_cold_step_ns": self.candidate_cold_ns,
+            "baseline_graph_build_ns": self.baseline_graph_build_ns,
+            "candidate_graph_build_ns": self.candidate_graph_build_ns,
+            "payback_steps": self.payback_steps,
+            "note": self.payback_note,
+        }
+
+
+# Columns of Comparison.op_diff, in order.
+OP_DIFF_COLUMNS: tuple[str, ...] = ("name", "kind", "baseline_count_per_step", "candidate_count_per_step",
+                                    "baseline_time_per_step_ns", "candidate_time_per_step_ns", "delta_ns")
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """Why one trace's steady-state step is slower than another's (``candidate`` vs ``baseline``)."""
+
+    baseline: Diagnosis
+    candidate: Diagnosis
+    buckets: tuple[BucketDelta, ...]  # every shown bucket, in BUCKETS order
+    families: pd.DataFrame  # index family; columns <side>_{ops_per_step,compute_ns,dispatch_ns_per_op}
+    # Ops and kernels aligned by exact name (OP_DIFF_COLUMNS): count and time per steady step on each
+    # side (NaN where a side has no such name), sorted by the absolute time difference.
+    op_diff: pd.DataFrame
+    cold: ColdStart
+    ratio_interval: tuple[float, float] | None = None  # 95 % interval of ratio (None: < 2 steady steps a side)
+    findings: tuple[Finding, ...] = ()  # what explains the gap
+
+    @property
+    def baseline_step_ns(self) -> float:
+        """Mean steady step of the baseline (the bucket means sum to it)."""
+        return sum(d.baseline_ns for d in self.buckets)
+
+    @property
+    def candidate_step_ns(self) -> float:
+        return sum(d.candidate_ns for d in self.buckets)
+
+    @property
+    def gap_ns(self) -> float:
+        return self.candidate_step_ns - self.baseline_step_ns
+
+    @property
+    def ratio(self) -> float:
+        """Candidate / baseline mean steady step."""
+        return self.candidate_step_ns / self.baseline_step_ns if self.baseline_step_ns else math.inf
+
+    @property
+    def unexplained_ns(self) -> float:
+        return next(d.delta_ns for d in self.buckets if d.bucket == "idle")
+
+    @property
+    def explained_share(self) -> float:
+        if self.gap_ns == 0:
+            return 1.0
+        # Unrecorded time counts against the explanation whichever way it moves.
+        return max(0.0, 1.0 - abs(self.unexplained_ns) / abs(self.gap_ns))
+
+    @property
+    def significant(self) -> bool:
+        """Whether the step-time ratio is outside the noise: its interval excludes 1 (assumed
+        without an interval)."""
+        interval = self.ratio_interval
+        return interval is None or not interval[0] <= 1.0 <= interval[1]
+
+    def ranked(self) -> list[BucketDelta]:
+        """Named causes (idle excluded) in the direction of the gap, largest first."""
+        sign = 1.0 if self.gap_ns >= 0 else -1.0
+        named = [d for d in self.buckets if d.bucket != "idle"]
+        return sorted(named, key=lambda d: (-sign * d.delta_ns, BUCKETS.index(d.bucket)))
+
+    def slower_is_candidate(self) -> bool:
+        return self.gap_ns >= 0
+
+    def summary(self) -> dict[str, Any]:
+        """The ``comparison`` part of :meth:`to_dict`: the numbers without the two diagnoses."""
+        gap = self.gap_ns
+        return {
+            "baseline_step_ns": self.baseline_step_ns,
+            "candidate_step_ns": self.candidate_step_ns,
+            "baseline_median_step_ns": self.baseline.steady_step_ns,
+            "candidate_median_step_ns": self.candidate.steady_step_ns,
+            "ratio": self.ratio,
+            "ratio_interval": list(self.ratio_interval) if self.ratio_interval else None,
+            "significant": self.significant,
+            "gap_ns": gap,
+            "explained_share": self.explained_share,
+            "unexplained_ns": self.unexplained_ns,
+            "buckets": [
+                {"bucket": d.bucket, "baseline_ns": d.baseline_ns, "candidate_ns": d.candidate_ns,
+                 "delta_ns": d.delta_ns, "share_of_gap": (d.delta_ns / gap if gap else 0.0)}
+                for d in self.buckets
+            ],
+            "ranked_causes": [d.bucket for d in self.ranked()],
+            "families": [
+                {"family": fam, **{k: float(v) for k, v in row.items()}}
+                for fam, row in self.families.iterrows()
+            ],
+            "op_diff": [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+                        for row in records(self.op_diff)],
+            "cold_start": self.cold.to_dict(),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "report_version": REPORT_VERSION,
+            "baseline": self.baseline.to_dict(),
+            "candidate": self.candidate.to_dict(),
+            "comparison": self.summary(),
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+    def __repr__(self) -> str:
+        causes = self.ranked()
+        gap = self.gap_ns
+        top = (f", largest cause {BUCKET_LABEL[causes[0].bucket]} {fmt_pct(causes[0].delta_ns / gap)} of the gap"
+               if gap and causes and causes[0].delta_ns / gap > 0 else "")
+        interval = (f" (95 % {self.ratio_interval[0]:.2f}–{self.ratio_interval[1]:.2f})"
+                    if self.ratio_interval else "")
+        return (f"Comparison({trace_label(self.candidate.source)!r} vs {trace_label(self.baseline.source)!r}: "
+                f"{fmt_ratio(self.ratio)}{interval}, gap {fmt_ns(gap)} per steady step{top})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Several ranks of one run
+
+# A step is a straggler step when its slowest rank is this much above the median of the ranks:
+# ranks in lock-step (synchronous collectives) differ by a few percent of profiler noise.
+STRAGGLER_SHARE = 0.05
+
+RANK_FROM_DISTRIBUTED = "distributedInfo"
+RANK_FROM_HOST_ORDER = "host order"
+RANK_FROM_INPUT_ORDER = "input order"
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """Which rank a trace is, and how that is known."""
+
+    rank: int
+    world_size: int | None = None
+    backend: str = ""
+    origin: str = RANK_FROM_DISTRIBUTED  # RANK_FROM_* : where the number comes from
+
+
+@dataclass(frozen=True, eq=False)
+class RankSummary:
+    """What the cross-rank analysis needs from one trace (no event rows)."""
+
+    source: str
+    format: str
+    framework: str
+    declared: RankInfo | None  # from the trace itself (distributedInfo); None when it says nothing
+    steady_step_ns: float  # median steady step (the diagnose report's number)
+    steady_buckets_ns: Mapping[str, float]  # mean ns per steady step, per bucket
+    steps: pd.DataFrame  # per step: number, duration, cold, then one ns column per bucket
+
+    def __repr__(self) -> str:
+        return f"RankSummary({trace_label(self.source)!r}, {len(self.steps)} steps, steady step {fmt_ns(self.steady_step_ns)})"
+
+
+def short_names(sources: Sequence[str]) -> list[str]:
+    """Each source relative to the folder all of them share (rank0/trace.json, or the file name)."""
+    try:
+        common = os.path.commonpath([str(Path(s).parent) for s in sources])
+    except ValueError:  # absolute and relative paths mixed, or different drives
+        return [Path(s).name for s in sources]
+    return [Path(os.path.relpath(s, common)).as_posix() if common else Path(s).as_posix() for s in sources]
+
+
+@dataclass(frozen=True, eq=False)
+class MultiRank:
+    """The ranks of one run compared. Tables are ordered by rank, then step number."""
+
+    label: str  # "nccl, world size 2", or "hosts of one profile run" for XPlane hosts
+    world_size: int | None
+    backend: str
+    rank_origin: str  # RANK_FROM_DISTRIBUTED or RANK_FROM_HOST_ORDER
+    ranks: pd.DataFrame  # rank, source, trace (short name), steady_step_ns, vs_median, steps, slowest_steps
+    step_ns: pd.DataFrame  # index: step number (steps on every rank); one column per rank: step time ns
+    stragglers: pd.DataFrame  # per common step: number, cold, median_ns, min_ns, max_ns, slowest_rank
+    #                           (-1: all equal), over_median_ns, over_median_share, straggler
+    spread: pd.DataFrame  # per bucket: bucket, min_ns, median_ns, max_ns, min_rank, max_rank
+    notes: tuple[str, ...] = ()
+    threshold: float = STRAGGLER_SHARE
+
+    def relabel(self, sources: Mapping[str, str]) -> MultiRank:
+        """The same result with trace sources replaced (``--redact``)."""
+        renamed = [sources.get(s, s) for s in self.ranks["source"]]
+        return replace(self, ranks=self.ranks.assign(source=renamed, trace=short_names(renamed)))
+
+    def to_dict(self) -> dict[str, Any]:
+        ranks = [int(r) for r in self.ranks["rank"]]
+        return {
+            "run": self.label,
+            "world_size": self.world_size,
+            "backend": self.backend,
+            "rank_from": self.rank_origin,
+            "ranks": [
+                {"rank": int(r.rank), "source": str(r.source), "trace": str(r.trace), "steady_step_ns": float(r.steady_step_ns),
+                 "vs_median": float(r.vs_median), "steps": int(r.steps), "slowest_steps": int(r.slowest_steps)}
+                for r in self.ranks.itertuples(index=False)
+            ],
+            "stragglers": {
+                "threshold_share": self.threshold,
+                "ranks": ranks,
+                "steps": [
+                    {"number": int(s.number), "cold": bool(s.cold), "median_ns": float(s.median_ns),
+                     "min_ns": int(s.min_ns), "max_ns": int(s.max_ns),
+                     "slowest_rank": int(s.slowest_rank) if s.slowest_rank >= 0 else None,
+                     "over_median_ns": float(s.over_median_ns), "over_median_share": float(s.over_median_share),
+                     "straggler": bool(s.straggler),
+                     "step_ns": [int(v) for v in self.step_ns.loc[s.number].to_numpy()]}
+                    for s in self.stragglers.itertuples(index=False)
+                ],
+            },
+            "bucket_spread": [
+                {"bucket": str(b.bucket), "min_ns": float(b.min_ns), "median_ns": float(b.median_ns),
+                 "max_ns": float(b.max_ns), "min_rank": int(b.min_rank), "max_rank": int(b.max_rank)}
+                for b in self.spread.itertuples(index=False)
+            ],
+            "notes": list(self.notes),
+        }
+
+    def __repr__(self) -> str:
+        stragglers = int(self.stragglers["straggler"].sum()) if len(self.stragglers) else 0
+        return f"MultiRank({self.label!r}, {len(self.ranks)} ranks, {stragglers} straggler steps)"
+
+
+# ---------------------------------------------------------------------------------------------
+# A folder of traces
+
+
+@dataclass(frozen=True, eq=False)
+class FolderDiagnosis:
+    """Every trace a folder (or logdir) holds, diagnosed: what ``traceview diagnose FOLDER`` reports
+    when the folder holds two or more traces."""
+
+    diagnoses: tuple[Diagnosis, ...]  # in path order
+    # Each trace of another framework compared with the folder's torch baseline (traceview collect output).
+    comparisons: tuple[Comparison, ...] = ()
+    multi_rank: tuple[MultiRank, ...] = ()  # each run of two or more ranks among the traces
+
+    def to_dict(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"report_version": REPORT_VERSION,
+                                    "traces": [d.to_dict() for d in self.diagnoses]}
+        if self.comparisons:
+            document["comparisons"] = [{"baseline": c.baseline.source, "candidate": c.candidate.source,
+                                        **c.summary()} for c in self.comparisons]
+        if self.multi_rank:  # several ranks of one run (docs/multi_rank.md)
+            document["multi_rank"] = [run.to_dict() for run in self.multi_rank]
+        return document
+
+    def __repr__(self) -> str:
+        try:
+            folder = os.path.commonpath([str(Path(d.source).parent) for d in self.diagnoses])
+        except ValueError:  # no traces, or absolute and relative paths mixed
+            folder = ""
+        return (f"FolderDiagnosis({len(self.diagnoses)} traces in {folder!r}, {len(self.comparisons)} comparisons, "
+                f"{len(self.multi_rank)} multi-rank runs)")
+
+
+@dataclass(frozen=True)
+class Export:
+    """What ``traceview export`` wrote: a Trace-Event JSON file for ui.perfetto.dev."""
+
+    path: Path
+    sources: tuple[str, ...]  # the traces, one process each (pid 1, 2 … in this order)
+    events: int  # kept events written
+    bytes: int  # file size (compressed when the name ends in .gz)
+
+
+# What traceview.diagnose returns: one trace's diagnosis, or a folder's.
+DiagnoseResult = Union[Diagnosis, FolderDiagnosis]
