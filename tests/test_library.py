@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import importlib.util
 import inspect
 import shutil
 from pathlib import Path
@@ -289,3 +290,16 @@ def test_a_finding_carries_numbers_and_its_summary_is_phrased_from_them():
     changed = dataclasses.replace(launch, evidence={**launch.evidence, "launch_overhead_share": 0.25})
     assert changed.summary.startswith("launch/dispatch overhead is 25.0 % of the step")
     assert launch.to_dict()["summary"] == launch.summary
+
+
+def test_the_api_reference_is_current_and_complete():
+    spec = importlib.util.spec_from_file_location("gen_docs", REPO / "scripts" / "gen_docs.py")
+    gen_docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_docs)
+    doc = (REPO / "docs" / "api.md").read_text(encoding="utf-8")
+    assert gen_docs.render(doc, gen_docs.API_BLOCKS) == doc, "docs/api.md is stale: run python scripts/gen_docs.py"
+    for name in traceview.__all__:
+        if name != "__version__":
+            assert f"### `traceview.{name}`" in doc or f"### `{name}`" in doc, f"{name} is not in docs/api.md"
+    for field in dataclasses.fields(traceview.Comparison):
+        assert f"| `{field.name}` |" in doc

@@ -79,6 +79,7 @@ class Steps:
 
     @property
     def steady(self) -> pd.DataFrame:
+        """The rows of the steady-state steps."""
         return self.table[~self.table["cold"]]
 
     @property
@@ -94,6 +95,7 @@ class Steps:
 
     @property
     def cold(self) -> pd.DataFrame:
+        """The rows of the cold steps (tracing, compilation, warm-up)."""
         return self.table[self.table["cold"]]
 
     def __repr__(self) -> str:
@@ -115,7 +117,7 @@ class Attribution:
     per_step: pd.DataFrame  # index: step position; columns: BUCKETS + "total"
     details: pd.DataFrame  # index: step position; columns like "memcpy.H2D", "launch_overhead.inferred"
     mode: str  # "device" or "cpu"
-    options: AttributionOptions = field(default_factory=AttributionOptions)
+    options: AttributionOptions = field(default_factory=AttributionOptions)  # the rules' knobs used
     gap_threshold_ns: int = 0  # the inferred-gap threshold used
     gap_rule: str = ""  # how it was chosen
 
@@ -128,21 +130,22 @@ class Attribution:
 class LaunchStats:
     """Launch and dispatch statistics: per steady-state step averages and distributions."""
 
-    steady_steps: int
+    steady_steps: int  # steps averaged over
     ops_per_step: float  # top-level framework ops
     host_ns_per_op: float  # mean inclusive host time of a top-level op
-    launches_per_step: float = 0.0
-    launch_call_median_ns: float = 0.0
-    launch_call_p95_ns: float = 0.0
-    launch_delay_median_ns: float = 0.0
-    launch_delay_p95_ns: float = 0.0
-    short_kernels_per_step: float = 0.0
+    launches_per_step: float = 0.0  # kernels launched from the host (device traces)
+    launch_call_median_ns: float = 0.0  # host time of a launch call
+    launch_call_p95_ns: float = 0.0  # its 95th percentile
+    launch_delay_median_ns: float = 0.0  # from the end of the launch call to the kernel's start
+    launch_delay_p95_ns: float = 0.0  # its 95th percentile
+    short_kernels_per_step: float = 0.0  # kernels shorter than their launch call
     short_kernel_share: float = 0.0  # of launched kernels
-    launch_call_outliers: int = 0
-    launch_delay_outliers: int = 0
-    device_ns_per_kernel: float = 0.0
+    launch_call_outliers: int = 0  # launch calls over 50 µs
+    launch_delay_outliers: int = 0  # launch delays over 100 µs
+    device_ns_per_kernel: float = 0.0  # mean kernel duration
 
     def to_dict(self) -> dict[str, float | int]:
+        """The ``launch`` object of the JSON report."""
         return asdict(self)
 
 
@@ -152,10 +155,11 @@ class CommOverlap:
 
     per_step: pd.DataFrame  # index: step position; comm_ns, overlapped_ns, exposed_ns, collectives, overlap_share
     trace_comm_ns: int  # whole trace (HTA's scope)
-    trace_overlapped_ns: int
+    trace_overlapped_ns: int  # the part compute kernels overlap
 
     @property
     def trace_overlap_share(self) -> float:
+        """The share of the whole trace's communication time that compute overlaps."""
         return self.trace_overlapped_ns / self.trace_comm_ns if self.trace_comm_ns else 0.0
 
     def steady(self, positions: np.ndarray) -> dict[str, float]:
@@ -168,6 +172,7 @@ class CommOverlap:
                 "overlap_share": float(rows["overlapped_ns"].sum()) / comm if comm else 0.0}
 
     def to_dict(self, positions: np.ndarray) -> dict[str, object]:
+        """The ``communication`` object of the JSON report (steady means over ``positions``)."""
         return {
             "steady": self.steady(positions),
             "per_step": [{k: (float(v) if k == "overlap_share" else int(v)) for k, v in row.items()}
@@ -188,9 +193,10 @@ class MemoryUse:
     steps: pd.DataFrame  # step (position), number, device, peak_allocated, allocated, freed, samples
     ops: pd.DataFrame  # op, device, allocations, bytes (steady steps), bytes per step; largest first
     steady_peak: int  # the largest steady-step peak over all devices, bytes
-    samples: int
+    samples: int  # allocator samples in the trace
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``memory`` object of the JSON report."""
         return {
             "samples": self.samples,
             "steady_peak_bytes": self.steady_peak,
@@ -238,17 +244,18 @@ class Quality:
 
     dropped: Mapping[str, int] = field(default_factory=dict)  # lost or broken data, by reason
     expected_drops: Mapping[str, int] = field(default_factory=dict)  # not a problem, by reason
-    device_before_launch: int = 0
-    overlaps: int = 0
+    device_before_launch: int = 0  # device events starting before their launch call
+    overlaps: int = 0  # host events overlapping another on their thread without nesting
     launch_offset_ns: Mapping[int, float] = field(default_factory=dict)  # device -> median(device start − launch start)
-    duplicate_host_ids: int = 0
-    duplicate_device_ids: int = 0
+    duplicate_host_ids: int = 0  # correlation ids on several host calls
+    duplicate_device_ids: int = 0  # … on several device activities
     duplicate_ids: int = 0  # distinct ids duplicated on either side
     empty_steps: tuple[int, ...] = ()  # step numbers
     notes: tuple[str, ...] = ()  # reader notes (the overlap note is the overlaps check)
 
     @property
     def skewed_devices(self) -> tuple[int, ...]:
+        """Devices whose clock runs behind the host's."""
         return tuple(d for d, offset in sorted(self.launch_offset_ns.items()) if offset < 0)
 
     def counts(self) -> dict[str, int]:
@@ -268,6 +275,7 @@ class Quality:
         return [c for c in CHECKS if counts[c.key] > 0]
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``quality`` object of the JSON report."""
         counts = self.counts()
         details: dict[str, dict[str, Any]] = {
             "dropped": {"by_reason": dict(sorted(self.dropped.items()))},
@@ -294,19 +302,21 @@ class Finding:
     ``evidence`` holds the measures the rule looked at; ``summary`` states them in one sentence
     (phrased by :func:`traceview.renderers.phrasing.finding_summary`)."""
 
-    rule: str
-    detects: str
+    rule: str  # the rule's name (docs/findings.md); gap_<bucket> and gap_explained for a comparison
+    detects: str  # what the rule looks for
     grade: str  # one of GRADES: high, moderate, none (no problem), skipped (the trace lacks what it needs)
-    evidence: Mapping[str, float | int | str] = field(default_factory=dict)
-    advice: str = ""
-    threshold: str = ""
+    evidence: Mapping[str, float | int | str] = field(default_factory=dict)  # the measures, by name
+    advice: str = ""  # what to try
+    threshold: str = ""  # the grading thresholds in words
     explains_ns: float = 0.0  # time per steady step the finding accounts for (its rank)
 
     @property
     def summary(self) -> str:
+        """The evidence in one sentence."""
         return finding_summary(self)
 
     def to_dict(self) -> dict[str, Any]:
+        """One entry of the JSON report's ``findings``."""
         return {"rule": self.rule, "detects": self.detects, "grade": self.grade, "summary": self.summary,
                 "explains_ns": self.explains_ns, "evidence": dict(self.evidence), "advice": self.advice,
                 "threshold": self.threshold}
@@ -324,11 +334,11 @@ class Diagnosis:
     """Everything ``traceview diagnose`` reports about one trace."""
 
     timeline: Timeline  # the normalized events (docs/schema.md) and the trace's metadata
-    steps: Steps
-    attribution: Attribution
+    steps: Steps  # which rule found the steps; one row per step
+    attribution: Attribution  # ns of each cause in each step
     kernels: pd.DataFrame  # top kernels (CPU traces: compute ops): name, count_per_step, time_per_step_ns, mean_ns, share
     ops: pd.DataFrame  # top-level framework ops, the same columns
-    launch: LaunchStats
+    launch: LaunchStats  # framework ops and kernel launches per steady step
     device: pd.DataFrame  # per device: busy / idle / compute time over the whole trace
     findings: tuple[Finding, ...] = ()  # ranked: the largest cause first (docs/findings.md)
     communication: CommOverlap | None = None  # None: the trace runs no collective-communication kernel
@@ -350,6 +360,7 @@ class Diagnosis:
 
     @property
     def steady_positions(self) -> np.ndarray:
+        """Positions of the steady-state steps in the steps table."""
         return self.steps.steady_positions
 
     @property
@@ -390,6 +401,7 @@ class Diagnosis:
         return pd.concat([frame, self.attribution.per_step[list(self.buckets)].reset_index(drop=True)], axis=1)
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON report of ``traceview diagnose TRACE --format json`` (docs/json.md)."""
         meta = self.timeline.meta
         table = self.steps.table
         per = self.attribution.per_step
@@ -474,12 +486,13 @@ class Diagnosis:
 class BucketDelta:
     """One bucket's mean time per steady step in each trace."""
 
-    bucket: str
-    baseline_ns: float
-    candidate_ns: float
+    bucket: str  # a name of BUCKETS
+    baseline_ns: float  # mean ns per steady step in the baseline
+    candidate_ns: float  # … in the candidate
 
     @property
     def delta_ns(self) -> float:
+        """Candidate − baseline."""
         return self.candidate_ns - self.baseline_ns
 
 
@@ -487,14 +500,15 @@ class BucketDelta:
 class ColdStart:
     """The first cold step of each trace, and when the faster steady state pays back a larger one."""
 
-    baseline_cold_ns: float | None
-    candidate_cold_ns: float | None
-    baseline_graph_build_ns: float
-    candidate_graph_build_ns: float
+    baseline_cold_ns: float | None  # the first cold step's duration; None: no cold step
+    candidate_cold_ns: float | None  # … of the candidate
+    baseline_graph_build_ns: float  # graph building / compilation in that step
+    candidate_graph_build_ns: float  # … of the candidate
     payback_steps: float | None  # steady steps for the faster-steady trace to recover a larger cold step
-    payback_note: str
+    payback_note: str  # the payback in words
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``cold_start`` object of the comparison's JSON report."""
         return {
             "baseline_cold_step_ns": self.baseline_cold_ns,
             "candidate_cold_step_ns": self.candidate_cold_ns,
@@ -514,14 +528,14 @@ OP_DIFF_COLUMNS: tuple[str, ...] = ("name", "kind", "baseline_count_per_step", "
 class Comparison:
     """Why one trace's steady-state step is slower than another's (``candidate`` vs ``baseline``)."""
 
-    baseline: Diagnosis
-    candidate: Diagnosis
+    baseline: Diagnosis  # the reference trace
+    candidate: Diagnosis  # the trace explained
     buckets: tuple[BucketDelta, ...]  # every shown bucket, in BUCKETS order
     families: pd.DataFrame  # index family; columns <side>_{ops_per_step,compute_ns,dispatch_ns_per_op}
     # Ops and kernels aligned by exact name (OP_DIFF_COLUMNS): count and time per steady step on each
     # side (NaN where a side has no such name), sorted by the absolute time difference.
     op_diff: pd.DataFrame
-    cold: ColdStart
+    cold: ColdStart  # the first cold step of each side
     ratio_interval: tuple[float, float] | None = None  # 95 % interval of ratio (None: < 2 steady steps a side)
     findings: tuple[Finding, ...] = ()  # what explains the gap
 
@@ -532,10 +546,12 @@ class Comparison:
 
     @property
     def candidate_step_ns(self) -> float:
+        """Mean steady step of the candidate."""
         return sum(d.candidate_ns for d in self.buckets)
 
     @property
     def gap_ns(self) -> float:
+        """Candidate − baseline mean steady step (the bucket deltas sum to it)."""
         return self.candidate_step_ns - self.baseline_step_ns
 
     @property
@@ -545,10 +561,12 @@ class Comparison:
 
     @property
     def unexplained_ns(self) -> float:
+        """The delta of ``idle``: time in which the traces record nothing."""
         return next(d.delta_ns for d in self.buckets if d.bucket == "idle")
 
     @property
     def explained_share(self) -> float:
+        """1 − |unexplained| / |gap|: the share of the gap named causes explain."""
         if self.gap_ns == 0:
             return 1.0
         # Unrecorded time counts against the explanation whichever way it moves.
@@ -568,6 +586,7 @@ class Comparison:
         return sorted(named, key=lambda d: (-sign * d.delta_ns, BUCKETS.index(d.bucket)))
 
     def slower_is_candidate(self) -> bool:
+        """Whether the candidate is the slower trace."""
         return self.gap_ns >= 0
 
     def summary(self) -> dict[str, Any]:
@@ -600,6 +619,7 @@ class Comparison:
         }
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON report of ``traceview compare --format json`` (docs/json.md)."""
         return {
             "report_version": REPORT_VERSION,
             "baseline": self.baseline.to_dict(),
@@ -671,16 +691,17 @@ class MultiRank:
     """The ranks of one run compared. Tables are ordered by rank, then step number."""
 
     label: str  # "nccl, world size 2", or "hosts of one profile run" for XPlane hosts
-    world_size: int | None
-    backend: str
+    world_size: int | None  # as the traces declare it
+    backend: str  # nccl, gloo … (distributedInfo)
     rank_origin: str  # RANK_FROM_DISTRIBUTED or RANK_FROM_HOST_ORDER
     ranks: pd.DataFrame  # rank, source, trace (short name), steady_step_ns, vs_median, steps, slowest_steps
     step_ns: pd.DataFrame  # index: step number (steps on every rank); one column per rank: step time ns
-    stragglers: pd.DataFrame  # per common step: number, cold, median_ns, min_ns, max_ns, slowest_rank
-    #                           (-1: all equal), over_median_ns, over_median_share, straggler
+    # Per step on every rank: number, cold, median_ns, min_ns, max_ns, slowest_rank (-1: all equal),
+    # over_median_ns, over_median_share, straggler.
+    stragglers: pd.DataFrame
     spread: pd.DataFrame  # per bucket: bucket, min_ns, median_ns, max_ns, min_rank, max_rank
-    notes: tuple[str, ...] = ()
-    threshold: float = STRAGGLER_SHARE
+    notes: tuple[str, ...] = ()  # ranks missing, steps not on every rank
+    threshold: float = STRAGGLER_SHARE  # straggler: the slowest rank this share above the median
 
     def relabel(self, sources: Mapping[str, str]) -> MultiRank:
         """The same result with trace sources replaced (``--redact``)."""
@@ -688,6 +709,7 @@ class MultiRank:
         return replace(self, ranks=self.ranks.assign(source=renamed, trace=short_names(renamed)))
 
     def to_dict(self) -> dict[str, Any]:
+        """One entry of the JSON report's ``multi_rank`` (docs/multi_rank.md)."""
         ranks = [int(r) for r in self.ranks["rank"]]
         return {
             "run": self.label,
@@ -740,6 +762,7 @@ class FolderDiagnosis:
     multi_rank: tuple[MultiRank, ...] = ()  # each run of two or more ranks among the traces
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON report of ``traceview diagnose FOLDER --format json`` (docs/json.md)."""
         document: dict[str, Any] = {"report_version": REPORT_VERSION,
                                     "traces": [d.to_dict() for d in self.diagnoses]}
         if self.comparisons:
@@ -762,7 +785,7 @@ class FolderDiagnosis:
 class Export:
     """What ``traceview export`` wrote: a Trace-Event JSON file for ui.perfetto.dev."""
 
-    path: Path
+    path: Path  # the file written
     sources: tuple[str, ...]  # the traces, one process each (pid 1, 2 … in this order)
     events: int  # kept events written
     bytes: int  # file size (compressed when the name ends in .gz)
