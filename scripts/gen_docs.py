@@ -30,9 +30,20 @@ SCHEMA_DOC = DOCS / "schema.md"
 SCHEMA_BLOCKS = {"kinds": kinds_markdown}
 API_DOC = DOCS / "api.md"
 
+
+def _capture_function() -> Callable[..., Any]:
+    """``traceview.capture``, the function. Importing its module makes the package attribute the
+    module; the function is put back so ``traceview.capture(...)`` keeps working in this process."""
+    import traceview
+
+    function = importlib.import_module("traceview.capture").capture
+    traceview.capture = function  # type: ignore[attr-defined]
+    return function
+
+
 # The public library, in the order the reference lists it.
 API_FUNCTIONS: tuple[Callable[..., Any], ...] = (api.load, api.diagnose, api.compare, api.export, api.render,
-                                                 importlib.import_module("traceview.capture").capture)
+                                                 _capture_function())
 RESULT_TYPES: tuple[type, ...] = (
     results.Diagnosis, results.FolderDiagnosis, results.Comparison, results.Finding, results.BucketDelta,
     results.ColdStart, results.Steps, results.Attribution, results.AttributionOptions, results.LaunchStats,
