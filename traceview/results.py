@@ -589,7 +589,7 @@ class Comparison:
         """Whether the candidate is the slower trace."""
         return self.gap_ns >= 0
 
-    def summary(self) -> dict[str, Any]:
+    def comparison_dict(self) -> dict[str, Any]:
         """The ``comparison`` part of :meth:`to_dict`: the numbers without the two diagnoses."""
         gap = self.gap_ns
         return {
@@ -624,7 +624,7 @@ class Comparison:
             "report_version": REPORT_VERSION,
             "baseline": self.baseline.to_dict(),
             "candidate": self.candidate.to_dict(),
-            "comparison": self.summary(),
+            "comparison": self.comparison_dict(),
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -767,7 +767,7 @@ class FolderDiagnosis:
                                     "traces": [d.to_dict() for d in self.diagnoses]}
         if self.comparisons:
             document["comparisons"] = [{"baseline": c.baseline.source, "candidate": c.candidate.source,
-                                        **c.summary()} for c in self.comparisons]
+                                        **c.comparison_dict()} for c in self.comparisons]
         if self.multi_rank:  # several ranks of one run (docs/multi_rank.md)
             document["multi_rank"] = [run.to_dict() for run in self.multi_rank]
         return document

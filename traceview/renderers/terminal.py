@@ -18,7 +18,7 @@ from rich.text import Text
 
 from traceview.errors import one_line
 from traceview.renderers.base import Renderer
-from traceview.renderers.phrasing import BUCKET_LABEL, fmt_ratio, gap_cause, gap_headline, listed_causes
+from traceview.renderers.phrasing import BUCKET_LABEL, gap_cause, gap_headline, listed_causes
 from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, fmt_count,
                                        fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
@@ -390,7 +390,7 @@ def _across(comparisons: list[Any], width: int) -> Table:
         top = cmp.ranked()[0]
         cause = f"{'+' if top.delta_ns >= 0 else '-'}{fmt_ns(abs(top.delta_ns))} {BUCKET_LABEL[top.bucket]}"
         table.add_row(_flat(trace_label(cmp.candidate.timeline.meta.source)), fmt_ns(cmp.candidate_step_ns),
-                      fmt_ratio(cmp.ratio).rstrip("×"), cause,
+                      f"{cmp.ratio:.2f}", cause,
                       fmt_pct(cmp.explained_share))
     return table
 
