@@ -46,12 +46,22 @@ def assert_same_timeline(fast, reference) -> None:
 
 
 @pytest.mark.parametrize("path", _kineto_files(), ids=lambda p: str(p.relative_to(p.parents[2])))
-def test_fast_path_equals_reference(path: Path) -> None:
-    try:
-        fast = kineto.read_fast(path)
-    except Declined as why:
-        pytest.fail(f"fast path declined a real trace: {why}")
-    assert_same_timeline(fast, kineto.read_reference(path))
+def test_fast_paths_equal_reference(path: Path) -> None:
+    reference = kineto.read_reference(path)
+    for decoding in (kineto.read_scanned, kineto.read_fast):
+        try:
+            fast = decoding(path)
+        except Declined as why:
+            pytest.fail(f"{decoding.__name__} declined a real trace: {why}")
+        assert_same_timeline(fast, reference)
+
+
+def test_the_compiled_scanner_is_built() -> None:
+    """The install builds the extension (setup.py); without it every trace would silently take
+    the slower typed decoding and the scanner's tests would test nothing."""
+    from traceview.readers import kineto_scan
+
+    assert kineto_scan.available(), "traceview/readers/_kineto_scan.c was not compiled: pip install -e . again"
 
 
 def test_small_blocks_cut_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,6 +73,10 @@ def test_small_blocks_cut_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     whole = kineto.read_fast(path)
     monkeypatch.setattr(_json_stream, "BLOCK_BYTES", 4096)
     assert_same_timeline(kineto.read_fast(path), whole)
+    # The scanner carries the unscanned end of each block into the next, and grows its buffer
+    # for an element longer than a block.
+    monkeypatch.setattr(_json_stream, "BLOCK_BYTES", 97)
+    assert_same_timeline(kineto.read_scanned(path), whole)
 
 
 def test_timestamp_text_is_read_exactly() -> None:

@@ -71,26 +71,37 @@ class EventArrayReader:
         self._inflated = 0
         self._limit = max_bytes()
 
-    def _read(self, stream: BinaryIO) -> bytes:
+    def read_block(self, stream: BinaryIO) -> bytes:
         with user_errors(self.path):
             block = stream.read(BLOCK_BYTES)
-        self._inflated += len(block)
+        self._count(stream, len(block))
+        return block
+
+    def read_into(self, stream: BinaryIO, buffer: memoryview) -> int:
+        """Fill ``buffer`` from the stream as far as one read goes; the number of bytes read (0 at the end)."""
+        with user_errors(self.path):
+            got = stream.readinto(buffer)
+        self._count(stream, got)
+        return got
+
+    def _count(self, stream: BinaryIO, size: int) -> None:
+        """Count inflated bytes against the limit (a small gzip file may inflate without bound)."""
+        self._inflated += size
         if self._inflated > self._limit and isinstance(stream, gzip.GzipFile):
             raise InputError(
                 f"{self.path}: decompresses to more than {self._limit:,} bytes (the limit); if the trace is "
                 f"really that large, raise it with --max-bytes or TRACEVIEW_MAX_BYTES")
-        return block
 
     def batches(self) -> Iterator[list[Any]]:
         with open_stream(self.path) as stream:
-            rest, wrapped = self._open_array(stream)
+            rest, wrapped = self.open_array(stream)
             # The text still to decode, behind a "[" of our own: a run of whole elements is decoded in
             # place by writing "]" after it for the moment of the call (no copy of the block).
             buf = bytearray(b"[") + rest
             eof = False
             while True:
                 while not eof and len(buf) < BLOCK_BYTES:
-                    block = self._read(stream)
+                    block = self.read_block(stream)
                     eof = not block
                     buf += block
                 if eof:
@@ -98,7 +109,7 @@ class EventArrayReader:
                     return
                 cut = self._cut(buf)
                 if cut is None:  # no whole element in a block: a giant event; read on
-                    block = self._read(stream)
+                    block = self.read_block(stream)
                     eof = not block
                     buf += block
                     continue
@@ -107,12 +118,12 @@ class EventArrayReader:
                 yield events
                 buf = bytearray(b"[") + buf[rest_at:]
 
-    def _open_array(self, stream: BinaryIO) -> tuple[bytes, bool]:
+    def open_array(self, stream: BinaryIO) -> tuple[bytes, bool]:
         """Skip to just after the array's ``[``; returns the remaining text and whether the
         document is an object around the array (True) or the bare array (False)."""
         buf = b""
         while True:
-            block = self._read(stream)
+            block = self.read_block(stream)
             buf += block
             stripped = buf.lstrip()
             if stripped[:1] == b"[":
@@ -192,7 +203,7 @@ class EventArrayReader:
             if close < 0:
                 break
             end = close
-            tail = self._tail(buf[close + 1:], wrapped)
+            tail = self.parse_tail(buf[close + 1:], wrapped)
             if tail is None:
                 continue
             piece = buf[:close]
@@ -207,7 +218,7 @@ class EventArrayReader:
         raise Declined("the traceEvents array does not end where expected")
 
     @staticmethod
-    def _tail(text: bytes, wrapped: bool) -> dict[str, Any] | None:
+    def parse_tail(text: bytes, wrapped: bool) -> dict[str, Any] | None:
         """Top-level keys after the array (``, "k": v … }``), or None when ``text`` is not such a tail."""
         text = text.strip()
         if not wrapped:

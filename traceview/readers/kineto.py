@@ -40,6 +40,8 @@ from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import read_bytes
 from traceview.readers._json_stream import Declined, EventArrayReader
+from traceview.readers import kineto_scan
+from traceview.readers.kineto_scan import EventScanner, ScannedBlock
 from traceview.builder import RawTrace, build
 from traceview.schema import Device, Kind, Timeline, TraceMeta, categorical_from_codes, first_rows, memory_frame
 
@@ -84,13 +86,28 @@ def sniff(head: bytes) -> bool:
 def read(path: Path) -> Timeline:
     """Read one Kineto trace file into the normalized timeline (not yet step-annotated).
 
-    The fast decoding (typed, block by block) is tried first; a document it declines is decoded
-    whole with orjson, event by event, and gives the same timeline (tests/test_fast_path.py)."""
+    Three decodings give the same timeline (tests/test_fast_path.py): the compiled scanner
+    (columns straight from the text), then the typed msgspec decoding (block by block), then
+    orjson event by event, which names each problem. Each hands a document it does not take to
+    the next."""
     with _gc_paused():
-        try:
-            return read_fast(path)
-        except Declined:
-            return read_reference(path)
+        for decoding in (read_scanned, read_fast):
+            try:
+                return decoding(path)
+            except Declined:
+                continue
+        return read_reference(path)
+
+
+def read_scanned(path: Path) -> Timeline:
+    """The compiled scanner's decoding; raises :class:`Declined` for documents it does not take
+    (and when the extension is not built)."""
+    scanner = EventScanner(path)
+    fields = _Fields()
+    for block in scanner.blocks():
+        fields.add_scanned(block)
+    ts_exact = fields.exact_timestamps() if fields.needs_exact_ts else None
+    return _timeline(path, fields, scanner.top, scanner.events_seen, ts_exact)
 
 
 def read_fast(path: Path) -> Timeline:
@@ -209,6 +226,47 @@ class _EventExactTs(_Event, gc=False):
 
 _FAST_DECODER = msgspec.json.Decoder(list[_Event])
 _EXACT_TS_DECODER = msgspec.json.Decoder(list[_EventExactTs])
+# The compiled scanner's raw tokens get their values from decoders of the struct fields' own types.
+_ARGS_DECODER = msgspec.json.Decoder(_Args)
+_ARGS_LIST_DECODER = msgspec.json.Decoder(list[_Args])
+_PH_TOKEN = msgspec.json.Decoder(str | None)
+_TEXT_TOKEN = msgspec.json.Decoder(str)
+_PID_TOKEN = msgspec.json.Decoder(int | str | None)
+_TID_TOKEN = msgspec.json.Decoder(int | str)
+
+
+def _token_value(decoder: msgspec.json.Decoder[Any], token: bytes) -> Any:
+    """A raw token's value under its field's type; a type the struct refuses declines the document."""
+    try:
+        return decoder.decode(token)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as err:
+        raise Declined(str(err)) from None
+
+
+def _decode_args(text: bytes | None) -> _Args:
+    """An args object's text (None: no args) as the struct the typed decoding makes."""
+    return _NO_ARGS if text is None else _token_value(_ARGS_DECODER, text)
+
+
+def _decode_args_of(block: ScannedBlock, rows: np.ndarray) -> list[_Args]:
+    """The args structs of a scanned block's ``rows``, decoded in one call."""
+    if not len(rows):
+        return []
+    text, has = block.args_array(rows)
+    decoded = iter(_token_value(_ARGS_LIST_DECODER, text))
+    return [next(decoded) if present else _NO_ARGS for present in has.tolist()]
+
+
+def _int_value(value: Any) -> int:
+    """One id-like value as int64, the way :func:`_int_column` converts a column (None: -1)."""
+    return -1 if value is None else _as_int(value)
+
+
+def _coded_ints(values: np.ndarray) -> tuple[list[int | None], np.ndarray]:
+    """An int64 id column (-1: none) as distinct values (None for -1, as the typed decoding's
+    absent value) and each row's index, for :meth:`_Interner.add_coded`."""
+    codes, uniques = pd.factorize(values)
+    return [None if v == -1 else v for v in uniques.tolist()], codes
 
 
 class _Sentinel:
@@ -246,6 +304,11 @@ class _Interner:
                 uniques = uniques.tolist()
         else:
             codes, uniques = self._factorize_objects(values)
+        self.add_coded(uniques, codes)
+
+    def add_coded(self, uniques: Any, codes: np.ndarray) -> None:
+        """A batch given as its distinct values and each event's index into them."""
+        self._all = None
         table = np.empty(len(uniques), dtype=np.int64)
         for i, value in enumerate(uniques):
             key = (type(value), value)  # 1, 1.0, True and "1" stay apart
@@ -294,6 +357,91 @@ class _Fields:
         self.memory_columns: dict[str, list[np.ndarray]] = {field: [] for field in _MEMORY_ARGS}
         self.count = 0
         self.needs_exact_ts = False
+        # Compiled scanner: each ts's exact ns and flags, for when the doubles turn out not to do.
+        self.scan_ts_ns: list[np.ndarray] = []
+        self.scan_ts_flags: list[np.ndarray] = []
+
+    def add_scanned(self, block: ScannedBlock) -> None:
+        """A block from the compiled scanner: columns already, plus the distinct raw tokens of
+        the interned fields, each given its value by the typed decoding of that field."""
+        n = block.count
+        ints = block.ints
+        for interner, row, decoder, absent in (
+                (self.ph, kineto_scan.ROW_PH, _PH_TOKEN, None), (self.cat, kineto_scan.ROW_CAT, _TEXT_TOKEN, ""),
+                (self.name, kineto_scan.ROW_NAME, _TEXT_TOKEN, ""), (self.pid, kineto_scan.ROW_PID, _PID_TOKEN, None),
+                (self.tid, kineto_scan.ROW_TID, _TID_TOKEN, 0)):
+            tokens = block.tokens[row]
+            values = [_token_value(decoder, token) for token in tokens] + [absent]
+            codes = ints[row]
+            interner.add_coded(values, np.where(codes < 0, len(tokens), codes))
+        ts = block.doubles[kineto_scan.ROW_TS].copy()
+        big = np.abs(ts) > _EXACT_FLOAT_LIMIT_US
+        if big.any() and not self.needs_exact_ts:
+            self.needs_exact_ts = bool((ts[big] != np.floor(ts[big])).any())
+        self.ts.append(ts)
+        self.scan_ts_ns.append(ints[kineto_scan.ROW_TS_NS].copy())
+        self.scan_ts_flags.append(block.flags.copy())
+        self.dur.append(block.doubles[kineto_scan.ROW_DUR].copy())
+        # Integer args as the scanner read them; where one has another type (a string "7", a
+        # float …) that row's args are decoded the typed way, which refuses what the struct does
+        # not allow, and converted as the other decodings convert them.
+        key_of = {"device": "device", "stream": "stream", "correlation": "correlation", "bytes": "bytes",
+                  **_MEMORY_ARGS}
+        other = np.flatnonzero(block.flags & kineto_scan.FLAG_ARGS_OTHER)
+        other_args = dict(zip(other.tolist(), _decode_args_of(block, other)))
+
+        def integer_arg(field: str, rows: np.ndarray | None = None) -> np.ndarray:
+            """The field for every event of the block (or of ``rows``)."""
+            rows = np.arange(n) if rows is None else rows
+            column = ints[kineto_scan.INTEGER_ARG_ROW[key_of[field]]][rows]
+            if other_args:
+                for at in np.flatnonzero(np.isin(rows, other)).tolist():
+                    column[at] = _int_value(getattr(other_args[int(rows[at])], field))
+            return column
+
+        self.device.add_coded(*_coded_ints(integer_arg("device")))
+        self.stream.add_coded(*_coded_ints(integer_arg("stream")))
+        self.correlation.append(integer_arg("correlation"))
+        self.nbytes.append(integer_arg("bytes"))
+        self.elements.append(ints[kineto_scan.ROW_ELEMENTS].copy())
+        self.args_bad.append(np.zeros(n, dtype=bool))
+        self._add_special_rows(lambda rows: [args.name for args in _decode_args_of(block, rows)],
+                               lambda rows: {field: integer_arg(field, rows) for field in _MEMORY_ARGS})
+        self.count += n
+
+    def _add_special_rows(self, metadata_names: Callable[[np.ndarray], list[Any]],
+                          memory_columns: Callable[[np.ndarray], dict[str, np.ndarray]]) -> None:
+        """Metadata names and memory samples of the batch just added: rows found by their phase
+        and name codes, whose args are read then."""
+        ph_codes, name_codes = self.ph.codes[-1], self.name.codes[-1]
+        metadata = np.flatnonzero(ph_codes == self.ph.code_of("M"))
+        for i, name in zip(metadata.tolist(), metadata_names(metadata)):
+            self.meta_names[self.count + i] = "" if name is None else name
+        memory = np.flatnonzero((ph_codes == self.ph.code_of("i"))
+                                & (name_codes == self.name.code_of(MEMORY_EVENT_NAME)))
+        if len(memory):
+            self.memory_rows.append(self.count + memory)
+            for field, column in memory_columns(memory).items():
+                self.memory_columns[field].append(column)
+
+    def exact_timestamps(self) -> np.ndarray:
+        """Exact ns of every ts from the compiled scanner's digits (the reading of
+        :func:`_ns_from_text`); the µs doubles in :attr:`ts` become that reading's too."""
+        ns = _joined(self.scan_ts_ns, np.int64)
+        flags = _joined(self.scan_ts_flags, np.uint8)
+        doubles = _joined(self.ts, np.float64)
+        us = ns / 1000.0
+        us[(flags & kineto_scan.FLAG_TS_BEYOND) != 0] = math.inf
+        us[(flags & kineto_scan.FLAG_TS) == 0] = math.nan
+        other = np.flatnonzero(((flags & kineto_scan.FLAG_TS) != 0) & ((flags & kineto_scan.FLAG_TS_PLAIN) == 0))
+        for i in other.tolist():  # digits beyond what the exact reading takes: as a double
+            value = float(doubles[i])
+            us[i] = value if abs(value) < _MAX_US else math.inf
+            if math.isfinite(us[i]):
+                whole_us = math.floor(us[i])
+                ns[i] = int(whole_us) * 1000 + round((us[i] - whole_us) * 1000.0)
+        self.ts[:] = [us]
+        return ns
 
     def add_structs(self, events: list[_Event]) -> None:
         """A batch from the typed decoder (types already checked by msgspec)."""
@@ -365,18 +513,9 @@ class _Fields:
         for interner, values in ((self.ph, ph), (self.cat, cats), (self.name, names), (self.pid, pids),
                                  (self.tid, tids), (self.device, device), (self.stream, stream)):
             interner.add(values)
-        # Metadata names and memory samples: a few rows, found by their phase and name codes.
-        ph_codes, name_codes = self.ph.codes[-1], self.name.codes[-1]
-        for i in np.flatnonzero(ph_codes == self.ph.code_of("M")).tolist():
-            name = arg(args[i], "name")
-            self.meta_names[self.count + i] = "" if name is None else name
-        memory = np.flatnonzero((ph_codes == self.ph.code_of("i"))
-                                & (name_codes == self.name.code_of(MEMORY_EVENT_NAME)))
-        if len(memory):
-            picked = [args[i] for i in memory.tolist()]
-            self.memory_rows.append(self.count + memory)
-            for field in _MEMORY_ARGS:
-                self.memory_columns[field].append(_int_column([arg(a, field) for a in picked]))
+        self._add_special_rows(
+            lambda rows: [arg(args[i], "name") for i in rows.tolist()],
+            lambda rows: {field: _int_column([arg(args[i], field) for i in rows.tolist()]) for field in _MEMORY_ARGS})
         self.correlation.append(_int_column(correlation))
         self.nbytes.append(_int_column(nbytes))
         elements = np.full(n, -1, dtype=np.int64)

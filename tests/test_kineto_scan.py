@@ -1,0 +1,120 @@
+"""The compiled scanner (readers/_kineto_scan.c) on small hand-written texts: what it takes gives
+the reference decoding's timeline, what it does not take it declines (and the next decoding
+gives the same timeline as ever). Real traces are compared in tests/test_fast_path.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from traceview.readers import _json_stream, kineto, kineto_scan
+from traceview.readers._json_stream import Declined
+
+from test_fast_path import assert_same_timeline
+
+pytestmark = pytest.mark.skipif(not kineto_scan.available(), reason="the compiled scanner is not built")
+
+KERNEL = ('{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1000.5, "dur": 3,'
+          ' "args": {"device": 0, "stream": 7, "correlation": 11}}')
+LAUNCH = ('{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 999,'
+          ' "dur": 1.25, "args": {"correlation": 11}}')
+OP = ('{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 998, "dur": 4,'
+      ' "args": {"Input Dims": [[1000, 10], [10, 3], []], "External id": 5}}')
+
+
+def _doc(*events: str, head: str = '"schemaVersion": 1, ', tail: str = "") -> str:
+    return "{" + head + '"traceEvents": [' + ",\n".join(events) + "]" + tail + "}"
+
+
+def _check(tmp_path: Path, text: str, *, scanned: bool) -> None:
+    """The reading chain gives the reference timeline; the scanner takes the text iff ``scanned``."""
+    path = tmp_path / "trace.json"
+    path.write_text(text, encoding="utf-8")
+    reference = kineto.read_reference(path)
+    try:
+        taken = kineto.read_scanned(path)
+    except Declined:
+        taken = None
+    assert (taken is not None) == scanned
+    if taken is not None:
+        assert_same_timeline(taken, reference)
+    assert_same_timeline(kineto.read(path), reference)
+
+
+@pytest.mark.parametrize("text", [
+    _doc(OP, LAUNCH, KERNEL),
+    _doc(),  # an empty array
+    "[" + ",".join([OP, LAUNCH, KERNEL]) + "]",  # the bare-array form
+    _doc(OP, tail=', "deviceProperties": [{"id": 0, "name": "GPU"}], "baseTimeNanoseconds": 5'),
+    _doc(OP.replace('"aten::mm"', '"aten::\\u00e9\\n\\"q\\""')),  # escapes in a name: decoded once
+    _doc(OP.replace('"aten::mm"', '"漢字 é"')),  # UTF-8 in a name
+    _doc(KERNEL.replace('"device": 0', '"device": "3"')),  # an id written as text
+    _doc(KERNEL.replace('"tid": 7', '"tid": "stream 7"')),
+    _doc(OP.replace("[[1000, 10], [10, 3], []]", "[[2, -1], [1.5], [4, 4], 7, null, [[1]]]")),
+    _doc(OP.replace("[[1000, 10], [10, 3], []]", "[[99999999999999999, 99999999999999999], [0, 99999999999999999]]")),
+    _doc(OP.replace('"ts": 998', '"ts": 1669783687464181.123')),  # epoch µs with ns digits
+    _doc(OP.replace('"ts": 998', '"ts": -12.5')),
+    _doc(OP.replace('"ts": 998', '"ts": 0.0000000000000000000000000000000000000000004')),  # long fraction
+    _doc(OP.replace('"dur": 4', '"dur": null')),
+    _doc(OP.replace('"ts": 998, ', "")),  # no ts: dropped with its reason
+    _doc('{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main \\"loop\\""}}', OP),
+    _doc('{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 999,'
+         ' "args": {"Bytes": 512, "Total Allocated": "1024", "Total Reserved": 2048.0, "Device Type": 0,'
+         ' "Device Id": -1}}', OP),
+    _doc('{"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler",'
+         ' "ts": 1, "dur": 9000}', OP, '{"ph": "s", "id": 11, "pid": 1, "tid": 1, "ts": 999, "cat": "ac2g",'
+         ' "name": "ac2g"}', '{}', '{"ph": null}'),
+    _doc(OP, head=' \n\t'),  # white space everywhere
+    _doc(OP.replace(", ", ",\n  ").replace(": ", " :\r\n\t")),
+])
+def test_what_the_scanner_takes_it_reads_like_the_reference(tmp_path: Path, text: str) -> None:
+    _check(tmp_path, text, scanned=True)
+
+
+@pytest.mark.parametrize("text", [
+    _doc(OP.replace('"ph"', '"p\\u0068"')),  # an escaped key could be any key
+    _doc(OP.replace('"name": "aten::mm"', '"name": "a", "name": "b"')),  # a duplicated key
+    _doc(KERNEL.replace('"correlation": 11', '"correlation": 11, "correlation": 12')),
+    _doc(OP.replace('"ts": 998', '"ts": 9.98e2')),  # exponent
+    _doc(OP.replace('"ts": 998', '"ts": 1234567890123456789')),  # more digits than int64 µs hold
+    _doc(OP.replace('"ts": 998', '"ts": "998"')),  # a string where a number belongs
+    _doc(OP.replace('"pid": 1', '"pid": 1.5')),  # a type the typed decoding refuses
+    _doc(KERNEL.replace('"device": 0', '"device": [0]')),
+    _doc(OP.replace('"args": {', '"args": [').replace('"External id": 5}', '5]')),
+    _doc(OP, "[1]"),  # an element that is not an object
+    _doc(OP) [:-3],  # truncated
+    _doc(OP + ","),  # trailing comma
+])
+def test_what_the_scanner_does_not_take_it_declines(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "trace.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(Declined):
+        kineto.read_scanned(path)
+    try:
+        reference = kineto.read_reference(path)
+    except Exception as err:  # the reference names the problem; the chain must end the same way
+        with pytest.raises(type(err)):
+            kineto.read(path)
+    else:
+        assert_same_timeline(kineto.read(path), reference)
+
+
+def test_invalid_utf8_is_declined(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    path.write_bytes(_doc(OP).encode().replace(b"aten::mm", b"aten::\xff\xfe"))
+    with pytest.raises(Declined):
+        kineto.read_scanned(path)
+
+
+def test_one_element_longer_than_a_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An element spanning many blocks: the buffer grows until it holds it."""
+    monkeypatch.setattr(_json_stream, "BLOCK_BYTES", 64)
+    long_name = "x" * 5000
+    _check(tmp_path, _doc(OP, OP.replace("aten::mm", long_name), KERNEL), scanned=True)
+
+
+def test_more_events_than_the_outputs_hold(tmp_path: Path) -> None:
+    """Small events fill the column buffers before the text ends; the scan goes on with fresh ones."""
+    tiny = '{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":%d,"dur":1}'
+    _check(tmp_path, _doc(*(tiny % i for i in range(20_000))), scanned=True)

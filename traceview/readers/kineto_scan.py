@@ -1,0 +1,162 @@
+"""Drive the compiled event scanner (``_kineto_scan.c``) over a trace file, block by block.
+
+The file is read in blocks (gunzipped on the way, the inflated size counted against
+``--max-bytes``); the scanner writes each element's fields into column buffers and stops where
+the text runs out, so the unscanned tail of one block is carried into the next: no cutting and
+no retries. Each yielded :class:`ScannedBlock` holds the columns of a run of whole elements, the
+distinct raw tokens of the interned fields, and the text the ``args`` offsets point into (valid
+until the next block is asked for). readers/kineto.py gives the tokens their meaning.
+
+When the extension is not built (no C compiler at install time), :func:`available` is False
+and traces are decoded by the typed msgspec path, which gives the same timelines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from traceview.readers import _json_stream
+from traceview.readers._json_stream import Declined, EventArrayReader, open_stream
+
+try:  # built by setup.py; optional
+    from traceview.readers import _kineto_scan
+except ImportError:  # pragma: no cover - exercised where no C compiler was available
+    _kineto_scan = None
+
+# Rows of the scanner's int64 and float64 outputs and bits of its flags (mirrors the C enums).
+ROW_PH, ROW_CAT, ROW_NAME, ROW_PID, ROW_TID = range(5)
+ROW_TS_NS, ROW_ELEMENTS, ROW_ARGS_START, ROW_ARGS_END = range(5, 9)
+# Then one row per args key read as an integer, in the C table's order (INTEGER_ARGS).
+INTEGER_ARGS = ("device", "stream", "correlation", "bytes",
+                "Bytes", "Total Allocated", "Total Reserved", "Device Type", "Device Id")
+INTEGER_ARG_ROW = {key: 9 + k for k, key in enumerate(INTEGER_ARGS)}
+INT_ROWS = 9 + len(INTEGER_ARGS)
+ROW_TS, ROW_DUR = 0, 1
+DOUBLE_ROWS = 2
+FLAG_TS, FLAG_TS_PLAIN, FLAG_TS_BEYOND, FLAG_ARGS_OTHER = 1, 2, 4, 8
+_END, _FULL, _MORE, _DECLINED = range(4)
+_AT_ELEMENT, _AT_ARRAY_START, _AT_SEPARATOR = range(3)
+# Upper bound on events per byte of text used to size the outputs; a denser text fills them and
+# the scan simply goes on with fresh ones (real Kineto events are 150-300 bytes).
+_BYTES_PER_EVENT = 96
+
+
+def available() -> bool:
+    """True when the compiled scanner is importable."""
+    return _kineto_scan is not None and _kineto_scan.INT_ROWS == INT_ROWS and _kineto_scan.DOUBLE_ROWS == DOUBLE_ROWS
+
+
+@dataclass
+class ScannedBlock:
+    """A run of whole array elements as columns (views into the scanner's buffers)."""
+
+    count: int
+    ints: np.ndarray  # (INT_ROWS, count) int64
+    doubles: np.ndarray  # (DOUBLE_ROWS, count) float64
+    flags: np.ndarray  # (count,) uint8
+    tokens: tuple[list[bytes], ...]  # per interned field: the distinct raw tokens, codes index them
+    text: bytearray  # what the args offsets point into
+
+    def args_text(self, row: int) -> bytes | None:
+        """The raw text of element ``row``'s args object (None when it has none). A copy: the
+        text buffer is resized for the next block, which no live view may prevent."""
+        start = int(self.ints[ROW_ARGS_START, row])
+        if start < 0:
+            return None
+        return bytes(self.text[start:int(self.ints[ROW_ARGS_END, row])])
+
+    def args_array(self, rows: np.ndarray) -> tuple[bytes, np.ndarray]:
+        """The args objects of ``rows`` as one JSON array text (gathered with array operations,
+        for the typed decoding to read in one call), and which rows have args at all."""
+        starts = self.ints[ROW_ARGS_START, rows]
+        has = starts >= 0
+        starts = starts[has]
+        lengths = self.ints[ROW_ARGS_END, rows][has] - starts
+        if not len(starts):
+            return b"[]", has
+        # Each object followed by a separator byte: "[" + a + "," + b + "," … with the last "," → "]".
+        spans = lengths + 1
+        out_start = np.concatenate(([0], np.cumsum(spans)[:-1]))
+        source = np.repeat(starts - out_start, spans) + np.arange(int(spans.sum()))
+        text = np.frombuffer(self.text, dtype=np.uint8)
+        gathered = text[np.minimum(source, len(text) - 1)]
+        gathered[out_start + lengths] = ord(",")
+        gathered[-1] = ord("]")
+        return b"[" + gathered.tobytes(), has
+
+
+class EventScanner:
+    """Iterate :class:`ScannedBlock` s of ``path``'s ``traceEvents`` array.
+
+    After the iteration, :attr:`top` holds the document's other top-level keys and
+    :attr:`events_seen` the number of array elements. Raises :class:`Declined` where the
+    scanner does not take the text (the caller decodes the document another way)."""
+
+    def __init__(self, path: Path) -> None:
+        if not available():
+            raise Declined("the compiled scanner is not built")
+        self.path = path
+        self._reader = EventArrayReader(path, decoder=None)  # type: ignore[arg-type]
+        self.top: dict[str, Any] = self._reader.top
+        self.events_seen = 0
+
+    def blocks(self) -> Iterator[ScannedBlock]:
+        reader = self._reader
+        block_bytes = _json_stream.BLOCK_BYTES
+        with open_stream(self.path) as stream:
+            rest, wrapped = reader.open_array(stream)
+            # One buffer for the whole file: the unscanned end of the text (a partial element) moves
+            # to its front and the next block is read in behind it, without a copy of each block.
+            text = bytearray(len(rest) + 2 * block_bytes)
+            text[: len(rest)] = rest
+            filled, pos, mode, eof = len(rest), 0, _AT_ARRAY_START, False
+            status = _MORE
+            del rest
+            while True:
+                # Read on when less than a block is left, or when the last scan needed more text (an
+                # element longer than what is left).
+                if not eof and (filled - pos < block_bytes or status == _MORE):
+                    text[: filled - pos] = text[pos:filled]
+                    filled -= pos
+                    pos = 0
+                    if len(text) - filled < block_bytes:  # one element longer than a block
+                        text.extend(bytes(block_bytes))
+                    with memoryview(text) as view:
+                        got = reader.read_into(stream, view[filled: filled + block_bytes])
+                    eof = got == 0
+                    filled += got
+                    if not eof and filled < block_bytes:
+                        status = _FULL  # (not MORE: a short read alone is no reason to read again)
+                        continue
+                capacity = max(1024, (filled - pos) // _BYTES_PER_EVENT)
+                ints = np.empty((INT_ROWS, capacity), dtype=np.int64)
+                doubles = np.empty((DOUBLE_ROWS, capacity), dtype=np.float64)
+                flags = np.empty(capacity, dtype=np.uint8)
+                status, pos, count, mode, tokens, why = _kineto_scan.scan(text, pos, filled, mode, ints, doubles, flags)
+                if status == _DECLINED:
+                    raise Declined(f"compiled scanner: {why}")
+                if count:
+                    self.events_seen += count
+                    yield ScannedBlock(count, ints[:, :count], doubles[:, :count], flags[:count], tokens, text)
+                if status == _END:
+                    self._finish(stream, bytes(text[pos:filled]), wrapped, eof)
+                    return
+                if status == _MORE and eof:
+                    raise Declined("the traceEvents array does not end")
+
+    def _finish(self, stream: Any, after: bytes, wrapped: bool, eof: bool) -> None:
+        """Read what follows the array and keep its top-level keys."""
+        parts = [after]
+        while not eof:
+            block = self._reader.read_block(stream)
+            eof = not block
+            parts.append(block)
+        tail = self._reader.parse_tail(b"".join(parts), wrapped)
+        if tail is None:
+            raise Declined("the text after the traceEvents array is not the end of the document")
+        self.top.update(tail)
