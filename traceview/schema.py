@@ -221,7 +221,7 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
             value = np.full(n, defaults[col], dtype=object if dtype == "category" else dtype)
         if dtype == "category":
             levels = CATEGORY_LEVELS.get(col)
-            if isinstance(value, pd.Categorical) and levels is None:
+            if isinstance(value, pd.Categorical) and (levels is None or value.dtype == level_dtype(col)):
                 data[col] = value
             else:
                 data[col] = categorical(value, levels)
@@ -233,7 +233,9 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
     order = np.lexsort((-data["dur"], ts))
     if len(order) and not (order == np.arange(len(order))).all():
         data = {col: value[order] for col, value in data.items()}
-    return pd.DataFrame(data)
+    # copy=False: the columns stay separate arrays; consolidating them into one 2-D block copies
+    # every integer column (a second or more on a gigabyte trace) for nothing.
+    return pd.DataFrame(data, copy=False)
 
 
 def categorical(values: Any, categories: Any = None) -> pd.Categorical:
@@ -266,6 +268,20 @@ def first_rows(codes: np.ndarray) -> np.ndarray:
     rises[0] = True
     rises[1:] = running[1:] > running[:-1]
     return np.flatnonzero(rises)
+
+
+def level_dtype(column: str) -> pd.CategoricalDtype:
+    """The dtype of a column with fixed levels (``kind``, ``copy_kind``): its levels, in order."""
+    return pd.CategoricalDtype(pd.Index(CATEGORY_LEVELS[column], dtype=object))
+
+
+def leveled(column: str, values_first: Any, codes: np.ndarray) -> pd.Categorical:
+    """A fixed-level column from the values of distinct keys (``values_first``) and each row's key
+    code: the levels are looked up once per key, not once per row."""
+    position = {level: i for i, level in enumerate(CATEGORY_LEVELS[column])}
+    table = np.array([position.get(v, -1) for v in values_first] + [-1], dtype=np.int64)
+    return pd.Categorical.from_codes(table[codes] if len(codes) else codes.astype(np.int64),
+                                     dtype=level_dtype(column))
 
 
 def categorical_from_codes(codes: np.ndarray, values: Any) -> pd.Categorical:

@@ -26,6 +26,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* Rows of the int64 output. */
 enum {
@@ -38,9 +41,13 @@ enum {
 
 /* The args keys read as integers (the launch links, and torch's "[memory]" samples). Any other
  * value type sets FLAG_ARGS_OTHER and the caller decodes that args object the typed way. */
-static const char *const INTEGER_ARGS[] = {
-    "device", "stream", "correlation", "bytes",
-    "Bytes", "Total Allocated", "Total Reserved", "Device Type", "Device Id",
+#define KEY(text) {text, sizeof(text) - 1}
+static const struct {
+    const char *text;
+    Py_ssize_t length;
+} INTEGER_ARGS[] = {
+    KEY("device"), KEY("stream"), KEY("correlation"), KEY("bytes"),
+    KEY("Bytes"), KEY("Total Allocated"), KEY("Total Reserved"), KEY("Device Type"), KEY("Device Id"),
 };
 enum { N_INTEGER_ARGS = sizeof(INTEGER_ARGS) / sizeof(INTEGER_ARGS[0]), INT_ROWS = ROW_FIRST_INTEGER_ARG + N_INTEGER_ARGS };
 enum { ROW_TS, ROW_DUR, DOUBLE_ROWS };
@@ -216,6 +223,21 @@ static int scan_string(Cursor *c, int *escaped) {
     const unsigned char *p = c->p + 1, *end = c->end;
     *escaped = 0;
     for (;;) {
+#if defined(__SSE2__)
+        /* 16 bytes at a time up to the first quote, backslash, control or non-ASCII byte (the
+         * signed comparison with 0x20 catches both of the latter). */
+        const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+        while (end - p >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            int stop = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                                      _mm_cmplt_epi8(v, space)));
+            if (stop) {
+                p += __builtin_ctz((unsigned)stop);
+                break;
+            }
+            p += 16;
+        }
+#endif
         while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') p++;
         if (p >= end) return need_more(c);
         unsigned char ch = *p;
@@ -532,7 +554,7 @@ static int scan_args(Cursor *c, Columns *cols, Py_ssize_t i) {
         if (KEY_IS(key, klen, "Input Dims")) row = ROW_ELEMENTS, bit = 1u << N_INTEGER_ARGS;
         else
             for (int k = 0; k < N_INTEGER_ARGS; k++)
-                if ((size_t)klen == strlen(INTEGER_ARGS[k]) && memcmp(key, INTEGER_ARGS[k], (size_t)klen) == 0) {
+                if (klen == INTEGER_ARGS[k].length && memcmp(key, INTEGER_ARGS[k].text, (size_t)klen) == 0) {
                     row = ROW_FIRST_INTEGER_ARG + k;
                     bit = 1u << k;
                     break;

@@ -43,7 +43,8 @@ from traceview.readers._json_stream import Declined, EventArrayReader
 from traceview.readers import kineto_scan
 from traceview.readers.kineto_scan import EventScanner, ScannedBlock
 from traceview.builder import RawTrace, build
-from traceview.schema import Device, Kind, Timeline, TraceMeta, categorical_from_codes, first_rows, memory_frame
+from traceview.schema import (KIND_VALUES, Device, Kind, Timeline, TraceMeta, categorical_from_codes, first_rows,
+                              leveled, memory_frame)
 
 FORMAT_NAME = "kineto-json"
 
@@ -262,13 +263,6 @@ def _int_value(value: Any) -> int:
     return -1 if value is None else _as_int(value)
 
 
-def _coded_ints(values: np.ndarray) -> tuple[list[int | None], np.ndarray]:
-    """An int64 id column (-1: none) as distinct values (None for -1, as the typed decoding's
-    absent value) and each row's index, for :meth:`_Interner.add_coded`."""
-    codes, uniques = pd.factorize(values)
-    return [None if v == -1 else v for v in uniques.tolist()], codes
-
-
 class _Sentinel:
     """A marker value that no JSON document can hold."""
 
@@ -359,6 +353,8 @@ class _Fields:
         self.needs_exact_ts = False
         # Compiled scanner: each ts's exact ns and flags, for when the doubles turn out not to do.
         self.scan_ts_ns: list[np.ndarray] = []
+        self.device_ids: list[np.ndarray] = []  # args.device / args.stream as int64 (-1: none)
+        self.stream_ids: list[np.ndarray] = []
         self.scan_ts_flags: list[np.ndarray] = []
 
     def add_scanned(self, block: ScannedBlock) -> None:
@@ -392,15 +388,16 @@ class _Fields:
 
         def integer_arg(field: str, rows: np.ndarray | None = None) -> np.ndarray:
             """The field for every event of the block (or of ``rows``)."""
+            source = ints[kineto_scan.INTEGER_ARG_ROW[key_of[field]]]
+            column = source.copy() if rows is None else source[rows]
             rows = np.arange(n) if rows is None else rows
-            column = ints[kineto_scan.INTEGER_ARG_ROW[key_of[field]]][rows]
             if other_args:
                 for at in np.flatnonzero(np.isin(rows, other)).tolist():
                     column[at] = _int_value(getattr(other_args[int(rows[at])], field))
             return column
 
-        self.device.add_coded(*_coded_ints(integer_arg("device")))
-        self.stream.add_coded(*_coded_ints(integer_arg("stream")))
+        self.device_ids.append(integer_arg("device"))
+        self.stream_ids.append(integer_arg("stream"))
         self.correlation.append(integer_arg("correlation"))
         self.nbytes.append(integer_arg("bytes"))
         self.elements.append(ints[kineto_scan.ROW_ELEMENTS].copy())
@@ -423,6 +420,11 @@ class _Fields:
             self.memory_rows.append(self.count + memory)
             for field, column in memory_columns(memory).items():
                 self.memory_columns[field].append(column)
+
+    def ids(self, field: str) -> np.ndarray:
+        """args.device or args.stream of every event as int64 (-1: none)."""
+        scanned = self.device_ids if field == "device" else self.stream_ids
+        return _joined(scanned, np.int64) if scanned else _ids(getattr(self, field))
 
     def exact_timestamps(self) -> np.ndarray:
         """Exact ns of every ts from the compiled scanner's digits (the reading of
@@ -679,17 +681,17 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     combo, first = _distinct_pairs(cat_code[rows], name_code[rows])
     names_first = np.array(fields.name.values, dtype=object)[name_code[rows][first]] if len(first) else \
         np.zeros(0, dtype=object)
-    kinds = apply_kind_rules(KINETO_RULES, class_of[first], names_first, class_of[first])[combo]
+    kinds = leveled("kind", apply_kind_rules(KINETO_RULES, class_of[first], names_first, class_of[first]), combo)
+    kind_code = kinds.codes
 
     ts_ns = _ns_of(ts, ts_exact, rows)
     dur_ns = np.round(dur[rows] * 1000.0).astype(np.int64)
 
-    device_kinds = [k.value for k in _DEVICE_KINDS]
-    is_device = np.isin(kinds, device_kinds)
+    is_device = np.isin(kind_code, [KIND_VALUES.index(k.value) for k in _DEVICE_KINDS])
     pid = pid_ids[pid_code[rows]] if len(rows) else empty
     tid = tid_ids[tid_code[rows]] if len(rows) else empty
-    device = np.where(is_device, _ids(fields.device)[rows], -1)  # args.device of host events is not theirs
-    stream = np.where(is_device, _ids(fields.stream)[rows], -1)
+    device = np.where(is_device, fields.ids("device")[rows], -1)  # args.device of host events is not theirs
+    stream = np.where(is_device, fields.ids("stream")[rows], -1)
     device = np.where(is_device & (device < 0), pid, device)
     stream = np.where(is_device & (stream < 0), tid, stream)
     correlation = _joined(fields.correlation, np.int64)[rows]
@@ -697,12 +699,16 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     elements = _joined(fields.elements, np.int64)[rows]
     names = categorical_from_codes(name_code[rows], fields.name.values)
 
-    copy_kind = np.full(len(rows), "", dtype=object)
-    memcpy_mask = kinds == Kind.MEMCPY.value
+    # Copy kind: "" by default, from the name for memcpys (once per distinct name), "memset" for memsets.
+    copy_values = ["", "memset"]
+    copy_code = np.zeros(len(rows), dtype=np.int64)
+    copy_code[kind_code == KIND_VALUES.index(Kind.MEMSET.value)] = 1
+    memcpy_mask = kind_code == KIND_VALUES.index(Kind.MEMCPY.value)
     if memcpy_mask.any():
-        inverse, uniq = pd.factorize(np.asarray(names)[memcpy_mask])
-        copy_kind[memcpy_mask] = np.array([cat.copy_kind_from_kineto_name(u) for u in uniq], dtype=object)[inverse]
-    copy_kind[kinds == Kind.MEMSET.value] = "memset"
+        inverse, uniq = pd.factorize(names.codes[memcpy_mask])
+        copy_code[memcpy_mask] = len(copy_values) + inverse
+        copy_values += [cat.copy_kind_from_kineto_name(names.categories[u]) for u in uniq.tolist()]
+    copy_kind = leveled("copy_kind", copy_values, copy_code)
 
     track = _tracks(is_device, device, stream, pid, tid, process_names, thread_names)
     origin_raw = int(ts_ns.min()) if len(ts_ns) else 0

@@ -53,7 +53,8 @@ def available() -> bool:
 
 @dataclass
 class ScannedBlock:
-    """A run of whole array elements as columns (views into the scanner's buffers)."""
+    """A run of whole array elements as columns: views into the scanner's buffers, which the
+    next block overwrites (take copies of what is kept)."""
 
     count: int
     ints: np.ndarray  # (INT_ROWS, count) int64
@@ -117,6 +118,11 @@ class EventScanner:
             filled, pos, mode, eof = len(rest), 0, _AT_ARRAY_START, False
             status = _MORE
             del rest
+            # The outputs are reused from block to block (fresh pages cost as much as the scan):
+            # a block's columns are valid until the next block is asked for.
+            ints = np.empty((INT_ROWS, 0), dtype=np.int64)
+            doubles = np.empty((DOUBLE_ROWS, 0), dtype=np.float64)
+            flags = np.empty(0, dtype=np.uint8)
             while True:
                 # Read on when less than a block is left, or when the last scan needed more text (an
                 # element longer than what is left).
@@ -134,9 +140,10 @@ class EventScanner:
                         status = _FULL  # (not MORE: a short read alone is no reason to read again)
                         continue
                 capacity = max(1024, (filled - pos) // _BYTES_PER_EVENT)
-                ints = np.empty((INT_ROWS, capacity), dtype=np.int64)
-                doubles = np.empty((DOUBLE_ROWS, capacity), dtype=np.float64)
-                flags = np.empty(capacity, dtype=np.uint8)
+                if capacity > len(flags):
+                    ints = np.empty((INT_ROWS, capacity), dtype=np.int64)
+                    doubles = np.empty((DOUBLE_ROWS, capacity), dtype=np.float64)
+                    flags = np.empty(capacity, dtype=np.uint8)
                 status, pos, count, mode, tokens, why = _kineto_scan.scan(text, pos, filled, mode, ints, doubles, flags)
                 if status == _DECLINED:
                     raise Declined(f"compiled scanner: {why}")
