@@ -118,3 +118,17 @@ def test_more_events_than_the_outputs_hold(tmp_path: Path) -> None:
     """Small events fill the column buffers before the text ends; the scan goes on with fresh ones."""
     tiny = '{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":%d,"dur":1}'
     _check(tmp_path, _doc(*(tiny % i for i in range(20_000))), scanned=True)
+
+
+# Names long enough that the middle of a block often falls before a seam inside one of them.
+@pytest.mark.parametrize("name", ["aten::mm", "}, {" * 400, 'a"},{"b' * 100])
+def test_two_halves_on_two_threads_read_like_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Long texts are scanned in two halves, the second from an element seam found by the text's
+    shape; a seam inside a string (the names here) is caught and the rest rescanned."""
+    monkeypatch.setattr(kineto_scan, "_CORES", 2)
+    monkeypatch.setattr(kineto_scan, "_SPLIT_BYTES", 256)
+    monkeypatch.setattr(_json_stream, "BLOCK_BYTES", 4096)
+    quoted = name.replace('"', '\\"')
+    events = [OP.replace("aten::mm", quoted if i % 2 else f"op{i % 5}").replace('"ts": 998', f'"ts": {i}')
+              for i in range(400)]
+    _check(tmp_path, _doc(*events, LAUNCH, KERNEL), scanned=True)

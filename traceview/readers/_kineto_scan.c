@@ -79,17 +79,15 @@ typedef struct {
 } Cursor;
 
 /* ----------------------------------------------------------------------------------------- */
-/* Interning: open addressing on the raw token bytes                                          */
+/* Interning: open addressing on the raw token bytes. No Python object is touched while the text
+ * is scanned (the GIL is released then); the distinct tokens become bytes objects afterwards. */
 
 typedef struct {
     Py_ssize_t *slots; /* token index + 1, 0 empty */
     uint64_t *hashes;
-    Py_ssize_t mask;
-    Py_ssize_t used;
-    PyObject *tokens; /* list of bytes */
     const unsigned char **starts;
     Py_ssize_t *lengths;
-    Py_ssize_t cap_tokens;
+    Py_ssize_t mask, used, cap_tokens;
 } Interner;
 
 static uint64_t hash_bytes(const unsigned char *s, Py_ssize_t n) {
@@ -112,46 +110,37 @@ static uint64_t hash_bytes(const unsigned char *s, Py_ssize_t n) {
 static int interner_init(Interner *t) {
     t->mask = 1023;
     t->used = 0;
-    t->slots = PyMem_Calloc((size_t)(t->mask + 1), sizeof(Py_ssize_t));
-    t->hashes = PyMem_Malloc((size_t)64 * sizeof(uint64_t));
-    t->starts = PyMem_Malloc((size_t)64 * sizeof(unsigned char *));
-    t->lengths = PyMem_Malloc((size_t)64 * sizeof(Py_ssize_t));
     t->cap_tokens = 64;
-    t->tokens = PyList_New(0);
-    if (!t->slots || !t->hashes || !t->starts || !t->lengths || !t->tokens) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    return 0;
+    t->slots = PyMem_RawCalloc((size_t)(t->mask + 1), sizeof(Py_ssize_t));
+    t->hashes = PyMem_RawMalloc((size_t)t->cap_tokens * sizeof(uint64_t));
+    t->starts = PyMem_RawMalloc((size_t)t->cap_tokens * sizeof(unsigned char *));
+    t->lengths = PyMem_RawMalloc((size_t)t->cap_tokens * sizeof(Py_ssize_t));
+    return t->slots && t->hashes && t->starts && t->lengths ? 0 : -1;
 }
 
 static void interner_free(Interner *t) {
-    PyMem_Free(t->slots);
-    PyMem_Free(t->hashes);
-    PyMem_Free(t->starts);
-    PyMem_Free(t->lengths);
-    Py_XDECREF(t->tokens);
+    PyMem_RawFree(t->slots);
+    PyMem_RawFree(t->hashes);
+    PyMem_RawFree(t->starts);
+    PyMem_RawFree(t->lengths);
 }
 
 static int interner_grow(Interner *t) {
     Py_ssize_t size = (t->mask + 1) * 2;
-    Py_ssize_t *slots = PyMem_Calloc((size_t)size, sizeof(Py_ssize_t));
-    if (!slots) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    Py_ssize_t *slots = PyMem_RawCalloc((size_t)size, sizeof(Py_ssize_t));
+    if (!slots) return -1;
     for (Py_ssize_t i = 0; i < t->used; i++) {
         Py_ssize_t at = (Py_ssize_t)(t->hashes[i] & (uint64_t)(size - 1));
         while (slots[at]) at = (at + 1) & (size - 1);
         slots[at] = i + 1;
     }
-    PyMem_Free(t->slots);
+    PyMem_RawFree(t->slots);
     t->slots = slots;
     t->mask = size - 1;
     return 0;
 }
 
-/* The token's index, adding it when new; -1 with an exception set on failure. */
+/* The token's index, adding it when new; -1 when memory runs out. */
 static Py_ssize_t intern(Interner *t, const unsigned char *s, Py_ssize_t n) {
     uint64_t h = hash_bytes(s, n);
     Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)t->mask);
@@ -164,24 +153,15 @@ static Py_ssize_t intern(Interner *t, const unsigned char *s, Py_ssize_t n) {
     }
     if (t->used == t->cap_tokens) {
         Py_ssize_t cap = t->cap_tokens * 2;
-        uint64_t *hashes = PyMem_Realloc(t->hashes, (size_t)cap * sizeof(uint64_t));
+        uint64_t *hashes = PyMem_RawRealloc(t->hashes, (size_t)cap * sizeof(uint64_t));
         if (hashes) t->hashes = hashes;
-        const unsigned char **starts = PyMem_Realloc(t->starts, (size_t)cap * sizeof(unsigned char *));
+        const unsigned char **starts = PyMem_RawRealloc(t->starts, (size_t)cap * sizeof(unsigned char *));
         if (starts) t->starts = starts;
-        Py_ssize_t *lengths = PyMem_Realloc(t->lengths, (size_t)cap * sizeof(Py_ssize_t));
+        Py_ssize_t *lengths = PyMem_RawRealloc(t->lengths, (size_t)cap * sizeof(Py_ssize_t));
         if (lengths) t->lengths = lengths;
-        if (!hashes || !starts || !lengths) {
-            PyErr_NoMemory();
-            return -1;
-        }
+        if (!hashes || !starts || !lengths) return -1;
         t->cap_tokens = cap;
     }
-    PyObject *token = PyBytes_FromStringAndSize((const char *)s, n);
-    if (!token || PyList_Append(t->tokens, token) < 0) {
-        Py_XDECREF(token);
-        return -1;
-    }
-    Py_DECREF(token);
     Py_ssize_t i = t->used++;
     t->hashes[i] = h;
     t->starts[i] = s;
@@ -189,6 +169,21 @@ static Py_ssize_t intern(Interner *t, const unsigned char *s, Py_ssize_t n) {
     t->slots[at] = i + 1;
     if (t->used * 2 > t->mask + 1 && interner_grow(t) < 0) return -1;
     return i;
+}
+
+/* The distinct tokens as a list of bytes, in first-seen order (needs the GIL). */
+static PyObject *interner_tokens(const Interner *t) {
+    PyObject *list = PyList_New(t->used);
+    if (!list) return NULL;
+    for (Py_ssize_t i = 0; i < t->used; i++) {
+        PyObject *token = PyBytes_FromStringAndSize((const char *)t->starts[i], t->lengths[i]);
+        if (!token) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, token);
+    }
+    return list;
 }
 
 /* ----------------------------------------------------------------------------------------- */
@@ -667,7 +662,7 @@ static int scan_event(Cursor *c, Columns *cols, Py_ssize_t i, Interner *tables) 
     for (int field = 0; field < N_INTERNED; field++) {
         if (!token_start[field]) continue;
         Py_ssize_t code = intern(&tables[field], token_start[field], token_length[field]);
-        if (code < 0) return -2; /* Python error set */
+        if (code < 0) return -2; /* out of memory */
         INT_AT(cols, field, i) = code;
     }
     return 0;
@@ -685,19 +680,22 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Columns cols = {ints.buf, doubles.buf, flags.buf, flags.len};
     if (ints.len < (Py_ssize_t)(INT_ROWS * sizeof(int64_t)) * cols.capacity ||
         doubles.len < (Py_ssize_t)(DOUBLE_ROWS * sizeof(double)) * cols.capacity || end < 0 || end > buf.len ||
-        pos < 0 || pos > end ||
-        mode < AT_ELEMENT || mode > AT_SEPARATOR) {
+        pos < 0 || pos > end || mode < AT_ELEMENT || mode > AT_SEPARATOR) {
         PyErr_SetString(PyExc_ValueError, "scan: output buffers too small, or position or mode out of range");
         goto done;
     }
     for (; made < N_INTERNED; made++)
         if (interner_init(&tables[made]) < 0) {
             made++;
+            PyErr_NoMemory();
             goto done;
         }
     Cursor c = {buf.buf, (const unsigned char *)buf.buf + pos, (const unsigned char *)buf.buf + end, NULL, 0};
     Py_ssize_t count = 0;
-    int status;
+    int status, out_of_memory = 0;
+    /* The text and the outputs are buffers held above (a bytearray cannot be resized meanwhile):
+     * the scan needs no Python object, so other threads run while it does. */
+    Py_BEGIN_ALLOW_THREADS
     for (;;) {
         skip_ws(&c);
         if (c.p >= c.end) {
@@ -730,7 +728,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         const unsigned char *element = c.p;
         int rc = scan_event(&c, &cols, count, tables);
-        if (rc == -2) goto done;
+        if (rc == -2) {
+            out_of_memory = 1;
+            status = DECLINED;
+            break;
+        }
         if (rc < 0) {
             c.p = element;
             status = c.more ? MORE : DECLINED;
@@ -739,12 +741,21 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         count++;
         mode = AT_SEPARATOR;
     }
+    Py_END_ALLOW_THREADS
+    if (out_of_memory) {
+        PyErr_NoMemory();
+        goto done;
+    }
     {
         PyObject *tokens = PyTuple_New(N_INTERNED);
         if (!tokens) goto done;
         for (int k = 0; k < N_INTERNED; k++) {
-            Py_INCREF(tables[k].tokens);
-            PyTuple_SET_ITEM(tokens, k, tables[k].tokens);
+            PyObject *list = interner_tokens(&tables[k]);
+            if (!list) {
+                Py_DECREF(tokens);
+                goto done;
+            }
+            PyTuple_SET_ITEM(tokens, k, list);
         }
         result = Py_BuildValue("(inniNs)", status, (Py_ssize_t)(c.p - c.base), count, mode, tokens,
                                status == DECLINED ? c.why : "");

@@ -13,7 +13,10 @@ and traces are decoded by the typed msgspec path, which gives the same timelines
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,42 @@ _AT_ELEMENT, _AT_ARRAY_START, _AT_SEPARATOR = range(3)
 # Upper bound on events per byte of text used to size the outputs; a denser text fills them and
 # the scan simply goes on with fresh ones (real Kineto events are 150-300 bytes).
 _BYTES_PER_EVENT = 96
+
+
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+# Texts shorter than this are scanned in one piece; longer ones in two halves on two threads.
+_SPLIT_BYTES = 4 * 2**20
+# Where one element ends and the next begins, as trace writers lay them out: "},\n  {".
+_ELEMENT_SEAM = re.compile(rb"\}\s*,\s*\{")
+
+
+def _likely_boundary(text: bytearray, start: int, end: int) -> int | None:
+    """A position just after an element's "}" near the middle of ``text[start:end]``, when the
+    text is worth splitting (found by the text's shape; the scan confirms it)."""
+    if end - start < _SPLIT_BYTES:
+        return None
+    seam = _ELEMENT_SEAM.search(text, start + (end - start) // 2, end)
+    return seam.start() + 1 if seam else None
+
+
+class _Outputs:
+    """One set of reusable column buffers and the scanner call that fills them."""
+
+    def __init__(self) -> None:
+        self.ints = np.empty((INT_ROWS, 0), dtype=np.int64)
+        self.doubles = np.empty((DOUBLE_ROWS, 0), dtype=np.float64)
+        self.flags = np.empty(0, dtype=np.uint8)
+
+    def scan(self, text: bytearray, pos: int, end: int, mode: int) -> tuple[int, int, int, int, tuple[list[bytes], ...], str]:
+        capacity = max(1024, (end - pos) // _BYTES_PER_EVENT)
+        if capacity > len(self.flags):
+            self.ints = np.empty((INT_ROWS, capacity), dtype=np.int64)
+            self.doubles = np.empty((DOUBLE_ROWS, capacity), dtype=np.float64)
+            self.flags = np.empty(capacity, dtype=np.uint8)
+        return _kineto_scan.scan(text, pos, end, mode, self.ints, self.doubles, self.flags)
+
+    def block(self, count: int, tokens: tuple[list[bytes], ...], text: bytearray) -> ScannedBlock:
+        return ScannedBlock(count, self.ints[:, :count], self.doubles[:, :count], self.flags[:count], tokens, text)
 
 
 def available() -> bool:
@@ -109,20 +148,18 @@ class EventScanner:
     def blocks(self) -> Iterator[ScannedBlock]:
         reader = self._reader
         block_bytes = _json_stream.BLOCK_BYTES
-        with open_stream(self.path) as stream:
+        # The outputs are reused from block to block (fresh pages cost as much as the scan): a
+        # block's columns are valid until the next block is asked for.
+        here, ahead = _Outputs(), _Outputs()
+        with open_stream(self.path) as stream, ThreadPoolExecutor(max_workers=1) as helper:
             rest, wrapped = reader.open_array(stream)
             # One buffer for the whole file: the unscanned end of the text (a partial element) moves
             # to its front and the next block is read in behind it, without a copy of each block.
             text = bytearray(len(rest) + 2 * block_bytes)
             text[: len(rest)] = rest
             filled, pos, mode, eof = len(rest), 0, _AT_ARRAY_START, False
-            status = _MORE
+            status, may_split = _MORE, _CORES > 1
             del rest
-            # The outputs are reused from block to block (fresh pages cost as much as the scan):
-            # a block's columns are valid until the next block is asked for.
-            ints = np.empty((INT_ROWS, 0), dtype=np.int64)
-            doubles = np.empty((DOUBLE_ROWS, 0), dtype=np.float64)
-            flags = np.empty(0, dtype=np.uint8)
             while True:
                 # Read on when less than a block is left, or when the last scan needed more text (an
                 # element longer than what is left).
@@ -139,17 +176,35 @@ class EventScanner:
                     if not eof and filled < block_bytes:
                         status = _FULL  # (not MORE: a short read alone is no reason to read again)
                         continue
-                capacity = max(1024, (filled - pos) // _BYTES_PER_EVENT)
-                if capacity > len(flags):
-                    ints = np.empty((INT_ROWS, capacity), dtype=np.int64)
-                    doubles = np.empty((DOUBLE_ROWS, capacity), dtype=np.float64)
-                    flags = np.empty(capacity, dtype=np.uint8)
-                status, pos, count, mode, tokens, why = _kineto_scan.scan(text, pos, filled, mode, ints, doubles, flags)
-                if status == _DECLINED:
-                    raise Declined(f"compiled scanner: {why}")
-                if count:
-                    self.events_seen += count
-                    yield ScannedBlock(count, ints[:, :count], doubles[:, :count], flags[:count], tokens, text)
+                # Two halves at once: the second from a likely element boundary, on the helper
+                # thread; it counts only if the first half, scanned from a known position, ends
+                # exactly there (else that boundary was inside a string and the rest is rescanned).
+                boundary = _likely_boundary(text, pos, filled) if may_split else None
+                second = helper.submit(ahead.scan, text, boundary, filled, _AT_SEPARATOR) if boundary else None
+                while True:
+                    status, pos, count, mode, tokens, why = here.scan(text, pos, boundary or filled, mode)
+                    if status == _DECLINED:
+                        raise Declined(f"compiled scanner: {why}")
+                    if count:
+                        self.events_seen += count
+                        yield here.block(count, tokens, text)
+                    if status != _FULL:
+                        break
+                if second is not None:
+                    result = second.result()
+                    if not (status == _MORE and mode == _AT_SEPARATOR and pos == boundary):
+                        if status == _END:  # the array ended before the seam
+                            self._finish(stream, bytes(text[pos:filled]), wrapped, eof)
+                            return
+                        may_split, status = False, _FULL  # the rest in one piece, then split again
+                        continue
+                    status, pos, count, mode, tokens, why = result
+                    if status == _DECLINED:
+                        raise Declined(f"compiled scanner: {why}")
+                    if count:
+                        self.events_seen += count
+                        yield ahead.block(count, tokens, text)
+                may_split = _CORES > 1
                 if status == _END:
                     self._finish(stream, bytes(text[pos:filled]), wrapped, eof)
                     return
