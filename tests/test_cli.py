@@ -102,11 +102,11 @@ def test_diagnose_a_folder_of_captures_compares_the_frameworks():
     assert result.returncode == 0, result.stderr
     doc = orjson.loads(result.stdout)
     traces = doc["traces"]
-    assert {t["trace"]["framework"] for t in traces} == {"torch", "tensorflow"}
+    assert {t["trace"]["framework"] for t in traces} == {"torch", "tensorflow", "jax"}
     assert {t["trace"]["format"] for t in traces} == {"kineto-json", "xplane"}
     comparisons = doc["comparisons"]
-    tf_traces = [t for t in traces if t["trace"]["framework"] == "tensorflow"]
-    assert len(comparisons) == len(tf_traces)
+    other_traces = [t for t in traces if t["trace"]["framework"] != "torch"]  # TF and JAX, each vs torch eager
+    assert len(comparisons) == len(other_traces)
     assert all("torch-eager" in c["baseline"] for c in comparisons)
 
 

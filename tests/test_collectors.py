@@ -8,7 +8,7 @@ unprofiled run) and every other check reads from it where it can. torch.compile 
 live for two workloads only: on a fresh machine inductor's C++ builds cost ~10 s per workload,
 which would double this file's run time; the other compile pairs are checked through the
 committed samples (made by the same code), and ``TRACEVIEW_TEST_ALL_COMPILE=1`` captures them
-live too. torch/TF tests skip cleanly when the framework is missing.
+live too. torch/TF/JAX tests skip cleanly when the framework is missing.
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_traces"
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
+HAS_JAX = importlib.util.find_spec("jax") is not None
+# Frameworks whose profilers write XPlane (TensorBoard layout plugins/profile/<run>/<host>.xplane.pb).
+XPLANE_FRAMEWORKS = ("tf", "jax")
 # Workloads whose torch-compile pair the live matrix captures (all of them with the env switch).
 LIVE_COMPILE = set(WORKLOADS) if os.environ.get("TRACEVIEW_TEST_ALL_COMPILE") else {"mlp2", "cnn-infer"}
 
@@ -45,6 +48,11 @@ TORCH_COMPILE_EVENTS = ("_compile.compile_inner (dynamo_timed)", "backend_compil
 TORCH_COMPILED_RUN_EVENTS = ("Torch-Compiled Region", "CompiledFunction", "TorchDynamo Cache Lookup")
 TF_GRAPH_BUILD_EVENT = "tf.function-graph_building"
 TF_XLA_COMPILE_EVENTS = ("CpuCompiler::RunBackend", "JitCompiler::Compile", "HLO passes through layout assignment")
+# jax.jit's first call lowers the traced step to XLA, then PJRT compiles it (names JAX 0.10 records;
+# trace_to_jaxpr_dynamic marks only nested jitted library functions such as jax.nn.relu, not the step).
+JAX_LOWER_EVENTS = ("lower_sharding_computation",)
+JAX_COMPILE_EVENTS = ("PjRtCpuClient::Compile", "backend_compile_and_load", "JitCompiler::Compile")
+JAX_RUN_EVENTS = ("ThunkExecutor::Execute",)
 
 
 def _quiet() -> Any:
@@ -155,7 +163,8 @@ def test_initial_state_is_seeded_and_shared() -> None:
             np.testing.assert_array_equal(a.params[key], b.params[key])
             assert a.params[key].dtype == np.float32
         np.testing.assert_array_equal(a.x, b.x)
-        assert a.x.dtype == np.float32 and a.x.shape == (spec.n_samples, *spec.input_shape)
+        assert a.x.dtype == (np.int64 if spec.token_input else np.float32)
+        assert a.x.shape == (spec.n_samples, *spec.input_shape)
         assert len(a.batches()) == spec.n_batches
     # The parity variant changes only what cannot match across frameworks.
     bn = WORKLOADS["mlp-bn"]
@@ -179,7 +188,7 @@ def test_plan_rejects_unknown_names_and_reports_skips(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(runner, "framework_installed", lambda fw: True)
     with pytest.raises(UsageError, match="unknown framework"):
-        plan(WORKLOADS["mlp2"], "jax", None)
+        plan(WORKLOADS["mlp2"], "mxnet", None)
     with pytest.raises(UsageError, match="unknown mode"):
         plan(WORKLOADS["mlp2"], None, "turbo")
     chosen, messages = plan(WORKLOADS["mlp2"], "torch,tf", "eager,function")
@@ -201,6 +210,9 @@ def test_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     chosen, messages = plan(WORKLOADS["linreg-gd"], None, None)
     assert chosen == [("numpy", "eager")]
     assert any("traceview[torch]" in m for m in messages) and any("traceview[tf]" in m for m in messages)
+    assert any("traceview[jax]" in m for m in messages)
+    with pytest.raises(MissingExtraError, match=r"pip install 'traceview\[jax\]'"):
+        plan(WORKLOADS["transformer"], "jax", "jit")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,8 +260,8 @@ def test_every_pair_captures_with_markers_and_parity(matrix: dict[str, dict[str,
         assert m["trace"]["bytes"] == mf.trace_path(item["folder"], m).stat().st_size
         steps = trace_steps(m, item["folder"])
         assert [n for n, _ in steps] == list(range(total)), f"{key}: step markers {[n for n, _ in steps]}"
-        assert m["trace"]["format"] == ("xplane" if o.framework == "tf" else "kineto-json")
-        if o.framework == "tf":
+        assert m["trace"]["format"] == ("xplane" if o.framework in XPLANE_FRAMEWORKS else "kineto-json")
+        if o.framework in XPLANE_FRAMEWORKS:
             rel = m["trace"]["path"]
             assert rel.startswith("plugins/profile/") and rel.endswith(".xplane.pb")
 
@@ -291,6 +303,21 @@ def test_torch_cold_step_holds_compilation(matrix: dict[str, dict[str, Any]]) ->
     assert all("torch.jit.script" not in names for _, names in steps[1:])
 
 
+def test_jax_cold_step_holds_lowering_and_compilation(matrix: dict[str, dict[str, Any]]) -> None:
+    captured = [key for key in matrix if key.endswith("/jax-jit")]
+    if not captured:
+        pytest.skip("jax not installed")
+    assert len(captured) == len(WORKLOADS)
+    for key in captured:
+        steps = trace_steps(matrix[key]["manifest"], matrix[key]["folder"])
+        cold, steady = steps[0][1], steps[1:]
+        assert _any(cold, JAX_LOWER_EVENTS) and _any(cold, JAX_COMPILE_EVENTS), f"{key}: {sorted(cold)[:40]}"
+        assert steady, key
+        for _, names in steady:  # one compile only: every later call runs the compiled executable
+            assert not _any(names, JAX_LOWER_EVENTS + JAX_COMPILE_EVENTS), key
+            assert _any(names, JAX_RUN_EVENTS), key
+
+
 # ---------------------------------------------------------------------------------------------
 # Timing with and without the profiler; parity mismatch; isolation; the capture API
 # ---------------------------------------------------------------------------------------------
@@ -312,6 +339,18 @@ def test_manifest_records_profiled_and_unprofiled_times(tmp_path: Path) -> None:
         collect("mlp2", tmp_path, "torch", "eager", CaptureSettings(steps=1), isolate=False, console=_quiet())
 
 
+def perturb_initial_weights(monkeypatch: pytest.MonkeyPatch, backend: Any, param: str) -> None:
+    """Make ``backend`` start from the canonical weights with ``param`` 5 % larger (parity must fail)."""
+    original = backend.build_program
+
+    def perturbed(spec: Any, state: Any, mode: str, device: str) -> Any:
+        params = dict(state.params)
+        params[param] = params[param] * np.float32(1.05)
+        return original(spec, type(state)(spec=state.spec, params=params, x=state.x, y=state.y), mode, device)
+
+    monkeypatch.setattr(backend, "build_program", perturbed)
+
+
 def test_parity_mismatch_is_loud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
@@ -319,14 +358,7 @@ def test_parity_mismatch_is_loud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
     from traceview.collectors import tf_collector
 
-    original = tf_collector.build_program
-
-    def perturbed(spec: Any, state: Any, mode: str, device: str) -> Any:
-        params = dict(state.params)
-        params["dense0/kernel"] = params["dense0/kernel"] * np.float32(1.05)
-        return original(spec, type(state)(spec=state.spec, params=params, x=state.x, y=state.y), mode, device)
-
-    monkeypatch.setattr(tf_collector, "build_program", perturbed)
+    perturb_initial_weights(monkeypatch, tf_collector, "dense0/kernel")
     buf = io.StringIO()
     outcomes = collect(
         "mlp2",
@@ -344,7 +376,8 @@ def test_parity_mismatch_is_loud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert "LOSS PARITY MISMATCH" in buf.getvalue()
 
 
-def test_cli_runs_each_capture_in_its_own_process(tmp_path: Path) -> None:
+def collect_cli(*args: str) -> Any:
+    """``traceview collect ARGS`` through the command's own Typer function (each capture in a worker)."""
     import typer
     from typer.testing import CliRunner
 
@@ -353,18 +386,144 @@ def test_cli_runs_each_capture_in_its_own_process(tmp_path: Path) -> None:
     app = typer.Typer()
     app.command("collect")(collect_command)
     app.callback()(lambda: None)
-    result = CliRunner().invoke(
-        app, ["collect", "linreg-gd", "-f", "numpy", "-o", str(tmp_path), "--steps", "3", "--threads", "1"]
-    )
+    return CliRunner().invoke(app, ["collect", *args])
+
+
+def test_cli_runs_each_capture_in_its_own_process(tmp_path: Path) -> None:
+    result = collect_cli("linreg-gd", "-f", "numpy", "-o", str(tmp_path), "--steps", "3", "--threads", "1")
     assert result.exit_code == 0, result.output
     m = mf.read(tmp_path / "numpy-eager")
     assert m["process"]["pid"] != os.getpid()
     assert m["process"]["first_capture_in_process"] is True
     assert [n for n, _ in torch_steps(mf.trace_path(tmp_path / "numpy-eager", m))] == [0, 1, 2, 3, 4]
     if HAS_TORCH and HAS_TF:
-        assert m["parity"]["ok"] is True and set(m["parity"]["compared_with"]) == {"torch-eager", "tf-eager"}
-    listing = CliRunner().invoke(app, ["collect", "--list"])
+        refs = {"torch-eager", "tf-eager"} | ({"jax-jit"} if HAS_JAX else set())
+        assert m["parity"]["ok"] is True and set(m["parity"]["compared_with"]) == refs
+    listing = collect_cli("--list")
     assert listing.exit_code == 0 and "linreg-gd-large" in listing.output
+    assert "transformer" in listing.output and "jax-jit" in listing.output
+
+
+# ---------------------------------------------------------------------------------------------
+# JAX and the transformer, end to end through the CLI
+# ---------------------------------------------------------------------------------------------
+
+
+def collect_one(tmp_path: Path, workload: str, framework: str, mode: str, steady: int) -> tuple[Path, dict[str, Any]]:
+    """``traceview collect WORKLOAD -f FRAMEWORK -m MODE`` with one thread, no warm-up: (folder, manifest)."""
+    result = collect_cli(workload, "-f", framework, "-m", mode, "-o", str(tmp_path),
+                         "--steps", str(steady), "--warmup", "0", "--threads", "1")
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / f"{framework}-{mode}"
+    m = mf.read(folder)
+    assert m["workload"]["name"] == workload and m["framework"] == framework and m["mode"] == mode
+    assert m["process"]["pid"] != os.getpid()  # captured by a worker process
+    assert m["steps"]["total"] == 1 + steady and m["cold_steps"] == [0]
+    return folder, m
+
+
+def test_cli_captures_the_transformer_in_torch_eager(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    folder, m = collect_one(tmp_path, "transformer", "torch", "eager", 2)
+    steps = torch_steps(mf.trace_path(folder, m))
+    assert [n for n, _ in steps] == [0, 1, 2]
+    for _, names in steps:
+        # The attention is written out: its matmuls, the mask and the softmax are ops of their own.
+        assert names["aten::softmax"] >= 1 and names["aten::masked_fill"] >= 1 and names["aten::embedding"] >= 1
+        assert names["aten::layer_norm"] >= 3 and names["aten::matmul"] >= 2
+        assert not any("scaled_dot_product" in n for n in names)
+    refs = set(m["parity"]["compared_with"])
+    assert refs == {label for label, ok in (("tf-eager", HAS_TF), ("jax-jit", HAS_JAX)) if ok}
+    if refs:
+        assert m["parity"]["ok"] is True and m["parity"]["cross_framework"] is True, m["parity"]
+    assert len(m["losses"]["profiled"]) == 3 and m["losses"]["profiled_equals_unprofiled"] is True
+
+
+def test_cli_captures_jax_jit_and_diagnose_reads_it(tmp_path: Path) -> None:
+    pytest.importorskip("jax")
+    folder, m = collect_one(tmp_path, "mlp-adam", "jax", "jit", 3)
+    assert m["versions"]["jax"] and m["versions"]["jaxlib"]
+    rel = m["trace"]["path"]
+    assert m["trace"]["format"] == "xplane" and rel.startswith("plugins/profile/") and rel.endswith(".xplane.pb")
+    # One trace of record: JAX's trace-viewer copy of the same events is removed.
+    assert not list(folder.rglob("*.trace.json.gz"))
+    assert "intra_op_parallelism_threads=1" in m["threads"]["xla_flags"]
+    refs = set(m["parity"]["compared_with"])
+    assert refs == {label for label, ok in (("torch-eager", HAS_TORCH), ("tf-eager", HAS_TF)) if ok}
+    if refs:
+        assert m["parity"]["ok"] is True and m["parity"]["cross_framework"] is True, m["parity"]
+    if HAS_TF:  # TensorFlow's own XPlane proto reads the markers independently of traceview
+        assert [n for n, _ in xplane_steps(mf.trace_path(folder, m))] == [0, 1, 2, 3]
+
+    # traceview's own reader and analyzers read the capture (and its manifest) without JAX or TF.
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "traceview", "diagnose", str(folder), "--format", "json"],
+                          capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stderr
+    report = orjson.loads(proc.stdout)
+    assert report["trace"]["framework"] == "jax" and report["trace"]["mode"] == "jax-jit"
+    assert report["trace"]["format"] == "xplane"
+    steps = report["steps"]
+    assert steps["rule"] == "markers" and steps["count"] == 4 and steps["cold"] == [0]
+    table = steps["table"]
+    assert [row["number"] for row in table] == [0, 1, 2, 3]
+    assert table[0]["graph_build_events"] > 0 and table[0]["buckets_ns"]["graph_build"] > 0
+    assert all(row["graph_build_events"] == 0 for row in table[1:])
+
+
+def test_keras_adam_needs_summed_embedding_gradients_for_parity() -> None:
+    """The transformer's embedding gradient reaches Keras' Adam as one slice per token occurrence;
+    Keras squares the slices one by one, torch squares their sum. Summed first, the losses agree."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    import keras
+
+    from traceview.collectors import tf_collector, torch_collector
+    from traceview.collectors.harness import StepRecorder
+
+    spec = WORKLOADS["transformer"]
+
+    def losses(backend: Any, mode: str) -> list[float]:
+        backend.configure(1, "cpu")
+        rec = StepRecorder()
+        backend.build_program(spec, materialize(spec), mode, "cpu").run(spec.parity_steps, rec)
+        return [float(v) for v in rec.losses if v is not None]
+
+    reference = losses(torch_collector, "eager")
+    summed = parity.compare(losses(tf_collector, "eager"), reference, "torch-eager", spec.parity_rtol, spec.parity_atol)
+    assert summed.ok, summed
+    original = tf_collector.make_optimizer
+    b1, b2 = spec.adam_betas
+    try:
+        tf_collector.make_optimizer = lambda s: keras.optimizers.Adam(  # type: ignore[assignment]
+            learning_rate=s.lr, beta_1=b1, beta_2=b2, epsilon=s.adam_eps)
+        sliced = parity.compare(losses(tf_collector, "eager"), reference, "torch-eager",
+                                spec.parity_rtol, spec.parity_atol)
+    finally:
+        tf_collector.make_optimizer = original
+    assert not sliced.ok and sliced.first_bad_step == 1, sliced  # step 0's loss is before any update
+
+
+def test_jax_parity_mismatch_is_loud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    from rich.console import Console
+
+    from traceview.collectors import jax_collector
+
+    # The logits' scale (a 5 % larger value projection moves the loss by only 3e-5: the residual
+    # stream carries the token embeddings past the attention).
+    perturb_initial_weights(monkeypatch, jax_collector, "head/kernel")
+    buf = io.StringIO()
+    outcomes = collect("transformer", tmp_path, "torch,jax", "eager,jit",
+                       CaptureSettings(steps=1, warmup=0, threads=1, unprofiled=False),
+                       isolate=False, console=Console(file=buf, width=200))
+    by_label = {o.label: mf.read(o.folder) for o in outcomes}
+    assert set(by_label) == {"torch-eager", "jax-jit"}
+    assert by_label["jax-jit"]["parity"]["ok"] is False and by_label["jax-jit"]["parity"]["mismatches"]
+    assert "LOSS PARITY MISMATCH transformer: jax-jit vs torch-eager" in buf.getvalue()
 
 
 def test_capture_api_torch_user_loop(tmp_path: Path) -> None:
@@ -446,7 +605,8 @@ def test_sample_traces_cover_the_matrix_and_stay_small() -> None:
     ]
     assert not missing, f"samples missing (run python -m traceview.collectors.capture_samples): {missing}"
     total = sum(p.stat().st_size for p in SAMPLES.rglob("*") if p.is_file())
-    assert total < 10 * 1024 * 1024, f"sample_traces is {total / 1e6:.1f} MB"
+    # 13.2 MiB with the JAX and transformer captures; each trace stays under 1 MiB.
+    assert total < 15 * 1024 * 1024, f"sample_traces is {total / 1e6:.1f} MB"
     assert (SAMPLES / "README.md").is_file()
     for n, fw, m in _sample_folders():
         folder = SAMPLES / n / f"{fw}-{m}"
@@ -455,7 +615,8 @@ def test_sample_traces_cover_the_matrix_and_stay_small() -> None:
         assert manifest["process"]["first_capture_in_process"] is True
         trace = mf.trace_path(folder, manifest)
         assert trace is not None and trace.is_file() and trace.stat().st_size == manifest["trace"]["bytes"]
-        if fw != "tf":
+        assert trace.stat().st_size < 1024 * 1024, f"{n}/{fw}-{m}: {trace.stat().st_size} bytes"
+        if fw not in XPLANE_FRAMEWORKS:
             steps = torch_steps(trace)
             assert [k for k, _ in steps] == list(range(manifest["steps"]["total"]))
 
@@ -472,7 +633,8 @@ def test_sample_traces_read_by_traceview_readers() -> None:
         trace = mf.trace_path(folder, manifest)
         assert trace is not None
         reader = detect(trace)
-        assert reader.__name__.endswith("xplane" if fw == "tf" else "kineto"), f"{n}/{fw}-{m}: {reader.__name__}"
+        expected = "xplane" if fw in XPLANE_FRAMEWORKS else "kineto"
+        assert reader.__name__.endswith(expected), f"{n}/{fw}-{m}: {reader.__name__}"
         events = reader.read(trace).events
         steps = events[events["kind"] == "step"]
         assert len(steps) == manifest["steps"]["total"], f"{n}/{fw}-{m}: {len(steps)} step events"
@@ -487,15 +649,25 @@ def test_lstm_compile_sample_records_the_eager_fallback() -> None:
     assert any("LSTM" in reason for reason in report["fell_back_to_eager"])
 
 
+def sample_steps(workload: str, pair: str) -> tuple[dict[str, Any], list[tuple[int, collections.Counter[str]]]]:
+    """A committed sample's manifest and its steps' event names (every marker present, in order);
+    ``({}, [])`` when the sample is not there."""
+    folder = SAMPLES / workload / pair
+    if not folder.is_dir():
+        return {}, []
+    manifest = mf.read(folder)
+    steps = trace_steps(manifest, folder)
+    assert [k for k, _ in steps] == list(range(manifest["steps"]["total"])), f"{workload} {pair}"
+    return manifest, steps
+
+
 def test_sample_traces_show_cold_work_only_in_the_cold_step() -> None:
     if not SAMPLES.is_dir():
         pytest.skip("sample_traces/ not present")
     for name in WORKLOADS:
-        folder = SAMPLES / name / "torch-compile"
-        if not folder.is_dir():
+        manifest, steps = sample_steps(name, "torch-compile")
+        if not steps:
             continue
-        manifest = mf.read(folder)
-        steps = trace_steps(manifest, folder)
         assert _any(steps[0][1], TORCH_COMPILE_EVENTS), name
         assert not any(_any(names, TORCH_COMPILE_EVENTS) for _, names in steps[1:]), name
         # The samples start from an empty inductor cache: the whole first compile is in step 0.
@@ -511,11 +683,14 @@ def test_sample_traces_show_cold_work_only_in_the_cold_step() -> None:
     pytest.importorskip("tensorflow")
     for name in WORKLOADS:
         for mode in ("function", "xla", "fit"):
-            folder = SAMPLES / name / f"tf-{mode}"
-            if not folder.is_dir():
+            _, steps = sample_steps(name, f"tf-{mode}")
+            if not steps:
                 continue
-            manifest = mf.read(folder)
-            steps = trace_steps(manifest, folder)
-            assert [k for k, _ in steps] == list(range(manifest["steps"]["total"])), f"{name} tf-{mode}"
             assert TF_GRAPH_BUILD_EVENT in steps[0][1], f"{name} tf-{mode}"
             assert not any(TF_GRAPH_BUILD_EVENT in names for _, names in steps[1:]), f"{name} tf-{mode}"
+    for name in WORKLOADS:
+        _, steps = sample_steps(name, "jax-jit")
+        if not steps:
+            continue
+        assert _any(steps[0][1], JAX_LOWER_EVENTS) and _any(steps[0][1], JAX_COMPILE_EVENTS), f"{name} jax-jit"
+        assert not any(_any(names, JAX_LOWER_EVENTS + JAX_COMPILE_EVENTS) for _, names in steps[1:]), name

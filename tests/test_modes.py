@@ -14,7 +14,7 @@ from traceview.analyzers.modes import ADVICE, MODE_RULES, advice
 from traceview.loader import load, trace_paths
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
-FRAMEWORK = {"tf": "tensorflow", "torch": "torch"}
+FRAMEWORK = {"tf": "tensorflow", "torch": "torch", "jax": "jax"}
 # How the collector's mode names read as traceview's (Keras fit runs its step as a tf.function).
 COLLECTOR_MODE = {"fit": "function"}
 CAPTURES = sorted(p.parent for p in SAMPLES.glob("*/*/manifest.json")

@@ -211,9 +211,13 @@ def test_expected_drop_reasons_are_ones_the_readers_write():
 # ExecutorState::Process ranges that overlap on one thread; the numpy baselines hold step spans only.
 SAMPLE_PROBLEMS = {
     **{f"{model}/torch-compile": "overlaps"
-       for model in ("cnn", "cnn-infer", "linreg-gd", "linreg-gd-large", "mlp-adam", "mlp-bn", "mlp2")},
+       for model in ("cnn", "cnn-infer", "linreg-gd", "linreg-gd-large", "mlp-adam", "mlp-bn", "mlp2",
+                     "transformer")},
     "lstm/tf-fit": "overlaps",
     "lstm/tf-function": "overlaps",
+    # Captured with Python events (with_stack): torch's Python tracer records the
+    # `_record_function_enter_new` call ending after the ProfilerStep / Optimizer range it opens.
+    "transformer/torch-eager": "overlaps",
     "linreg-gd/numpy-eager": "empty_steps",
     "linreg-gd-large/numpy-eager": "empty_steps",
 }

@@ -7,8 +7,8 @@ Each pair runs in its own Python process (as ``traceview collect`` does by defau
 thread, so the timings are quiet and no capture inherits another's caches; each workload gets a
 fresh inductor cache, so the torch-compile samples show a complete first compile. Step counts are
 small (1 cold step, 4 steady ones; 20 for the 3x2 gradient descent, whose steps are tiny; 2 for
-the LSTM, whose Keras loop writes many events per step) to keep the folder under 10 MB.
-``sample_traces/README.md`` is rewritten from the manifests.
+the LSTM and 3 for the transformer, whose Keras loops write many events per step) to keep each
+trace to a few hundred KiB. ``sample_traces/README.md`` is rewritten from the manifests.
 """
 
 from __future__ import annotations
@@ -28,8 +28,12 @@ from traceview.collectors.workloads import MODE_HELP, WORKLOADS, pairs
 SAMPLE_STEPS: dict[str, int] = {name: 4 for name in WORKLOADS}
 SAMPLE_STEPS["linreg-gd"] = 20
 SAMPLE_STEPS["lstm"] = 2  # Keras' LSTM loop writes ~150 KiB of events per step
+# Keras eager writes ~9,600 events (~150 KiB) per transformer step. 3 rather than 2: under the profiler
+# TorchScript's step 2 still holds one-time work (its backward graph is specialized a call later; 127 ms
+# against 9 ms), which with 2 steady steps would be half of them.
+SAMPLE_STEPS["transformer"] = 3
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]  # traceview/collectors/ -> the repository
 
 
 def capture_all(
@@ -43,6 +47,13 @@ def capture_all(
         settings = CaptureSettings(steps=SAMPLE_STEPS[name], warmup=0, threads=threads)
         results[name] = collect(name, out / name, frameworks, modes, settings, isolate=True, overwrite=True)
     return results
+
+
+def _steps_line() -> str:
+    """"4 (linreg-gd: 20, lstm: 2)": the usual count, then the workloads that differ."""
+    usual = max(set(SAMPLE_STEPS.values()), key=list(SAMPLE_STEPS.values()).count)
+    others = ", ".join(f"{name}: {n}" for name, n in SAMPLE_STEPS.items() if n != usual)
+    return f"{usual} ({others})" if others else str(usual)
 
 
 def _ms(value: Any) -> str:
@@ -80,17 +91,23 @@ def write_readme(out: Path) -> Path:
         "  `ProfilerStep#N` with N = step index.",
         "- TensorFlow: TensorBoard layout `plugins/profile/<run>/<host>.xplane.pb`; step markers",
         "  `Trace('train', step_num=N, _r=1)` on the `python` line of `/host:CPU`.",
+        "- JAX: the same TensorBoard layout, `plugins/profile/<run>/<host>.xplane.pb` (Python tracer and HLO",
+        "  protos off; the `<host>.trace.json.gz` JAX writes beside it, a trace-viewer copy of the same events,",
+        "  is removed); step markers `StepTraceAnnotation('train', step_num=N)` on the host's `python` line.",
         "- numpy (gradient-descent baselines only): numpy has no profiler; `numpy.steps.pt.trace.json.gz` holds",
         "  `ProfilerStep#N` spans timed with `perf_counter_ns` and no op events.",
         "",
         "Step 0 is the cold step (tracing, compilation, graph construction) and lies inside every trace;",
         "torchscript marks steps 0 and 1 cold (its profiling executor specializes on the second call).",
         "Each workload's torch-compile capture started from an empty inductor cache, so its cold step holds",
-        "the whole first compile (dynamo tracing, AOT autograd, inductor code generation and C++ builds).",
+        "the whole first compile (dynamo tracing, AOT autograd, inductor code generation and C++ builds);",
+        "jax-jit's cold step holds the step's tracing, lowering and XLA compile.",
         "",
-        "Loss parity: every capture's first 5 losses agree with torch eager and TF eager (and the numpy",
-        "baseline for linreg-gd*) within rtol 1e-4; mlp-bn is checked with dropout off (its masks come from",
-        "each framework's own generator) while its traces and timings use real dropout.",
+        "Loss parity: every capture's first 5 losses agree with torch eager, TF eager and JAX jit (and the",
+        "numpy baseline for linreg-gd*) within rtol 1e-4; mlp-bn is checked with dropout off (its masks come",
+        "from each framework's own generator) while its traces and timings use real dropout. Captures made",
+        "before the JAX collector existed were checked against torch and TF only (their manifests list what",
+        "they were compared with).",
         "",
         "## How they were made",
         "",
@@ -98,8 +115,8 @@ def write_readme(out: Path) -> Path:
         "python -m traceview.collectors.capture_samples",
         "```",
         "",
-        f"Each pair ran in its own Python process with {', '.join(sorted(threads))} thread(s); steady steps: 4 "
-        f"(linreg-gd: 20, lstm: 2), no warm-up steps.",
+        f"Each pair ran in its own Python process with {', '.join(sorted(threads))} thread(s); steady steps: "
+        f"{_steps_line()}, no warm-up steps.",
         "",
         "- machine: " + "; ".join(sorted(hosts)),
         "- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),

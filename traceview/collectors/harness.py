@@ -13,6 +13,7 @@ time excludes the marker's own cost while the marker span encloses the whole ste
 
 from __future__ import annotations
 
+import datetime as _dt
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,71 @@ class Program(Protocol):
     def run(self, steps: int, recorder: StepRecorder) -> None:
         """Run ``steps`` steps, reporting each to ``recorder`` (loss as a Python float)."""
         ...
+
+
+class ContextStepMarkers:
+    """Step markers that are context managers (TensorFlow's ``Trace``, JAX's ``StepTraceAnnotation``):
+    one is entered when a step begins and left when it ends; a session stopping after a step that
+    failed leaves that step's marker first (``close_open_marker``), so the profiler records it."""
+
+    def __init__(self, make_marker: Callable[[int], Any]) -> None:
+        self._make_marker = make_marker
+        self._marker: Any = None
+
+    def begin_step(self, step: int) -> None:
+        self._marker = self._make_marker(step)
+        self._marker.__enter__()
+
+    def end_step(self, step: int) -> None:
+        if self._marker is not None:
+            self._marker.__exit__(None, None, None)
+            self._marker = None
+
+    def close_open_marker(self) -> None:
+        self.end_step(-1)
+
+
+class ProfileRuns:
+    """The ``<logdir>/plugins/profile/<run>/<host>.xplane.pb`` layout TensorFlow's and JAX's profilers save.
+
+    Both name the run folder after the second the session stops, so two captures stopped within
+    one second would share a folder and the second would overwrite the first: :meth:`wait_for_fresh_run`
+    waits for the next second before such a stop, and :meth:`new_trace` refuses an overwrite.
+    """
+
+    GLOB = "plugins/profile/*/*.xplane.pb"
+
+    def __init__(self, folder: Path, profiler: str) -> None:
+        self.folder = Path(folder)
+        self.profiler = profiler  # named in errors
+        self._before: dict[Path, float] = {}
+
+    @staticmethod
+    def run_folder_name(now: _dt.datetime) -> str:
+        # The name both profilers give the run folder when a session is saved.
+        return now.strftime("%Y_%m_%d_%H_%M_%S")
+
+    def snapshot(self) -> None:
+        """Remember the traces already there; call before the session starts."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._before = {p: p.stat().st_mtime for p in self.folder.glob(self.GLOB)}
+
+    def wait_for_fresh_run(self) -> None:
+        """Call right before the session stops: never save into a run folder that already exists."""
+        runs = self.folder / "plugins" / "profile"
+        while runs.is_dir() and (runs / self.run_folder_name(_dt.datetime.now())).exists():
+            time.sleep(0.05)
+
+    def new_trace(self) -> Path:
+        """The trace the stopped session wrote (the newest new one)."""
+        new = [
+            p for p in self.folder.glob(self.GLOB) if p not in self._before or p.stat().st_mtime != self._before[p]
+        ]
+        if not new:
+            raise RuntimeError(f"the {self.profiler} profiler wrote no {self.GLOB} under {self.folder}")
+        if any(p in self._before for p in new):
+            raise RuntimeError(f"the {self.profiler} profiler overwrote an earlier capture under {self.folder}")
+        return max(new, key=lambda p: p.stat().st_mtime)
 
 
 def run_steps(step: Callable[[int], float], steps: int, recorder: StepRecorder) -> None:

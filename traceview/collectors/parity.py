@@ -1,9 +1,10 @@
 """Loss parity: the paired runs really are the same computation.
 
 "Same workload in two frameworks" is checked, not assumed: from the same initial weights and
-data, the first ``N`` losses of every capture are compared with reference runs — the eager mode
-of each installed framework (and the numpy baseline where it exists) on the parity variant of
-the workload. Two losses agree when ``|a - b| <= atol + rtol * max(|a|, |b|)`` with the spec's
+data, the first ``N`` losses of every capture are compared with reference runs — one per
+installed framework, in its :data:`REFERENCE_MODES` mode (eager for torch and TensorFlow, ``jit``
+for JAX, whose only mode it is; and the numpy baseline where it exists) — on the parity variant
+of the workload. Two losses agree when ``|a - b| <= atol + rtol * max(|a|, |b|)`` with the spec's
 tolerances (float32 on CPU; measured differences are 1e-7..1e-6 relative, the default bound is
 1e-4). A capture whose losses disagree gets ``parity.ok = false`` in its manifest and a warning
 on stderr: its timings then compare different programs. With nothing to compare against (one
@@ -17,6 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from traceview.collectors.workloads import WorkloadSpec
+
+
+# The mode of each framework whose losses every capture is compared with: the plainest program
+# the framework runs (JAX is captured jitted only, so its jit run is its reference).
+REFERENCE_MODES: dict[str, str] = {"torch": "eager", "tf": "eager", "jax": "jit", "numpy": "eager"}
 
 
 def label(framework: str, mode: str) -> str:

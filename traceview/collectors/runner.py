@@ -50,11 +50,14 @@ from traceview.errors import MissingExtraError, TraceviewError, UsageError
 BACKEND_MODULES: dict[str, str] = {
     "torch": "traceview.collectors.torch_collector",
     "tf": "traceview.collectors.tf_collector",
+    "jax": "traceview.collectors.jax_collector",
     "numpy": "traceview.collectors.numpy_baseline",
 }
 # framework -> (what is missing, the traceview extra that installs it)
-EXTRAS: dict[str, tuple[str, str]] = {"torch": ("torch", "torch"), "tf": ("tensorflow", "tf")}
-_IMPORT_NAMES: dict[str, str] = {"torch": "torch", "tf": "tensorflow", "numpy": "numpy"}
+EXTRAS: dict[str, tuple[str, str]] = {"torch": ("torch", "torch"), "tf": ("tensorflow", "tf"), "jax": ("jax", "jax")}
+_IMPORT_NAMES: dict[str, str] = {"torch": "torch", "tf": "tensorflow", "jax": "jax", "numpy": "numpy"}
+# Top-level modules whose absence means the framework's extra is missing (not a traceview bug).
+_EXTRA_MODULES: frozenset[str] = frozenset({"torch", "tensorflow", "keras", "jax", "jaxlib"})
 
 _captures_in_process = 0
 
@@ -82,7 +85,7 @@ def load_backend(framework: str) -> ModuleType:
         return importlib.import_module(BACKEND_MODULES[framework])
     except ImportError as err:
         root = (err.name or "").split(".")[0]
-        if framework in EXTRAS and root in ("torch", "tensorflow", "keras"):
+        if framework in EXTRAS and root in _EXTRA_MODULES:
             raise MissingExtraError(*EXTRAS[framework]) from err
         raise
 
@@ -274,11 +277,12 @@ def capture_pair(
 
 
 def reference_losses(spec: WorkloadSpec, framework: str, settings: CaptureSettings) -> list[float]:
-    """Losses of the parity variant in ``framework``'s eager mode, unprofiled (the reference)."""
+    """Losses of the parity variant in ``framework``'s reference mode, unprofiled."""
     backend = load_backend(framework)
     backend.configure(settings.threads, settings.device)
     variant = spec.parity_variant()
-    program = backend.build_program(variant, materialize(variant), "eager", settings.device)
+    mode = parity.REFERENCE_MODES[framework]
+    program = backend.build_program(variant, materialize(variant), mode, settings.device)
     rec = StepRecorder()
     program.run(spec.parity_steps, rec)
     backend.reset()
@@ -467,7 +471,7 @@ def _get_spec(name: str) -> WorkloadSpec:
 
 
 def apply_parity(spec: WorkloadSpec, outcomes: list[PairOutcome], settings: CaptureSettings, say: Any = None) -> None:
-    """Compare every capture's losses with the eager references; update the manifests on disk."""
+    """Compare every capture's losses with each framework's reference run; update the manifests on disk."""
     say = say if isinstance(say, _Say) else _Say(say)
     captured = [o for o in outcomes if o.manifest is not None]
     if not captured:
@@ -476,11 +480,12 @@ def apply_parity(spec: WorkloadSpec, outcomes: list[PairOutcome], settings: Capt
     missing: list[str] = []
     for o in captured:
         assert o.manifest is not None
-        if o.mode == "eager":
+        if o.mode == parity.REFERENCE_MODES[o.framework]:
             references[o.label] = o.manifest["parity"]["losses"][o.label]
     for fw in FRAMEWORKS:
-        ref = parity.label(fw, "eager")
-        if ref in references or not_applicable(spec, fw, "eager"):
+        ref_mode = parity.REFERENCE_MODES[fw]
+        ref = parity.label(fw, ref_mode)
+        if ref in references or not_applicable(spec, fw, ref_mode):
             continue
         if fw in EXTRAS and not framework_installed(fw):
             missing.append(f"{ref}: {EXTRAS[fw][0]} is not installed")

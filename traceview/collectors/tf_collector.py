@@ -29,8 +29,6 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import datetime as _dt  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -38,13 +36,22 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from traceview.collectors.harness import StepRecorder, run_steps  # noqa: E402
+from traceview.collectors.harness import ContextStepMarkers, ProfileRuns, StepRecorder, run_steps  # noqa: E402
 from traceview.collectors.manifest import cpu_name  # noqa: E402
-from traceview.collectors.workloads import WorkloadSpec, WorkloadState, cnn_flat_shape  # noqa: E402
+from traceview.collectors.workloads import (  # noqa: E402
+    MASKED_SCORE,
+    TRANSFORMER_DENSE,
+    TRANSFORMER_NORMS,
+    WorkloadSpec,
+    WorkloadState,
+    attention_mask,
+    cnn_flat_shape,
+    transformer_dims,
+)
 
 FRAMEWORK = "tf"
 TRACE_FORMAT = "xplane"
-TRACE_GLOB = "plugins/profile/*/*.xplane.pb"
+TRACE_GLOB = ProfileRuns.GLOB
 STEP_MARKER = "train"
 V1_GRAPH_BUILD_MARKER = "tf.compat.v1-graph_building"
 
@@ -137,6 +144,83 @@ def mode_notes(mode: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 
+class PositionEmbedding(keras.layers.Layer):
+    """Adds a learned (seq, width) position table to the token embeddings."""
+
+    def __init__(self, seq: int, width: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.seq, self.width = seq, width
+
+    def build(self, input_shape: Any) -> None:
+        self.positions = self.add_weight(shape=(self.seq, self.width), initializer="zeros", name="positions")
+
+    def call(self, h: Any) -> Any:
+        return h + self.positions
+
+
+class SelfAttentionBlock(keras.layers.Layer):
+    """Pre-LN self-attention and MLP with residuals, attention written out with ``keras.ops``
+    (matmul, mask, softmax, matmul) so the maths is the torch, tf.nn and JAX versions' exactly.
+    Sublayers are named after the canonical parameters ("/" -> "_")."""
+
+    def __init__(self, spec: WorkloadSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        dims = transformer_dims(spec)
+        self.dims = dims
+        self.allowed = attention_mask(spec)
+        L = keras.layers
+        self.ln0 = L.LayerNormalization(epsilon=spec.ln_eps, name="ln0")
+        self.ln1 = L.LayerNormalization(epsilon=spec.ln_eps, name="ln1")
+        self.attn_query = L.Dense(dims["d"], name="attn_query")
+        self.attn_key = L.Dense(dims["d"], name="attn_key")
+        self.attn_value = L.Dense(dims["d"], name="attn_value")
+        self.attn_output = L.Dense(dims["d"], name="attn_output")
+        self.mlp_dense0 = L.Dense(dims["f"], activation="relu", name="mlp_dense0")
+        self.mlp_dense1 = L.Dense(dims["d"], name="mlp_dense1")
+
+    def build(self, input_shape: Any) -> None:
+        for layer in (self.ln0, self.ln1, self.attn_query, self.attn_key, self.attn_value, self.attn_output,
+                      self.mlp_dense0):
+            layer.build(input_shape)
+        self.mlp_dense1.build((*input_shape[:-1], self.dims["f"]))
+
+    def _heads(self, t: Any) -> Any:
+        d = self.dims
+        return keras.ops.transpose(keras.ops.reshape(t, (-1, d["s"], d["h"], d["dh"])), (0, 2, 1, 3))
+
+    def call(self, h: Any) -> Any:
+        ops, d = keras.ops, self.dims
+        a = self.ln0(h)
+        q, k, v = self._heads(self.attn_query(a)), self._heads(self.attn_key(a)), self._heads(self.attn_value(a))
+        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) * (1.0 / float(np.sqrt(d["dh"])))
+        weights = ops.softmax(ops.where(self.allowed, scores, MASKED_SCORE), axis=-1)
+        o = ops.reshape(ops.transpose(ops.matmul(weights, v), (0, 2, 1, 3)), (-1, d["s"], d["d"]))
+        h = h + self.attn_output(o)
+        return h + self.mlp_dense1(self.mlp_dense0(self.ln1(h)))
+
+
+def _keras_transformer(spec: WorkloadSpec, params: dict[str, np.ndarray]) -> tuple[list[Any], list[tuple[Any, list[np.ndarray]]]]:
+    L = keras.layers
+    dims = transformer_dims(spec)
+    tokens = L.Embedding(dims["v"], dims["d"], name="embed_tokens")
+    positions = PositionEmbedding(dims["s"], dims["d"], name="embed_positions")
+    block = SelfAttentionBlock(spec, name="block")
+    ln_f = L.LayerNormalization(epsilon=spec.ln_eps, name="ln_f")
+    head = L.Dense(dims["v"], name="head")
+    weights: list[tuple[Any, list[np.ndarray]]] = [
+        (tokens, [params["embed/tokens"]]),
+        (positions, [params["embed/positions"]]),
+    ]
+    owners = {"ln_f": ln_f, "head": head}
+    for name, _, _ in TRANSFORMER_DENSE:
+        layer = owners.get(name) or getattr(block, name.replace("/", "_"))
+        weights.append((layer, [params[f"{name}/kernel"], params[f"{name}/bias"]]))
+    for norm in TRANSFORMER_NORMS:
+        layer = owners.get(norm) or getattr(block, norm)
+        weights.append((layer, [params[f"{norm}/gamma"], params[f"{norm}/beta"]]))
+    return [tokens, positions, block, ln_f, head], weights
+
+
 def build_keras_model(spec: WorkloadSpec, params: dict[str, np.ndarray]) -> keras.Model:
     """The spec's network as a Keras ``Sequential`` with its canonical parameters loaded."""
     L = keras.layers
@@ -183,19 +267,37 @@ def build_keras_model(spec: WorkloadSpec, params: dict[str, np.ndarray]) -> kera
         head = L.Dense(spec.layers[-1], name="dense0")
         layers += [L.Flatten(), head]
         weights.append((head, [params["dense0/kernel"], params["dense0/bias"]]))
+    elif spec.kind == "transformer":
+        layers, weights = _keras_transformer(spec, params)
     else:
         raise ValueError(f"unknown workload kind {spec.kind!r}")
-    model = keras.Sequential([keras.Input(shape=spec.input_shape), *layers], name=spec.name.replace("-", "_"))
+    inputs = keras.Input(shape=spec.input_shape, dtype="int64" if spec.token_input else "float32")
+    model = keras.Sequential([inputs, *layers], name=spec.name.replace("-", "_"))
     for layer, values in weights:
         layer.set_weights(values)
     return model
+
+
+class SummedGradientAdam(keras.optimizers.Adam):
+    """Keras' Adam on dense gradients.
+
+    An embedding lookup's gradient is a ``tf.IndexedSlices`` with one slice per occurrence of a
+    token; Keras' Adam squares each slice into the second moment separately, so a token seen twice
+    in a batch adds ``g1**2 + g2**2`` where torch's Adam (and tf.compat.v1's, which sums duplicate
+    indices first) adds ``(g1 + g2)**2``. Summing the slices first gives every framework the same
+    maths; dense gradients pass through untouched.
+    """
+
+    def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
+        dense = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+        return super().apply(dense, trainable_variables)
 
 
 def make_optimizer(spec: WorkloadSpec) -> keras.optimizers.Optimizer:
     if spec.optimizer == "sgd":
         return keras.optimizers.SGD(learning_rate=spec.lr)
     beta_1, beta_2 = spec.adam_betas
-    return keras.optimizers.Adam(learning_rate=spec.lr, beta_1=beta_1, beta_2=beta_2, epsilon=spec.adam_eps)
+    return SummedGradientAdam(learning_rate=spec.lr, beta_1=beta_1, beta_2=beta_2, epsilon=spec.adam_eps)
 
 
 def make_loss(spec: WorkloadSpec) -> keras.losses.Loss:
@@ -361,7 +463,34 @@ def _v1_forward(
         fh, fw, fc = cnn_flat_shape(spec)
         h = tf.reshape(h, [-1, fh * fw * fc])
         return tf.matmul(h, v["dense0/kernel"]) + v["dense0/bias"]
+    if spec.kind == "transformer":
+        return _v1_transformer(spec, v, x)
     raise ValueError(f"unknown workload kind {spec.kind!r}")
+
+
+def _v1_transformer(spec: WorkloadSpec, v: dict[str, Any], x: Any) -> Any:
+    """The transformer in ``tf.nn`` ops: same maths as :class:`SelfAttentionBlock` and torch's."""
+    d = transformer_dims(spec)
+
+    def dense(name: str, t: Any) -> Any:
+        return tf.tensordot(t, v[f"{name}/kernel"], axes=1) + v[f"{name}/bias"]
+
+    def norm(name: str, t: Any) -> Any:
+        mean, var = tf.nn.moments(t, axes=[-1], keepdims=True)
+        return tf.nn.batch_normalization(t, mean, var, v[f"{name}/beta"], v[f"{name}/gamma"], spec.ln_eps)
+
+    def heads(t: Any) -> Any:
+        return tf.transpose(tf.reshape(t, [-1, d["s"], d["h"], d["dh"]]), [0, 2, 1, 3])
+
+    h = tf.gather(v["embed/tokens"], x) + v["embed/positions"]
+    a = norm("ln0", h)
+    q, k, val = heads(dense("attn/query", a)), heads(dense("attn/key", a)), heads(dense("attn/value", a))
+    scores = tf.matmul(q, k, transpose_b=True) * (1.0 / float(np.sqrt(d["dh"])))
+    weights = tf.nn.softmax(tf.where(attention_mask(spec), scores, MASKED_SCORE), axis=-1)
+    o = tf.reshape(tf.transpose(tf.matmul(weights, val), [0, 2, 1, 3]), [-1, d["s"], d["d"]])
+    h = h + dense("attn/output", o)
+    h = h + dense("mlp/dense1", tf.nn.relu(dense("mlp/dense0", norm("ln1", h))))
+    return dense("head", norm("ln_f", h))
 
 
 class GraphV1Program:
@@ -383,11 +512,12 @@ class GraphV1Program:
         graph = tf.Graph()
         with graph.as_default(), tf.device(self.device):
             v1.set_random_seed(spec.seed)
-            self.x_ph = v1.placeholder(tf.float32, (None, *spec.input_shape), name="x")
+            x_dtype = tf.int64 if spec.token_input else tf.float32
+            self.x_ph = v1.placeholder(x_dtype, (None, *spec.input_shape), name="x")
             if spec.loss == "mse":
                 self.y_ph = v1.placeholder(tf.float32, (None, spec.layers[-1]), name="y")
             else:
-                self.y_ph = v1.placeholder(tf.int64, (None,), name="y")
+                self.y_ph = v1.placeholder(tf.int64, (None, *self.state.y.shape[1:]), name="y")
             variables = {
                 name: tf.Variable(value, name=name.replace("/", "_")) for name, value in self.state.params.items()
             }
@@ -451,27 +581,21 @@ def build_program(spec: WorkloadSpec, state: WorkloadState, mode: str, device: s
 # ---------------------------------------------------------------------------------------------
 
 
-def _run_folder_name(now: _dt.datetime) -> str:
-    # The name TensorFlow's profiler gives the run folder when a session is saved.
-    return now.strftime("%Y_%m_%d_%H_%M_%S")
-
-
-class TFProfilerSession:
+class TFProfilerSession(ContextStepMarkers):
     """``tf.profiler.experimental`` set up the traceview way; one xplane.pb per session."""
 
     framework = FRAMEWORK
     trace_format = TRACE_FORMAT
 
     def __init__(self, folder: Path, device: str = "cpu") -> None:
+        super().__init__(lambda step: tf.profiler.experimental.Trace(STEP_MARKER, step_num=step, _r=1))
         self.folder = Path(folder)
         self.device = device
-        self._trace: Any = None
-        self._before: dict[Path, float] = {}
+        self._runs = ProfileRuns(self.folder, "TensorFlow")
         self._running = False
 
     def start(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._before = {p: p.stat().st_mtime for p in self.folder.glob(TRACE_GLOB)}
+        self._runs.snapshot()
         try:
             tf.profiler.experimental.start(str(self.folder))
         except tf.errors.AlreadyExistsError as err:
@@ -480,32 +604,12 @@ class TFProfilerSession:
             ) from err
         self._running = True
 
-    def begin_step(self, step: int) -> None:
-        self._trace = tf.profiler.experimental.Trace(STEP_MARKER, step_num=step, _r=1)
-        self._trace.__enter__()
-
-    def end_step(self, step: int) -> None:
-        if self._trace is not None:
-            self._trace.__exit__(None, None, None)
-            self._trace = None
-
     def stop(self) -> Path:
-        if self._trace is not None:
-            self.end_step(-1)
-        runs = self.folder / "plugins" / "profile"
-        # Run folders are named to the second: never save into one that already exists.
-        while runs.is_dir() and (runs / _run_folder_name(_dt.datetime.now())).exists():
-            time.sleep(0.05)
+        self.close_open_marker()
+        self._runs.wait_for_fresh_run()
         tf.profiler.experimental.stop()
         self._running = False
-        new = [
-            p for p in self.folder.glob(TRACE_GLOB) if p not in self._before or p.stat().st_mtime != self._before[p]
-        ]
-        if not new:
-            raise RuntimeError(f"the TensorFlow profiler wrote no {TRACE_GLOB} under {self.folder}")
-        if any(p in self._before for p in new):
-            raise RuntimeError(f"the TensorFlow profiler overwrote an earlier capture under {self.folder}")
-        return max(new, key=lambda p: p.stat().st_mtime)
+        return self._runs.new_trace()
 
     def describe(self) -> dict[str, Any]:
         return {

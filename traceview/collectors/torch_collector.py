@@ -20,6 +20,7 @@ gzip, which writes ``<folder>/<worker>.<ms>.pt.trace.json.gz`` when the session 
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import socket
@@ -34,7 +35,16 @@ from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_fun
 
 from traceview.collectors.harness import StepRecorder, run_steps
 from traceview.collectors.manifest import cpu_name
-from traceview.collectors.workloads import WorkloadSpec, WorkloadState, cnn_flat_shape
+from traceview.collectors.workloads import (
+    MASKED_SCORE,
+    TRANSFORMER_DENSE,
+    TRANSFORMER_NORMS,
+    WorkloadSpec,
+    WorkloadState,
+    attention_mask,
+    cnn_flat_shape,
+    transformer_dims,
+)
 
 FRAMEWORK = "torch"
 TRACE_FORMAT = "kineto-json"
@@ -178,6 +188,64 @@ class LSTMRegressor(nn.Module):
         return self.head(seq[:, -1, :])
 
 
+class TinyTransformer(nn.Module):
+    """Token + position embedding, one pre-LN self-attention block, an MLP block, a final norm and
+    a vocabulary head. Attention is written out (matmul, mask, softmax, matmul) so the maths is
+    the Keras, tf.nn and JAX versions' exactly; ``nn.MultiheadAttention`` packs and initialises
+    its projections its own way. Submodules are named after the canonical parameters ("/" -> "_").
+    """
+
+    def __init__(self, spec: WorkloadSpec) -> None:
+        super().__init__()
+        dims = transformer_dims(spec)
+        self.heads = dims["h"]
+        self.head_dim = dims["dh"]
+        self.scale = 1.0 / math.sqrt(dims["dh"])
+        self.masked_score = MASKED_SCORE  # an attribute: TorchScript cannot read a module global
+        self.embed_tokens = nn.Embedding(dims["v"], dims["d"])
+        self.embed_positions = nn.Parameter(torch.zeros(dims["s"], dims["d"]))
+        self.ln0 = nn.LayerNorm(dims["d"], eps=spec.ln_eps)
+        self.ln1 = nn.LayerNorm(dims["d"], eps=spec.ln_eps)
+        self.ln_f = nn.LayerNorm(dims["d"], eps=spec.ln_eps)
+        self.attn_query = nn.Linear(dims["d"], dims["d"])
+        self.attn_key = nn.Linear(dims["d"], dims["d"])
+        self.attn_value = nn.Linear(dims["d"], dims["d"])
+        self.attn_output = nn.Linear(dims["d"], dims["d"])
+        self.mlp_dense0 = nn.Linear(dims["d"], dims["f"])
+        self.mlp_dense1 = nn.Linear(dims["f"], dims["d"])
+        self.head = nn.Linear(dims["d"], dims["v"])
+        self.register_buffer("allowed", torch.from_numpy(attention_mask(spec)))
+
+    def _heads(self, t: torch.Tensor) -> torch.Tensor:
+        """(batch, seq, width) -> (batch, heads, seq, head width)."""
+        return t.reshape(t.size(0), t.size(1), self.heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.embed_tokens(x) + self.embed_positions
+        a = self.ln0(h)
+        q, k, v = self._heads(self.attn_query(a)), self._heads(self.attn_key(a)), self._heads(self.attn_value(a))
+        scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale
+        weights = torch.softmax(scores.masked_fill(~self.allowed, self.masked_score), dim=-1)
+        o = torch.matmul(weights, v).transpose(1, 2).reshape(h.shape)
+        h = h + self.attn_output(o)
+        h = h + self.mlp_dense1(torch.relu(self.mlp_dense0(self.ln1(h))))
+        return self.head(self.ln_f(h))
+
+
+def _transformer_assignments(net: TinyTransformer, params: dict[str, np.ndarray]) -> list[tuple[torch.Tensor, np.ndarray]]:
+    assign: list[tuple[torch.Tensor, np.ndarray]] = [
+        (net.embed_tokens.weight, params["embed/tokens"]),
+        (net.embed_positions, params["embed/positions"]),
+    ]
+    for name, _, _ in TRANSFORMER_DENSE:
+        lin = getattr(net, name.replace("/", "_"))
+        assign += [(lin.weight, params[f"{name}/kernel"].T), (lin.bias, params[f"{name}/bias"])]
+    for norm in TRANSFORMER_NORMS:
+        ln = getattr(net, norm)
+        assign += [(ln.weight, params[f"{norm}/gamma"]), (ln.bias, params[f"{norm}/beta"])]
+    return assign
+
+
 def build_model(spec: WorkloadSpec, params: dict[str, np.ndarray]) -> nn.Module:
     """The spec's network with its canonical parameters loaded (layouts as in ``workloads``)."""
     model: nn.Module
@@ -236,6 +304,10 @@ def build_model(spec: WorkloadSpec, params: dict[str, np.ndarray]) -> nn.Module:
         assign.append((lin.weight, kernel))
         assign.append((lin.bias, params["dense0/bias"]))
         model = nn.Sequential(*layers)
+    elif spec.kind == "transformer":
+        net_t = TinyTransformer(spec)
+        assign += _transformer_assignments(net_t, params)
+        model = net_t
     else:
         raise ValueError(f"unknown workload kind {spec.kind!r}")
     with torch.no_grad():
@@ -244,6 +316,17 @@ def build_model(spec: WorkloadSpec, params: dict[str, np.ndarray]) -> nn.Module:
                 raise ValueError(f"{spec.name}: shape {tuple(tensor.shape)} != canonical {value.shape}")
             tensor.copy_(torch.from_numpy(np.ascontiguousarray(value)))
     return model
+
+
+def _token_cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over every position: (batch, seq, vocab) logits, (batch, seq) ids."""
+    return F.cross_entropy(logits.flatten(0, 1), y.flatten())
+
+
+def loss_function(spec: WorkloadSpec) -> Any:
+    if spec.loss == "mse":
+        return F.mse_loss
+    return _token_cross_entropy if spec.token_input else F.cross_entropy
 
 
 def _to_torch_x(spec: WorkloadSpec, x: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -281,7 +364,7 @@ class TorchProgram:
             (_to_torch_x(spec, x, self.device), torch.from_numpy(np.ascontiguousarray(y)).to(self.device))
             for x, y in state.batches()
         ]
-        self.loss_fn = F.mse_loss if spec.loss == "mse" else F.cross_entropy
+        self.loss_fn = loss_function(spec)
         self.forward: Any = None
 
     def _prepare(self) -> None:
@@ -404,9 +487,11 @@ class TorchProfilerSession:
 
 
 # Modes whose steps run a compiler in Python: with the Python tracer on, the cold step records every
-# call dynamo and inductor make (a 2-layer MLP's cold step grew to ~600 MB of JSON), while their
-# phases are marked by the compiler's own events anyway. Python events stay off there by default.
-PYTHON_EVENTS_OFF_MODES = frozenset({"compile"})
+# call dynamo and inductor make (a 2-layer MLP's cold step grew to ~600 MB of JSON), or every call of
+# TorchScript's Python frontend as it parses and types a custom module (the transformer's step 0:
+# ~99,000 Python events, 1.7 MB gzipped), while their phases are marked by the compiler's own events
+# anyway (dynamo's ranges; record_function('torch.jit.script')). Python events stay off there by default.
+PYTHON_EVENTS_OFF_MODES = frozenset({"compile", "torchscript"})
 
 
 def python_events_default(mode: str) -> bool:

@@ -3,7 +3,7 @@
 A :class:`WorkloadSpec` is the whole definition (layer sizes, loss, optimizer, learning rate,
 batch, data shape, default step counts, parity tolerance). :func:`materialize` draws the
 initial weights and the data from one ``numpy.random.default_rng(spec.seed)``, so torch,
-TensorFlow and the numpy baseline start from identical numbers; comparing their step times is
+TensorFlow, JAX and the numpy baseline start from identical numbers; comparing their step times is
 then a comparison of frameworks, not of problems.
 
 Parameters are kept in one framework-neutral layout (the "canonical" layout below); each
@@ -21,7 +21,12 @@ lstm kernel   (in, 4H), gates i, f, g, o       ``weight_ih_l0`` (4H, in)    ``LS
 lstm recur.   (H, 4H)                          ``weight_hh_l0`` (4H, H)     recurrent_kernel (H, 4H)
 lstm bias     (4H,)                            ``bias_ih_l0``; ``bias_hh_l0``  bias (4H,)
                                                held at 0 and frozen
+embeddings    (vocab, D) and positions (S, D)  ``Embedding.weight`` as is  ``Embedding`` as is
+tokens        (N, S) int64 ids                 LongTensor                   int64
 ============  ===============================  ==========================  ===========================
+
+JAX takes the canonical layout as it is (``x @ W + b``, NHWC/HWIO convolutions, Keras' flatten
+order) and is written with ``jax.numpy`` directly, so it needs no conversion table.
 
 LSTM gate order: torch documents ``W_ii|W_if|W_ig|W_io`` (input, forget, cell "g", output);
 Keras splits its kernel as ``i, f, c, o`` (``keras/src/layers/rnn/lstm.py``), the same order
@@ -37,6 +42,17 @@ mode both normalize with the biased batch variance, so training losses agree.
 Adam: torch and Keras place epsilon differently (torch adds it to the bias-corrected
 ``sqrt(v_hat)``, Keras to ``sqrt(v)`` before a bias-corrected step size); with ``eps=1e-8``
 (Keras' default is 1e-7, set explicitly) the difference is far below the parity tolerance.
+The JAX collector writes Adam by hand the way ``torch.optim.Adam`` computes it. An embedding's
+gradient reaches Keras' Adam as sparse slices, one per token occurrence, which it squares one by
+one; the Keras collector sums them first (``tf_collector.SummedGradientAdam``), as torch and
+tf.compat.v1 do, or the transformer's losses drift apart by ~1e-3 within two steps.
+
+Transformer: one pre-layer-norm block, written with explicit matmuls and softmax in every
+framework (no fused attention module, whose initialisation and maths differ between libraries):
+``h = tok[x] + pos``; ``h += proj(softmax(mask(q k^T / sqrt(d_head))) v)`` on ``LN(h)``;
+``h += W2 relu(W1 LN(h))``; ``logits = head(LN(h))``; next-token cross-entropy over every
+position. Layer-norm epsilon is matched explicitly (torch 1e-5, Keras' default 1e-3); masked
+scores are set to -1e9 rather than -inf, so a fully masked row could never turn into NaN.
 """
 
 from __future__ import annotations
@@ -47,12 +63,13 @@ from typing import Any
 
 import numpy as np
 
-FRAMEWORKS: tuple[str, ...] = ("torch", "tf", "numpy")
+FRAMEWORKS: tuple[str, ...] = ("torch", "tf", "jax", "numpy")
 
 # Modes per framework, in display order, with what each one means.
 MODES: dict[str, tuple[str, ...]] = {
     "torch": ("eager", "compile", "torchscript"),
     "tf": ("eager", "function", "xla", "fit", "graph-v1"),
+    "jax": ("jit",),
     "numpy": ("eager",),
 }
 MODE_HELP: dict[tuple[str, str], str] = {
@@ -64,10 +81,11 @@ MODE_HELP: dict[tuple[str, str], str] = {
     ("tf", "xla"): "tf.function(jit_compile=True)",
     ("tf", "fit"): "Keras model.fit(x, y, batch_size, epochs)",
     ("tf", "graph-v1"): "tf.compat.v1 graph and Session.run",
+    ("jax", "jit"): "the step function in jax.jit (jax.numpy, jax.grad, optimizer written by hand)",
     ("numpy", "eager"): "hand-written gradient descent in numpy",
 }
 
-KINDS = ("mlp", "linreg", "lstm", "cnn")
+KINDS = ("mlp", "linreg", "lstm", "cnn", "transformer")
 
 
 @dataclass(frozen=True)
@@ -75,11 +93,13 @@ class WorkloadSpec:
     """One training (or inference) problem, framework-neutral.
 
     ``layers`` are the dense widths from input to output (for ``cnn`` only the dense head's
-    output); ``input_shape`` is one sample's shape in the canonical layout.
+    output; for ``transformer`` the model width and the MLP width, with ``n_classes`` the
+    vocabulary); ``input_shape`` is one sample's shape in the canonical layout (for
+    ``transformer`` the sequence length, the input being token ids).
     """
 
     name: str
-    kind: str  # "mlp", "linreg", "lstm", "cnn"
+    kind: str  # one of KINDS
     description: str
     input_shape: tuple[int, ...]
     layers: tuple[int, ...]
@@ -101,6 +121,9 @@ class WorkloadSpec:
     adam_betas: tuple[float, float] = (0.9, 0.999)
     bn_eps: float = 1e-5
     bn_momentum: float = 0.1  # torch convention (weight of the new batch statistic)
+    heads: int = 0  # transformer attention heads
+    causal: bool = False  # transformer: each position attends to itself and earlier ones only
+    ln_eps: float = 1e-5  # layer norm epsilon (torch's default; Keras gets it explicitly)
     parity_steps: int = 5
     parity_rtol: float = 1e-4
     parity_atol: float = 1e-6
@@ -113,6 +136,11 @@ class WorkloadSpec:
     @property
     def n_batches(self) -> int:
         return self.n_samples // self.batch
+
+    @property
+    def token_input(self) -> bool:
+        """Inputs are integer token ids (int64), not float32 features."""
+        return self.kind == "transformer"
 
     def parity_variant(self) -> WorkloadSpec:
         """The spec the loss-parity run uses: randomness that cannot match across frameworks off.
@@ -271,6 +299,26 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             train=False,
             question="what does a framework cost per inference call on a small conv net?",
         ),
+        WorkloadSpec(
+            name="transformer",
+            kind="transformer",
+            description=(
+                "token embedding (64 ids) + positions, one pre-LN causal self-attention block (2 heads, width 32), "
+                "ReLU MLP (64), next-token cross-entropy, Adam 1e-3, batch 16 x 32 tokens"
+            ),
+            input_shape=(32,),
+            layers=(32, 64),
+            n_classes=64,
+            heads=2,
+            causal=True,
+            loss="cross_entropy",
+            optimizer="adam",
+            lr=1e-3,
+            n_samples=256,
+            batch=16,
+            steps=10,
+            question="how much of a small transformer step is matmul, and how much softmax, layer-norm and dispatch glue?",
+        ),
     )
 }
 
@@ -324,12 +372,12 @@ def cold_step_count(framework: str, mode: str) -> int:
 
 @dataclass
 class WorkloadState:
-    """Initial parameters (canonical layout) and the full data set, all float32 except labels."""
+    """Initial parameters (canonical layout) and the full data set, all float32 except labels and tokens."""
 
     spec: WorkloadSpec
     params: dict[str, np.ndarray]
-    x: np.ndarray
-    y: np.ndarray  # (n, 1) float32 for mse, (n,) int64 labels for cross-entropy
+    x: np.ndarray  # float32 features, or (n, S) int64 token ids (spec.token_input)
+    y: np.ndarray  # (n, 1) float32 for mse, (n,) int64 labels for cross-entropy, (n, S) next tokens
 
     def batch(self, step: int) -> tuple[np.ndarray, np.ndarray]:
         """The batch step ``step`` trains on: batches in order, wrapping around, never shuffled."""
@@ -358,6 +406,70 @@ def _cnn_dims(spec: WorkloadSpec) -> list[tuple[int, int, int]]:
 def cnn_flat_shape(spec: WorkloadSpec) -> tuple[int, int, int]:
     """(H, W, C) of the feature map the dense head flattens."""
     return _cnn_dims(spec)[-1]
+
+
+# Transformer parameters. Dense layers are drawn uniform in +-1/sqrt(fan_in) like torch's nn.Linear; the token table is
+# N(0, 1) like torch's nn.Embedding; the positional table has no torch module and gets N(0, 0.02)
+# as in GPT-2; layer norms start at gamma 1, beta 0.
+TRANSFORMER_DENSE: tuple[tuple[str, str, str], ...] = (
+    # (name, fan_in, fan_out) with "d" the model width, "f" the MLP width, "v" the vocabulary
+    ("attn/query", "d", "d"),
+    ("attn/key", "d", "d"),
+    ("attn/value", "d", "d"),
+    ("attn/output", "d", "d"),
+    ("mlp/dense0", "d", "f"),
+    ("mlp/dense1", "f", "d"),
+    ("head", "d", "v"),
+)
+TRANSFORMER_NORMS: tuple[str, ...] = ("ln0", "ln1", "ln_f")  # before attention, before the MLP, final
+
+
+def transformer_dims(spec: WorkloadSpec) -> dict[str, int]:
+    """The transformer's sizes by letter: vocabulary, sequence, model width, MLP width, head width."""
+    d, f = spec.layers
+    if d % spec.heads:
+        raise ValueError(f"{spec.name}: width {d} does not split into {spec.heads} heads")
+    return {"v": spec.n_classes, "s": spec.input_shape[0], "d": d, "f": f, "h": spec.heads, "dh": d // spec.heads}
+
+
+MASKED_SCORE = -1e9  # what a masked attention score becomes before the softmax, in every framework
+
+
+def attention_mask(spec: WorkloadSpec) -> np.ndarray:
+    """(seq, seq) booleans: True where a query position may attend (the lower triangle when causal)."""
+    seq = spec.input_shape[0]
+    allowed = np.ones((seq, seq), bool)
+    return np.tril(allowed) if spec.causal else allowed
+
+
+def _transformer_params(spec: WorkloadSpec, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    dims = transformer_dims(spec)
+    params = {
+        "embed/tokens": rng.standard_normal((dims["v"], dims["d"])).astype(np.float32),
+        "embed/positions": (0.02 * rng.standard_normal((dims["s"], dims["d"]))).astype(np.float32),
+    }
+    for name, fan_in, fan_out in TRANSFORMER_DENSE:
+        bound = 1.0 / math.sqrt(dims[fan_in])
+        params[f"{name}/kernel"] = _uniform(rng, bound, (dims[fan_in], dims[fan_out]))
+        params[f"{name}/bias"] = _uniform(rng, bound, (dims[fan_out],))
+    for norm in TRANSFORMER_NORMS:
+        params[f"{norm}/gamma"] = np.ones(dims["d"], np.float32)
+        params[f"{norm}/beta"] = np.zeros(dims["d"], np.float32)
+    return params
+
+
+def _token_sequences(spec: WorkloadSpec, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Sequences from a random Markov teacher (the next id is a fixed permutation of this one 90 %
+    of the time, uniform otherwise): learnable, with inputs and next-token targets as int64."""
+    vocab, seq, n = spec.n_classes, spec.input_shape[0], spec.n_samples
+    successor = rng.permutation(vocab)
+    tokens = np.empty((n, seq + 1), np.int64)
+    tokens[:, 0] = rng.integers(0, vocab, n)
+    follow = rng.random((n, seq)) < 0.9
+    noise = rng.integers(0, vocab, (n, seq))
+    for t in range(seq):
+        tokens[:, t + 1] = np.where(follow[:, t], successor[tokens[:, t]], noise[:, t])
+    return tokens[:, :-1].copy(), tokens[:, 1:].copy()
 
 
 def materialize(spec: WorkloadSpec) -> WorkloadState:
@@ -402,11 +514,15 @@ def materialize(spec: WorkloadSpec) -> WorkloadState:
         bound = 1.0 / math.sqrt(flat)
         params["dense0/kernel"] = _uniform(rng, bound, (flat, spec.layers[-1]))
         params["dense0/bias"] = _uniform(rng, bound, (spec.layers[-1],))
+    elif spec.kind == "transformer":
+        params = _transformer_params(spec, rng)
     else:
         raise ValueError(f"unknown workload kind {spec.kind!r}")
 
     n = spec.n_samples
-    if spec.kind == "lstm":
+    if spec.kind == "transformer":
+        x, y = _token_sequences(spec, rng)
+    elif spec.kind == "lstm":
         seq, features = spec.input_shape
         phase = rng.uniform(0, 2 * math.pi)
         t = np.arange(n + seq, dtype=np.float64) * 0.1 + phase

@@ -15,14 +15,14 @@ from traceview.errors import TraceviewError, UsageError
 def collect(
     workload: Optional[str] = typer.Argument(None, metavar="[WORKLOAD]", help="Workload to capture (see --list)."),
     framework: str = typer.Option(
-        "all", "--framework", "-f", help="Comma-separated frameworks: torch, tf, numpy, or all."
+        "all", "--framework", "-f", help="Comma-separated frameworks: torch, tf, jax, numpy, or all."
     ),
     mode: str = typer.Option(
         "all",
         "--mode",
         "-m",
         help="Comma-separated modes: eager, compile, torchscript (torch); eager, function, xla, fit, "
-        "graph-v1 (tf); or all.",
+        "graph-v1 (tf); jit (jax); or all.",
     ),
     device: str = typer.Option("cpu", "--device", help="cpu, or cuda where the framework sees a GPU."),
     output: Optional[Path] = typer.Option(
@@ -39,11 +39,11 @@ def collect(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace captures already in the output folder."),
     list_: bool = typer.Option(False, "--list", help="Show the workloads and which framework x mode pairs exist."),
 ) -> None:
-    """Capture a workload in torch and TensorFlow (and numpy) from identical weights and data.
+    """Capture a workload in torch, TensorFlow and JAX (and numpy) from identical weights and data.
 
     Each framework-mode pair gets a folder with its native trace and a manifest.json.
 
-    Traces: torch writes Kineto *.pt.trace.json.gz, TensorFlow plugins/profile/<run>/<host>.xplane.pb.
+    Traces: torch writes Kineto *.pt.trace.json.gz, TensorFlow and JAX plugins/profile/<run>/<host>.xplane.pb.
 
     The cold first step (tracing, compilation) is inside the profiled window.
 
@@ -89,7 +89,7 @@ def render_matrix(console: Console) -> None:
     from traceview.collectors.workloads import MODE_HELP, MODES, WORKLOADS, not_applicable
 
     columns = [(fw, m) for fw, modes in MODES.items() for m in modes]
-    # Borderless with one space between columns, so the nine modes fit an 80-column terminal.
+    # Borderless with one space between columns, so the ten modes fit an 80-column terminal.
     table = Table(title="workload x framework-mode (yes: captured by traceview collect)", box=None,
                   padding=(0, 1), collapse_padding=True, pad_edge=False, header_style="bold")
     table.add_column("workload", no_wrap=True)
