@@ -159,6 +159,9 @@ def test_compare_takes_diagnoses_too(inputs):
     b = traceview.diagnose(_relative(inputs["tensorboard logdir"]))
     from_paths = traceview.compare(_relative(inputs["kineto file"]), _relative(inputs["tensorboard logdir"]))
     assert dumps(traceview.compare(a, b).to_dict()) == dumps(from_paths.to_dict())
+    folder = traceview.diagnose(inputs["folder of trace files"])
+    with pytest.raises(UsageError, match="the baseline must be a trace path or a Diagnosis, got a FolderDiagnosis"):
+        traceview.compare(folder, b)
 
 
 def test_the_text_reports_are_the_command_lines(capsys, inputs):

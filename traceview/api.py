@@ -203,6 +203,8 @@ def _one_diagnosis(value: PathLike | Diagnosis, label: str, run: str | None, opt
 
     if isinstance(value, Diagnosis):
         return value
+    if not isinstance(value, (str, os.PathLike)):
+        raise UsageError(f"the {label} must be a trace path or a Diagnosis, got a {type(value).__name__}")
     paths = trace_files(value, run)
     if len(paths) != 1:
         raise UsageError(f"{value}: holds {len(paths)} traces; name one trace file for the {label}")

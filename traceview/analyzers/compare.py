@@ -12,8 +12,15 @@
   with, per steady step: top-level op count, compute time (device kernels on device traces,
   leaf compute ops on CPU traces) and host dispatch time per op (inclusive host time of the
   top-level op minus the compute inside it);
+- per-op diff: the ops and kernels of both traces aligned by exact name (the diagnose report's
+  kernel and framework-op tables, every row), count and time per steady step on each side,
+  largest absolute difference first. Names are matched exactly or not at all: across frameworks
+  the same math runs under other names (``aten::mm``, ``MatMul``), and a loose match could pair
+  unrelated ops — the op families above are where frameworks meet;
 - cold start: first cold step, its graph-build time, and how many steady steps it takes for the
   trace with the faster steady state to pay back a larger cold step.
+
+The result is a :class:`~traceview.results.Comparison`.
 """
 
 from __future__ import annotations
