@@ -188,7 +188,7 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
     """Assemble an event table from column arrays; missing columns get their default.
 
     Readers call this once with whole columns (numpy arrays, lists, or ``pd.Categorical`` for
-    category columns); it applies dtypes, sorts rows by (ts, -dur) — stably, so ties keep the
+    category columns; the ``columns`` dict is emptied, its arrays taken over); it applies dtypes, sorts rows by (ts, -dur) — stably, so ties keep the
     reader's order — and resets the index so row position == index. ``extra`` columns (reader
     specific, same length) are appended after the schema's, in the same row order.
     """
@@ -229,10 +229,12 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
             data[col] = np.asarray(value, dtype=dtype)
     for col, value in (extra or {}).items():
         data[col] = value if isinstance(value, pd.Categorical) else np.asarray(value)
+    columns.clear()  # the caller's references go: each column below is held once, then sorted
     ts = data["ts"]
     order = np.lexsort((-data["dur"], ts))
     if len(order) and not (order == np.arange(len(order))).all():
-        data = {col: value[order] for col, value in data.items()}
+        for col in list(data):  # one column at a time, each unsorted one let go when replaced
+            data[col] = data[col][order]
     # copy=False: the columns stay separate arrays; consolidating them into one 2-D block copies
     # every integer column (a second or more on a gigabyte trace) for nothing.
     return pd.DataFrame(data, copy=False)

@@ -105,8 +105,10 @@ def read_scanned(path: Path) -> Timeline:
     (and when the extension is not built)."""
     scanner = EventScanner(path)
     fields = _Fields()
+    block = None
     for block in scanner.blocks():
         fields.add_scanned(block)
+    del block  # (its views hold the scanner's buffers)
     ts_exact = fields.exact_timestamps() if fields.needs_exact_ts else None
     return _timeline(path, fields, scanner.top, scanner.events_seen, ts_exact)
 
@@ -717,7 +719,7 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     meta.origin_ns = int(base_ns) + origin_raw if base_ns is not None else origin_raw
     meta.devices = _devices(top, device[is_device])
     meta.extra["extra_columns"] = ["elements"]
-    return build(RawTrace(
+    raw = RawTrace(
         columns={
             "ts": ts_ns - origin_raw,
             "dur": dur_ns,
@@ -736,7 +738,12 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
         # Extra column (record_shapes): elements of the op's largest input, -1 when not recorded.
         extra={"elements": elements},
         memory=memory,
-    ))
+    )
+    # The builder takes the columns over and lets each go once sorted; nothing here may keep them.
+    del ts_ns, dur_ns, kinds, names, track, pid, tid, device, stream, correlation, nbytes, copy_kind, elements
+    del fields, ts, dur, ph_code, cat_code, name_code, pid_code, tid_code, rows, memory, memory_ts_ns
+    del args_bad, everything, complete, phase_rows, keep, class_of, combo, kind_code, is_device, copy_code
+    return build(raw)
 
 
 MEMORY_REASON = "memory sample (in the memory table)"
