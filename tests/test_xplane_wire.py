@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.test_fast_path import assert_same_timeline
@@ -17,8 +18,21 @@ if SHARED.is_dir():
     XPLANES += sorted(SHARED.rglob("*.xplane.pb*"))
 
 
+DECODERS = ["compiled", "arrays"]
+
+
+def _use(decoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pick the compiled decoder (readers/_xplane_wire.c) or the array passes."""
+    if decoder == "arrays":
+        monkeypatch.setattr(xplane_events, "_xplane_wire", None)
+    elif xplane_events._xplane_wire is None:
+        pytest.fail("traceview/readers/_xplane_wire.c was not compiled: pip install -e . again")
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
 @pytest.mark.parametrize("path", XPLANES, ids=lambda p: str(p.relative_to(p.parents[3])))
-def test_wire_decoding_equals_runtime(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wire_decoding_equals_runtime(path: Path, decoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(decoder, monkeypatch)
     declined: list[int] = []
     real = xplane_events.decode_line
 
@@ -33,3 +47,49 @@ def test_wire_decoding_equals_runtime(path: Path, monkeypatch: pytest.MonkeyPatc
     assert not declined, f"wire decoding declined lines of a real trace ({declined})"
     monkeypatch.setattr(xplane, "decode_line", lambda line, line_class: None)
     assert_same_timeline(fast, xplane.read(path))
+
+
+def _line_bytes(events: bytes) -> tuple[bytes, int, int]:
+    """A serialized XLine holding only ``events`` (the records of field 4), and where they lie."""
+    header = b"\x08\x01"  # id = 1
+    return header + events, len(header), len(header) + len(events)
+
+
+def _record(body: bytes) -> bytes:
+    assert len(body) < 128
+    return b"\x22" + bytes([len(body)]) + body
+
+
+GOOD_EVENT = b"\x08\x05\x10\x80\x01\x18\x07" + b"\x22\x04\x08\x02\x20\x09"  # id 5, offset 128, dur 7, stat 2 = 9
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+@pytest.mark.parametrize("body, expected", [
+    (_record(GOOD_EVENT), 1),
+    (_record(GOOD_EVENT) + _record(b"\x08\x06\x28\x03"), 2),  # num_occurrences: an aggregated event
+    (_record(GOOD_EVENT + b"\x50\x01"), 1),  # an unknown field (10) is skipped
+])
+def test_both_decoders_read_the_same_columns(decoder: str, body: bytes, expected: int,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    data, begin, end = _line_bytes(body)
+    compiled = xplane_events._decode_compiled(data, begin, end, expected)
+    arrays = xplane_events._decode(np.frombuffer(data + bytes(16), dtype=np.uint8), begin, end, expected)
+    assert compiled is not None
+    for column in ("metadata_id", "offset_ps", "duration_ps", "aggregated", "stat_event", "stat_id", "stat_field",
+                   "stat_number", "stat_start", "stat_end"):
+        assert np.array_equal(getattr(compiled, column), getattr(arrays, column)), column
+    assert compiled.metadata_id[0] == 5 and compiled.offset_ps[0] == 128 and compiled.stat_number[0] == 9
+
+
+@pytest.mark.parametrize("body, expected", [
+    (_record(b"\x0a\x01\x05"), 1),  # metadata_id as length-delimited: not an XEvent
+    (_record(b"\x08\x80"), 1),  # a varint cut short
+    (_record(GOOD_EVENT)[:-1], 1),  # a record overrunning the line
+    (_record(b"\x0b\x0c"), 1),  # a group
+    (_record(GOOD_EVENT), 2),  # fewer records than the line says
+])
+def test_the_compiled_decoder_declines_what_is_not_an_event_run(body: bytes, expected: int) -> None:
+    if xplane_events._xplane_wire is None:
+        pytest.skip("the compiled decoder is not built")
+    data, begin, end = _line_bytes(body)
+    assert xplane_events._decode_compiled(data, begin, end, expected) is None

@@ -1,0 +1,174 @@
+/* Decode an XLine's events (protobuf wire format) into column buffers in one sequential pass.
+ *
+ * The events of a line are its field 4: a run of "0x22 <length> <XEvent>" records between the
+ * line's header and trailer fields (readers/xplane_events.py cuts the line's serialized bytes).
+ * XEvent: 1 metadata_id, 2 offset_ps | 5 num_occurrences (a oneof), 3 duration_ps, 4 stats
+ * (XStat: 1 metadata_id, then the value oneof 2 double, 3 uint64, 4 int64, 5 str, 6 bytes,
+ * 7 ref). Unknown fields are skipped by wire type; a known field with another wire type, a group,
+ * a malformed varint or a record overrunning its message makes the decoder decline, and the
+ * caller reads the line through the protobuf runtime instead (tests/test_xplane_wire.py checks
+ * both give the same timeline).
+ *
+ * decode(buf, begin, end, expected, events_out, stats_out) -> stat count, or -1 (declined), or
+ *   -(needed + 2) when stats_out holds fewer rows than the line has stats.
+ *   events_out int64[4, expected]: metadata_id, offset_ps, duration_ps, aggregated (0/1)
+ *   stats_out  int64[6, capacity]: event, stat_id, value field (0 none), raw value (the bits of
+ *              a double, a varint's uint64 bits), value start, value end (str / bytes ranges)
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { EVENT_ROWS = 4, STAT_ROWS = 6 };
+
+typedef struct {
+    const unsigned char *base, *p;
+} Reader;
+
+/* A varint within [p, end): 0 and the value, or -1 (malformed or past end). */
+static int varint(Reader *r, const unsigned char *end, uint64_t *out) {
+    uint64_t value = 0;
+    for (int k = 0; k < 10; k++) {
+        if (r->p >= end) return -1;
+        unsigned char b = *r->p++;
+        value |= (uint64_t)(b & 0x7F) << (7 * k);
+        if (b < 0x80) {
+            *out = value;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* One field's tag and payload within [p, end): its number, wire type, varint / fixed64 value
+ * (0 for other wire types) and payload range. */
+typedef struct {
+    uint64_t number, value;
+    int wire;
+    const unsigned char *start, *stop;
+} Field;
+
+static int field(Reader *r, const unsigned char *end, Field *f) {
+    uint64_t tag;
+    if (varint(r, end, &tag) < 0) return -1;
+    f->number = tag >> 3;
+    f->wire = (int)(tag & 7);
+    f->value = 0;
+    f->start = r->p;
+    switch (f->wire) {
+        case 0:
+            if (varint(r, end, &f->value) < 0) return -1;
+            break;
+        case 1:
+            if (end - r->p < 8) return -1;
+            for (int k = 7; k >= 0; k--) f->value = (f->value << 8) | r->p[k]; /* little-endian on the wire */
+            r->p += 8;
+            break;
+        case 2: {
+            uint64_t length;
+            if (varint(r, end, &length) < 0 || length > (uint64_t)(end - r->p)) return -1;
+            f->start = r->p;
+            r->p += length;
+            break;
+        }
+        case 5:
+            if (end - r->p < 4) return -1;
+            r->p += 4;
+            break;
+        default: /* groups (3, 4) and reserved types */
+            return -1;
+    }
+    f->stop = r->p;
+    return 0;
+}
+
+static Py_ssize_t decode_events(const unsigned char *base, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t expected,
+                                int64_t *events, int64_t *stats, Py_ssize_t capacity) {
+    Reader r = {base, base + begin};
+    const unsigned char *stop = base + end;
+    Py_ssize_t n = 0, n_stats = 0;
+    while (r.p < stop) {
+        Field record;
+        if (field(&r, stop, &record) < 0 || record.number != 4 || record.wire != 2 || n >= expected) return -1;
+        int64_t metadata_id = 0, offset_ps = 0, duration_ps = 0, aggregated = 0;
+        Reader e = {base, record.start};
+        while (e.p < record.stop) {
+            Field f;
+            if (field(&e, record.stop, &f) < 0) return -1;
+            if (f.number == 1 || f.number == 2 || f.number == 3 || f.number == 5) {
+                if (f.wire != 0) return -1;
+                if (f.number == 1) metadata_id = (int64_t)f.value;
+                else if (f.number == 2) offset_ps = (int64_t)f.value, aggregated = 0;
+                else if (f.number == 3) duration_ps = (int64_t)f.value;
+                else offset_ps = 0, aggregated = 1; /* num_occurrences: offset_ps reads 0 */
+            } else if (f.number == 4) {
+                if (f.wire != 2) return -1;
+                int64_t stat_id = 0, value_field = 0, raw = 0, value_start = 0, value_end = 0;
+                Reader s = {base, f.start};
+                while (s.p < f.stop) {
+                    Field v;
+                    if (field(&s, f.stop, &v) < 0) return -1;
+                    if (v.number == 1) {
+                        if (v.wire != 0) return -1;
+                        stat_id = (int64_t)v.value;
+                    } else if (v.number >= 2 && v.number <= 7) {
+                        int wire = v.number == 2 ? 1 : (v.number == 5 || v.number == 6) ? 2 : 0;
+                        if (v.wire != wire) return -1;
+                        value_field = (int64_t)v.number; /* the oneof: the last member seen is the value */
+                        raw = (int64_t)v.value;
+                        value_start = v.start - base;
+                        value_end = v.stop - base;
+                    }
+                }
+                if (n_stats < capacity) {
+                    int64_t row[STAT_ROWS] = {n, stat_id, value_field, raw, value_start, value_end};
+                    for (int k = 0; k < STAT_ROWS; k++) stats[k * capacity + n_stats] = row[k];
+                }
+                n_stats++;
+            }
+        }
+        events[0 * expected + n] = metadata_id;
+        events[1 * expected + n] = offset_ps;
+        events[2 * expected + n] = duration_ps;
+        events[3 * expected + n] = aggregated;
+        n++;
+    }
+    if (n != expected) return -1;
+    return n_stats > capacity ? -(n_stats + 2) : n_stats;
+}
+
+static PyObject *decode(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer buf, events, stats;
+    Py_ssize_t begin, end, expected;
+    if (!PyArg_ParseTuple(args, "y*nnnw*w*", &buf, &begin, &end, &expected, &events, &stats)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t capacity = stats.len / (Py_ssize_t)(STAT_ROWS * sizeof(int64_t));
+    if (begin < 0 || begin > end || end > buf.len || expected < 0 ||
+        events.len < (Py_ssize_t)(EVENT_ROWS * sizeof(int64_t)) * expected) {
+        PyErr_SetString(PyExc_ValueError, "decode: range or output buffers out of bounds");
+    } else {
+        Py_ssize_t got;
+        Py_BEGIN_ALLOW_THREADS
+        got = decode_events(buf.buf, begin, end, expected, events.buf, stats.buf, capacity);
+        Py_END_ALLOW_THREADS
+        result = PyLong_FromSsize_t(got);
+    }
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&events);
+    PyBuffer_Release(&stats);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"decode", decode, METH_VARARGS, "Decode an XLine's event records into column buffers (see the module source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_xplane_wire", "Compiled decoding of XPlane event records into columns.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__xplane_wire(void) { return PyModule_Create(&module); }
