@@ -75,8 +75,27 @@ def _register_commands() -> None:
 _register_commands()
 
 
+# Commands whose file arguments are traces read from start to end.
+_TRACE_READING_COMMANDS = ("diagnose", "compare")
+_PREFETCHED_FILES = 2  # a diagnosis reads one trace, a comparison two
+
+
+def _start_reading(argv: list[str]) -> None:
+    """Start inflating the gzipped traces a command names, on a thread, before the analysis
+    libraries are imported (readers/_prefetch.py); the reader takes the text if it is the same file."""
+    words = [word for word in argv if not word.startswith("-")]
+    command = next((i for i, word in enumerate(words) if word in _TRACE_READING_COMMANDS), None)
+    if command is None:
+        return
+    from traceview.readers import _prefetch
+
+    for word in [w for w in words[command + 1:] if os.path.isfile(w)][:_PREFETCHED_FILES]:
+        _prefetch.start(word)
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: run the app, turning errors into one line and an exit code."""
+    _start_reading(sys.argv[1:] if argv is None else argv)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         _run(argv)

@@ -1,0 +1,80 @@
+"""The command line starts inflating a gzipped trace before it imports the analyses
+(readers/_prefetch.py): the reader gets exactly the file's content, or nothing and reads the
+file itself."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from traceview.readers import _prefetch
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = next(p for p in sorted((ROOT / "sample_traces").rglob("*.pt.trace.json.gz")) if "torch-eager" in str(p))
+
+
+def test_a_prefetched_trace_is_the_files_content() -> None:
+    _prefetch.start(str(SAMPLE))
+    taken = _prefetch.take(SAMPLE)
+    assert taken is not None and taken.read() == gzip.decompress(SAMPLE.read_bytes())
+    assert _prefetch.take(SAMPLE) is None  # taken once
+
+
+def test_a_file_changed_since_is_not_taken(tmp_path: Path) -> None:
+    trace = tmp_path / "t.json.gz"
+    trace.write_bytes(SAMPLE.read_bytes())
+    _prefetch.start(str(trace))
+    os.utime(trace, ns=(1, 1))
+    assert _prefetch.take(trace) is None
+    _prefetch._pending.clear()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "trailing bytes", "not gzip"])
+def test_anything_unusual_is_left_to_the_reader(tmp_path: Path, damage: str) -> None:
+    raw = SAMPLE.read_bytes()
+    trace = tmp_path / "t.json.gz"
+    trace.write_bytes({"truncated": raw[: len(raw) // 2] + raw[-4:], "trailing bytes": raw + b"junk",
+                       "not gzip": b"{" + raw}[damage])
+    _prefetch.start(str(trace))
+    assert _prefetch.take(trace) is None
+
+
+def _diagnose(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "traceview", "diagnose", *args], capture_output=True, text=True,
+                          cwd=ROOT)
+
+
+def test_the_report_is_the_same_with_and_without(tmp_path: Path) -> None:
+    with_prefetch = _diagnose(str(SAMPLE), "--format", "json")
+    without = subprocess.run(
+        [sys.executable, "-c", "import sys, traceview.cli as c; c._start_reading = lambda argv: None; c.main()",
+         "diagnose", str(SAMPLE), "--format", "json"], capture_output=True, text=True, cwd=ROOT)
+    assert with_prefetch.returncode == without.returncode == 0, with_prefetch.stderr + without.stderr
+    assert with_prefetch.stdout == without.stdout
+
+
+def test_the_size_limit_holds_for_a_prefetched_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    from traceview.errors import InputError
+    from traceview.readers import kineto
+
+    monkeypatch.setenv("TRACEVIEW_MAX_BYTES", "1000")
+    _prefetch.start(str(SAMPLE))
+    assert _prefetch._pending
+    with pytest.raises(InputError, match="decompresses to more than 1,000 bytes"):
+        kineto.read(SAMPLE)
+    assert not _prefetch._pending  # the reader took the prefetched text, and still refused it
+
+
+def test_the_command_line_starts_it_for_the_traces_a_command_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from traceview import cli
+
+    started: list[str] = []
+    monkeypatch.setattr(_prefetch, "start", started.append)
+    cli._start_reading(["--max-bytes", "9000", "diagnose", str(SAMPLE), "--format", "json"])
+    cli._start_reading(["collect", str(SAMPLE)])
+    assert started == [str(SAMPLE)]
