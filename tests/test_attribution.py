@@ -204,6 +204,47 @@ def test_compute_on_another_thread_does_not_count_while_the_step_thread_works():
     assert attribution.per_step.iloc[0]["kernel"] == 100_000 - PER_CALL_MAX_NS
 
 
+@pytest.mark.parametrize("waiting_kind, waiting_name, own_bucket", [
+    ("annotation", "np.asarray(jax.Array)", "host_compute.annotation"),  # a range with nothing inside
+    ("host_op", "ParseArguments", "launch_overhead.dispatch"),  # framework runtime (a non-math op)
+])
+def test_the_step_thread_outside_its_own_compute_waits_for_compute_elsewhere(waiting_kind, waiting_name, own_bucket):
+    """PjRt on CPU: the step's thread sits in the runtime's range while the client thread runs the
+    XLA program; those moments are the program's compute, the rest of the range stays its own."""
+    rows = [
+        {"ts": 0, "dur": 1000, "kind": "step", "name": "train", "track": "python"},
+        {"ts": 100, "dur": 800, "kind": waiting_kind, "name": waiting_name, "track": "python"},
+        {"ts": 200, "dur": 500, "kind": "host_op", "name": "ThunkExecutor::Execute", "track": "client"},
+        {"ts": 250, "dur": 300, "kind": "host_op", "name": "dot.2", "track": "client"},
+        {"ts": 300, "dur": 200, "kind": "input", "name": "IteratorGetNextOp::DoCompute", "track": "tf_data/2"},
+    ]
+    attribution, _ = _attribute(rows)
+    details = attribution.details.iloc[0]
+    assert details["kernel.other_threads"] == 500  # 200..700: the execution and its instruction
+    assert details[own_bucket] == 300  # 100..200 and 700..900: nothing runs elsewhere
+    assert attribution.per_step.iloc[0]["input"] == 0  # a pipeline elsewhere is not the wait
+
+
+def test_instructions_at_the_top_of_an_xla_worker_thread_are_compute():
+    from traceview.roles import assign_roles
+
+    rows = [
+        {"ts": 0, "dur": 1000, "kind": "step", "name": "train", "track": "python"},
+        {"ts": 10, "dur": 50, "kind": "host_op", "name": "TFE_DeleteTensorHandle", "track": "python"},
+        {"ts": 100, "dur": 300, "kind": "host_op", "name": "ThunkExecutor::Execute", "track": "python"},
+        {"ts": 120, "dur": 100, "kind": "host_op", "name": "dot.1", "track": "python"},
+        {"ts": 100, "dur": 100, "kind": "host_op", "name": "ThunkExecutor::Execute", "track": "XLAEigen/1"},
+        {"ts": 300, "dur": 100, "kind": "host_op", "name": "ynn_fusion.3", "track": "XLAEigen/1"},  # nothing around it
+        {"ts": 300, "dur": 100, "kind": "host_op", "name": "copy_fusion", "track": "other/2"},  # no executions there
+    ]
+    events = _timeline(rows).events
+    role = dict(zip(events["name"].astype(str) + "@" + events["track"].astype(str), assign_roles(events)))
+    assert role["ynn_fusion.3@XLAEigen/1"] == "compute"
+    assert role["dot.1@python"] == "compute"  # inside an execution: the nesting rule
+    assert role["copy_fusion@other/2"] == "dispatch"  # a thread that runs no executions
+    assert role["TFE_DeleteTensorHandle@python"] == "dispatch"  # not at the top of a worker
+
+
 def test_user_frame_between_framework_calls_is_the_binding_and_long_user_work_is_host_compute():
     rows = [
         {"ts": 0, "dur": 10_000, "kind": "step", "name": "ProfilerStep#0", "track": "main"},

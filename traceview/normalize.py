@@ -243,6 +243,20 @@ def compute_ops(events: pd.DataFrame) -> np.ndarray:
     return (events["device"].to_numpy() < 0) & membership(events["role"].array)(MATH_ROLES)
 
 
+def _running_max_by_group(values: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """The running maximum of ``values`` restarting where ``first`` is set (groups are runs)."""
+    if not len(values):
+        return values.copy()
+    low, high = int(values.min()), int(values.max())
+    groups = np.cumsum(first) - 1
+    span = high - low + 1
+    if span * (int(groups[-1]) + 1) < 2**62:
+        # One accumulate over keys that put every group above the one before it.
+        lifted = groups * span + (values - low)
+        return np.maximum.accumulate(lifted) - groups * span + low
+    return pd.Series(values).groupby(groups).cummax().to_numpy()
+
+
 def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The parts of the selected rows' intervals not covered by their direct (host) children:
     where each row is the innermost event on its thread.
@@ -257,20 +271,23 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
     selected = np.flatnonzero(rows_mask)
     if not len(child):
         return ts[selected], end[selected], selected
-    order = np.lexsort((ts[child], parent[child]))
-    child = child[order]
+    # Children grouped by parent, in time order within each (rows are sorted by ts, so a stable
+    # sort on the parent alone keeps it).
+    child = child[np.argsort(parent[child], kind="stable")]
     par = parent[child]
     first = np.ones(len(child), dtype=bool)
     first[1:] = par[1:] != par[:-1]
     last = np.ones(len(child), dtype=bool)
     last[:-1] = par[1:] != par[:-1]
     # Running max of child ends within each parent (children of one event may overlap slightly).
-    running = pd.Series(end[child]).groupby(np.cumsum(first)).cummax().to_numpy()
+    running = _running_max_by_group(end[child], first)
     previous_end = np.concatenate(([0], running[:-1]))
     gap_start = np.where(first, ts[par], previous_end)  # before each child
     gap_end = ts[child]
     tail_start, tail_end = running[last], end[par[last]]  # after the last child
-    childless = selected[~np.isin(selected, par)]
+    has_child = np.zeros(len(ts), dtype=bool)
+    has_child[par] = True
+    childless = selected[~has_child[selected]]
     starts = np.concatenate((gap_start, tail_start, ts[childless]))
     ends = np.concatenate((gap_end, tail_end, end[childless]))
     rows = np.concatenate((par, par[last], childless))

@@ -331,7 +331,36 @@ def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
     role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
     python = kind_in([Kind.PYTHON.value])
     host_op = kind_in([Kind.HOST_OP.value])
-    return _nesting(events, role, name_values, name_codes, tracing, python, host_op)
+    role = _nesting(events, role, name_values, name_codes, tracing, python, host_op)
+    return _loose_thunks(events, role, name_values, name_codes, host_op)
+
+
+def _loose_thunks(events: pd.DataFrame, role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
+                  host_op: np.ndarray) -> np.ndarray:
+    """XLA thunks at the top of a worker thread are compute too.
+
+    XLA's CPU runtime runs parts of a program on a pool of threads; on those threads the
+    instructions (``dot.2``, ``ynn_fusion``) are often recorded with nothing around them, so the
+    nesting rule (a framework op directly inside compiled code) does not see them. A thread that
+    runs XLA module executions at its top level (``ThunkExecutor::Execute`` …, role compiled code;
+    not a thread that runs them inside a call, like TensorFlow's step thread) is such a worker: its
+    top-level framework ops named like instructions are the program's math."""
+    if not len(role) or "track" not in events.columns:
+        return role
+    code = _ROLE_CODE
+    depth = events["depth"].to_numpy()
+    executions = (role == code[Role.COMPILED_CODE.value]) & _lookup(cat.XLA_MODULE_EXECUTION, name_values, name_codes)
+    executions &= depth == 0  # at the top of its thread: the thread is there to run programs
+    if not executions.any():
+        return role
+    track = events["track"].cat.codes.to_numpy() if isinstance(events["track"].dtype, pd.CategoricalDtype) \
+        else pd.factorize(events["track"].to_numpy())[0]
+    worker = np.zeros(int(track.max()) + 1, dtype=bool)
+    worker[track[executions]] = True
+    loose = (depth == 0) & host_op & worker[track] & (role == code[Role.DISPATCH.value])
+    loose &= _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
+    role[loose] = code[Role.COMPUTE.value]
+    return role
 
 
 def _category(events: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str]]:

@@ -118,6 +118,9 @@ PER_CALL_MAX_NS = 3_000
 _FRAMEWORK_ROLES = frozenset({R.COMPUTE.value, R.COMPILED_CODE.value, R.DISPATCH.value, R.VIEW_ALLOC.value,
                               R.CALL.value, R.CALL_TRACING.value, R.PYTHON_FRAMEWORK.value})
 COPY_KINDS = ("H2D", "D2H", "D2D", "P2P", "H2H", "other", "memset")
+# Step-thread layers that are the thread waiting when another thread computes at the same moment
+# (see _segments): a range with nothing of its own recorded inside, and framework runtime.
+_WAITING_IF_OTHERS_COMPUTE = frozenset({"host_compute.annotation", "launch_overhead.dispatch"})
 
 # Priority order: the first layer active in a moment wins it.
 LAYERS: tuple[Layer, ...] = (
@@ -232,11 +235,15 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
             resolved = _first_active(active[:, waiting], resolvers)
             resolved[resolved < 0] = _fallback_index(layers, fallback_name)
             winner[waiting] = resolved
-    # An unrecorded stretch on the step's thread while another thread computes or compiles: the
-    # step's thread is blocked in a wait the profiler does not record (JAX's block_until_ready on
-    # CPU, whose XLA thunks run on executor threads), so the moment is that work. Input work on
-    # other threads is not taken: a prefetching pipeline runs there while the step goes on.
-    gap_layers = [i for i, layer in enumerate(layers) if layer.selects in ((GAP_SHORT,), (GAP_LONG,))]
+    # The step's thread outside any compute of its own (an unrecorded stretch, a range, framework
+    # runtime) while another thread computes or compiles: the step's thread is waiting for that
+    # work, whether the wait is unrecorded (JAX's block_until_ready on CPU) or recorded as a range
+    # of the runtime (PjRt's ExecuteHelper while the client thread runs the XLA program, JAX's
+    # np.asarray of a result), so the moment is that work — as on a GPU, where a running kernel
+    # takes the moment whatever the host does. Input work on other threads is not taken: a
+    # prefetching pipeline runs there while the step goes on.
+    gap_layers = [i for i, layer in enumerate(layers) if layer.selects in ((GAP_SHORT,), (GAP_LONG,))
+                  or (layer.scope == "driver" and layer.name in _WAITING_IF_OTHERS_COMPUTE)]
     unrecorded = (winner < 0) | np.isin(winner, gap_layers)
     gap_resolvers = np.array([i for i, layer in enumerate(layers) if layer.scope == "others"
                               and layer.bucket in ("kernel", "graph_build") and CALL_FALLBACK not in layer.selects],
@@ -343,14 +350,28 @@ def attribution_segments(timeline: Timeline, steps: Steps, attribution: Attribut
 
 
 def covered(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Whether each elementary segment [points[i], points[i+1]) lies inside any interval."""
+    """Whether each elementary segment [points[i], points[i+1]) lies inside any interval.
+
+    The intervals are first merged into disjoint runs (events nest and abut, so there are far
+    fewer runs than intervals); each run then marks its first segment +1 and the segment after
+    it -1, and a running sum of bytes says which segments are inside."""
     n = len(points)
     keep = ends > starts
     starts, ends = starts[keep], ends[keep]
-    delta = np.bincount(np.searchsorted(points, starts), minlength=n) - np.bincount(
-        np.searchsorted(points, ends), minlength=n
-    )
-    return np.cumsum(delta)[:-1] > 0
+    inside = np.zeros(n, dtype=np.int8)
+    if not len(starts):
+        return inside[:-1].view(bool)
+    if len(starts) > 1 and (starts[1:] < starts[:-1]).any():
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+    reach = np.maximum.accumulate(ends)
+    # A run begins at a start beyond everything before it; it ends at the reach just before the next.
+    begins = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))
+    run_start = starts[begins]
+    run_end = reach[np.concatenate((begins[1:] - 1, [len(starts) - 1]))]
+    inside[np.searchsorted(points, run_start)] = 1
+    inside[np.searchsorted(points, run_end)] = -1  # (runs are apart: no index is both)
+    return np.cumsum(inside, dtype=np.int8)[:-1].view(bool)
 
 
 def _layer_intervals(
