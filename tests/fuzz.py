@@ -507,10 +507,11 @@ LINE_NAMES = ["python", "Host Threads/123", "Stream #7(Kernel)", "Stream #" + "9
 XPLANE_NAMES = ["train", "MatMul", "cudaLaunchKernel", "cuLaunchKernel", "cudaStreamSynchronize", "BlockUntilReady",
                 "EagerExecute", "EagerLocalExecute: MatMul", "__inference_f_12", "PjitFunction(f)",
                 "jit_f:XLA GPU module", "ThunkExecutor::Execute", "$python.py:1 f", "MemcpyH2D", "memset",
-                "MemoryAllocation", "dce", "IteratorGetNext", "a:MatMul", "ExecutorState::Process", "fusion.1"]
+                "MemoryAllocation", "MemoryDeallocation", "dce", "IteratorGetNext", "a:MatMul", "ExecutorState::Process", "fusion.1"]
 STAT_NAMES = ["step_num", "correlation_id", "tf_op", "eager_op", "hlo_op", "hlo_module", "tf_function_call",
               "memcpy_details", "memset_details", "group_id", "name", "device_ordinal", "profile_start_time",
-              "stream_id", "kernel_details", "annotation", "host_name", "devid", "context_id"]
+              "stream_id", "kernel_details", "annotation", "host_name", "devid", "context_id",
+              "allocator_name", "bytes_allocated", "allocation_bytes", "requested_bytes", "addr"]
 
 
 def _pick_event(space: Any, rng: random.Random) -> tuple[Any, Any, Any] | None:

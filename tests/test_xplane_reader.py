@@ -23,7 +23,7 @@ from traceview.errors import FormatError, InputError
 from traceview.normalize import normalize
 from traceview.readers import xplane, xplane_runs
 from traceview.readers.proto import xplane_descriptor
-from traceview.schema import COLUMNS, Kind, validate
+from traceview.schema import COLUMNS, MEMORY_COLUMNS, Kind, validate
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -115,8 +115,11 @@ def test_gpu_trace_host_kinds_and_drops() -> None:
     memcpy = ev[ev["kind"] == Kind.MEMCPY.value]
     assert set(memcpy["copy_kind"].astype(str)) == {"H2D"}  # from hipMemcpyHtoDAsync by correlation id
     dropped = timeline.meta.dropped
-    assert dropped["memory allocator record (no duration)"] == 288
+    assert dropped["memory sample (in the memory table)"] == 288 == len(timeline.memory)
     assert dropped["instant event (no duration)"] == 63
+    # XLA's allocator of GPU 0 and its pinned host allocator.
+    memory = timeline.memory
+    assert dict(zip(memory["allocator"].astype(str), memory["device"])) == {"GPU_0_bfc": 0, "xla_gpu_host_bfc": -1}
 
 
 def test_gpu_trace_memset_and_custom_plane() -> None:
@@ -666,6 +669,45 @@ def test_metadata_stats_ref_values_and_aggregates(tmp_path: Path) -> None:
     }
     assert timeline.meta.framework == "tensorflow"
     counts_add_up(timeline)
+
+
+def test_allocator_samples_fill_the_memory_table(tmp_path: Path) -> None:
+    b = SpaceBuilder()
+    host = b.plane("/host:CPU")
+    line = host.lines.add()
+    line.name, line.id = "tf_Compute/5", 5
+    b.event(host, line, "ExecutorState::Process", 0, 1_000)
+    cpu = {"allocator_name": "bfc_cpu_allocator_for_gpu"}
+    pinned = {"allocator_name": "gpu_host_bfc"}
+    gpu = {"allocator_name": "GPU_1_bfc"}
+    b.event(host, line, "MemoryAllocation", 100, 0, **cpu, bytes_allocated=1_256, requested_bytes=200,
+            allocation_bytes=256, addr=7, tf_op="dense/MatMul")
+    b.event(host, line, "MemoryAllocation", 200, 0, **pinned, bytes_allocated=512, requested_bytes=500,
+            allocation_bytes=512, addr=7)
+    b.event(host, line, "MemoryAllocation", 300, 0, **gpu, bytes_allocated=4_096, requested_bytes=4_000,
+            addr=9, tf_op="dense/Relu")
+    b.event(host, line, "MemoryDeallocation", 400, 0, **cpu, bytes_allocated=1_000, requested_bytes=200,
+            allocation_bytes=256, addr=7)
+    b.event(host, line, "MemoryDeallocation", 500, 0, **gpu, bytes_allocated=96, addr=9)  # no size
+    b.event(host, line, "MemoryDeallocation", 600, 0, **pinned, bytes_allocated=0, allocation_bytes=512, addr=3)
+    timeline = xplane.read(b.write(tmp_path / "memory.xplane.pb"))
+    counts_add_up(timeline)
+    assert timeline.meta.dropped == {
+        "memory sample (in the memory table)": 5,
+        "allocator sample without a size (no usable allocation_bytes or requested_bytes stat)": 1,
+    }
+    memory = timeline.memory
+    assert list(memory.columns) == list(MEMORY_COLUMNS)
+    assert memory["ts"].tolist() == [100, 200, 300, 400, 600]  # the first kept event is at ts 0
+    # allocation_bytes, else requested_bytes; frees negative.
+    assert memory["bytes"].tolist() == [256, 512, 4_000, -256, -512]
+    assert memory["device"].tolist() == [-1, -1, 1, -1, -1]
+    # Host total: both host allocators' latest bytes_allocated, summed.
+    assert memory["total_allocated"].tolist() == [1_256, 1_768, 4_096, 1_512, 1_000]
+    assert (memory["total_reserved"] == -1).all()
+    # A free takes the op of the allocation at its address in its allocator.
+    assert memory["op"].astype(str).tolist() == ["dense/MatMul", "", "dense/Relu", "dense/MatMul", ""]
+    assert set(memory["track"].astype(str)) == {"host tf_Compute/5"}
 
 
 def test_tpu_plane_keeps_xla_ops(tmp_path: Path) -> None:

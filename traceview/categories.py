@@ -137,8 +137,16 @@ XLA_THUNK_NAME = re.compile(r"^[A-Za-z_][\w.\-]*$")
 XPLANE_HLO_PASS = re.compile(r"^[a-z][a-z0-9_\-.]*( [a-z0-9_\-.]+)*$")
 # Python tracer frames (JAX enables it by default): "$builtins isinstance", "$util.py:175 <genexpr>".
 XPLANE_PYTHON_FRAME = re.compile(r"^\$")
-# Allocator records on host lines (zero duration; dropped, counted).
+# Allocator samples on host lines (zero duration): TF's / XLA's BFC allocators record every
+# allocation and free as an instant "MemoryAllocation" / "MemoryDeallocation" with its stats
+# (readers/xplane_memory.py reads them into the memory table).
 XPLANE_MEMORY_RECORD = re.compile(r"^Memory(Allocation|Deallocation)$")
+XPLANE_MEMORY_FREE = "MemoryDeallocation"
+# The device an allocator serves, from its allocator_name stat: a device allocator is named after
+# the device ("GPU_0_bfc": TF's and XLA's BFC allocator of GPU 0). Host allocators
+# ("bfc_cpu_allocator_for_gpu" — TF's CPU BFC allocator, "gpu_host_bfc" / "xla_gpu_host_bfc" —
+# pinned host memory for copies) match no pattern and are host memory (device -1).
+XPLANE_DEVICE_ALLOCATOR = re.compile(r"^(?:GPU|TPU)_(\d+)_")
 
 # --------------------------------------------------------------------------------------------
 # XPlane planes and lines (TF / JAX / XLA profiler, tsl/profiler/utils/xplane_schema.h)

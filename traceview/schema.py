@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 
 # 1.1: role column; XPlane fn_call, Kineto elements. 1.2: role device_communication (collective kernels
-# were device_kernel before: a filter on device_kernel no longer sees them).
-SCHEMA_VERSION = "1.2"
+# were device_kernel before: a filter on device_kernel no longer sees them). 1.3: memory table columns
+# op and allocator; XPlane allocator samples (MemoryAllocation / MemoryDeallocation) fill the memory table.
+SCHEMA_VERSION = "1.3"
 
 
 class Kind(str, Enum):
@@ -115,7 +116,15 @@ MEMORY_COLUMNS: dict[str, str] = {
     "pid": "int64",  # the host thread that allocated
     "tid": "int64",
     "track": "category",  # that thread's host track label (as in the event table)
+    "op": "category",  # the op the allocator says the bytes are for (TF stat tf_op); "" when not recorded
+    "allocator": "category",  # the allocator that recorded the sample (TF allocator_name); "" when not recorded
 }
+# Columns a reader may leave out of memory_frame, and their value then.
+MEMORY_DEFAULTS: dict[str, Any] = {"op": "", "allocator": ""}
+
+# The drop reason of allocator samples: they are not events with a duration, and every one is a row
+# of the memory table instead.
+MEMORY_SAMPLE_REASON = "memory sample (in the memory table)"
 
 
 @dataclass
@@ -168,13 +177,19 @@ class Timeline:
 
 
 def memory_frame(**columns: Any) -> pd.DataFrame:
-    """The memory table from its columns (:data:`MEMORY_COLUMNS`; ``nbytes`` for ``bytes``), sorted by ts."""
+    """The memory table from its columns (:data:`MEMORY_COLUMNS`; ``nbytes`` for ``bytes``; those of
+    :data:`MEMORY_DEFAULTS` optional), sorted by ts (stably: samples at one ts keep the reader's order)."""
     columns["bytes"] = columns.pop("nbytes")
+    n = len(columns["ts"])
+    for name, default in MEMORY_DEFAULTS.items():
+        if name not in columns:
+            columns[name] = np.full(n, default, dtype=object)
     data = {name: (columns[name] if dtype == "category" and isinstance(columns[name], pd.Categorical)
                    else np.asarray(columns[name], dtype=object if dtype == "category" else dtype))
             for name, dtype in MEMORY_COLUMNS.items()}
-    if not isinstance(data["track"], pd.Categorical):
-        data["track"] = categorical(data["track"])
+    for name, dtype in MEMORY_COLUMNS.items():
+        if dtype == "category" and not isinstance(data[name], pd.Categorical):
+            data[name] = categorical(data[name])
     order = np.argsort(data["ts"], kind="stable")
     return pd.DataFrame({name: value[order] for name, value in data.items()})
 

@@ -1,11 +1,14 @@
 """Memory per step and the ops that allocate it, from the timeline's allocator samples.
 
-Input: ``Timeline.memory`` (one row per allocation or free: torch ``profile_memory=True``). Per
-step and device: the peak of the allocator's running total inside the step window (the most the
-step held at once), the bytes allocated and freed, the samples. Per op: every allocation inside
-the steady steps is charged to the framework op the user's code called (the outermost host op
-enclosing the sample on its thread, e.g. ``aten::linear`` for the matmul output it allocates
-through ``aten::addmm`` → ``aten::empty``); allocations outside any op are ``(outside ops)``.
+Input: ``Timeline.memory`` (one row per allocation or free: torch ``profile_memory=True``,
+TensorFlow / XLA ``MemoryAllocation`` / ``MemoryDeallocation``). Per step and device: the peak of
+the allocator's running total inside the step window (the most the step held at once), the bytes
+allocated and freed, the samples. Per op: every allocation inside the steady steps is charged to
+the op the allocator recorded with it (TF's ``tf_op``: the graph node or eager op the tensor is
+for; an allocation it names none for is ``(op not recorded)``); in a trace whose allocator names no
+ops (torch), to the framework op the user's code called (the outermost host op enclosing the
+sample on its thread, e.g. ``aten::linear`` for the matmul output it allocates through
+``aten::addmm`` → ``aten::empty``); allocations outside any op are ``(outside ops)``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from traceview.results import MemoryUse, Steps
 from traceview.schema import Timeline
 
 OUTSIDE_OPS = "(outside ops)"
+NOT_RECORDED = "(op not recorded)"
 
 
 def memory_use(timeline: Timeline, steps: Steps, top: int | None = 10) -> MemoryUse | None:
@@ -61,14 +65,15 @@ def _per_step(memory: pd.DataFrame, step: np.ndarray, inside: np.ndarray, table:
 def _per_op(timeline: Timeline, memory: pd.DataFrame, chosen: np.ndarray, steady_steps: int,
             top: int | None) -> pd.DataFrame:
     rows = np.flatnonzero(chosen)
-    enclosing = _enclosing_events(timeline, memory, rows)
-    events = timeline.events
-    op_rows = np.full(len(rows), -1, dtype=np.int64)
-    has = enclosing >= 0
-    if has.any():
-        op_rows[has] = _outermost(events, enclosing[has], top_level_ops(events))
-    names = events["name"].to_numpy()
-    op = np.where(op_rows >= 0, names[np.maximum(op_rows, 0)], OUTSIDE_OPS).astype(object)
+    recorded = memory["op"].astype(object).to_numpy()
+    op = recorded[rows]  # the op the allocator recorded, "" when none
+    unnamed = np.flatnonzero(op == "")
+    if len(unnamed):
+        # An allocator that names ops names the one running (TF: the executing kernel's node), not
+        # the outermost; where it names none, an enclosing op would be a runtime loop
+        # (ExecutorState::Process), so the sample says so instead.
+        names_ops = bool((recorded != "").any())
+        op[unnamed] = NOT_RECORDED if names_ops else _enclosing_ops(timeline, memory, rows[unnamed])
     frame = pd.DataFrame({"op": op, "device": memory["device"].to_numpy()[rows],
                           "bytes": memory["bytes"].to_numpy()[rows]})
     grouped = frame.groupby(["op", "device"], sort=True)["bytes"]
@@ -78,6 +83,19 @@ def _per_op(timeline: Timeline, memory: pd.DataFrame, chosen: np.ndarray, steady
     out = out.reset_index(drop=True).astype({"device": np.int64, "allocations": np.int64, "bytes": np.int64,
                                              "bytes_per_step": np.int64})
     return out if top is None else out.head(top)
+
+
+def _enclosing_ops(timeline: Timeline, memory: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """For each chosen sample, the name of the outermost host op enclosing it on its thread
+    (:data:`OUTSIDE_OPS` when none does)."""
+    events = timeline.events
+    enclosing = _enclosing_events(timeline, memory, rows)
+    op_rows = np.full(len(rows), -1, dtype=np.int64)
+    has = enclosing >= 0
+    if has.any():
+        op_rows[has] = _outermost(events, enclosing[has], top_level_ops(events))
+    names = events["name"].to_numpy()
+    return np.where(op_rows >= 0, names[np.maximum(op_rows, 0)], OUTSIDE_OPS).astype(object)
 
 
 def _enclosing_events(timeline: Timeline, memory: pd.DataFrame, rows: np.ndarray) -> np.ndarray:

@@ -47,9 +47,8 @@ EXPECTED_DROPS: tuple[str, ...] = (
     "flow arrow",  # Kineto ph s/f: the launch → kernel arrow, kept as the correlation id
     "instant event",  # Kineto ph i/I/n, XPlane zero-length events: no duration
     "counter sample",  # Kineto ph C: memory counters, not timed work
-    "memory sample",  # Kineto "[memory]" instants (profile_memory=True): kept in the memory table
+    "memory sample",  # Kineto "[memory]" instants, XPlane MemoryAllocation/Deallocation: kept in the memory table
     "profiler span (cat Trace)",  # Kineto's span around the whole capture
-    "memory allocator record",  # XPlane MemoryAllocation/MemoryDeallocation markers: no duration
     "metadata plane",  # XPlane /host:metadata, Task Environment…: HLO protos and settings, no timeline
     "derived line",  # XPlane derived lines: copies of events kept on their source lines
 )

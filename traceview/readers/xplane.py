@@ -34,7 +34,10 @@ Planes and lines → kinds (every XEvent is either kept or dropped under a count
   ``compile`` event is ``compile`` (TF 2.21 runs the first passes outside any named compile
   range); an ``annotation`` named like an HLO instruction directly inside an XLA module execution
   (``jit_f:XLA GPU module``, ``ThunkExecutor::Execute``) is a thunk → ``host_op``.
-  Zero-duration host events (``ThreadpoolListener::*`` flow markers, ``MemoryAllocation``) are dropped.
+  Zero-duration host events (``ThreadpoolListener::*`` flow markers) are dropped; the allocator
+  samples among them (``MemoryAllocation`` / ``MemoryDeallocation``) become the timeline's memory
+  table (:mod:`traceview.readers.xplane_memory`), counted as dropped from the event table under
+  ``memory sample (in the memory table)``.
 
 - ``/device:GPU:N`` planes, lines ``Stream #<id>(…)``: ``memcpy`` when the event has
   ``memcpy_details`` or a copy name (``MemcpyH2D``, ROCm ``__amd_rocclr_copyBuffer``),
@@ -74,13 +77,14 @@ from traceview.arrays import unique_inverse
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
 from traceview.normalize import nest_tracks, record_overlaps
+from traceview.readers import xplane_memory
 from traceview.readers._io import read_bytes
 from traceview.readers.xplane_classify import (
     LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, base_kinds, copies_and_bytes, fw_op_column,
     has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names, refine_by_nesting, str_stat)
 from traceview.readers.xplane_events import decode_line
 from traceview.readers.xplane_runs import XPLANE_SUFFIX
-from traceview.schema import Device, Timeline, TraceMeta, categorical, categorical_from_codes
+from traceview.schema import MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical, categorical_from_codes
 
 FORMAT_NAME = "xplane"
 EXTRA_COLUMNS = ("step_num", "fw_op", "fn_call")
@@ -100,7 +104,7 @@ _WANTED_STATS = frozenset(
         "eager_op",
         "tf_function_call",
     }
-)
+) | xplane_memory.MEMORY_STATS
 _MAX_DEVICE_INDEX = 2**31 - 1  # the schema's device column is int32
 _MAX_STREAM_ID = 2**63 - 1
 _EPOCH_NS_MIN = 10**17  # line timestamps above this are absolute epoch ns, not session-relative
@@ -537,11 +541,14 @@ class _Builder:
             keep &= ~negative
             meta.drop("negative duration", int(negative.sum()))
         instant = keep & ~is_device & (durs == 0)
-        if instant.any():
-            memory = instant & match_names(names, cat.XPLANE_MEMORY_RECORD.match)
-            meta.drop("memory allocator record (no duration)", int(memory.sum()))
-            meta.drop("instant event (no duration)", int((instant & ~memory).sum()))
-            keep &= ~instant
+        memory = instant & match_names(names, cat.XPLANE_MEMORY_RECORD.match)
+        memory_samples = xplane_memory.samples(names, stats, np.flatnonzero(memory))
+        meta.drop(MEMORY_SAMPLE_REASON, len(memory_samples.rows))
+        meta.drop(xplane_memory.NO_SIZE_REASON, memory_samples.unsized)
+        meta.drop("instant event (no duration)", int((instant & ~memory).sum()))
+        keep &= ~instant
+        memory_ts = ts[memory_samples.rows]
+        memory_line = line_idx[memory_samples.rows]
 
         step_num = int_stat(stats["step_num"], n)
         correlation = int_stat(stats["correlation_id"], n)
@@ -583,6 +590,8 @@ class _Builder:
         tid_u = np.array([ln.tid for ln in lines], dtype=np.int64)
         device_u = np.array([ln.device for ln in lines], dtype=np.int64)
         stream_u = np.array([ln.stream for ln in lines], dtype=np.int64)
+        memory_table = xplane_memory.memory_table(memory_samples, memory_ts - origin_raw, pid_u[memory_line],
+                                                  tid_u[memory_line], track_u[memory_line])
         self._vendor_from_content(names, is_device)
         meta.devices = [self.devices[i] for i in sorted(self.devices)]
         if self.device_stats:
@@ -611,6 +620,7 @@ class _Builder:
             meta=meta,
             extra={"step_num": step_num, "fw_op": categorical(fw_op), "fn_call": categorical(fn_call)},
             nested=True,
+            memory=memory_table,
         ))
 
     def _vendor_from_content(self, names: pd.Categorical, is_device: np.ndarray) -> None:

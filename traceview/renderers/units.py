@@ -251,7 +251,7 @@ def spread_rows(run: Any, labels: dict[str, str]) -> list[tuple[str, list[str]]]
 
 MEMORY_TITLE = "Memory (allocator samples)"
 MEMORY_STEP_HEADERS = ("step", "device", "peak allocated", "allocated", "freed", "samples")
-MEMORY_OPS_TITLE = "Ops that allocate most (steady steps; the op the code called)"
+MEMORY_OPS_TITLE = "Ops that allocate most (steady steps; the allocator's op, else the op the code called)"
 MEMORY_OP_HEADERS = ("op", "device", "allocations", "bytes per step")
 
 
