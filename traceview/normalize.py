@@ -60,20 +60,24 @@ def _nest(timeline: Timeline) -> None:
         return
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()
-    parent, depth, overlaps = nest_tracks(events["track"].cat.codes.to_numpy(), ts, end, host)
+    python = membership(events["kind"].array)([Kind.PYTHON.value])
+    parent, depth, overlaps = nest_tracks(events["track"].cat.codes.to_numpy(), ts, end, host, loose=python)
     events["depth"] = depth.astype(np.int16)
     events["parent"] = parent
     record_overlaps(timeline.meta, overlaps)
 
 
 def nest_tracks(
-    track: np.ndarray, ts: np.ndarray, end: np.ndarray, host: np.ndarray
+    track: np.ndarray, ts: np.ndarray, end: np.ndarray, host: np.ndarray, loose: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Parent row and depth of every host event on its track, for rows sorted by (ts, -dur).
 
     Returns (parent, depth, overlaps); rows outside ``host`` get -1, -1. An event that starts
     inside the open event but ends after it (profiler clock jitter, or a genuinely overlapping
-    async range) is not nested under it; ``overlaps`` counts those. Tracks whose events nest
+    async range) is not nested under it; ``overlaps`` counts those, except where one of the two is
+    a ``loose`` row: Python frames, which a separate tracer records around the ranges they open
+    and close (torch's ``_record_function_enter_new`` returns after its range began), so that
+    their edges cross is expected, not a fault of the trace. Tracks whose events nest
     properly (the usual case: scoped ranges) are done with array operations, level by level;
     a track with a partial overlap falls back to a stack walk.
     """
@@ -87,14 +91,14 @@ def nest_tracks(
     order = host_rows[np.argsort(track[host_rows], kind="stable")]  # stable keeps (ts, -dur) within a track
     bounds = np.flatnonzero(np.diff(track[order])) + 1
     for rows in np.split(order, bounds):
-        p, d, o = _nest_track(ts[rows], end[rows])
+        p, d, o = _nest_track(ts[rows], end[rows], None if loose is None else loose[rows])
         parent[rows] = np.where(p >= 0, rows[np.maximum(p, 0)], -1)
         depth[rows] = d
         overlaps += o
     return parent, depth, overlaps
 
 
-def _nest_track(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+def _nest_track(ts: np.ndarray, end: np.ndarray, loose: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
     """Parent positions (within the track) and depths of one track's events sorted by (ts, -dur)."""
     n = len(ts)
     depth = _open_before(ts, end)
@@ -116,7 +120,7 @@ def _nest_track(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray
     stretch = np.cumsum(depth <= 0) - 1
     walk = np.isin(stretch, unique_sorted(stretch[unsound]))
     rows = np.flatnonzero(walk)
-    walked_parent, walked_depth, overlaps = _nest_track_walk(ts[rows], end[rows])
+    walked_parent, walked_depth, overlaps = _nest_track_walk(ts[rows], end[rows], None if loose is None else loose[rows])
     parent[rows] = np.where(walked_parent >= 0, rows[np.maximum(walked_parent, 0)], -1)
     depth[rows] = walked_depth
     return parent, depth, overlaps
@@ -143,8 +147,11 @@ def _open_before(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     return depth
 
 
-def _nest_track_walk(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """The stack walk for a track with partial overlaps (a popped, overlapped event is counted)."""
+def _nest_track_walk(ts: np.ndarray, end: np.ndarray, loose: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """The stack walk for a track with partial overlaps (a popped, overlapped event is counted
+    unless it or the event crossing it is ``loose``)."""
+    crossing_counts = (lambda popped, pos: True) if loose is None else (
+        lambda popped, pos, flags=loose.tolist(): not (flags[popped] or flags[pos]))
     parent = np.full(len(ts), -1, dtype=np.int64)
     depth = np.zeros(len(ts), dtype=np.int64)
     overlaps = 0
@@ -155,7 +162,7 @@ def _nest_track_walk(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.nd
             stack_end.pop()
             stack_pos.pop()
         while stack_end and stack_end[-1] < stop:
-            overlaps += 1
+            overlaps += crossing_counts(stack_pos[-1], pos)
             stack_end.pop()
             stack_pos.pop()
         if stack_pos:
