@@ -18,7 +18,7 @@ import tokenize
 from pathlib import Path
 from typing import Any, Callable
 
-from traceview import api, errors, results
+from traceview import api, errors, profile_schedule, results
 from traceview.analyzers.attribution import layers_markdown
 from traceview.kinds import kinds_markdown
 from traceview.roles import roles_markdown
@@ -43,7 +43,7 @@ def _capture_function() -> Callable[..., Any]:
 
 # The public library, in the order the reference lists it.
 API_FUNCTIONS: tuple[Callable[..., Any], ...] = (api.load, api.diagnose, api.compare, api.export, api.render,
-                                                 _capture_function())
+                                                 _capture_function(), profile_schedule.schedule)
 RESULT_TYPES: tuple[type, ...] = (
     results.Diagnosis, results.FolderDiagnosis, results.Comparison, results.Finding, results.BucketDelta,
     results.ColdStart, results.Steps, results.Attribution, results.AttributionOptions, results.LaunchStats,

@@ -8,6 +8,7 @@ The library is the command line's own functions (:mod:`traceview.api`; reference
     cmp = traceview.compare("torch.json.gz", "tf.xplane.pb")  # why one is N× slower
     print(traceview.render(cmp, "md"))                        # the report `traceview compare --format md` prints
     with traceview.capture("runs/mine", framework="torch") as cap: ...
+    with traceview.capture("runs/mine", "tf", schedule=traceview.schedule(wait=1, warmup=1, active=3)) as cap: ...
 
 The result types (``traceview.Diagnosis``, ``Comparison`` …) live in :mod:`traceview.results`.
 Heavy modules (pandas, and torch / TensorFlow in the collectors) are imported only when used.
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from traceview.api import compare, diagnose, export, load, render
+from traceview.profile_schedule import schedule
 
 __version__ = "0.1.0"
 
@@ -44,4 +46,4 @@ def capture(*args: Any, **kwargs: Any) -> Any:
     return _capture(*args, **kwargs)
 
 
-__all__ = ["__version__", "capture", "compare", "diagnose", "export", "load", "render", *_RESULT_TYPES]
+__all__ = ["__version__", "capture", "compare", "diagnose", "export", "load", "render", "schedule", *_RESULT_TYPES]

@@ -28,30 +28,39 @@ def capture_facts(trace: Path) -> dict[str, Any]:
                 manifest = orjson.loads(candidate.read_bytes())
             except (OSError, orjson.JSONDecodeError):
                 return {}
-            if isinstance(manifest, dict) and _names(manifest, folder, trace):
-                return _facts(manifest)
-            return {}
+            entry = _entry_naming(manifest, folder, trace) if isinstance(manifest, dict) else None
+            return _facts(manifest, entry) if entry is not None else {}
         if folder.parent == folder:
             break
         folder = folder.parent
     return {}
 
 
-def _names(manifest: dict[str, Any], folder: Path, trace: Path) -> bool:
-    rel = (manifest.get("trace") or {}).get("path") if isinstance(manifest.get("trace"), dict) else None
-    return isinstance(rel, str) and (folder / rel).resolve() == trace
+def _entry_naming(manifest: dict[str, Any], folder: Path, trace: Path) -> dict[str, Any] | None:
+    """The manifest's entry for ``trace``: ``trace``, or one of ``traces`` (a capture with a
+    schedule writes a trace per cycle); None when neither names it."""
+    entries = [manifest.get("trace")]
+    if isinstance(manifest.get("traces"), list):
+        entries += manifest["traces"]
+    for entry in entries:
+        rel = entry.get("path") if isinstance(entry, dict) else None
+        if isinstance(rel, str) and (folder / rel).resolve() == trace:
+            return entry
+    return None
 
 
 def _int_list(value: Any) -> list[int]:
     return [int(v) for v in value if isinstance(v, int) and not isinstance(v, bool)] if isinstance(value, list) else []
 
 
-def _facts(manifest: dict[str, Any]) -> dict[str, Any]:
+def _facts(manifest: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     timing = manifest.get("timing") if isinstance(manifest.get("timing"), dict) else {}
     threads = manifest.get("threads") if isinstance(manifest.get("threads"), dict) else {}
+    # A trace's own entry says which of its steps are cold (step markers count each trace from 0).
+    steps_of = entry if "cold_steps" in entry else manifest
     facts: dict[str, Any] = {
-        "cold_steps": _int_list(manifest.get("cold_steps")),
-        "warmup_steps": _int_list(manifest.get("warmup_steps")),
+        "cold_steps": _int_list(steps_of.get("cold_steps")),
+        "warmup_steps": _int_list(steps_of.get("warmup_steps")),
     }
     for key, out in (("steady_median_unprofiled_s", "unprofiled_step_ns"),
                      ("steady_median_profiled_s", "profiled_step_ns")):
