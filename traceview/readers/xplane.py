@@ -84,7 +84,8 @@ from traceview.readers.xplane_classify import (
     has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names, refine_by_nesting, str_stat)
 from traceview.readers.xplane_events import decode_line
 from traceview.readers.xplane_runs import XPLANE_SUFFIX
-from traceview.schema import MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical, categorical_from_codes
+from traceview.schema import (MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical, categorical_from_codes,
+                              leveled)
 
 FORMAT_NAME = "xplane"
 EXTRA_COLUMNS = ("step_num", "fw_op", "fn_call")
@@ -598,6 +599,9 @@ class _Builder:
             # String keys: meta.extra is written to JSON as is.
             meta.extra["device_stats"] = {str(i): self.device_stats[i] for i in sorted(self.device_stats)}
         meta.extra["extra_columns"] = list(EXTRA_COLUMNS)
+        # The fixed-level columns as codes now: one hash pass here instead of one per later check.
+        kinds = leveled("kind", *_factorized(kinds))
+        copy_kind = leveled("copy_kind", *_factorized(copy_kind))
         return build(RawTrace(
             columns={
                 "ts": ts - origin_raw,
@@ -655,6 +659,12 @@ def _xline_class() -> Any:
     from traceview.readers.proto.xplane_descriptor import message_classes
 
     return message_classes()["XLine"]
+
+
+def _factorized(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
+    """(distinct values, each row's index into them) of an object column."""
+    codes, uniques = pd.factorize(values)
+    return list(uniques), codes
 
 
 def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
