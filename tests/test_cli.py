@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 import subprocess
 import sys
 
@@ -178,3 +179,43 @@ def test_collect_names_an_unknown_workload_first():
                              cwd=REPO, timeout=120, env={"NO_COLOR": "1", "PATH": _os.environ.get("PATH", "/usr/bin:/bin")})
     assert result.returncode == 2
     assert "unknown workload 'nosuch'" in result.stderr and "mlp2" in result.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Help text: placeholders, never type tags
+# --------------------------------------------------------------------------------------------
+COMMANDS = ("diagnose", "compare", "collect", "export", "normalize", "query", "run")
+
+
+def _placeholders(help_text: str) -> list[str]:
+    """The usage line and the names column of the argument and option lists: where typer would
+    put ``{PATH}`` or a type tag (``<str>``, ``<path>``); the help column may quote ``<path>``."""
+    lines = help_text.splitlines()
+    found = [line for line in lines if line.startswith("Usage:")]
+    section = ""
+    for line in lines:
+        if line.endswith(":") and not line.startswith(" "):
+            section = line
+        elif section in ("Arguments:", "Options:") and line.startswith("  ") and not line.startswith("   "):
+            found.append(re.split(r"\s{2,}", line.strip())[0])
+    return found
+
+
+def test_every_command_is_covered_by_the_help_check() -> None:
+    from traceview.cli import app
+
+    assert sorted(c.name for c in app.registered_commands) == sorted(COMMANDS)
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_help_names_placeholders_not_type_tags(command: str) -> None:
+    from typer.testing import CliRunner
+
+    from traceview.cli import app
+
+    result = CliRunner().invoke(app, [command, "--help"] if command else ["--help"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    placeholders = _placeholders(result.output)
+    assert len(placeholders) > 2, result.output
+    tagged = [p for p in placeholders if re.search(r"[<>{}]", p)]
+    assert not tagged, f"type tags in `traceview {command} --help`: {tagged}"

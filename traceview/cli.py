@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+from typer.core import TyperCommand
 
 from traceview.commands.output import stderr_console
 from traceview.errors import TraceviewError, TraceviewWarning, one_line
@@ -53,6 +54,45 @@ def _root(
         os.environ["TRACEVIEW_MAX_BYTES"] = str(max_bytes)
 
 
+class PlaceholderHelpCommand(TyperCommand):
+    """A command whose help names each argument by its placeholder alone (``PATH``, ``TRACE...``,
+    ``[WORKLOAD]``). typer writes a required argument as ``{PATH}`` in the usage line and follows it
+    with its type (``PATH <path>``) in the argument list; options name theirs through ``metavar``."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:  # noqa: ANN401 - typer's vendored click context
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(_placeholder(param, usage=True))
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:  # noqa: ANN401 - typer's vendored click
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append((_placeholder(param, usage=False), record[1]))
+            else:
+                options.append(record)
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+def _placeholder(param: Any, usage: bool) -> str:  # noqa: ANN401 - a typer argument
+    """An argument's placeholder: its metavar (else its name in capitals), ``...`` when it takes
+    several values, in brackets on the usage line when it may be left out."""
+    name = param.metavar or param.name.upper()
+    if param.nargs != 1 and not name.endswith("..."):
+        name += "..."
+    return f"[{name}]" if usage and not param.required else name
+
+
 def _register_commands() -> None:
     """Commands that live in their own modules; each imports its heavy parts only when run."""
     from traceview.commands.collect import collect
@@ -63,13 +103,10 @@ def _register_commands() -> None:
     from traceview.commands.query import query
     from traceview.commands.run import CONTEXT_SETTINGS as RUN_CONTEXT, run
 
-    app.command("diagnose")(diagnose)
-    app.command("compare")(compare)
-    app.command("collect")(collect)
-    app.command("export")(export)
-    app.command("normalize")(normalize)
-    app.command("query")(query)
-    app.command("run", context_settings=RUN_CONTEXT)(run)
+    for name, function in (("diagnose", diagnose), ("compare", compare), ("collect", collect), ("export", export),
+                           ("normalize", normalize), ("query", query)):
+        app.command(name, cls=PlaceholderHelpCommand)(function)
+    app.command("run", cls=PlaceholderHelpCommand, context_settings=RUN_CONTEXT)(run)
 
 
 _register_commands()

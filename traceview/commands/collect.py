@@ -13,26 +13,27 @@ from traceview.errors import TraceviewError, UsageError
 
 
 def collect(
-    workload: Optional[str] = typer.Argument(None, metavar="[WORKLOAD]", help="Workload to capture (see --list)."),
+    workload: Optional[str] = typer.Argument(None, metavar="WORKLOAD", help="Workload to capture (see --list)."),
     framework: str = typer.Option(
-        "all", "--framework", "-f", help="Comma-separated frameworks: torch, tf, jax, numpy, or all."
+        "all", "--framework", "-f", metavar="NAMES", help="Comma-separated frameworks: torch, tf, jax, numpy, or all."
     ),
     mode: str = typer.Option(
         "all",
         "--mode",
         "-m",
+        metavar="MODES",
         help="Comma-separated modes: eager, compile, torchscript (torch); eager, function, xla, fit, "
         "graph-v1 (tf); jit (jax); or all.",
     ),
-    device: str = typer.Option("cpu", "--device", help="cpu, or cuda where the framework sees a GPU."),
+    device: str = typer.Option("cpu", "--device", metavar="DEVICE", help="cpu, or cuda where the framework sees a GPU."),
     output: Optional[Path] = typer.Option(
-        None, "-o", "--output", help="Folder to write into; one subfolder per framework-mode."
+        None, "-o", "--output", metavar="DIR", help="Folder to write into; one subfolder per framework-mode."
     ),
-    steps: Optional[int] = typer.Option(None, "--steps", help="Steady steps to profile (default: the workload's)."),
+    steps: Optional[int] = typer.Option(None, "--steps", metavar="N", help="Steady steps to profile (default: the workload's)."),
     warmup: Optional[int] = typer.Option(
-        None, "--warmup", help="Warm-up steps between the cold step(s) and the steady ones (default: 1)."
+        None, "--warmup", metavar="N", help="Warm-up steps between the cold step(s) and the steady ones (default: 1)."
     ),
-    threads: Optional[int] = typer.Option(None, "--threads", help="Intra/inter-op threads (default: all cores)."),
+    threads: Optional[int] = typer.Option(None, "--threads", metavar="N", help="Intra/inter-op threads (default: all cores)."),
     isolate: bool = typer.Option(
         True, "--isolate/--in-process", help="Run each capture in a fresh Python process (default) or in this one."
     ),

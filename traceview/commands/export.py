@@ -8,17 +8,17 @@ from typing import Optional
 
 import typer
 
-from traceview.commands.output import DISPATCH_GAP_HELP, RUN_HELP
+from traceview.commands.output import DISPATCH_GAP_HELP, RUN_OPTION
 
 
 def export(
     traces: list[Path] = typer.Argument(..., metavar="TRACE...", help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
                                                    "folders written by `traceview collect`; one process each."),
-    perfetto: Path = typer.Option(..., "--perfetto", help="Write a Chrome trace-event JSON here (gzip-compressed "
+    perfetto: Path = typer.Option(..., "--perfetto", metavar="FILE", help="Write a Chrome trace-event JSON here (gzip-compressed "
                                                           "when the name ends in .gz)."),
     redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names with "
                                                         "placeholders (<path>, <host>, <user>)."),
-    run: Optional[str] = typer.Option(None, "--run", help=RUN_HELP),
+    run: Optional[str] = RUN_OPTION,
     dispatch_gap_us: Optional[float] = typer.Option(None, "--dispatch-gap-us", metavar="MICROSECONDS",
                                                     help=DISPATCH_GAP_HELP + " Sets the attribution track."),
 ) -> None:

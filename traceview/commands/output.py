@@ -21,7 +21,7 @@ STRICT_HELP = ("Exit 2, after writing the report, when a trace has a trace-quali
 
 # The options diagnose and compare share, declared once (typer reads them as the parameters' defaults).
 FORMAT_OPTION = typer.Option("terminal", "--format", "-f", metavar="FORMAT", help=FORMAT_HELP)
-RUN_OPTION = typer.Option(None, "--run", metavar="RUN", help=RUN_HELP)
+RUN_OPTION = typer.Option(None, "--run", metavar="NAME", help=RUN_HELP)
 OUTPUT_OPTION = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report to this file.")
 WIDTH_OPTION = typer.Option(None, "--width", metavar="COLUMNS", help="Terminal report width in columns.")
 COLOR_OPTION = typer.Option(None, "--color/--no-color", help="Force colours on or off.")

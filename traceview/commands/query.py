@@ -20,7 +20,7 @@ FORMATS = ("table", "csv", "json")
 def query(
     folder: Path = typer.Argument(..., metavar="DIR", help="A folder written by `traceview normalize`."),
     sql: str = typer.Argument(..., metavar="SQL", help="SQL (DuckDB dialect) over the views `events` and `steps`."),
-    format: str = typer.Option("table", "--format", "-f", help="Output: table (default), csv or json."),
+    format: str = typer.Option("table", "--format", "-f", metavar="FORMAT", help="Output: table (default), csv or json."),
 ) -> None:
     """Run SQL over the Parquet files of a folder: view `events` (every event of every rank) and view
     `steps` (every step of every rank, with the ns of each cause). Columns and examples: docs/multi_rank.md.

@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from traceview.commands.output import COLOR_OPTION, FORMAT_OPTION, WIDTH_OPTION
 from traceview.errors import UsageError
 
 # Everything after the command's first word is the command's, options included.
@@ -22,21 +23,21 @@ _STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 def run(
     command: list[str] = typer.Argument(..., metavar="-- COMMAND [ARGS]...",
                                         help="The training command, e.g. python train.py --epochs 1."),
-    framework: str = typer.Option("auto", "--framework", help="Whose steps count: auto (the first framework whose "
+    framework: str = typer.Option("auto", "--framework", metavar="NAME", help="Whose steps count: auto (the first framework whose "
                                                               "training step runs), torch, tf, jax."),
     steps: str = typer.Option("5-15", "--steps", metavar="A-B",
                               help="Steps to profile, 1-based and inclusive; the steps before are warm-up."),
     calibrate: bool = typer.Option(False, "--calibrate",
                                    help="Run the command a second time without the profiler and report the "
                                         "profiler's inflation of the same steps."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output",
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="DIR",
                                           help="Folder for the trace and manifest.json "
                                                "(default traceview-runs/<script>-<date>-<time>)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a capture already in the -o folder."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Write the report to this file instead of stdout."),
-    format: str = typer.Option("terminal", "--format", "-f", help="Report format: terminal (default), md, json, html."),
-    width: Optional[int] = typer.Option(None, "--width", help="Terminal report width in columns."),
-    color: Optional[bool] = typer.Option(None, "--color/--no-color", help="Force colours on or off."),
+    report: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help="Write the report to this file instead of stdout."),
+    format: str = FORMAT_OPTION,
+    width: Optional[int] = WIDTH_OPTION,
+    color: Optional[bool] = COLOR_OPTION,
 ) -> None:
     """Profile an unmodified training script and report where each step's time goes.
 
