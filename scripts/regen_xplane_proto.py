@@ -19,6 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from traceview.errors import install_hint
+
 ROOT = Path(__file__).resolve().parents[1]
 PROTO_DIR = ROOT / "traceview" / "readers" / "proto"
 PROTO = PROTO_DIR / "xplane.proto"
@@ -69,7 +71,7 @@ def compile_descriptor_set(proto: Path) -> bytes:
     try:
         from grpc_tools import protoc
     except ImportError:
-        sys.exit("grpcio-tools is not installed: pip install 'traceview[dev]'")
+        sys.exit(f"grpcio-tools is not installed: {install_hint('dev')}")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "xplane.desc"
         code = protoc.main(

@@ -130,7 +130,7 @@ def test_missing_framework_names_the_extra_to_install(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                             env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
     assert result.returncode == 2, result.stderr
-    assert "pip install 'traceview[torch]'" in result.stderr
+    assert "pip install 'traceview[torch]'" in result.stderr and "pip install -e '.[torch]'" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -219,3 +219,4 @@ def test_help_names_placeholders_not_type_tags(command: str) -> None:
     assert len(placeholders) > 2, result.output
     tagged = [p for p in placeholders if re.search(r"[<>{}]", p)]
     assert not tagged, f"type tags in `traceview {command} --help`: {tagged}"
+

@@ -36,6 +36,7 @@ import pytest
 from traceview.analyzers.device_time import COMMUNICATION_KERNEL, device_time
 from traceview.analyzers.launch import launch_stats
 from traceview.analyzers.steps import Steps
+from traceview.errors import install_hint
 from traceview.loader import load
 from traceview.schema import Kind, Timeline
 
@@ -79,7 +80,8 @@ def _live(trace: str, setting: str) -> dict[str, Any]:
 
 def hta_result(trace: str, setting: str, source: str) -> dict[str, Any]:
     if source == "live":
-        pytest.importorskip("hta", reason="HolisticTraceAnalysis not installed (pip install traceview[hta]); recorded numbers are still checked")
+        pytest.importorskip("hta", reason=f"HolisticTraceAnalysis not installed ({install_hint('hta')}); "
+                                          "recorded numbers are still checked")
         return _live(trace, setting)
     return RECORDED["traces"][trace]["results"][setting]
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from traceview.errors import FormatError, InputError
+from traceview.errors import FormatError, InputError, install_hint
 from traceview.normalize import normalize
 from traceview.readers import xplane, xplane_runs
 from traceview.readers.proto import xplane_descriptor
@@ -201,7 +201,7 @@ CAPTURE = textwrap.dedent(
 @pytest.fixture(scope="module")
 def tf_traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if not TF_AVAILABLE:
-        pytest.skip("tensorflow is not installed (pip install 'traceview[tf]')")
+        pytest.skip(f"tensorflow is not installed ({install_hint('tf')})")
     root = tmp_path_factory.mktemp("tf_logdirs")
     script = root / "capture.py"
     script.write_text(CAPTURE)

@@ -39,11 +39,17 @@ class RegressionError(TraceviewError):
         self.comparison = comparison
 
 
+def install_hint(extra: str) -> str:
+    """How to install an optional part of traceview (its extra): from a package index, and from a
+    clone of the repository, which is where traceview comes from until it is on an index."""
+    return f"`pip install 'traceview[{extra}]'` (in a clone of the repository: `pip install -e '.[{extra}]'`)"
+
+
 class MissingExtraError(TraceviewError):
     """An optional dependency (torch, tensorflow, a test oracle) is not installed."""
 
     def __init__(self, what: str, extra: str) -> None:
-        super().__init__(f"{what} is not installed: run `pip install 'traceview[{extra}]'` to get it")
+        super().__init__(f"{what} is not installed: run {install_hint(extra)} to get it")
         self.extra = extra
 
 
