@@ -45,7 +45,7 @@ from traceview.collectors.workloads import (
     not_applicable,
     pairs,
 )
-from traceview.errors import MissingExtraError, TraceviewError, UsageError
+from traceview.errors import MissingExtraError, TraceviewError, UsageError, install_hint
 
 BACKEND_MODULES: dict[str, str] = {
     "torch": "traceview.collectors.torch_collector",
@@ -350,7 +350,7 @@ def plan(
         if fw in EXTRAS and not framework_installed(fw):
             if fw_list is not None:
                 raise MissingExtraError(*EXTRAS[fw])
-            msg = f"skipped {fw}: {EXTRAS[fw][0]} is not installed (pip install 'traceview[{EXTRAS[fw][1]}]')"
+            msg = f"skipped {fw}: {EXTRAS[fw][0]} is not installed ({install_hint(EXTRAS[fw][1])})"
             if msg not in messages:
                 messages.append(msg)
             continue

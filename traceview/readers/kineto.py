@@ -43,8 +43,8 @@ from traceview.readers._json_stream import Declined, EventArrayReader
 from traceview.readers import kineto_scan
 from traceview.readers.kineto_scan import EventScanner, ScannedBlock
 from traceview.builder import RawTrace, build
-from traceview.schema import (KIND_VALUES, Device, Kind, Timeline, TraceMeta, categorical_from_codes, first_rows,
-                              leveled, memory_frame)
+from traceview.schema import (KIND_VALUES, MEMORY_SAMPLE_REASON, Device, Kind, Timeline, TraceMeta,
+                              categorical_from_codes, first_rows, leveled, memory_frame)
 
 FORMAT_NAME = "kineto-json"
 
@@ -645,7 +645,7 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     if len(memory_rows):
         in_memory_table = np.zeros(n, dtype=bool)
         in_memory_table[memory_rows] = True
-        reasons.mark(in_memory_table, MEMORY_REASON)
+        reasons.mark(in_memory_table, MEMORY_SAMPLE_REASON)
     reasons.mark_by_value(ph_code, everything, [_phase_reason(v) for v in fields.ph.values])
     complete = reasons.code < 0
     phase_rows = ~complete
@@ -744,9 +744,6 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     del fields, ts, dur, ph_code, cat_code, name_code, pid_code, tid_code, rows, memory, memory_ts_ns
     del args_bad, everything, complete, phase_rows, keep, class_of, combo, kind_code, is_device, copy_code
     return build(raw)
-
-
-MEMORY_REASON = "memory sample (in the memory table)"
 
 
 def _ns_of(ts: np.ndarray, ts_exact: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
