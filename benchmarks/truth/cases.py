@@ -1,7 +1,7 @@
 """The ground-truth cases: a table of injected causes and the small training steps they run.
 
 Every case is a small real training step (a 2-layer MLP, SGD, fixed random data; the same
-network in torch and TensorFlow) built twice: a *clean* twin and an *injected* twin that is
+network in torch, TensorFlow and JAX) built twice: a *clean* twin and an *injected* twin that is
 identical except for one added cost. The table (:data:`CASES`) says, as data, what the cost is,
 where the analysis should put it (``expected_bucket``), which finding should lead
 (``expected_finding``), which steps to compare (``window``) and which measured cost the scorer
@@ -14,8 +14,8 @@ is the same program with the knob at zero.
 Program contract (``worker`` relies on it): a builder ``build(variant, knob)`` returns a
 :class:`StepProgram` whose ``loop`` runs the given step indices, calling ``begin(i)`` /
 ``end(i, loss)`` around each step and ``after(i)`` once the work between steps is done.
-Negative indices are warm-up steps (never recorded). torch and TensorFlow are imported only
-inside the builders, so this module loads without either.
+Negative indices are warm-up steps (never recorded). torch, TensorFlow and JAX are imported only
+inside the builders, so this module loads without any of them.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class Knob:
 @dataclass(frozen=True)
 class Case:
     name: str
-    framework: str  # "torch" or "tensorflow"
+    framework: str  # "torch", "tensorflow" or "jax"
     cause: str
     expected_bucket: str  # a bucket name, or "between_steps"
     expected_finding: str
@@ -173,6 +173,31 @@ def _fixed_data(rows: int) -> tuple[np.ndarray, np.ndarray]:
     x = rng.standard_normal((rows, FEATURES), dtype=np.float32)
     y = rng.integers(0, CLASSES, rows).astype(np.int64)
     return x, y
+
+
+def _initial_weights(width: int) -> list[np.ndarray]:
+    """The MLP's weights as TF and JAX start them: uniform(±1/sqrt(fan_in)) kernels, zero biases."""
+    rng = np.random.default_rng(SEED + 1)
+    lim1, lim2 = 1 / np.sqrt(FEATURES), 1 / np.sqrt(width)
+    return [
+        rng.uniform(-lim1, lim1, (FEATURES, width)).astype(np.float32),
+        np.zeros(width, np.float32),
+        rng.uniform(-lim2, lim2, (width, CLASSES)).astype(np.float32),
+        np.zeros(CLASSES, np.float32),
+    ]
+
+
+def _square_pair(side: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two fixed random ``side`` x ``side`` matrices (the large-matmul cases' operands)."""
+    rng = np.random.default_rng(SEED + 3)
+    n = max(side, 1)
+    return rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
+
+
+def _fresh_floats() -> Callable[[int], float]:
+    """A Python float never passed before, on every call (the retrace cases' step argument)."""
+    values = itertools.count(1)
+    return lambda i: 1.0 + next(values) * 1e-9
 
 
 def _gc_switch(enabled: bool) -> Callable[[], None]:
@@ -350,14 +375,7 @@ def torch_torchscript(variant: str, knob: int) -> StepProgram:
 def _tf_variables(width: int) -> list[Any]:
     import tensorflow as tf
 
-    rng = np.random.default_rng(SEED + 1)
-    lim1, lim2 = 1 / np.sqrt(FEATURES), 1 / np.sqrt(width)
-    return [
-        tf.Variable(rng.uniform(-lim1, lim1, (FEATURES, width)).astype(np.float32)),
-        tf.Variable(np.zeros(width, np.float32)),
-        tf.Variable(rng.uniform(-lim2, lim2, (width, CLASSES)).astype(np.float32)),
-        tf.Variable(np.zeros(CLASSES, np.float32)),
-    ]
+    return [tf.Variable(w) for w in _initial_weights(width)]
 
 
 class TFStep(StepProgram):
@@ -490,11 +508,8 @@ def tf_input_pyfunc(variant: str, knob: int) -> StepProgram:
 
 
 def tf_retrace(variant: str, knob: int) -> StepProgram:
-    if variant == "clean":
-        return TFStep()
-    values = itertools.count(1)
-    # A new Python float on every call: tf.function specializes on Python values, so it retraces.
-    return TFStep(scale=lambda i: 1.0 + next(values) * 1e-9)
+    # tf.function specializes on Python values: a new float on every call retraces it.
+    return TFStep(scale=_fresh_floats()) if variant == "injected" else TFStep()
 
 
 def tf_xla(variant: str, knob: int) -> StepProgram:
@@ -518,10 +533,7 @@ def tf_tiny_ops(variant: str, knob: int) -> StepProgram:
 def tf_large_matmul(variant: str, knob: int) -> StepProgram:
     import tensorflow as tf
 
-    rng = np.random.default_rng(SEED + 3)
-    n = max(knob, 1)
-    a = tf.constant(rng.standard_normal((n, n), dtype=np.float32))
-    b = tf.constant(rng.standard_normal((n, n), dtype=np.float32))
+    a, b = (tf.constant(m) for m in _square_pair(knob))
     sink: list[Any] = [None]
 
     def mid(i: int) -> None:
@@ -617,6 +629,100 @@ def tf_fit_vs_loop(variant: str, knob: int) -> StepProgram:
 
 
 # ---------------------------------------------------------------------------------------------
+# JAX
+# ---------------------------------------------------------------------------------------------
+
+
+class JaxStep(StepProgram):
+    """One ``jax.jit`` call (forward, cross-entropy, ``jax.value_and_grad``, SGD written by hand), then
+    ``float(loss)``, then ``mid(i)``.
+
+    The whole step is one jitted call, as a JAX training loop is written. JAX dispatches
+    asynchronously, so ``float(loss)`` is where the host waits for the step's result; ``mid`` runs
+    after it, still inside the step. ``extra(*extra_args)`` is computed inside the jitted step and
+    returned (an output, so XLA cannot drop it). ``scale(i)`` is a static argument (the loss is
+    multiplied by it before the gradient): a value not seen before retraces and recompiles the step.
+    """
+
+    def __init__(
+        self,
+        mid: Callable[[int], None] = _noop,
+        extra: Callable[..., Any] | None = None,
+        extra_args: tuple[np.ndarray, ...] = (),
+        scale: Callable[[int], float] | None = None,
+    ) -> None:
+        import jax
+        import jax.numpy as jnp
+
+        dev = jax.devices("cpu")[0]
+        x, y = _fixed_data(BATCH)
+        # Every input is committed to the device (the step's outputs are): an uncommitted input would
+        # make the second call compile the step again for the new placement.
+        self.params = jax.device_put(dict(zip(("w1", "b1", "w2", "b2"), _initial_weights(WIDTH))), dev)
+        self.x, self.y = jax.device_put(x, dev), jax.device_put(y.astype(np.int32), dev)  # 32-bit JAX
+        self.extra_args = jax.device_put(extra_args, dev)
+        self.scale = scale or (lambda i: 1.0)
+        self.mid = mid
+        self.sink: Any = None
+
+        def train_step(params: dict[str, Any], x: Any, y: Any, extra_args: tuple[Any, ...], scale: float) -> Any:
+            def objective(p: dict[str, Any]) -> tuple[Any, Any]:
+                h = jax.nn.relu(x @ p["w1"] + p["b1"])
+                log_probs = jax.nn.log_softmax(h @ p["w2"] + p["b2"])
+                loss = -jnp.mean(jnp.take_along_axis(log_probs, y[:, None], axis=1))
+                return loss * scale, loss
+
+            (_, loss), grads = jax.value_and_grad(objective, has_aux=True)(params)
+            new = {k: params[k] - LR * grads[k] for k in params}
+            return new, loss, extra(*extra_args) if extra is not None else None
+
+        # Made here, compiled by its first call (the cold step).
+        self.fn = jax.jit(train_step, static_argnames=("scale",))
+
+    def step(self, i: int) -> float | None:
+        self.params, loss, self.sink = self.fn(self.params, self.x, self.y, self.extra_args, scale=self.scale(i))
+        value = float(loss)  # waits for the step's result, as a user's loop reads the loss
+        self.mid(i)
+        return value
+
+
+def jax_large_matmul(variant: str, knob: int) -> StepProgram:
+    if variant == "clean":
+        return JaxStep()
+    return JaxStep(extra=lambda a, b: a @ b, extra_args=_square_pair(knob))
+
+
+def jax_tiny_ops(variant: str, knob: int) -> StepProgram:
+    import jax
+    import jax.numpy as jnp
+
+    small = jax.device_put(jnp.ones(16, jnp.float32), jax.devices("cpu")[0])
+    n = _amount(variant, knob)
+
+    def mid(i: int) -> None:
+        t = small
+        for _ in range(n):  # each one an eager jax.numpy op: one dispatch of a cached executable
+            t = t * 1.0001
+        np.asarray(t)  # the result brought back, as a user's loop reads it
+
+    return JaxStep(mid=mid)
+
+
+def jax_user_python(variant: str, knob: int) -> StepProgram:
+    n = _amount(variant, knob)
+    return JaxStep(mid=lambda i: python_work(n) and None)
+
+
+def jax_retrace(variant: str, knob: int) -> StepProgram:
+    # jit specializes on static arguments: a new float on every call retraces and recompiles the step.
+    return JaxStep(scale=_fresh_floats()) if variant == "injected" else JaxStep()
+
+
+def jax_jit(variant: str, knob: int) -> StepProgram:
+    return JaxStep()
+
+
+# ---------------------------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------------------------
 
@@ -678,6 +784,18 @@ CASES: tuple[Case, ...] = (
          "host_compute", "host_compute", "steady", torch_gc, knob=Knob(start=20_000), score_against="in_trace", score_reason=_PYTRACER),
     Case("tf-gc", "tensorflow", "each step makes many cyclic Python objects, gc enabled (collector pauses in the step) vs gc disabled without the garbage",
          "host_compute", "host_compute", "steady", tf_gc, knob=Knob(start=20_000)),
+    Case("jax-large-matmul", "jax", "jitted step plus one large square matmul inside the same jax.jit call (side calibrated)",
+         "kernel", "compute_bound", "steady", jax_large_matmul, knob=Knob(start=256, power=3, lo=16)),
+    Case("jax-tiny-ops", "jax", "jitted step plus N tiny eager jax.numpy elementwise ops on a 16-element array after the step's result",
+         "launch_overhead", "launch_bound", "steady", jax_tiny_ops, knob=Knob(start=200, target_ms=3.0), profiled_steady=2,
+         notes="JAX's profiler records ~18 events per tiny op (the jitted call, argument parsing, buffer-hold "
+         "waits, the executable's run): a lower target and 2 steady steps keep the trace under 200 KB"),
+    Case("jax-user-python", "jax", "pure-Python loop (no framework calls) after the jitted step's result, inside the step marker",
+         "host_compute", "host_compute", "steady", jax_user_python, knob=Knob(start=100_000)),
+    Case("jax-retrace", "jax", "jitted step given a new Python float as a static argument every step (retraces and recompiles each call) vs the same value",
+         "graph_build", STEADY_GRAPH_BUILD, "steady", jax_retrace, rounds=6, block=4, profiled_steady=3),
+    Case("jax-cold", "jax", "jax.jit step: the first call traces, lowers and XLA-compiles (clean twin compiled before the capture)",
+         "graph_build", COLD_COMPILE, "cold", jax_jit, profiled_steady=3),
     # Controls: the same math run two ways; their kernel time should agree within 2x.
     Case("tf-fit-vs-loop", "tensorflow", "Keras model.fit (step-marker callback) vs a custom tf.function loop, same model and data",
          "kernel", "", "steady", tf_fit_vs_loop, kind="control", rounds=6),

@@ -59,6 +59,11 @@ def setup_process(case: Case, threads: int) -> dict[str, Any]:
         except RuntimeError:
             pass
         return {"torch_intra_op": torch.get_num_threads(), "torch_inter_op": torch.get_num_interop_threads()}
+    if case.framework == "jax":
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")  # no probing for accelerators
+        from traceview.collectors.jax_collector import configure
+
+        return configure(threads, "cpu")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
@@ -78,6 +83,10 @@ def versions(case: Case) -> dict[str, str]:
         import torch
 
         out["torch"] = torch.__version__
+    elif case.framework == "jax":
+        from traceview.collectors.jax_collector import versions as jax_versions
+
+        out.update(jax_versions())
     else:
         import keras
         import tensorflow as tf
@@ -262,6 +271,10 @@ def mode_profile(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str, 
         from traceview.collectors.torch_collector import TorchProfilerSession
 
         session: Any = TorchProfilerSession(tmp, record_shapes=case.record_shapes, python_events=case.python_events)
+    elif case.framework == "jax":
+        from traceview.collectors.jax_collector import JaxProfilerSession
+
+        session = JaxProfilerSession(tmp)  # Python tracer and HLO protos off, as traceview captures JAX
     else:
         from traceview.collectors.tf_collector import TFProfilerSession
 
@@ -291,7 +304,7 @@ def mode_profile(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str, 
     if case.framework == "torch":
         trace = rewrite_kineto(written, out / f"{args.variant}.pt.trace.json.gz")
     else:
-        trace = rewrite_xplane(written, out)
+        trace = rewrite_xplane(written, out, case.framework)
     shutil.rmtree(tmp, ignore_errors=True)
     return {
         "trace": str(trace.relative_to(out)),
@@ -371,10 +384,23 @@ def scrub_bytes(blob: bytes) -> bytes:
     return blob
 
 
-def rewrite_xplane(src: Path, logdir: Path) -> Path:
-    from tensorflow.tsl.profiler.protobuf import profiler_options_pb2, xplane_pb2
+def scrub_profile_options(blob: bytes, framework: str) -> bytes:
+    """The ``profile_options`` stat with its logdir replaced (TF records it as ``repository_path``)."""
+    if framework != "tensorflow":
+        return scrub_bytes(blob)  # JAX's options hold no path; any local folder is blanked all the same
+    from tensorflow.tsl.profiler.protobuf import profiler_options_pb2
 
-    space = xplane_pb2.XSpace()
+    opts = profiler_options_pb2.ProfileOptions()
+    opts.ParseFromString(blob)
+    opts.repository_path = "logdir"
+    return opts.SerializeToString()
+
+
+def rewrite_xplane(src: Path, logdir: Path, framework: str) -> Path:
+    # traceview's own XPlane classes (a private descriptor pool): the JAX worker has no TensorFlow.
+    from traceview.readers.proto.xplane_descriptor import message_classes
+
+    space = message_classes()["XSpace"]()
     space.ParseFromString(src.read_bytes())
     del space.hostnames[:]
     space.hostnames.append(HOST_PLACEHOLDER)
@@ -392,10 +418,7 @@ def rewrite_xplane(src: Path, logdir: Path) -> Path:
                 if st.WhichOneof("value") == "str_value":
                     st.str_value = scrub(st.str_value)
                 elif st.metadata_id == options_id and st.WhichOneof("value") == "bytes_value":
-                    opts = profiler_options_pb2.ProfileOptions()
-                    opts.ParseFromString(st.bytes_value)
-                    opts.repository_path = "logdir"
-                    st.bytes_value = opts.SerializeToString()
+                    st.bytes_value = scrub_profile_options(st.bytes_value, framework)
                 elif st.WhichOneof("value") == "bytes_value":
                     st.bytes_value = scrub_bytes(st.bytes_value)
     run = src.parent.name
