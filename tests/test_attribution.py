@@ -22,7 +22,7 @@ def test_buckets_sum_to_each_step(path):
     durations = diag.steps.table["duration"].to_numpy()
     assert len(durations) >= 1
     assert (per[list(BUCKETS)].to_numpy() >= 0).all()
-    # Exact in integer ns (the issue asks for ±1 %).
+    # Exact in integer ns, not merely within rounding.
     np.testing.assert_array_equal(per[list(BUCKETS)].sum(axis=1).to_numpy(), durations)
     steady = diag.steady_attribution()
     assert abs(sum(steady.values()) - durations[diag.steady_positions].mean()) <= 1e-6 * max(durations.max(), 1)
