@@ -58,6 +58,7 @@ def _check(tmp_path: Path, text: str, *, scanned: bool) -> None:
     _doc(OP.replace('"ts": 998', '"ts": 0.0000000000000000000000000000000000000000004')),  # long fraction
     _doc(OP.replace('"dur": 4', '"dur": null')),
     _doc(OP.replace('"ts": 998, ', "")),  # no ts: dropped with its reason
+    _doc(OP, LAUNCH.replace('"pid": 1, ', "")),  # no pid beside events with one: dropped too
     _doc('{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main \\"loop\\""}}', OP),
     _doc('{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 999,'
          ' "args": {"Bytes": 512, "Total Allocated": "1024", "Total Reserved": 2048.0, "Device Type": 0,'

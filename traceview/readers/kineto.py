@@ -316,11 +316,14 @@ class _Interner:
         self.codes.append(table[codes] if len(codes) else np.zeros(0, dtype=np.int64))
 
     @staticmethod
-    def _factorize_objects(values: list[Any]) -> tuple[np.ndarray, Any]:
+    def _factorize_objects(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
         try:
-            return pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
+            codes, uniques = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
         except (TypeError, ValueError):  # a list or an object among the values: no id
-            return pd.factorize(_object_array(values), use_na_sentinel=False)
+            codes, uniques = pd.factorize(_object_array(values), use_na_sentinel=False)
+        # pandas hands an absent value (None) back as NaN, which would make a missing pid look
+        # present; JSON has no NaN, so a NaN here is always None.
+        return codes, [None if isinstance(u, float) and u != u else u for u in uniques]
 
     def code_of(self, value: Any) -> int:
         """The code of a value (-2, matching no event, when the value has not been seen)."""
