@@ -47,6 +47,15 @@ def test_advice_does_not_ask_for_what_the_mode_already_does() -> None:
         assert set(table) - {"*"} <= modes
 
 
+def test_cold_compile_advice_names_the_cache_of_its_own_framework() -> None:
+    assert "jax_compilation_cache_dir" in advice("cold", "jax-jit") and "TORCH" not in advice("cold", "jax-jit")
+    assert "TORCHINDUCTOR_CACHE_DIR" in advice("cold", "torch-compile")
+    assert "tf_xla_persistent_cache_directory" in advice("cold", "tensorflow-xla")
+    assert "TORCH" not in advice("cold", "tensorflow-function") and "XLA" not in advice("cold", "tensorflow-function")
+    jax = diagnose(trace_paths(SAMPLES / "mlp2" / "jax-jit")[0])
+    assert next(f for f in jax.findings if f.rule == "cold_compile").advice == advice("cold", "jax-jit")
+
+
 def test_a_finding_carries_the_advice_of_its_mode() -> None:
     diag = diagnose(trace_paths(SAMPLES / "mlp2" / "tf-xla")[0])
     launch = next(f for f in diag.findings if f.rule == "launch_bound")

@@ -104,7 +104,22 @@ _RETRACE = {
     "*": "tf.function retraces on new Python values or shapes: pass tensors, set input_signature / "
          "reduce_retracing; torch.compile recompiles on new shapes or guards: mark_dynamic or dynamic=True",
 }
-ADVICE: dict[str, dict[str, str]] = {"fuse": _FUSE, "retrace": _RETRACE}
+_ONE_TIME = "a one-time cost: it matters for short jobs and benchmarks; "
+_COLD = {
+    "torch-compile": _ONE_TIME + "keep inductor's compile cache between runs (TORCHINDUCTOR_CACHE_DIR on a "
+                     "lasting disk; torch.compiler.save_cache_artifacts / load_cache_artifacts carry it to "
+                     "other machines) or exclude warm-up from timings",
+    "tensorflow-xla": _ONE_TIME + "keep XLA's compiled clusters between runs (TF_XLA_FLAGS="
+                      "--tf_xla_persistent_cache_directory=DIR) or exclude warm-up from timings",
+    "tensorflow-function": _ONE_TIME + "tf.function traces its Python once per input signature and process: "
+                           "exclude warm-up from timings (a SavedModel of the traced function loads "
+                           "without tracing again)",
+    "jax-jit": _ONE_TIME + "keep JAX's persistent compilation cache between runs "
+               "(jax.config.update('jax_compilation_cache_dir', DIR)) or exclude warm-up from timings",
+    "*": _ONE_TIME + "cache compiled artefacts (TORCHINDUCTOR_CACHE_DIR, XLA persistent cache) or exclude "
+         "warm-up from timings",
+}
+ADVICE: dict[str, dict[str, str]] = {"fuse": _FUSE, "retrace": _RETRACE, "cold": _COLD}
 
 
 def advice(kind: str, mode: str) -> str:

@@ -147,8 +147,7 @@ def cold_compile(diag: Diagnosis) -> Finding:
         "cold_compile", "tracing / compilation cost of the cold first step", grade,
         {"cold_step": int(table["number"].iloc[i]), "cold_extra_ns": extra, "steady_steps_worth": worth,
          "cold_graph_build_ns": build, "amortized_over_steps": max(len(table), COLD_RUN_STEPS)},
-        "a one-time cost: it matters for short jobs and benchmarks; cache compiled artefacts "
-        "(TORCHINDUCTOR_CACHE_DIR, XLA persistent cache) or exclude warm-up from timings",
+        advice("cold", diag.mode),
         "extra time ≥ 2 steady steps moderate, ≥ 10 high, when the cold step builds graphs",
         amortized if grade != "none" else 0.0,
     )
