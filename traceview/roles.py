@@ -353,8 +353,7 @@ def _loose_thunks(events: pd.DataFrame, role: np.ndarray, name_values: list[str]
     executions &= depth == 0  # at the top of its thread: the thread is there to run programs
     if not executions.any():
         return role
-    track = events["track"].cat.codes.to_numpy() if isinstance(events["track"].dtype, pd.CategoricalDtype) \
-        else pd.factorize(events["track"].to_numpy())[0]
+    track = events["track"].cat.codes.to_numpy()  # (a category column, like the nesting that reads it)
     worker = np.zeros(int(track.max()) + 1, dtype=bool)
     worker[track[executions]] = True
     loose = (depth == 0) & host_op & worker[track] & (role == code[Role.DISPATCH.value])

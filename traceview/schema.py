@@ -268,11 +268,8 @@ def categorical(values: Any, categories: Any = None) -> pd.Categorical:
         return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(pd.Index(uniques, dtype=object)))
     # Codes through a hash of the values, not pd.Categorical(values, ...): that would first convert
     # the values to pandas' string dtype.
-    levels = list(categories)
-    position = {level: i for i, level in enumerate(levels)}
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    table = np.array([position.get(u, -1) for u in uniques] + [-1], dtype=np.int64)
-    return pd.Categorical.from_codes(table[codes], dtype=pd.CategoricalDtype(pd.Index(levels, dtype=object)))
+    return _on_levels(list(categories), uniques, codes)
 
 
 def first_rows(codes: np.ndarray) -> np.ndarray:
@@ -295,10 +292,16 @@ def level_dtype(column: str) -> pd.CategoricalDtype:
 def leveled(column: str, values_first: Any, codes: np.ndarray) -> pd.Categorical:
     """A fixed-level column from the values of distinct keys (``values_first``) and each row's key
     code: the levels are looked up once per key, not once per row."""
-    position = {level: i for i, level in enumerate(CATEGORY_LEVELS[column])}
+    return _on_levels(CATEGORY_LEVELS[column], values_first, codes)
+
+
+def _on_levels(levels: Any, values_first: Any, codes: np.ndarray) -> pd.Categorical:
+    """Rows given as codes into ``values_first`` (-1: missing), as a categorical on ``levels``;
+    a value outside the levels becomes missing."""
+    position = {level: i for i, level in enumerate(levels)}
     table = np.array([position.get(v, -1) for v in values_first] + [-1], dtype=np.int64)
-    return pd.Categorical.from_codes(table[codes] if len(codes) else codes.astype(np.int64),
-                                     dtype=level_dtype(column))
+    return pd.Categorical.from_codes(table[codes] if len(codes) else np.asarray(codes, dtype=np.int64),
+                                     dtype=pd.CategoricalDtype(pd.Index(list(levels), dtype=object)))
 
 
 def categorical_from_codes(codes: np.ndarray, values: Any) -> pd.Categorical:

@@ -230,7 +230,6 @@ class _EventExactTs(_Event, gc=False):
 _FAST_DECODER = msgspec.json.Decoder(list[_Event])
 _EXACT_TS_DECODER = msgspec.json.Decoder(list[_EventExactTs])
 # The compiled scanner's raw tokens get their values from decoders of the struct fields' own types.
-_ARGS_DECODER = msgspec.json.Decoder(_Args)
 _ARGS_LIST_DECODER = msgspec.json.Decoder(list[_Args])
 _PH_TOKEN = msgspec.json.Decoder(str | None)
 _TEXT_TOKEN = msgspec.json.Decoder(str)
@@ -244,11 +243,6 @@ def _token_value(decoder: msgspec.json.Decoder[Any], token: bytes) -> Any:
         return decoder.decode(token)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as err:
         raise Declined(str(err)) from None
-
-
-def _decode_args(text: bytes | None) -> _Args:
-    """An args object's text (None: no args) as the struct the typed decoding makes."""
-    return _NO_ARGS if text is None else _token_value(_ARGS_DECODER, text)
 
 
 def _decode_args_of(block: ScannedBlock, rows: np.ndarray) -> list[_Args]:
@@ -442,11 +436,7 @@ class _Fields:
         us[(flags & kineto_scan.FLAG_TS) == 0] = math.nan
         other = np.flatnonzero(((flags & kineto_scan.FLAG_TS) != 0) & ((flags & kineto_scan.FLAG_TS_PLAIN) == 0))
         for i in other.tolist():  # digits beyond what the exact reading takes: as a double
-            value = float(doubles[i])
-            us[i] = value if abs(value) < _MAX_US else math.inf
-            if math.isfinite(us[i]):
-                whole_us = math.floor(us[i])
-                ns[i] = int(whole_us) * 1000 + round((us[i] - whole_us) * 1000.0)
+            us[i], ns[i] = _read_as_double(float(doubles[i]), int(ns[i]))
         self.ts[:] = [us]
         return ns
 
@@ -795,7 +785,7 @@ def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def _ids(values: _Interner) -> np.ndarray:
     """An id field (device, stream) as int64 per event: each distinct value converted once."""
-    table = np.array([_as_int(v) if v is not None else -1 for v in values.values], dtype=np.int64)
+    table = np.array([_int_value(v) for v in values.values], dtype=np.int64)
     codes = values.all_codes()
     return table[codes] if len(table) else np.full(len(codes), -1, dtype=np.int64)
 
@@ -905,11 +895,17 @@ def _ns_from_text(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
             value = float(texts[i])
         except ValueError:
             value = math.inf
-        us[i] = value if abs(value) < _MAX_US else math.inf
-        if math.isfinite(us[i]):
-            whole_us = math.floor(us[i])
-            ns[i] = int(whole_us) * 1000 + round((us[i] - whole_us) * 1000.0)
+        us[i], ns[i] = _read_as_double(value, int(ns[i]))
     return ns, us
+
+
+def _read_as_double(value: float, ns: int) -> tuple[float, int]:
+    """(µs, ns) of a timestamp the digit rule does not take, read as a double: inf when out of
+    range (``ns`` then stays as it was), else ns split into whole and fractional µs."""
+    if not abs(value) < _MAX_US:
+        return math.inf, ns
+    whole_us = math.floor(value)
+    return value, int(whole_us) * 1000 + round((value - whole_us) * 1000.0)
 
 
 def _needs_exact(events: list[Any]) -> bool:

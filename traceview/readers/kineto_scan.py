@@ -102,14 +102,6 @@ class ScannedBlock:
     tokens: tuple[list[bytes], ...]  # per interned field: the distinct raw tokens, codes index them
     text: bytearray  # what the args offsets point into
 
-    def args_text(self, row: int) -> bytes | None:
-        """The raw text of element ``row``'s args object (None when it has none). A copy: the
-        text buffer is resized for the next block, which no live view may prevent."""
-        start = int(self.ints[ROW_ARGS_START, row])
-        if start < 0:
-            return None
-        return bytes(self.text[start:int(self.ints[ROW_ARGS_END, row])])
-
     def args_array(self, rows: np.ndarray) -> tuple[bytes, np.ndarray]:
         """The args objects of ``rows`` as one JSON array text (gathered with array operations,
         for the typed decoding to read in one call), and which rows have args at all."""
