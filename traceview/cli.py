@@ -18,6 +18,7 @@ from typer.core import TyperCommand
 
 from traceview.commands.output import stderr_console
 from traceview.errors import TraceviewError, TraceviewWarning, one_line
+from traceview.heap import retain_freed_memory
 
 app = typer.Typer(
     name="traceview",
@@ -132,6 +133,7 @@ def _start_reading(argv: list[str]) -> None:
 
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: run the app, turning errors into one line and an exit code."""
+    retain_freed_memory()  # before the first large array: see traceview/heap.py
     _start_reading(sys.argv[1:] if argv is None else argv)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning

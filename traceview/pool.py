@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from traceview.errors import InputError, TraceviewError
+from traceview.heap import retain_freed_memory
 from traceview.schema import CATEGORY_LEVELS, Timeline
 
 T = TypeVar("T")
@@ -88,7 +89,8 @@ def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
     first_failure = total
     done = 0
     try:
-        with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=_context()) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=_context(),
+                                 initializer=retain_freed_memory) as pool:
             futures = {pool.submit(_guarded, fn, path): i for i, path in enumerate(paths)}
             for future in as_completed(futures):
                 index = futures[future]
