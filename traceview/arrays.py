@@ -56,3 +56,46 @@ def membership(values: Any) -> Callable[[Iterable[Any]], np.ndarray]:
         return table[codes]
 
     return isin
+
+
+def order_by_start_then_longest(ts: np.ndarray, dur: np.ndarray) -> np.ndarray | None:
+    """The row order ``np.lexsort((-dur, ts))`` gives — by start, the longer first where starts are
+    equal, rows equal in both kept in their order — or None when the rows are in that order already.
+
+    Readers mostly hand rows in that order, or in long runs of it (the XPlane reader sorts; Kineto
+    writes each thread in time order), and ``lexsort`` pays for a full two-key sort either way
+    (0.9 s on 5.9 M rows). Here an O(n) check answers the sorted case without sorting; otherwise a
+    stable argsort on ``ts`` alone (timsort: near linear on presorted runs) orders the rows, and only
+    the rows that share a start with another are then reordered by ``-dur``.
+    """
+    ts = np.asarray(ts)
+    dur = np.asarray(dur)
+    if len(ts) < 2:
+        return None
+    if (ts[1:] >= ts[:-1]).all():
+        same_start = np.flatnonzero(ts[1:] == ts[:-1])
+        # -dur as lexsort reads it (the same wrap-around for the most negative value).
+        if not len(same_start) or (-dur[same_start + 1] >= -dur[same_start]).all():
+            return None
+        order = np.arange(len(ts))
+        return _longest_first_within_starts(order, ts, dur)
+    order = np.argsort(ts, kind="stable")
+    return _longest_first_within_starts(order, ts[order], dur)
+
+
+def _longest_first_within_starts(order: np.ndarray, sorted_ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """``order`` (rows stably sorted by ts; ``sorted_ts`` their starts) with each group of equal
+    starts reordered by ``-dur``, stably; the rows in no such group are not touched."""
+    same_as_next = sorted_ts[1:] == sorted_ts[:-1]
+    if not same_as_next.any():
+        return order
+    in_group = np.zeros(len(order), dtype=bool)
+    in_group[1:] = same_as_next
+    in_group[:-1] |= same_as_next
+    positions = np.flatnonzero(in_group)
+    group_starts = np.ones(len(positions), dtype=bool)
+    group_starts[1:] = sorted_ts[positions[1:]] != sorted_ts[positions[:-1]]
+    group = np.cumsum(group_starts)
+    rows = order[positions]
+    order[positions] = rows[np.lexsort((-dur[rows], group))]  # lexsort is stable: equal rows keep their order
+    return order

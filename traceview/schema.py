@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from traceview.arrays import order_by_start_then_longest
+
 # 1.1: role column; XPlane fn_call, Kineto elements. 1.2: role device_communication (collective kernels
 # were device_kernel before: a filter on device_kernel no longer sees them). 1.3: memory table columns
 # op and allocator; XPlane allocator samples (MemoryAllocation / MemoryDeallocation) fill the memory table.
@@ -245,9 +247,8 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
     for col, value in (extra or {}).items():
         data[col] = value if isinstance(value, pd.Categorical) else np.asarray(value)
     columns.clear()  # the caller's references go: each column below is held once, then sorted
-    ts = data["ts"]
-    order = np.lexsort((-data["dur"], ts))
-    if len(order) and not (order == np.arange(len(order))).all():
+    order = order_by_start_then_longest(data["ts"], data["dur"])
+    if order is not None:
         for col in list(data):  # one column at a time, each unsorted one let go when replaced
             data[col] = data[col][order]
     # copy=False: the columns stay separate arrays; consolidating them into one 2-D block copies
