@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.test_fast_path import assert_same_timeline
-from traceview.readers import xplane, xplane_events
+from traceview.readers import xplane, xplane_events, xplane_space
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "traces"
@@ -34,18 +34,18 @@ def _use(decoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_wire_decoding_equals_runtime(path: Path, decoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
     _use(decoder, monkeypatch)
     declined: list[int] = []
-    real = xplane_events.decode_line
+    real = xplane_space.LineSource.decode
 
-    def counting(line, line_class):  # noqa: ANN001, ANN202
-        result = real(line, line_class)
-        if result is None and len(line.events):
-            declined.append(len(line.events))
+    def counting(self, line_class):  # noqa: ANN001, ANN202
+        result = real(self, line_class)
+        if result is None and self.count:
+            declined.append(self.count)
         return result
 
-    monkeypatch.setattr(xplane, "decode_line", counting)
+    monkeypatch.setattr(xplane_space.LineSource, "decode", counting)
     fast = xplane.read(path)
     assert not declined, f"wire decoding declined lines of a real trace ({declined})"
-    monkeypatch.setattr(xplane, "decode_line", lambda line, line_class: None)
+    monkeypatch.setattr(xplane_space.LineSource, "decode", lambda self, line_class: None)
     assert_same_timeline(fast, xplane.read(path))
 
 
@@ -72,7 +72,7 @@ GOOD_EVENT = b"\x08\x05\x10\x80\x01\x18\x07" + b"\x22\x04\x08\x02\x20\x09"  # id
 def test_both_decoders_read_the_same_columns(decoder: str, body: bytes, expected: int,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     data, begin, end = _line_bytes(body)
-    compiled = xplane_events._decode_compiled(data, begin, end, expected)
+    compiled = xplane_events.decode_compiled(data, begin, end, expected)
     arrays = xplane_events._decode(np.frombuffer(data + bytes(16), dtype=np.uint8), begin, end, expected)
     assert compiled is not None
     for column in ("metadata_id", "offset_ps", "duration_ps", "aggregated", "stat_event", "stat_id", "stat_field",
@@ -92,4 +92,4 @@ def test_the_compiled_decoder_declines_what_is_not_an_event_run(body: bytes, exp
     if xplane_events._xplane_wire is None:
         pytest.skip("the compiled decoder is not built")
     data, begin, end = _line_bytes(body)
-    assert xplane_events._decode_compiled(data, begin, end, expected) is None
+    assert xplane_events.decode_compiled(data, begin, end, expected) is None

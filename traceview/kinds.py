@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -111,18 +112,33 @@ def apply_kind_rules(
         return np.full(0, "", dtype=object)
     stats = has_stat or {}
     stat_names = sorted({rule.stat for rule in rules if rule.stat is not None})
+    # One integer key per row for the combination; its positional parts stay far below 2**62
+    # (a few classes × the distinct names × the kinds × 2 per stat).
     key = np.zeros(n, dtype=np.int64)
     for column in (classes, names, default):
-        codes, uniques = pd.factorize(column)
-        key = key * max(len(uniques), 1) + codes
-        key = pd.factorize(key)[0].astype(np.int64)  # stay small: re-number after each column
+        codes, size = _codes(column)
+        key = key * size + codes
     for stat in stat_names:
         key = key * 2 + stats.get(stat, np.zeros(n, dtype=bool)).astype(np.int64)
     key_codes, _ = pd.factorize(key)
     first = first_rows(key_codes)
-    kinds = _apply_to_distinct(rules, classes[first], names[first], default[first],
+    kinds = _apply_to_distinct(rules, _at(classes, first), _at(names, first), _at(default, first),
                                {s: stats[s][first] for s in stat_names if s in stats})
     return kinds[key_codes]
+
+
+def _codes(column: Any) -> tuple[np.ndarray, int]:
+    """Each row's code (≥ 0) and how many codes there can be: a categorical's own codes (no
+    hashing of its values), else the values factorized."""
+    if isinstance(column, pd.Categorical):
+        return column.codes.astype(np.int64) + 1, len(column.categories) + 1  # -1 (missing) → 0
+    codes, uniques = pd.factorize(column)
+    return codes.astype(np.int64) + 1, len(uniques) + 1
+
+
+def _at(column: Any, rows: np.ndarray) -> np.ndarray:
+    """The values at ``rows``, as an object array."""
+    return np.asarray(column[rows], dtype=object)
 
 
 def _apply_to_distinct(rules: tuple[KindRule, ...], classes: np.ndarray, names: np.ndarray, default: np.ndarray,

@@ -161,8 +161,101 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* The fields of the message bytes [begin, end), walked without decoding them: how many records of
+ * field `number` there are, the first `capacity` of them as (record start, payload start, payload
+ * end) triples in `ranges`, and whether they form one unbroken run [*run_start, *run_end).
+ * -1 when the bytes are not well-formed fields or the field is not length-delimited. */
+static int scan_field(const unsigned char *base, Py_ssize_t begin, Py_ssize_t end, uint64_t number,
+                      Py_ssize_t *ranges, Py_ssize_t capacity, Py_ssize_t *count, int *one_run,
+                      Py_ssize_t *run_start, Py_ssize_t *run_end) {
+    Reader r = {base, base + begin};
+    const unsigned char *stop = base + end;
+    int after_run = 0; /* a record of the field was seen and another field followed it */
+    *count = 0, *one_run = 1, *run_start = begin, *run_end = begin;
+    while (r.p < stop) {
+        const unsigned char *record = r.p;
+        Field f;
+        if (field(&r, stop, &f) < 0 || (f.number == number && f.wire != 2)) return -1;
+        if (f.number != number) {
+            if (*count) after_run = 1;
+            continue;
+        }
+        if (after_run) *one_run = 0;
+        if (!*count) *run_start = record - base;
+        *run_end = f.stop - base;
+        if (*count < capacity) {
+            ranges[3 * *count] = record - base;
+            ranges[3 * *count + 1] = f.start - base;
+            ranges[3 * *count + 2] = f.stop - base;
+        }
+        (*count)++;
+    }
+    return 0;
+}
+
+/* The records of field `number` in the message bytes [begin, end): a list of (record start, payload
+ * start, payload end), or None when the bytes are not well-formed fields or the field is not
+ * length-delimited. The planes of an XSpace (field 1) and the lines of an XPlane (field 3) are
+ * found this way, without parsing their events. */
+static PyObject *field_ranges(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer buf;
+    Py_ssize_t begin, end, count, run_start, run_end;
+    unsigned long long number;
+    int one_run;
+    if (!PyArg_ParseTuple(args, "y*nnK", &buf, &begin, &end, &number)) return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t *ranges = NULL;
+    if (begin < 0 || begin > end || end > buf.len) {
+        PyErr_SetString(PyExc_ValueError, "field_ranges: range out of bounds");
+    } else if (scan_field(buf.buf, begin, end, number, NULL, 0, &count, &one_run, &run_start, &run_end) < 0) {
+        out = Py_NewRef(Py_None);
+    } else if ((ranges = PyMem_Malloc(sizeof(Py_ssize_t) * 3 * (size_t)(count + 1))) == NULL) {
+        PyErr_NoMemory();
+    } else {
+        scan_field(buf.buf, begin, end, number, ranges, count, &count, &one_run, &run_start, &run_end);
+        out = PyList_New(count);
+        for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+            PyObject *item = Py_BuildValue("(nnn)", ranges[3 * i], ranges[3 * i + 1], ranges[3 * i + 2]);
+            if (item == NULL) Py_CLEAR(out);
+            else PyList_SET_ITEM(out, i, item);
+        }
+    }
+    PyMem_Free(ranges);
+    PyBuffer_Release(&buf);
+    return out;
+}
+
+/* Where the records of field `number` lie in the message bytes [begin, end): (count, run start,
+ * run end) when they form one unbroken run (a line's events as the profiler writes them; (0,
+ * begin, begin) when there are none), or None when they are split by other fields, the bytes are
+ * not well-formed fields, or the field is not length-delimited. */
+static PyObject *field_run(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer buf;
+    Py_ssize_t begin, end, count = 0, run_start = 0, run_end = 0;
+    unsigned long long number;
+    int one_run = 0, got = -1;
+    if (!PyArg_ParseTuple(args, "y*nnK", &buf, &begin, &end, &number)) return NULL;
+    int in_bounds = begin >= 0 && begin <= end && end <= buf.len;
+    if (in_bounds) {
+        Py_BEGIN_ALLOW_THREADS
+        got = scan_field(buf.buf, begin, end, number, NULL, 0, &count, &one_run, &run_start, &run_end);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&buf);
+    if (!in_bounds) {
+        PyErr_SetString(PyExc_ValueError, "field_run: range out of bounds");
+        return NULL;
+    }
+    if (got < 0 || !one_run) Py_RETURN_NONE;
+    return Py_BuildValue("(nnn)", count, run_start, run_end);
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, "Decode an XLine's event records into column buffers (see the module source)."},
+    {"field_ranges", field_ranges, METH_VARARGS, "(record start, payload start, payload end) of each record of a field."},
+    {"field_run", field_run, METH_VARARGS, "(count, start, end) of a field's records when they form one run."},
     {NULL, NULL, 0, NULL},
 };
 

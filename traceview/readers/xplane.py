@@ -82,7 +82,9 @@ from traceview.readers._io import read_bytes
 from traceview.readers.xplane_classify import (
     LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, base_kinds, copies_and_bytes, fw_op_column,
     has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names, refine_by_nesting, str_stat)
-from traceview.readers.xplane_events import decode_line
+from traceview.readers.xplane_events import LineEvents
+from traceview.readers.xplane_space import LineSource, PlaneSource, SpaceSource, read_space
+from traceview.readers.xplane_stats import StatColumn, StatGatherer, column_from_dict, last_per_row
 from traceview.readers.xplane_runs import XPLANE_SUFFIX
 from traceview.schema import (MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical, categorical_from_codes,
                               leveled)
@@ -107,6 +109,7 @@ _WANTED_STATS = frozenset(
     }
 ) | xplane_memory.MEMORY_STATS
 _MAX_DEVICE_INDEX = 2**31 - 1  # the schema's device column is int32
+_DENSE_METADATA_IDS = 2**22  # metadata ids below this are looked up through a table indexed by id
 _MAX_STREAM_ID = 2**63 - 1
 _EPOCH_NS_MIN = 10**17  # line timestamps above this are absolute epoch ns, not session-relative
 # Bounds that keep line time + offset + duration inside int64 ns (2**61 ns ≈ 73 years each).
@@ -229,27 +232,12 @@ def read(path: Path) -> Timeline:
             f"{path}: not an XSpace protobuf (first bytes {raw[:8].hex(' ')}); expected a TensorFlow/JAX "
             f"profiler {XPLANE_SUFFIX} file"
         )
-    space = _parse(path, raw)
-    return _Builder(path, space).build()
-
-
-def _parse(path: Path, raw: bytes) -> Any:
-    from google.protobuf.message import DecodeError
-
     from traceview.readers.proto.xplane_descriptor import message_classes
 
-    space = message_classes()["XSpace"]()
-    try:
-        space.ParseFromString(raw)
-    except (DecodeError, ValueError, RuntimeError) as err:
-        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise FormatError(
-            f"{path}: XPlane protobuf is truncated or corrupt ({detail}, {len(raw)} bytes); "
-            f"re-copy the file or re-capture the profile"
-        ) from None
-    if not len(space.planes):
+    source = read_space(path, raw, message_classes())
+    if not source.planes:
         raise FormatError(f"{path}: XSpace holds no planes; re-capture the profile")
-    return space
+    return _Builder(path, source).build()
 
 
 @dataclass
@@ -262,7 +250,7 @@ class _Columns:
     line_ts: list[np.ndarray] = field(default_factory=list)
     line_idx: list[np.ndarray] = field(default_factory=list)
     aggregated: list[int] = field(default_factory=list)  # global rows without a timestamp
-    stats: dict[str, dict[int, Any]] = field(default_factory=lambda: {name: {} for name in _WANTED_STATS})
+    stats: StatGatherer = field(default_factory=lambda: StatGatherer(_WANTED_STATS))
     count: int = 0
 
 
@@ -279,9 +267,10 @@ class _Line:
 
 
 class _Builder:
-    def __init__(self, path: Path, space: Any) -> None:
+    def __init__(self, path: Path, source: SpaceSource) -> None:
         self.path = path
-        self.space = space
+        self.source = source
+        self.space = source.space
         self.meta = TraceMeta(source=str(path), format=FORMAT_NAME, framework="unknown")
         self.cols = _Columns()
         self.lines: list[_Line] = []
@@ -300,7 +289,8 @@ class _Builder:
         meta = self.meta
         meta.host_name = str(self.space.hostnames[0]) if len(self.space.hostnames) else ""
         start_time: int | None = None
-        for plane in self.space.planes:
+        for plane_source in self.source.planes:
+            plane = plane_source.plane
             if plane.name == "Task Environment":
                 env = self._plane_stats(plane)
                 if isinstance(env.get("profile_start_time"), int):
@@ -308,10 +298,10 @@ class _Builder:
                     meta.extra["profile_start_time_ns"] = start_time
                 if isinstance(env.get("profile_stop_time"), int):
                     meta.extra["profile_stop_time_ns"] = int(env["profile_stop_time"])
-            self._plane(plane)
+            self._plane(plane_source)
         meta.input_events = self.cols.count + self.dropped_outside_table
         meta.extra["hostnames"] = [str(h) for h in self.space.hostnames]
-        meta.extra["planes"] = [str(p.name) for p in self.space.planes]
+        meta.extra["planes"] = [str(p.plane.name) for p in self.source.planes]
         for kind_name, items in (("error", self.space.errors), ("warning", self.space.warnings)):
             for item in items:
                 meta.notes.append(f"profiler {kind_name}: {item}")
@@ -324,9 +314,10 @@ class _Builder:
             self.meta.drop(reason, count)
             self.dropped_outside_table += count
 
-    def _plane(self, plane: Any) -> None:
+    def _plane(self, source: PlaneSource) -> None:
+        plane = source.plane
         name = str(plane.name)
-        n_events = sum(len(line.events) for line in plane.lines)
+        n_events = sum(line.count for line in source.lines)
         if cat.XPLANE_METADATA_PLANE.match(name):
             if name == "/host:metadata":
                 self._scan_metadata_names(plane)
@@ -339,31 +330,34 @@ class _Builder:
         stat_names = {int(k): str(v.name) for k, v in plane.stat_metadata.items()}
         wanted = {k: v for k, v in stat_names.items() if v in _WANTED_STATS}
         md_names: dict[int, str] = {}
-        md_stats: dict[str, dict[int, Any]] = {}
+        by_metadata: dict[str, dict[int, Any]] = {}
         for mid, md in plane.event_metadata.items():
             md_names[int(mid)] = str(md.name)
             for stat in md.stats:
                 stat_name = wanted.get(stat.metadata_id)
                 if stat_name is not None:
-                    md_stats.setdefault(stat_name, {})[int(mid)] = _stat_value(stat, stat_names)
+                    by_metadata.setdefault(stat_name, {})[int(mid)] = _stat_value(stat, stat_names)
+        md_stats = {stat_name: column_from_dict(values) for stat_name, values in by_metadata.items()}
         if device_match is not None:
             index = int(device_match.group(2))
             if index > _MAX_DEVICE_INDEX:  # '/device:GPU:<20 digits>' is not a device a machine has
                 self._drop(f"device plane with an index out of range ('{name[:60]}')", n_events)
                 return
-            self._device_plane(plane, index, device_match.group(1), md_names, md_stats, wanted, stat_names)
+            self._device_plane(source, index, device_match.group(1), md_names, md_stats, wanted, stat_names)
         else:
-            self._host_plane(plane, md_names, md_stats, wanted, stat_names)
+            self._host_plane(source, md_names, md_stats, wanted, stat_names)
 
-    def _host_plane(self, plane: Any, md_names: dict[int, str], md_stats: dict[str, dict[int, Any]],
+    def _host_plane(self, source: PlaneSource, md_names: dict[int, str], md_stats: dict[str, StatColumn],
                     wanted: dict[int, str], stat_names: dict[int, str]) -> None:
+        plane = source.plane
         seen_labels: set[str] = set()
         prefix = "host" if plane.name == "/host:CPU" else f"host {str(plane.name).removeprefix('/host:')}"
-        for line in plane.lines:
+        for line_source in source.lines:
+            line = line_source.header
             line_name = str(line.name) or str(line.display_name) or str(line.id)
             derived = cat.XPLANE_DERIVED_LINES.get(line_name)
             if derived is not None:
-                self._drop(f"derived line '{line_name}' (duplicates {derived})", len(line.events))
+                self._drop(f"derived line '{line_name}' (duplicates {derived})", line_source.count)
                 continue
             if cat.TF_LINE.match(line_name):
                 self.tf_hint = True
@@ -380,86 +374,104 @@ class _Builder:
                 label = f"{label} #{line.id}"
             seen_labels.add(label)
             info = _Line(cls=cls, track=label, pid=int(plane.id), tid=int(line.id), device=-1, stream=-1)
-            self._line(line, info, md_names, md_stats, wanted, stat_names)
+            self._line(line_source, info, md_names, md_stats, wanted, stat_names)
 
-    def _device_plane(self, plane: Any, index: int, device_type: str, md_names: dict[int, str],
-                      md_stats: dict[str, dict[int, Any]], wanted: dict[int, str],
+    def _device_plane(self, source: PlaneSource, index: int, device_type: str, md_names: dict[int, str],
+                      md_stats: dict[str, StatColumn], wanted: dict[int, str],
                       stat_names: dict[int, str]) -> None:
+        plane = source.plane
         plane_stats = self._plane_stats(plane, stat_names)
         self.device_stats[index] = plane_stats
-        has_streams = any(cat.XPLANE_STREAM_LINE.match(str(line.name)) for line in plane.lines)
+        has_streams = any(cat.XPLANE_STREAM_LINE.match(str(line.header.name)) for line in source.lines)
         label = "GPU" if device_type == "GPU" else device_type
-        for line in plane.lines:
+        for line_source in source.lines:
+            line = line_source.header
             line_name = str(line.name)
             stream_match = cat.XPLANE_STREAM_LINE.match(line_name)
             if stream_match is not None:
                 stream = int(stream_match.group(1))
                 if stream > _MAX_STREAM_ID:
-                    self._drop(f"stream line with an id out of range ('{line_name[:60]}')", len(line.events))
+                    self._drop(f"stream line with an id out of range ('{line_name[:60]}')", line_source.count)
                     continue
             elif not has_streams and line_name == "XLA Ops":
                 stream = int(line.id)
             else:
                 derived = cat.XPLANE_DERIVED_LINES.get(line_name, "device events")
-                self._drop(f"derived line '{line_name}' (duplicates {derived})", len(line.events))
+                self._drop(f"derived line '{line_name}' (duplicates {derived})", line_source.count)
                 continue
             info = _Line(cls=LINE_DEVICE, track=f"{label} {index} stream {stream}", pid=int(plane.id), tid=stream,
                          device=index, stream=stream)
-            if len(line.events) and index not in self.devices:
+            if line_source.count and index not in self.devices:
                 self.devices[index] = Device(index=index, name=_device_name(plane_stats, device_type),
                                              vendor=_vendor(plane_stats, device_type))
-            self._line(line, info, md_names, md_stats, wanted, stat_names)
+            self._line(line_source, info, md_names, md_stats, wanted, stat_names)
 
-    def _line(self, line: Any, info: _Line, md_names: dict[int, str], md_stats: dict[str, dict[int, Any]],
+    def _line(self, source: LineSource, info: _Line, md_names: dict[int, str], md_stats: dict[str, StatColumn],
               wanted: dict[int, str], stat_names: dict[int, str]) -> None:
-        events = line.events
-        n = len(events)
+        n = source.count
         if not n:
             return
+        line = source.header
         cols = self.cols
         base = cols.count
-        stats = cols.stats
-        decoded = decode_line(line, self.line_class)
+        decoded = source.decode(self.line_class)
+        event_stats: dict[str, StatColumn] = {}
+        if decoded is not None:
+            try:
+                event_stats = _event_stats(decoded, wanted, stat_names)
+            except UnicodeDecodeError:
+                decoded = None  # a str stat that is not UTF-8: the runtime reading names the problem
         if decoded is not None:
             mids, offs, durs = decoded.metadata_id, decoded.offset_ps, decoded.duration_ps
             # Events of aggregated planes carry num_occurrences instead of offset_ps.
             cols.aggregated.extend((base + np.flatnonzero(decoded.aggregated)).tolist())
-            records = np.flatnonzero(np.isin(decoded.stat_id, list(wanted)))
-            values = decoded.stat_values(records, stat_names)
-            for j, stat_id, value in zip(decoded.stat_event[records].tolist(), decoded.stat_id[records].tolist(),
-                                         values):
-                stats[wanted[stat_id]][base + j] = value
         else:
-            mids, offs, durs = self._line_by_runtime(events, base, wanted, stat_names)
+            events = source.runtime_events(self.path, self.line_class)
+            mids, offs, durs, event_stats = self._line_by_runtime(events, base, wanted, stat_names)
         # Event-metadata stats apply to every event of that metadata; event stats win.
-        for stat_name, by_mid in md_stats.items():
-            target = stats[stat_name]
-            for j in np.flatnonzero(np.isin(mids, list(by_mid))).tolist():
-                target.setdefault(base + j, by_mid[int(mids[j])])
-        uniq, inverse = unique_inverse(mids)
-        codes_u = np.empty(len(uniq), dtype=np.int64)  # each metadata id's name, as a code into name_values
-        for k, mid in enumerate(uniq.tolist()):
-            found = md_names.get(mid)
-            if found is None:
-                self.unknown_metadata += int((inverse == k).sum())
-                found = ""
-            code = self.name_codes.get(found)
-            if code is None:
-                code = self.name_codes[found] = len(self.name_values)
-                self.name_values.append(found)
-            codes_u[k] = code
+        cols.stats.add_line(base, mids, event_stats, md_stats)
+        cols.names.append(self._name_codes(mids, md_names))
         cols.offset_ps.append(offs)
         cols.duration_ps.append(durs)
-        cols.names.append(codes_u[inverse])
         cols.line_ts.append(np.full(n, int(line.timestamp_ns), dtype=np.int64))
         cols.line_idx.append(np.full(n, len(self.lines), dtype=np.int64))
         cols.count += n
         self.lines.append(info)
 
-    def _line_by_runtime(self, events: Any, base: int, wanted: dict[int, str],
-                         stat_names: dict[int, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _name_codes(self, mids: np.ndarray, md_names: dict[int, str]) -> np.ndarray:
+        """Each event's name as a code into ``name_values``, looked up once per distinct metadata id.
+
+        Metadata ids are small integers numbered from 1 as the profiler registers them, so the
+        distinct ids come from counting (no sort); ids beyond any plane's metadata table are sorted."""
+        if len(mids) and mids.min() >= 0 and mids.max() < _DENSE_METADATA_IDS:
+            counts = np.bincount(mids)
+            uniq = np.flatnonzero(counts)
+            table = np.zeros(len(counts), dtype=np.int64)
+            table[uniq] = self._codes_of_ids(uniq, counts[uniq], md_names)
+            return table[mids]
+        uniq, inverse = unique_inverse(mids)
+        return self._codes_of_ids(uniq, np.bincount(inverse, minlength=len(uniq)), md_names)[inverse]
+
+    def _codes_of_ids(self, ids: np.ndarray, counts: np.ndarray, md_names: dict[int, str]) -> np.ndarray:
+        """The name code of each distinct metadata id (``counts``: its events, for the unknown ones)."""
+        codes = np.empty(len(ids), dtype=np.int64)
+        for k, mid in enumerate(ids.tolist()):
+            found = md_names.get(mid)
+            if found is None:
+                self.unknown_metadata += int(counts[k])
+                found = ""
+            code = self.name_codes.get(found)
+            if code is None:
+                code = self.name_codes[found] = len(self.name_values)
+                self.name_values.append(found)
+            codes[k] = code
+        return codes
+
+    def _line_by_runtime(self, events: Any, base: int, wanted: dict[int, str], stat_names: dict[int, str]
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, StatColumn]]:
         """The events of a line the wire decoding declined, read through the protobuf runtime."""
         cols = self.cols
+        by_name: dict[str, dict[int, Any]] = {}
         mid_list: list[int] = []
         off_list: list[int] = []
         dur_list: list[int] = []
@@ -474,12 +486,13 @@ class _Builder:
             for stat in events[j].stats:
                 stat_name = wanted.get(stat.metadata_id)
                 if stat_name is not None:
-                    cols.stats[stat_name][base + j] = _stat_value(stat, stat_names)
+                    by_name.setdefault(stat_name, {})[j] = _stat_value(stat, stat_names)
         offs = np.array(off_list, dtype=np.int64)
         for j in np.flatnonzero(offs == 0).tolist():
             if events[j].WhichOneof("data") == "num_occurrences":
                 cols.aggregated.append(base + j)
-        return np.array(mid_list, dtype=np.int64), offs, np.array(dur_list, dtype=np.int64)
+        stats = {stat_name: column_from_dict(values) for stat_name, values in by_name.items()}
+        return np.array(mid_list, dtype=np.int64), offs, np.array(dur_list, dtype=np.int64), stats
 
     def _plane_stats(self, plane: Any, stat_names: dict[int, str] | None = None) -> dict[str, Any]:
         if stat_names is None:
@@ -513,7 +526,7 @@ class _Builder:
         else:
             names = categorical_from_codes(np.empty(0, dtype=np.int64), [])
             offs = durs = line_ts = line_idx = np.empty(0, dtype=np.int64)
-        stats = cols.stats
+        stats = cols.stats.columns()
 
         line_cls = np.array([ln.cls for ln in self.lines], dtype=np.int64)[line_idx] if n else line_idx
         is_device = line_cls == LINE_DEVICE
@@ -644,11 +657,12 @@ class _Builder:
         for dev in unknown:
             dev.vendor = vendor
 
-    def _framework(self, names: pd.Categorical, stats: dict[str, dict[int, Any]]) -> None:
+    def _framework(self, names: pd.Categorical, stats: dict[str, StatColumn]) -> None:
         uniq = pd.unique(names)
         jax = self.jax_hint or any(cat.JAX_MARKER.match(str(u)) for u in uniq)
-        jax = jax or any(isinstance(v, str) and cat.JAX_MODULE.match(v) for v in stats["hlo_module"].values())
-        tf = self.tf_hint or bool(stats["tf_function_call"]) or any(cat.TF_MARKER.match(str(u)) for u in uniq)
+        modules = pd.unique(stats["hlo_module"].values)  # few distinct modules, whatever the events
+        jax = jax or any(isinstance(v, str) and cat.JAX_MODULE.match(v) for v in modules)
+        tf = self.tf_hint or bool(len(stats["tf_function_call"])) or any(cat.TF_MARKER.match(str(u)) for u in uniq)
         self.meta.framework = "jax" if jax else ("tensorflow" if tf else "unknown")
 
 
@@ -665,6 +679,24 @@ def _factorized(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
     """(distinct values, each row's index into them) of an object column."""
     codes, uniques = pd.factorize(values)
     return list(uniques), codes
+
+
+def _event_stats(decoded: LineEvents, wanted: dict[int, str], stat_names: dict[int, str]) -> dict[str, StatColumn]:
+    """The wanted stats of a decoded line, by event position: one column per stat name (two stat
+    ids may share a name; the event's later record wins, as in the runtime's reading)."""
+    ids = np.fromiter(wanted, dtype=np.int64, count=len(wanted))
+    records = np.flatnonzero(np.isin(decoded.stat_id, ids))
+    if not len(records):
+        return {}
+    values = decoded.stat_values(records, stat_names)
+    record_ids = decoded.stat_id[records]
+    positions = decoded.stat_event[records]
+    out: dict[str, StatColumn] = {}
+    for name in sorted(set(wanted.values())):
+        sel = np.flatnonzero(np.isin(record_ids, [i for i, n in wanted.items() if n == name]))
+        if len(sel):
+            out[name] = last_per_row(positions[sel], values[sel])
+    return out
 
 
 def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:

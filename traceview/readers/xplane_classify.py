@@ -14,6 +14,7 @@ import pandas as pd
 from traceview import categories as cat
 from traceview import kinds as kind_rules
 from traceview.arrays import unique_sorted
+from traceview.readers.xplane_stats import StatColumn
 from traceview.schema import Kind
 
 # Line classes: how the reader tells a line's threads apart (an index into LINE_CLASS).
@@ -34,18 +35,17 @@ def match_names(names: pd.Categorical, predicate: Any) -> np.ndarray:
     return hit[names.codes]
 
 
-def int_stat(values: dict[int, Any], n: int) -> np.ndarray:
+def int_stat(column: StatColumn, n: int) -> np.ndarray:
+    """An integer stat per row (-1 where absent or not an int64 integer)."""
     out = np.full(n, -1, dtype=np.int64)
-    if not values:
+    if not len(column):
         return out
-    rows = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
     try:
-        out[rows] = np.fromiter(values.values(), dtype=np.int64, count=len(values))
+        out[column.rows] = np.fromiter(column.values, dtype=np.int64, count=len(column))
         return out
     except (TypeError, ValueError, OverflowError):
         pass  # mixed value types: decode one by one
-    for row, value in values.items():
-        out[row] = _id_value(value)
+    out[column.rows] = [_id_value(value) for value in column.values.tolist()]
     return out
 
 
@@ -66,30 +66,29 @@ def _id_value(value: Any) -> int:
     return -1
 
 
-def str_stat(values: dict[int, Any], n: int) -> np.ndarray:
-    """A string stat per event ("" when absent or not a string)."""
+def str_stat(column: StatColumn, n: int) -> np.ndarray:
+    """A string stat per row ("" when absent or not a string)."""
     out = np.full(n, "", dtype=object)
-    for row, value in values.items():
-        if isinstance(value, str):
-            out[row] = value
+    if not len(column):
+        return out
+    codes, uniq = pd.factorize(column.values)  # the type test once per distinct value
+    is_str = np.array([isinstance(u, str) for u in uniq] + [False], dtype=bool)[codes]
+    out[column.rows[is_str]] = column.values[is_str]
     return out
 
 
-def has_any_stat(stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
+def has_any_stat(stats: dict[str, StatColumn], n: int) -> np.ndarray:
     out = np.zeros(n, dtype=bool)
-    for values in stats.values():
-        if values:
-            out[np.fromiter(values.keys(), dtype=np.int64, count=len(values))] = True
+    for column in stats.values():
+        out[column.rows] = True
     return out
 
 
-def fw_op_column(stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
+def fw_op_column(stats: dict[str, StatColumn], n: int) -> np.ndarray:
     """The framework op of each event from its stats (see the module docstring); "" when none."""
     out = np.full(n, "", dtype=object)
     filled = np.zeros(n, dtype=bool)
-    with_hlo = np.zeros(n, dtype=bool)
-    if stats["hlo_op"]:
-        with_hlo[np.fromiter(stats["hlo_op"].keys(), dtype=np.int64, count=len(stats["hlo_op"]))] = True
+    with_hlo = stats["hlo_op"].mask(n)
     sources = (
         ("tf_op", lambda v: not v.endswith(":") and not v.startswith("XlaModule:")),
         ("annotation", None),
@@ -98,12 +97,10 @@ def fw_op_column(stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
         ("hlo_op", None),
     )
     for stat, accept in sources:
-        values = stats[stat]
-        if not values:
+        column = stats[stat]
+        if not len(column):
             continue
-        rows = np.fromiter(values.keys(), dtype=np.int64, count=len(values))
-        vals = np.empty(len(values), dtype=object)
-        vals[:] = list(values.values())
+        rows, vals = column.rows, column.values
         codes, uniq = pd.factorize(vals)
         good = np.array([isinstance(u, str) and u != "" and (accept is None or accept(u)) for u in uniq] + [False])
         ok = good[codes] & ~filled[rows]  # code -1 (missing) picks the trailing False
@@ -122,25 +119,23 @@ _LINE_CLASS = np.array([kind_rules.HOST, kind_rules.HOST_API, kind_rules.HOST_CO
 _KIND_STATS = tuple(sorted({rule.stat for rule in kind_rules.XPLANE_RULES if rule.stat}))
 
 
-def base_kinds(names: pd.Categorical, line_cls: np.ndarray, stats: dict[str, dict[int, Any]], n: int) -> np.ndarray:
+def base_kinds(names: pd.Categorical, line_cls: np.ndarray, stats: dict[str, StatColumn], n: int) -> np.ndarray:
     """Kind of each event from its line class, name and stats: the table ``kinds.XPLANE_RULES``."""
-    classes = _LINE_CLASS[line_cls] if n else np.empty(0, dtype=object)
-    default = np.array([kind_rules.XPLANE_DEFAULT_KIND[c].value for c in _LINE_CLASS], dtype=object)[line_cls] \
-        if n else np.empty(0, dtype=object)
-    has_stat = {}
-    for stat in _KIND_STATS:
-        mask = np.zeros(n, dtype=bool)
-        rows = stats[stat]
-        if rows:
-            mask[np.fromiter(rows.keys(), dtype=np.int64, count=len(rows))] = True
-        has_stat[stat] = mask
+    # Class and default kind as categoricals on the line class codes: no per-row strings to hash.
+    classes = pd.Categorical.from_codes(line_cls, dtype=pd.CategoricalDtype(pd.Index(_LINE_CLASS, dtype=object)))
+    defaults = [kind_rules.XPLANE_DEFAULT_KIND[c].value for c in _LINE_CLASS]
+    levels = sorted(set(defaults))
+    default_code = np.array([levels.index(d) for d in defaults], dtype=np.int64)
+    default = pd.Categorical.from_codes(default_code[line_cls] if n else line_cls,
+                                        dtype=pd.CategoricalDtype(pd.Index(levels, dtype=object)))
+    has_stat = {stat: stats[stat].mask(n) for stat in _KIND_STATS}
     return kind_rules.apply_kind_rules(kind_rules.XPLANE_RULES, classes, names, default, has_stat)
 
 
 def copies_and_bytes(
     kinds: np.ndarray,
     names: pd.Categorical,
-    stats: dict[str, dict[int, Any]],
+    stats: dict[str, StatColumn],
     correlation: np.ndarray,
     is_device: np.ndarray,
     n: int,

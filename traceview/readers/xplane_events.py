@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from traceview.arrays import unique_inverse
+
 try:  # built by setup.py; optional (the array decoding below gives the same columns)
     from traceview.readers import _xplane_wire
 except ImportError:  # pragma: no cover - exercised where no C compiler was available
@@ -54,18 +56,24 @@ class LineEvents:
     stat_end: np.ndarray
     buf: np.ndarray  # the line's bytes (uint8), for string values
 
-    def stat_values(self, records: np.ndarray, stat_names: dict[int, str]) -> list[Any]:
-        """Python values of the chosen stat records, as the protobuf runtime would give them
-        (ref values resolved to their stat-metadata name)."""
+    def stat_values(self, records: np.ndarray, stat_names: dict[int, str]) -> np.ndarray:
+        """Values of the chosen stat records (an object array), as the protobuf runtime would give
+        them: ref values resolved to their stat-metadata name, looked up once per distinct ref.
+        A str value that is not UTF-8 raises UnicodeDecodeError (the runtime refuses it too)."""
         field = self.stat_field[records]
         number = self.stat_number[records]
-        values: list[Any] = [None] * len(records)
+        values = np.full(len(records), None, dtype=object)
         for code, convert in ((3, lambda v: v.tolist()), (4, lambda v: v.view(np.int64).tolist()),
-                              (2, lambda v: v.view(np.float64).tolist()),
-                              (7, lambda v: [stat_names.get(x, "") for x in v.tolist()])):
+                              (2, lambda v: v.view(np.float64).tolist())):
             at = np.flatnonzero(field == code)
-            for i, value in zip(at.tolist(), convert(number[at])):
-                values[i] = value
+            if len(at):
+                values[at] = convert(number[at])
+        at = np.flatnonzero(field == 7)
+        if len(at):
+            refs, inverse = unique_inverse(number[at])
+            names = np.empty(len(refs), dtype=object)
+            names[:] = [stat_names.get(ref, "") for ref in refs.tolist()]
+            values[at] = names[inverse]
         starts, ends = self.stat_start[records], self.stat_end[records]
         raw = self.buf
         for i in np.flatnonzero((field == 5) | (field == 6)).tolist():
@@ -83,7 +91,7 @@ def decode_line(line: Any, line_class: Any) -> LineEvents | None:
     if not data.startswith(header) or not data.endswith(trailer):
         return None
     if _xplane_wire is not None:
-        return _decode_compiled(data, len(header), len(data) - len(trailer), len(line.events))
+        return decode_compiled(data, len(header), len(data) - len(trailer), len(line.events))
     buf = np.frombuffer(data + bytes(_MAX_VARINT), dtype=np.uint8)  # padding: see _varints
     try:
         return _decode(buf, len(header), len(data) - len(trailer), len(line.events))
@@ -91,7 +99,7 @@ def decode_line(line: Any, line_class: Any) -> LineEvents | None:
         return None
 
 
-def _decode_compiled(data: bytes, begin: int, end: int, expected: int) -> LineEvents | None:
+def decode_compiled(data: bytes, begin: int, end: int, expected: int) -> LineEvents | None:
     """The same columns from the compiled decoder (readers/_xplane_wire.c), in one pass."""
     events = np.empty((4, expected), dtype=np.int64)
     capacity = 2 * expected + 16  # stats per event: a handful; a line with more asks again

@@ -43,15 +43,15 @@ that is unknown (-1).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
 from traceview.readers.xplane_classify import int_stat, str_stat
+from traceview.readers.xplane_stats import StatColumn
 from traceview.schema import memory_frame
 
 # Stats the reader decodes for allocator samples (others on those events are skipped).
@@ -75,7 +75,7 @@ class Samples:
     unsized: int  # samples dropped for having no size
 
 
-def samples(names: pd.Categorical, stats: dict[str, dict[int, Any]], candidates: np.ndarray) -> Samples:
+def samples(names: pd.Categorical, stats: dict[str, StatColumn], candidates: np.ndarray) -> Samples:
     """The allocator samples among ``candidates`` (rows of zero-length host events named
     ``MemoryAllocation`` / ``MemoryDeallocation``)."""
     size = _bytes(_at(int_stat, stats["allocation_bytes"], candidates))
@@ -103,10 +103,11 @@ def _bytes(values: np.ndarray) -> np.ndarray:
     return np.where((values >= 0) & (values <= _MAX_BYTES), values, -1)
 
 
-def _at(convert: Callable[[dict[int, Any], int], np.ndarray], values: dict[int, Any], rows: np.ndarray) -> np.ndarray:
+def _at(convert: Callable[[StatColumn, int], np.ndarray], column: StatColumn, rows: np.ndarray) -> np.ndarray:
     """A stat at the chosen rows only (``int_stat`` / ``str_stat`` over the whole plane walk would
     build an array per event of the trace)."""
-    return convert({i: values[r] for i, r in enumerate(rows.tolist()) if r in values}, len(rows))
+    positions, values = column.at(rows)
+    return convert(StatColumn(positions, values), len(rows))
 
 
 def memory_table(found: Samples, ts: np.ndarray, pid: np.ndarray, tid: np.ndarray,
