@@ -73,7 +73,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import unique_inverse
+from traceview.arrays import order_by_start_then_longest, unique_inverse
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
 from traceview.normalize import nest_tracks, record_overlaps
@@ -573,15 +573,19 @@ class _Builder:
         kinds = base_kinds(names, line_cls, stats, n)
         copy_kind, nbytes = copies_and_bytes(kinds, names, stats, correlation, is_device, n)
 
-        # Keep, then sort by (ts, -dur) once; build_events' stable sort then keeps this order.
-        rows = np.flatnonzero(keep)
-        order = rows[np.lexsort((-dur[rows], ts[rows]))]
-        ts, dur, end = ts[order], dur[order], end[order]
-        names, kinds, line_idx = names[order], kinds[order], line_idx[order]
-        step_num, correlation, fw_op = step_num[order], correlation[order], fw_op[order]
-        fn_call = fn_call[order]
-        copy_kind, nbytes, is_device = copy_kind[order], nbytes[order], is_device[order]
-        has_stats = has_any_stat(stats, n)[order]
+        # Keep, then sort by (ts, -dur) once; build_events then finds the rows in order. A line's
+        # events are in time order, so one line's rows, all kept, need no permutation at all.
+        rows = None if keep.all() else np.flatnonzero(keep)
+        within = order_by_start_then_longest(ts if rows is None else ts[rows], dur if rows is None else dur[rows])
+        order = rows if within is None else (within if rows is None else rows[within])
+        has_stats = has_any_stat(stats, n)
+        if order is not None:
+            ts, dur, end = ts[order], dur[order], end[order]
+            names, kinds, line_idx = names[order], kinds[order], line_idx[order]
+            step_num, correlation, fw_op = step_num[order], correlation[order], fw_op[order]
+            fn_call = fn_call[order]
+            copy_kind, nbytes, is_device = copy_kind[order], nbytes[order], is_device[order]
+            has_stats = has_stats[order]
 
         parent, depth, overlaps = nest_tracks(line_idx, ts, end, ~is_device)
         record_overlaps(meta, overlaps)
