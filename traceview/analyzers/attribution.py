@@ -210,19 +210,19 @@ class _Segments:
 
 
 def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionOptions) -> _Segments:
-    """Cut the step windows at every event boundary and give each piece to the winning layer."""
+    """Cut the step windows where the set of active layers changes and give each piece to the
+    winning layer."""
     table = steps.table
     layers = [layer for layer in LAYERS if mode in layer.modes]
     intervals, threshold, rule = _layer_intervals(timeline, steps, layers, options)
-    points, step_idx, in_step = window_segments(table["start"].to_numpy(), table["end"].to_numpy(), intervals)
+    window_start, window_end = table["start"].to_numpy(), table["end"].to_numpy()
+    points, active = layer_activity(window_start, window_end, intervals)
     seg_start = points[:-1]
     seg_len = np.diff(points)
-    active = np.zeros((len(layers), len(seg_start)), dtype=bool)
-    for i, (s, e) in enumerate(intervals):
-        active[i] = covered(points, s, e)
+    step_idx, in_step = _windows(points, window_start, window_end)
     others = np.array([layer.scope == "others" for layer in layers], dtype=bool)
     fallback = np.array([CALL_FALLBACK in layer.selects for layer in layers], dtype=bool)
-    winner = _first_active(active, np.flatnonzero(~others))
+    winner = _first_layer(active, np.flatnonzero(~others))
     names = [layer.name for layer in layers]
     resolvers = np.flatnonzero(others & ~fallback)
     for wait_name, fallback_name in WAIT_FALLBACKS:
@@ -232,7 +232,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
         if waiting.any():
             # The step's thread waits in a call: the first active "others" layer wins; with nothing
             # recorded elsewhere, the call's own runtime (or, in a tracing call, instantiation).
-            resolved = _first_active(active[:, waiting], resolvers)
+            resolved = _first_layer(active[waiting], resolvers)
             resolved[resolved < 0] = _fallback_index(layers, fallback_name)
             winner[waiting] = resolved
     # The step's thread outside any compute of its own (an unrecorded stretch, a range, framework
@@ -244,17 +244,103 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     # prefetching pipeline runs there while the step goes on.
     gap_layers = [i for i, layer in enumerate(layers) if layer.selects in ((GAP_SHORT,), (GAP_LONG,))
                   or (layer.scope == "driver" and layer.name in _WAITING_IF_OTHERS_COMPUTE)]
-    unrecorded = (winner < 0) | np.isin(winner, gap_layers)
     gap_resolvers = np.array([i for i, layer in enumerate(layers) if layer.scope == "others"
                               and layer.bucket in ("kernel", "graph_build") and CALL_FALLBACK not in layer.selects],
                              dtype=np.int64)
-    if unrecorded.any() and len(gap_resolvers):
-        resolved = _first_active(active[:, unrecorded], gap_resolvers)
-        winner[np.flatnonzero(unrecorded)[resolved >= 0]] = resolved[resolved >= 0]
+    if len(gap_resolvers):
+        unrecorded = (winner < 0) | np.isin(winner, gap_layers)
+        if unrecorded.any():
+            resolved = _first_layer(active[unrecorded], gap_resolvers)
+            winner[np.flatnonzero(unrecorded)[resolved >= 0]] = resolved[resolved >= 0]
     bucket_of_layer = np.array([BUCKETS.index(layer.bucket) if layer.bucket in BUCKETS else -1 for layer in layers])
     bucket = np.where(winner >= 0, bucket_of_layer[np.maximum(winner, 0)], BUCKETS.index("idle"))
     return _Segments(seg_start, seg_len, step_idx, in_step, winner, bucket, [layer.name for layer in layers],
                      threshold, rule)
+
+
+def layer_activity(
+    window_start: np.ndarray, window_end: np.ndarray, intervals: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The cut points of the windows and the layers' intervals, and which layers are active in each
+    elementary segment [points[i], points[i + 1]), as a bit mask per segment (bit i: layer i;
+    ``len(points) - 1`` masks).
+
+    The points are the windows' edges and the edges of each layer's merged runs: a segment between
+    two of them has one set of active layers, which is all that attribution reads (cutting also at
+    the edges inside a run would split segments without changing any sum). Each run contributes
+    +2^i at its start and -2^i at its end; the runs of one layer are disjoint, so a running sum in
+    sorted order is the bit mask. Every layer's edges come sorted, and a stable argsort (timsort)
+    of the concatenation merges them in a few passes: no per-layer search over the points and no
+    layers × segments matrix.
+    """
+    if len(intervals) > 64:
+        raise ValueError(f"{len(intervals)} layers do not fit a 64-bit mask")
+    mask_type = np.uint32 if len(intervals) <= 32 else np.uint64
+    edges: list[np.ndarray] = [window_start, window_end]
+    increments: list[np.ndarray] = [np.zeros(len(window_start) + len(window_end), dtype=mask_type)]
+    for i, (starts, ends) in enumerate(intervals):
+        run_start, run_end = merged_runs(starts, ends)
+        if not len(run_start):
+            continue
+        edge = np.empty(2 * len(run_start), dtype=np.int64)
+        edge[0::2], edge[1::2] = run_start, run_end
+        increment = np.empty(len(edge), dtype=mask_type)
+        increment[0::2] = 1 << i
+        increment[1::2] = (1 << np.iinfo(mask_type).bits) - (1 << i)  # -2^i, modulo the mask width
+        edges.append(edge)
+        increments.append(increment)
+    position = np.concatenate(edges).astype(np.int64, copy=False)
+    if not len(position):
+        return position, np.zeros(0, dtype=mask_type)
+    # Stable for speed, not for the result (the mask after all edges at a point is the same in any
+    # order): timsort merges presorted runs in a few linear passes where quicksort starts over.
+    order = np.argsort(position, kind="stable")
+    position = position[order]
+    active = np.cumsum(np.concatenate(increments)[order], dtype=mask_type)
+    del order
+    # The mask after the last edge at each point is the one of the segment that starts there.
+    last_at_point = np.empty(len(position), dtype=bool)
+    np.not_equal(position[1:], position[:-1], out=last_at_point[:-1])
+    last_at_point[-1] = True
+    points = position[last_at_point]
+    return points, active[last_at_point][:-1]  # after the last point: no segment (nothing is active)
+
+
+def merged_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals [starts, ends) as disjoint runs, sorted, apart (a run ends strictly
+    before the next begins); empty intervals are left out. Events nest and abut, so there are far
+    fewer runs than intervals."""
+    keep = ends > starts
+    if not keep.all():
+        starts, ends = starts[keep], ends[keep]
+    if not len(starts):
+        return starts, ends
+    if len(starts) > 1 and (starts[1:] < starts[:-1]).any():
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+    reach = np.maximum.accumulate(ends)
+    # A run begins at a start beyond everything before it; it ends at the reach just before the next.
+    begins = np.empty(len(starts), dtype=bool)
+    begins[0] = True
+    np.greater(starts[1:], reach[:-1], out=begins[1:])
+    first = np.flatnonzero(begins)
+    last = np.empty_like(first)
+    last[:-1] = first[1:] - 1
+    last[-1] = len(starts) - 1
+    return starts[first], reach[last]
+
+
+def _windows(points: np.ndarray, window_start: np.ndarray, window_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each segment's window position (the last window starting at or before it) and whether the
+    segment lies inside it, for windows sorted by start whose edges are among ``points``."""
+    n_segments = max(len(points) - 1, 0)
+    if not len(window_start) or not n_segments:
+        return np.full(n_segments, -1, dtype=np.int64), np.zeros(n_segments, dtype=bool)
+    opened = np.zeros(n_segments + 1, dtype=np.int64)
+    np.add.at(opened, np.searchsorted(points, window_start), 1)
+    window = np.cumsum(opened[:-1]) - 1
+    inside = (window >= 0) & (points[:-1] < window_end[np.maximum(window, 0)])
+    return window, inside
 
 
 def window_segments(
@@ -281,12 +367,13 @@ def _fallback_index(layers: list[Layer], name: str) -> int:
     return next(i for i, layer in enumerate(layers) if layer.name == name and CALL_FALLBACK in layer.selects)
 
 
-def _first_active(active: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Per segment, the first of ``candidates`` (layer indices, in order) that is active; -1 if none."""
-    if not len(candidates):
-        return np.full(active.shape[1], -1, dtype=np.int64)
-    sub = active[candidates]
-    return np.where(sub.any(axis=0), candidates[sub.argmax(axis=0)], -1)
+def _first_layer(active: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Per segment, the first of ``candidates`` (layer indices, in priority order: ascending) active
+    in the bit masks ``active``; -1 if none. The lowest set bit of the masked value, found by
+    isolating it (x & -x) and reading its exponent: one pass, whatever the number of layers."""
+    chosen = active & active.dtype.type(sum(1 << i for i in candidates.tolist()))
+    lowest = chosen & (~chosen + active.dtype.type(1))
+    return (np.frexp(lowest)[1] - 1).astype(np.int64)  # frexp(2^k) = (0.5, k + 1); frexp(0) = (0, 0)
 
 
 def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None) -> Attribution:
@@ -352,23 +439,13 @@ def attribution_segments(timeline: Timeline, steps: Steps, attribution: Attribut
 def covered(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Whether each elementary segment [points[i], points[i+1]) lies inside any interval.
 
-    The intervals are first merged into disjoint runs (events nest and abut, so there are far
-    fewer runs than intervals); each run then marks its first segment +1 and the segment after
-    it -1, and a running sum of bytes says which segments are inside."""
-    n = len(points)
-    keep = ends > starts
-    starts, ends = starts[keep], ends[keep]
-    inside = np.zeros(n, dtype=np.int8)
-    if not len(starts):
+    The intervals are first merged into disjoint runs (:func:`merged_runs`); each run then marks its
+    first segment +1 and the segment after it -1, and a running sum of bytes says which segments
+    are inside."""
+    inside = np.zeros(len(points), dtype=np.int8)
+    run_start, run_end = merged_runs(starts, ends)
+    if not len(run_start):
         return inside[:-1].view(bool)
-    if len(starts) > 1 and (starts[1:] < starts[:-1]).any():
-        order = np.argsort(starts, kind="stable")
-        starts, ends = starts[order], ends[order]
-    reach = np.maximum.accumulate(ends)
-    # A run begins at a start beyond everything before it; it ends at the reach just before the next.
-    begins = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))
-    run_start = starts[begins]
-    run_end = reach[np.concatenate((begins[1:] - 1, [len(starts) - 1]))]
     inside[np.searchsorted(points, run_start)] = 1
     inside[np.searchsorted(points, run_end)] = -1  # (runs are apart: no index is both)
     return np.cumsum(inside, dtype=np.int8)[:-1].view(bool)
