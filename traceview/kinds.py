@@ -101,7 +101,20 @@ def apply_kind_rules(
     default: np.ndarray,
     has_stat: dict[str, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """The kind of every event: the first matching row of ``rules``, else ``default``.
+    """The kind of every event (see :func:`kind_rules_by_combination`), one string per row."""
+    kinds, rows = kind_rules_by_combination(rules, classes, names, default, has_stat)
+    return kinds[rows]
+
+
+def kind_rules_by_combination(
+    rules: tuple[KindRule, ...],
+    classes: np.ndarray,
+    names: np.ndarray,
+    default: np.ndarray,
+    has_stat: dict[str, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The kind of every event: the first matching row of ``rules``, else ``default`` — as the kind
+    of each distinct combination and each row's combination.
 
     ``classes`` and ``default`` are per-event arrays; ``has_stat`` maps a stat name to a per-event
     mask (XPlane). The rules run once per distinct (class, name, default, stats) combination —
@@ -109,7 +122,7 @@ def apply_kind_rules(
     """
     n = len(names)
     if not n:
-        return np.full(0, "", dtype=object)
+        return np.full(0, "", dtype=object), np.zeros(0, dtype=np.int64)
     stats = has_stat or {}
     stat_names = sorted({rule.stat for rule in rules if rule.stat is not None})
     # One integer key per row for the combination; its positional parts stay far below 2**62
@@ -124,7 +137,7 @@ def apply_kind_rules(
     first = first_rows(key_codes)
     kinds = _apply_to_distinct(rules, _at(classes, first), _at(names, first), _at(default, first),
                                {s: stats[s][first] for s in stat_names if s in stats})
-    return kinds[key_codes]
+    return kinds, key_codes
 
 
 def _codes(column: Any) -> tuple[np.ndarray, int]:

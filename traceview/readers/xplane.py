@@ -80,13 +80,13 @@ from traceview.normalize import nest_tracks, record_overlaps
 from traceview.readers import xplane_memory
 from traceview.readers._io import read_bytes
 from traceview.readers.xplane_classify import (
-    LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, base_kinds, copies_and_bytes, fw_op_column,
-    has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names, refine_by_nesting, str_stat)
+    LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, StringCodes, base_kinds, copies_and_bytes,
+    fw_op_codes, has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names, refine_by_nesting, str_stat_codes)
 from traceview.readers.xplane_events import LineEvents
 from traceview.readers.xplane_space import LineSource, PlaneSource, SpaceSource, read_space
 from traceview.readers.xplane_stats import StatColumn, StatGatherer, column_from_dict, last_per_row
 from traceview.readers.xplane_runs import XPLANE_SUFFIX
-from traceview.schema import (MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical, categorical_from_codes,
+from traceview.schema import (MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical_from_codes,
                               leveled)
 
 FORMAT_NAME = "xplane"
@@ -244,11 +244,11 @@ def read(path: Path) -> Timeline:
 class _Columns:
     """Per-event arrays gathered line by line, concatenated once at the end."""
 
-    offset_ps: list[np.ndarray] = field(default_factory=list)
-    duration_ps: list[np.ndarray] = field(default_factory=list)
+    ts: list[np.ndarray] = field(default_factory=list)  # ns, on the line's clock
+    end: list[np.ndarray] = field(default_factory=list)
+    status: list[np.ndarray] = field(default_factory=list)  # int8: one of the _TIMED … _INSTANT codes
     names: list[np.ndarray] = field(default_factory=list)
-    line_ts: list[np.ndarray] = field(default_factory=list)
-    line_idx: list[np.ndarray] = field(default_factory=list)
+    line_counts: list[int] = field(default_factory=list)  # events of each kept line
     aggregated: list[int] = field(default_factory=list)  # global rows without a timestamp
     stats: StatGatherer = field(default_factory=lambda: StatGatherer(_WANTED_STATS))
     count: int = 0
@@ -264,6 +264,7 @@ class _Line:
     tid: int
     device: int
     stream: int
+    timestamp_ns: int = 0
 
 
 class _Builder:
@@ -431,10 +432,12 @@ class _Builder:
         # Event-metadata stats apply to every event of that metadata; event stats win.
         cols.stats.add_line(base, mids, event_stats, md_stats)
         cols.names.append(self._name_codes(mids, md_names))
-        cols.offset_ps.append(offs)
-        cols.duration_ps.append(durs)
-        cols.line_ts.append(np.full(n, int(line.timestamp_ns), dtype=np.int64))
-        cols.line_idx.append(np.full(n, len(self.lines), dtype=np.int64))
+        ts, end, status = _event_times(int(line.timestamp_ns), offs, durs)
+        cols.ts.append(ts)
+        cols.end.append(end)
+        cols.status.append(status)
+        cols.line_counts.append(n)
+        info.timestamp_ns = int(line.timestamp_ns)
         cols.count += n
         self.lines.append(info)
 
@@ -518,29 +521,20 @@ class _Builder:
         n = cols.count
         if n:
             # Names stay codes (a categorical): every name rule below runs once per distinct name.
-            names = categorical_from_codes(np.concatenate(cols.names), self.name_values)
-            offs = np.concatenate(cols.offset_ps)
-            durs = np.concatenate(cols.duration_ps)
-            line_ts = np.concatenate(cols.line_ts)
-            line_idx = np.concatenate(cols.line_idx)
+            names = categorical_from_codes(_joined(cols.names), self.name_values)
+            ts, end, status = _joined(cols.ts), _joined(cols.end), _joined(cols.status)
         else:
             names = categorical_from_codes(np.empty(0, dtype=np.int64), [])
-            offs = durs = line_ts = line_idx = np.empty(0, dtype=np.int64)
+            ts = end = np.empty(0, dtype=np.int64)
+            status = np.empty(0, dtype=np.int8)
+        line_idx = np.repeat(np.arange(len(self.lines), dtype=np.int64), cols.line_counts)
         stats = cols.stats.columns()
 
         line_cls = np.array([ln.cls for ln in self.lines], dtype=np.int64)[line_idx] if n else line_idx
         is_device = line_cls == LINE_DEVICE
-
-        # Offsets, durations and line times that would overflow int64 ns once added up are not
-        # times: such events are dropped (counted), the arithmetic below never wraps.
-        out_of_range = (offs < 0) | (offs > _MAX_PS) | (durs > _MAX_PS) | (np.abs(line_ts) > _MAX_LINE_NS)
-        if out_of_range.any():
-            offs, durs = np.where(out_of_range, 0, offs), np.where(out_of_range, 0, durs)
-        # Start and end rounded separately (half up) so that nesting survives ps -> ns.
-        ts = line_ts + (offs + 500) // 1000
-        end = line_ts + (offs + durs + 500) // 1000
         dur = end - ts
 
+        out_of_range = status == _OUT_OF_RANGE
         keep = ~out_of_range
         if out_of_range.any():
             meta.drop("offset, duration or line time out of range", int(out_of_range.sum()))
@@ -550,11 +544,12 @@ class _Builder:
             aggregated &= keep  # each event counted under one reason
             keep &= ~aggregated
             meta.drop("aggregated event without timestamp (num_occurrences)", int(aggregated.sum()))
-        negative = keep & (durs < 0)
+        negative = keep & (status == _NEGATIVE)
         if negative.any():
             keep &= ~negative
             meta.drop("negative duration", int(negative.sum()))
-        instant = keep & ~is_device & (durs == 0)
+        instant = keep & ~is_device & (status == _INSTANT)
+        del status
         memory = instant & match_names(names, cat.XPLANE_MEMORY_RECORD.match)
         memory_samples = xplane_memory.samples(names, stats, np.flatnonzero(memory))
         meta.drop(MEMORY_SAMPLE_REASON, len(memory_samples.rows))
@@ -566,8 +561,9 @@ class _Builder:
 
         step_num = int_stat(stats["step_num"], n)
         correlation = int_stat(stats["correlation_id"], n)
-        fw_op = fw_op_column(stats, n)
-        fn_call = str_stat(stats["tf_function_call"], n)
+        strings = StringCodes()  # fw_op, fn_call and launcher as codes into one table of strings
+        fw_op = fw_op_codes(stats, n, strings)
+        fn_call = str_stat_codes(stats["tf_function_call"], n, strings)
         self._framework(names, stats)
 
         kinds = base_kinds(names, line_cls, stats, n)
@@ -590,14 +586,15 @@ class _Builder:
         parent, depth, overlaps = nest_tracks(line_idx, ts, end, ~is_device)
         record_overlaps(meta, overlaps)
         kinds = refine_by_nesting(kinds, names, parent, depth, has_stats)
-        fw_op = inherit(fw_op, parent, depth, lambda child, par: (child == "") & (par != ""))
+        fw_op = inherit(fw_op, parent, depth, lambda child, par: (child == 0) & (par != 0))
         launcher = launchers_from_fw_op(fw_op, correlation, is_device)
 
         if len(ts):
             origin_raw = int(ts.min())
         else:
             origin_raw = 0
-        relative = start_time is not None and (not len(line_ts) or int(np.abs(line_ts).max()) < _EPOCH_NS_MIN)
+        line_ts = [abs(ln.timestamp_ns) for ln in self.lines]
+        relative = start_time is not None and (not line_ts or max(line_ts) < _EPOCH_NS_MIN)
         meta.origin_ns = int(start_time) + origin_raw if relative and start_time is not None else origin_raw
         if start_time is not None and not relative:
             meta.notes.append("line timestamps are absolute; profile_start_time not applied")
@@ -617,7 +614,6 @@ class _Builder:
             meta.extra["device_stats"] = {str(i): self.device_stats[i] for i in sorted(self.device_stats)}
         meta.extra["extra_columns"] = list(EXTRA_COLUMNS)
         # The fixed-level columns as codes now: one hash pass here instead of one per later check.
-        kinds = leveled("kind", *_factorized(kinds))
         copy_kind = leveled("copy_kind", *_factorized(copy_kind))
         return build(RawTrace(
             columns={
@@ -625,13 +621,13 @@ class _Builder:
                 "dur": dur,
                 "kind": kinds,
                 "name": names,
-                "track": track_u[line_idx],
+                "track": categorical_from_codes(line_idx, track_u),
                 "pid": pid_u[line_idx],
                 "tid": tid_u[line_idx],
                 "device": device_u[line_idx],
                 "stream": stream_u[line_idx],
                 "correlation": correlation,
-                "launcher": launcher,
+                "launcher": strings.categorical(launcher),
                 "bytes": nbytes,
                 "copy_kind": copy_kind,
                 # The nesting the kind and framework-op rules used is the timeline's.
@@ -639,7 +635,7 @@ class _Builder:
                 "depth": depth,
             },
             meta=meta,
-            extra={"step_num": step_num, "fw_op": categorical(fw_op), "fn_call": categorical(fn_call)},
+            extra={"step_num": step_num, "fw_op": strings.categorical(fw_op), "fn_call": strings.categorical(fn_call)},
             nested=True,
             memory=memory_table,
         ))
@@ -683,6 +679,42 @@ def _factorized(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
     """(distinct values, each row's index into them) of an object column."""
     codes, uniques = pd.factorize(values)
     return list(uniques), codes
+
+
+# An event's timing, as _event_times finds it (the status column, in the order the drops are counted).
+_TIMED, _OUT_OF_RANGE, _NEGATIVE, _INSTANT = 0, 1, 2, 3
+
+
+def _event_times(line_ns: int, offs: np.ndarray, durs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start and end of a line's events in ns, and each one's timing status.
+
+    Offsets, durations and line times that would overflow int64 ns once added up are not times:
+    such events are marked out of range (dropped and counted later) and the arithmetic below never
+    wraps. Start and end are rounded separately (half up) so that nesting survives ps -> ns."""
+    out_of_range = (offs < 0) | (offs > _MAX_PS) | (durs > _MAX_PS)
+    if abs(line_ns) > _MAX_LINE_NS:
+        out_of_range[:] = True
+    status = np.full(len(offs), _TIMED, dtype=np.int8)
+    status[durs == 0] = _INSTANT
+    status[durs < 0] = _NEGATIVE
+    if out_of_range.any():
+        status[out_of_range] = _OUT_OF_RANGE
+        offs, durs = np.where(out_of_range, 0, offs), np.where(out_of_range, 0, durs)
+        line_ns = line_ns if abs(line_ns) <= _MAX_LINE_NS else 0
+    ts = (offs + 500) // 1000
+    ts += line_ns
+    end = (offs + durs + 500) // 1000
+    end += line_ns
+    return ts, end, status
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The lines' arrays as one, each part let go as it is copied (one line: no copy)."""
+    if len(parts) == 1:
+        return parts.pop()
+    out = np.concatenate(parts)
+    parts.clear()
+    return out
 
 
 def _event_stats(decoded: LineEvents, wanted: dict[int, str], stat_names: dict[int, str]) -> dict[str, StatColumn]:

@@ -15,7 +15,7 @@ from traceview import categories as cat
 from traceview import kinds as kind_rules
 from traceview.arrays import unique_sorted
 from traceview.readers.xplane_stats import StatColumn
-from traceview.schema import Kind
+from traceview.schema import Kind, categorical_from_codes, leveled
 
 # Line classes: how the reader tells a line's threads apart (an index into LINE_CLASS).
 LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, LINE_DEVICE = 0, 1, 2, 3, 4
@@ -84,9 +84,40 @@ def has_any_stat(stats: dict[str, StatColumn], n: int) -> np.ndarray:
     return out
 
 
-def fw_op_column(stats: dict[str, StatColumn], n: int) -> np.ndarray:
-    """The framework op of each event from its stats (see the module docstring); "" when none."""
-    out = np.full(n, "", dtype=object)
+class StringCodes:
+    """Strings of a column as codes into ``values`` (code 0 is "", no value): rules test codes, and
+    the column becomes a categorical without a per-row string ever being made."""
+
+    def __init__(self) -> None:
+        self.values: list[str] = [""]
+        self._index: dict[str, int] = {"": 0}
+
+    def code(self, value: str) -> int:
+        found = self._index.get(value)
+        if found is None:
+            found = self._index[value] = len(self.values)
+            self.values.append(value)
+        return found
+
+    def categorical(self, codes: np.ndarray) -> pd.Categorical:
+        return categorical_from_codes(codes, self.values)
+
+
+def str_stat_codes(column: StatColumn, n: int, strings: StringCodes) -> np.ndarray:
+    """:func:`str_stat` as codes into ``strings``."""
+    out = np.zeros(n, dtype=np.int64)
+    if not len(column):
+        return out
+    codes, uniq = pd.factorize(column.values)
+    table = np.array([strings.code(u) if isinstance(u, str) else 0 for u in uniq] + [0], dtype=np.int64)
+    out[column.rows] = table[codes]
+    return out
+
+
+def fw_op_codes(stats: dict[str, StatColumn], n: int, strings: StringCodes) -> np.ndarray:
+    """The framework op of each event from its stats (see the module docstring), as codes into
+    ``strings``; 0 ("") when none."""
+    out = np.zeros(n, dtype=np.int64)
     filled = np.zeros(n, dtype=bool)
     with_hlo = stats["hlo_op"].mask(n)
     sources = (
@@ -100,13 +131,14 @@ def fw_op_column(stats: dict[str, StatColumn], n: int) -> np.ndarray:
         column = stats[stat]
         if not len(column):
             continue
-        rows, vals = column.rows, column.values
-        codes, uniq = pd.factorize(vals)
-        good = np.array([isinstance(u, str) and u != "" and (accept is None or accept(u)) for u in uniq] + [False])
-        ok = good[codes] & ~filled[rows]  # code -1 (missing) picks the trailing False
+        rows = column.rows
+        codes, uniq = pd.factorize(column.values)
+        good = [isinstance(u, str) and u != "" and (accept is None or accept(u)) for u in uniq]
+        table = np.array([strings.code(u) if ok else 0 for u, ok in zip(uniq, good)] + [0], dtype=np.int64)
+        ok = np.append(np.array(good, dtype=bool), False)[codes] & ~filled[rows]  # code -1 (missing): False
         if stat == "name":
             ok &= with_hlo[rows]
-        out[rows[ok]] = vals[ok]
+        out[rows[ok]] = table[codes[ok]]
         filled[rows[ok]] = True
     return out
 
@@ -119,7 +151,7 @@ _LINE_CLASS = np.array([kind_rules.HOST, kind_rules.HOST_API, kind_rules.HOST_CO
 _KIND_STATS = tuple(sorted({rule.stat for rule in kind_rules.XPLANE_RULES if rule.stat}))
 
 
-def base_kinds(names: pd.Categorical, line_cls: np.ndarray, stats: dict[str, StatColumn], n: int) -> np.ndarray:
+def base_kinds(names: pd.Categorical, line_cls: np.ndarray, stats: dict[str, StatColumn], n: int) -> pd.Categorical:
     """Kind of each event from its line class, name and stats: the table ``kinds.XPLANE_RULES``."""
     # Class and default kind as categoricals on the line class codes: no per-row strings to hash.
     classes = pd.Categorical.from_codes(line_cls, dtype=pd.CategoricalDtype(pd.Index(_LINE_CLASS, dtype=object)))
@@ -129,7 +161,8 @@ def base_kinds(names: pd.Categorical, line_cls: np.ndarray, stats: dict[str, Sta
     default = pd.Categorical.from_codes(default_code[line_cls] if n else line_cls,
                                         dtype=pd.CategoricalDtype(pd.Index(levels, dtype=object)))
     has_stat = {stat: stats[stat].mask(n) for stat in _KIND_STATS}
-    return kind_rules.apply_kind_rules(kind_rules.XPLANE_RULES, classes, names, default, has_stat)
+    return leveled("kind", *kind_rules.kind_rules_by_combination(kind_rules.XPLANE_RULES, classes, names, default,
+                                                                 has_stat))
 
 
 def copies_and_bytes(
@@ -212,29 +245,40 @@ def _detail_direction(parsed: dict[str, str] | None) -> str:
 
 
 def refine_by_nesting(
-    kinds: np.ndarray, names: pd.Categorical, parent: np.ndarray, depth: np.ndarray, has_stats: np.ndarray
-) -> np.ndarray:
+    kinds: pd.Categorical, names: pd.Categorical, parent: np.ndarray, depth: np.ndarray, has_stats: np.ndarray
+) -> pd.Categorical:
     """Nesting rules of the module docstring: thunks, HLO passes next to compile events, inheritance."""
-    kinds = kinds.copy()
+    code = {kind: i for i, kind in enumerate(kinds.categories)}
+    codes = kinds.codes.copy()
     child = np.flatnonzero(parent >= 0)
     if not len(child):
         return kinds
     par = parent[child]
-    annotation = kinds[child] == Kind.ANNOTATION.value
+    annotation = codes[child] == code[Kind.ANNOTATION.value]
     # Thunks directly inside an XLA module execution.
     exec_parent = match_names(names[par], cat.XLA_MODULE_EXECUTION.search)
     thunk = annotation & exec_parent & match_names(names[child], cat.XLA_THUNK_NAME.match)
-    kinds[child[thunk]] = Kind.HOST_OP.value
+    codes[child[thunk]] = code[Kind.HOST_OP.value]
     # HLO passes under a parent that also holds a compile event.
-    compile_parents = unique_sorted(par[kinds[child] == Kind.COMPILE.value])
+    compile_parents = unique_sorted(par[codes[child] == code[Kind.COMPILE.value]])
     if len(compile_parents):
-        annotation = kinds[child] == Kind.ANNOTATION.value
+        annotation = codes[child] == code[Kind.ANNOTATION.value]
         passes = annotation & ~has_stats[child] & np.isin(par, compile_parents)
         passes &= match_names(names[child], cat.XPLANE_HLO_PASS.match)
-        kinds[child[passes]] = Kind.COMPILE.value
+        codes[child[passes]] = code[Kind.COMPILE.value]
     # Children of compile / graph-building / input ranges take the parent's kind.
-    inheriting, inheritable = list(_INHERITING), list(_INHERITABLE)
-    return inherit(kinds, parent, depth, lambda c, p: np.isin(p, inheriting) & np.isin(c, inheritable))
+    inheriting = _code_table(code, _INHERITING)
+    inheritable = _code_table(code, _INHERITABLE)
+    codes = inherit(codes, parent, depth, lambda c, p: inheriting[p] & inheritable[c])
+    return pd.Categorical.from_codes(codes, dtype=kinds.dtype)
+
+
+def _code_table(code: dict[str, int], kinds: frozenset[str]) -> np.ndarray:
+    """Whether each kind code is one of ``kinds`` (an array indexed by code; -1, missing, is not)."""
+    table = np.zeros(len(code) + 1, dtype=bool)
+    for kind in kinds:
+        table[code[kind]] = True
+    return table
 
 
 def inherit(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, should: Any) -> np.ndarray:
@@ -251,18 +295,19 @@ def inherit(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, should: A
 
 
 def launchers_from_fw_op(fw_op: np.ndarray, correlation: np.ndarray, is_device: np.ndarray) -> np.ndarray:
-    """Device events: their framework op, else that of the host call with the same correlation id."""
-    launcher = np.full(len(fw_op), "", dtype=object)
+    """Device events: their framework op, else that of the host call with the same correlation id
+    (``fw_op`` and the result as :class:`StringCodes` codes; 0 for none)."""
+    launcher = np.zeros(len(fw_op), dtype=np.int64)
     dev = np.flatnonzero(is_device)
     if not len(dev):
         return launcher
     launcher[dev] = fw_op[dev]
-    host = np.flatnonzero(~is_device & (correlation >= 0) & (fw_op != ""))
+    host = np.flatnonzero(~is_device & (correlation >= 0) & (fw_op != 0))
     if len(host):
         by_corr = pd.Series(fw_op[host], index=correlation[host])
         by_corr = by_corr[~by_corr.index.duplicated(keep="first")]
-        missing = dev[(launcher[dev] == "") & (correlation[dev] >= 0)]
+        missing = dev[(launcher[dev] == 0) & (correlation[dev] >= 0)]
         found = by_corr.reindex(correlation[missing]).to_numpy()
         ok = ~pd.isna(found)
-        launcher[missing[ok]] = found[ok]
+        launcher[missing[ok]] = found[ok].astype(np.int64)
     return launcher
