@@ -126,27 +126,54 @@ def kind_rules_by_combination(
     stats = has_stat or {}
     stat_names = sorted({rule.stat for rule in rules if rule.stat is not None})
     # One integer key per row for the combination; its positional parts stay far below 2**62
-    # (a few classes × the distinct names × the kinds × 2 per stat).
+    # (a few classes × the distinct names × the kinds × 2 per stat). Built in place: each step
+    # of a new 8-byte column per row costs as much as the arithmetic on a large trace.
     key = np.zeros(n, dtype=np.int64)
+    space = 1
     for column in (classes, names, default):
         codes, size = _codes(column)
-        key = key * size + codes
+        key *= size
+        key += codes
+        space *= size
     for stat in stat_names:
-        key = key * 2 + stats.get(stat, np.zeros(n, dtype=bool)).astype(np.int64)
-    key_codes, _ = pd.factorize(key)
-    first = first_rows(key_codes)
+        key <<= 1
+        mask = stats.get(stat)
+        if mask is not None:
+            key |= mask
+        space *= 2
+    key_codes, first = _combinations(key, space)
     kinds = _apply_to_distinct(rules, _at(classes, first), _at(names, first), _at(default, first),
                                {s: stats[s][first] for s in stat_names if s in stats})
     return kinds, key_codes
+
+
+# Keys below this many times the rows are numbered through a table indexed by key (no hashing).
+_DENSE_KEYS_PER_ROW = 4
+
+
+def _combinations(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's combination (a code per distinct key) and one row of each combination."""
+    if space <= _DENSE_KEYS_PER_ROW * len(key) + 2**16:
+        # A row of each key, whichever write lands: every row of a key has the same class, name,
+        # default and stats, so any one of them stands for it.
+        row_of_key = np.full(space, -1, dtype=np.int64)
+        row_of_key[key] = np.arange(len(key), dtype=np.int64)
+        present = row_of_key >= 0
+        code_of_key = np.cumsum(present) - 1
+        return code_of_key[key], row_of_key[present]
+    key_codes, _ = pd.factorize(key)
+    return key_codes, first_rows(key_codes)
 
 
 def _codes(column: Any) -> tuple[np.ndarray, int]:
     """Each row's code (≥ 0) and how many codes there can be: a categorical's own codes (no
     hashing of its values), else the values factorized."""
     if isinstance(column, pd.Categorical):
-        return column.codes.astype(np.int64) + 1, len(column.categories) + 1  # -1 (missing) → 0
-    codes, uniques = pd.factorize(column)
-    return codes.astype(np.int64) + 1, len(uniques) + 1
+        codes, size = column.codes, len(column.categories) + 1  # -1 (missing) → 0
+    else:
+        codes, uniques = pd.factorize(column)
+        size = len(uniques) + 1
+    return np.add(codes, 1, dtype=np.int32 if size < 2**31 else np.int64), size
 
 
 def _at(column: Any, rows: np.ndarray) -> np.ndarray:
