@@ -59,11 +59,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceview.arrays import membership, unique_sorted
+from traceview.arrays import membership, order_by_start_then_longest, unique_sorted
 from traceview.normalize import compute_ops, launch_rows, own_pieces
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
 from traceview.roles import Role
-from traceview.schema import Kind, Timeline
+from traceview.schema import Kind, Timeline, categorical
 
 # Calibration of the inferred-gap rule (no explicit --dispatch-gap-us). Gaps on the step's thread
 # between framework events form one population of framework glue (Python op wrappers, Keras, the
@@ -451,6 +451,33 @@ def covered(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndar
     return np.cumsum(inside, dtype=np.int8)[:-1].view(bool)
 
 
+class _RoleCodes:
+    """Roles as small integer codes: the role column's categories, then the selectors that only
+    pieces carry (``GLUE``, ``PER_CALL``). Millions of pieces are tested by a table lookup on their
+    code instead of comparing Python strings; code -1 (a missing role) selects nothing."""
+
+    def __init__(self, ev: pd.DataFrame) -> None:
+        role = ev["role"]
+        if not isinstance(role.dtype, pd.CategoricalDtype):
+            role = pd.Series(categorical(role.to_numpy()))
+        self.values: list[str] = [*role.cat.categories, GLUE, PER_CALL]
+        self._code = {value: i for i, value in enumerate(self.values)}
+        dtype = np.int8 if len(self.values) < 127 else np.int16
+        self.rows: np.ndarray = role.cat.codes.to_numpy().astype(dtype, copy=False)  # each event's role
+
+    def code(self, value: str) -> int:
+        """The code of a role (or piece selector); -2 (matching no row) for one the trace lacks."""
+        return self._code.get(value, -2)
+
+    def table(self, wanted: tuple[str, ...] | frozenset[str]) -> np.ndarray:
+        """A lookup table: ``table[codes]`` says which codes are one of ``wanted``."""
+        table = np.zeros(len(self.values) + 1, dtype=bool)  # the last entry: code -1 (missing)
+        for value in wanted:
+            if value in self._code:
+                table[self._code[value]] = True
+        return table
+
+
 def _layer_intervals(
     timeline: Timeline, steps: Steps, layers: list[Layer], options: AttributionOptions
 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, str]:
@@ -458,25 +485,29 @@ def _layer_intervals(
     ev = timeline.events
     ts = ev["ts"].to_numpy()
     end = ts + ev["dur"].to_numpy()
-    role = ev["role"].to_numpy().astype(object)
+    roles = _RoleCodes(ev)
     is_host = ev["device"].to_numpy() < 0
-    tracks = ev["track"].to_numpy().astype(object)
-    on_driver = is_host & (tracks == steps.driver_track)
+    on_driver = driver_rows(ev, steps)
     host_start, host_end, host_row = own_pieces(ev, is_host)
-    piece_role = role[host_row]
+    piece_role = roles.rows[host_row]
     piece_driver = on_driver[host_row]
+    del on_driver
     short, long_, threshold, rule = driver_gaps(ev, steps, options)
-    glue = _python_glue(host_start, host_end, piece_role, piece_driver, threshold)
-    piece_role = piece_role.copy()
-    piece_role[glue] = GLUE
-    host_start, host_end, host_row, piece_role, piece_driver = _split_call_cost(
-        ev, host_start, host_end, host_row, piece_role, piece_driver)
+    glue = _python_glue(host_start, host_end, piece_role, piece_driver, threshold, roles)
+    piece_role[glue] = roles.code(GLUE)
+    del glue
+    per_call = _split_call_cost(ev, host_start, host_end, host_row, piece_role, piece_driver, roles)
+    del host_row
     role_in = membership(ev["role"].array)
-    piece_role_in = membership(piece_role)
     copy_kind_in = membership(ev["copy_kind"].array)
     copies = role_in([Role.DEVICE_MEMCPY.value, Role.DEVICE_MEMSET.value])
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
 
+    # How many pieces of each role code (+1: code -1 first) the step's thread and the others have: a
+    # layer with none of its roles present is empty without a pass over the pieces.
+    n_codes = len(roles.values) + 1
+    on_others = np.bincount(piece_role[~piece_driver] + 1, minlength=n_codes)
+    on_step_thread = np.bincount(piece_role[piece_driver] + 1, minlength=n_codes)
     out: list[tuple[np.ndarray, np.ndarray]] = []
     for layer in layers:
         sel = layer.selects
@@ -496,8 +527,16 @@ def _layer_intervals(
             out.append(long_)
         elif sel == (CALL_FALLBACK,):
             out.append(empty)  # chosen in _segments where no other "others" layer is active
+        elif sel == (PER_CALL,):
+            out.append(per_call)  # the step thread's pieces, cut off its compute calls
         else:
-            wanted = piece_role_in(sel)
+            table = roles.table(sel)
+            present = (on_step_thread if layer.scope == "driver" else on_others if layer.scope == "others"
+                       else on_step_thread + on_others)
+            if not (table[:-1] & (present[1:] > 0)).any():
+                out.append(empty)
+                continue
+            wanted = table[piece_role]
             if layer.scope == "driver":
                 wanted &= piece_driver
             elif layer.scope == "others":
@@ -507,8 +546,9 @@ def _layer_intervals(
 
 
 def _split_call_cost(
-    ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, row: np.ndarray, role: np.ndarray, driver: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, row: np.ndarray, role: np.ndarray, driver: np.ndarray,
+    roles: _RoleCodes,
+) -> tuple[np.ndarray, np.ndarray]:
     """Take the fixed per-call cost off the step thread's compute calls (as ``launch_overhead.per_call``).
 
     A compute call's own time is the call's fixed cost (dispatcher, output allocation, kernel
@@ -521,24 +561,31 @@ def _split_call_cost(
     - otherwise the first ``PER_CALL_MAX_NS`` of each call's own time: what a call that does
       no math costs an aten op. An op on tiny inputs gives up (nearly) all its time, an op on
       large inputs keeps nearly all of it as math.
+
+    The pieces (``start``, ``end``, their event ``row`` and piece ``role`` codes, on the ``driver``)
+    keep the math: ``start`` is moved past the cost in place. Returns the cost pieces (starts, ends).
     """
-    names = ev["name"].cat.codes.to_numpy()
-    own = np.bincount(row, weights=end - start, minlength=len(ev))
-    row_role = ev["role"].to_numpy().astype(object)
-    compute_pieces = np.flatnonzero((role == R.COMPUTE.value) & driver)
+    none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    compute_pieces = np.flatnonzero((role == roles.code(R.COMPUTE.value)) & driver)
     if not len(compute_pieces):
-        return start, end, row, role, driver
+        return none
+    names = ev["name"].cat.codes.to_numpy()
     cost = np.full(len(compute_pieces), float(PER_CALL_MAX_NS))
-    no_math = np.flatnonzero(row_role == R.VIEW_ALLOC.value)
+    view_alloc = roles.code(R.VIEW_ALLOC.value)
+    no_math = np.flatnonzero(roles.rows == view_alloc)
     if len(no_math):
-        # A shared entry point: its fixed cost is measured on its own no-math calls.
+        # A shared entry point: its fixed cost is measured on its own no-math calls (a no-math
+        # call's pieces are the pieces of role view_alloc: only user Python pieces change role).
+        no_math_pieces = np.flatnonzero(role == view_alloc)
+        own = np.bincount(row[no_math_pieces], weights=end[no_math_pieces] - start[no_math_pieces],
+                          minlength=len(ev))
         shared = pd.Series(own[no_math]).groupby(names[no_math]).median()
         measured = shared.reindex(names[row[compute_pieces]]).to_numpy()
         cost = np.where(np.isnan(measured), cost, measured)
     ok = cost > 0
     pieces = compute_pieces[ok]
     if not len(pieces):
-        return start, end, row, role, driver
+        return none
     # The first piece of each call carries the split.
     order = np.lexsort((start[pieces], row[pieces]))
     pieces, cost = pieces[order], cost[ok][order].astype(np.int64)
@@ -546,26 +593,25 @@ def _split_call_cost(
     first[1:] = row[pieces][1:] != row[pieces][:-1]
     pieces, cost = pieces[first], cost[first]
     cut = np.minimum(start[pieces] + cost, end[pieces])
-    add_start, add_end = start[pieces], cut
-    start = start.copy()
+    cost_start = start[pieces]
     start[pieces] = cut
-    return (np.concatenate((start, add_start)), np.concatenate((end, add_end)), np.concatenate((row, row[pieces])),
-            np.concatenate((role, np.full(len(pieces), PER_CALL, dtype=object))),
-            np.concatenate((driver, np.ones(len(pieces), dtype=bool))))
+    return cost_start, cut
 
 
 def _python_glue(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver: np.ndarray,
-                 threshold: int) -> np.ndarray:
+                 threshold: int, roles: _RoleCodes) -> np.ndarray:
     """Pieces of a user Python frame's own time on the step's thread that sit between two pieces
     of framework work and last no longer than the gap threshold: the Python → framework call
     (argument parsing in the binding, which the Python tracer does not record as a frame)."""
     glue = np.zeros(len(start), dtype=bool)
+    user_code = roles.code(R.PYTHON_USER.value)
     rows = np.flatnonzero(driver)
-    if len(rows) < 3 or threshold <= 0:
+    if len(rows) < 3 or threshold <= 0 or not (role[rows] == user_code).any():  # (no user frame: no sort)
         return glue
     rows = rows[np.lexsort((end[rows], start[rows]))]
-    framework = np.isin(role[rows], list(_FRAMEWORK_ROLES))
-    user = role[rows] == R.PYTHON_USER.value
+    row_role = role[rows]
+    framework = roles.table(_FRAMEWORK_ROLES)[row_role]
+    user = row_role == user_code
     short = (end[rows] - start[rows]) <= threshold
     touching_prev = np.zeros(len(rows), dtype=bool)
     touching_next = np.zeros(len(rows), dtype=bool)
@@ -611,6 +657,11 @@ def calibrated_gap_threshold(length: np.ndarray) -> tuple[int, str]:
                         f"ceiling {GAP_MAX_NS / 1e3:.0f} µs: gaps up to it are framework glue")
 
 
+def driver_rows(ev: pd.DataFrame, steps: Steps) -> np.ndarray:
+    """The host events on the step's thread (the driver track)."""
+    return (ev["device"].to_numpy() < 0) & membership(ev["track"].array)([steps.driver_track])
+
+
 def driver_gaps(
     ev: pd.DataFrame, steps: Steps, options: AttributionOptions
 ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], int, str]:
@@ -623,13 +674,12 @@ def driver_gaps(
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     ts_all = ev["ts"].to_numpy()
     end_all = ts_all + ev["dur"].to_numpy()
-    kind = ev["kind"].to_numpy()
     parent = ev["parent"].to_numpy()
     step_all = ev["step"].to_numpy()
-    on_driver = (ev["device"].to_numpy() < 0) & (ev["track"].to_numpy().astype(object) == steps.driver_track)
-    is_marker = kind == Kind.STEP.value
-    parent_kind = np.where(parent >= 0, kind[np.maximum(parent, 0)], "")
-    top = np.flatnonzero(on_driver & ~is_marker & ((parent < 0) | (parent_kind == Kind.STEP.value)))
+    on_driver = driver_rows(ev, steps)
+    is_marker = membership(ev["kind"].array)([Kind.STEP.value])
+    under_marker = (parent < 0) | is_marker[np.maximum(parent, 0)]  # no parent, or the step marker
+    top = np.flatnonzero(on_driver & ~is_marker & under_marker)
     markers = np.flatnonzero(on_driver & is_marker)
     # Step-marker edges enter as zero-length points: [marker start] and [marker end].
     ts = np.concatenate((ts_all[top], ts_all[markers], end_all[markers]))
@@ -637,8 +687,9 @@ def driver_gaps(
     step = np.concatenate((step_all[top], step_all[markers], step_all[markers]))
     if len(ts) < 2:
         return empty, empty, 0, "no gaps on the step's thread"
-    order = np.lexsort((-end, ts))
-    ts, end, step = ts[order], end[order], step[order]
+    order = order_by_start_then_longest(ts, end)  # by start, the later end first (np.lexsort((-end, ts)))
+    if order is not None:
+        ts, end, step = ts[order], end[order], step[order]
     prev_end = np.maximum.accumulate(end)  # a gap starts after everything before it has ended
     gap_start = prev_end[:-1]
     gap_end = ts[1:]
