@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_fast_path import assert_same_timeline
+from tests.test_xplane_wire import varint as _varint
 from traceview.errors import FormatError
 from traceview.readers import xplane, xplane_events, xplane_space
 from traceview.readers.proto.xplane_descriptor import message_classes
@@ -32,15 +33,6 @@ def test_skeleton_reads_as_the_whole_runtime_parse(path: Path, monkeypatch: pyte
     fast = xplane.read(path)
     _whole_runtime(monkeypatch)
     assert_same_timeline(fast, xplane.read(path))
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 def _field(number: int, payload: bytes) -> bytes:

@@ -72,13 +72,13 @@ GOOD_EVENT = b"\x08\x05\x10\x80\x01\x18\x07" + b"\x22\x04\x08\x02\x20\x09"  # id
 def test_both_decoders_read_the_same_columns(decoder: str, body: bytes, expected: int,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     data, begin, end = _line_bytes(body)
-    compiled = xplane_events.decode_compiled(data, begin, end, expected)
-    arrays = xplane_events._decode(np.frombuffer(data + bytes(16), dtype=np.uint8), begin, end, expected)
+    compiled = xplane_events.decode_compiled(data, begin, end, expected, 1_000)
+    arrays = xplane_events._decode(np.frombuffer(data + bytes(16), dtype=np.uint8), begin, end, expected, 1_000)
     assert compiled is not None
-    for column in ("metadata_id", "offset_ps", "duration_ps", "aggregated", "stat_event", "stat_id", "stat_field",
+    for column in ("metadata_id", "ts", "end", "status", "aggregated", "stat_event", "stat_id", "stat_field",
                    "stat_number", "stat_start", "stat_end"):
         assert np.array_equal(getattr(compiled, column), getattr(arrays, column)), column
-    assert compiled.metadata_id[0] == 5 and compiled.offset_ps[0] == 128 and compiled.stat_number[0] == 9
+    assert compiled.metadata_id[0] == 5 and compiled.ts[0] == 1_000 and compiled.stat_number[0] == 9
 
 
 @pytest.mark.parametrize("body, expected", [
@@ -92,4 +92,36 @@ def test_the_compiled_decoder_declines_what_is_not_an_event_run(body: bytes, exp
     if xplane_events._xplane_wire is None:
         pytest.skip("the compiled decoder is not built")
     data, begin, end = _line_bytes(body)
-    assert xplane_events.decode_compiled(data, begin, end, expected) is None
+    assert xplane_events.decode_compiled(data, begin, end, expected, 0) is None
+
+
+def varint(value: int) -> bytes:
+    """A protobuf varint (a negative int64 as its two's complement, ten bytes)."""
+    value &= 2**64 - 1  # a negative int64 is written as its two's complement
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+MAX_PS = xplane_events.MAX_PS
+
+
+@pytest.mark.parametrize("offset_ps, duration_ps", [
+    (0, 0), (499, 1), (500, 0), (1_499, 1_000), (1_500, 999), (2**40 + 123_456, 7_654_321),
+    (MAX_PS, MAX_PS), (MAX_PS + 1, 5), (7, MAX_PS + 1), (3_000, -1), (3_000, -2_501), (3_000, -2**63),
+    (-1, 10), (2**63 - 1, 10),
+])
+@pytest.mark.parametrize("line_ns", [0, 1_700_000_000_000_000_000, -5, 2**61, 2**61 + 1, -(2**61) - 1])
+def test_both_decoders_time_events_alike(offset_ps: int, duration_ps: int, line_ns: int) -> None:
+    """The compiled decoder's start, end and status equal event_times at every bound and rounding."""
+    if xplane_events._xplane_wire is None:
+        pytest.skip("the compiled decoder is not built")
+    body = b"\x08\x01" + b"\x10" + varint(offset_ps) + b"\x18" + varint(duration_ps)
+    data, begin, end = _line_bytes(_record(body))
+    compiled = xplane_events.decode_compiled(data, begin, end, 1, line_ns)
+    as_int64 = lambda value: np.array([value & (2**64 - 1)], dtype=np.uint64).view(np.int64)  # noqa: E731
+    ts, stop, status = xplane_events.event_times(line_ns, as_int64(offset_ps), as_int64(duration_ps))
+    assert (compiled.ts[0], compiled.end[0], compiled.status[0]) == (ts[0], stop[0], status[0])

@@ -9,9 +9,10 @@
  * caller reads the line through the protobuf runtime instead (tests/test_xplane_wire.py checks
  * both give the same timeline).
  *
- * decode(buf, begin, end, expected, events_out, stats_out) -> stat count, or -1 (declined), or
- *   -(needed + 2) when stats_out holds fewer rows than the line has stats.
- *   events_out int64[4, expected]: metadata_id, offset_ps, duration_ps, aggregated (0/1)
+ * decode(buf, begin, end, expected, line_ns, events_out, stats_out) -> stat count, or -1 (declined),
+ *   or -(needed + 2) when stats_out holds fewer rows than the line has stats.
+ *   events_out int64[4, expected]: metadata_id, start ns, end ns, flags (the timing status of
+ *              xplane_events.event_times, plus AGGREGATED when the event carries num_occurrences)
  *   stats_out  int64[6, capacity]: event, stat_id, value field (0 none), raw value (the bits of
  *              a double, a varint's uint64 bits), value start, value end (str / bytes ranges)
  */
@@ -21,6 +22,26 @@
 #include <string.h>
 
 enum { EVENT_ROWS = 4, STAT_ROWS = 6 };
+
+/* xplane_events.event_times, per event: the same statuses, bounds and rounding. */
+enum { TIMED = 0, OUT_OF_RANGE = 1, NEGATIVE = 2, INSTANT = 3, AGGREGATED = 4 };
+static const int64_t MAX_PS = (int64_t)1 << 61, MAX_LINE_NS = (int64_t)1 << 61;
+
+/* Python's floor division by 1000 (C's rounds toward zero). */
+static int64_t floor_div_1000(int64_t value) { return value >= 0 ? value / 1000 : -((-(value + 1)) / 1000) - 1; }
+
+static void event_times(int64_t line_ns, int64_t offset_ps, int64_t duration_ps, int64_t *start, int64_t *stop,
+                        int64_t *status) {
+    int line_out = line_ns > MAX_LINE_NS || line_ns < -MAX_LINE_NS;
+    *status = duration_ps < 0 ? NEGATIVE : duration_ps == 0 ? INSTANT : TIMED;
+    if (offset_ps < 0 || offset_ps > MAX_PS || duration_ps > MAX_PS || line_out) {
+        *status = OUT_OF_RANGE;
+        offset_ps = duration_ps = 0;
+        if (line_out) line_ns = 0;
+    }
+    *start = line_ns + floor_div_1000(offset_ps + 500);
+    *stop = line_ns + floor_div_1000(offset_ps + duration_ps + 500);
+}
 
 typedef struct {
     const unsigned char *base, *p;
@@ -84,7 +105,7 @@ static int field(Reader *r, const unsigned char *end, Field *f) {
 }
 
 static Py_ssize_t decode_events(const unsigned char *base, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t expected,
-                                int64_t *events, int64_t *stats, Py_ssize_t capacity) {
+                                int64_t line_ns, int64_t *events, int64_t *stats, Py_ssize_t capacity) {
     Reader r = {base, base + begin};
     const unsigned char *stop = base + end;
     Py_ssize_t n = 0, n_stats = 0;
@@ -128,10 +149,12 @@ static Py_ssize_t decode_events(const unsigned char *base, Py_ssize_t begin, Py_
                 n_stats++;
             }
         }
+        int64_t start, stop, status;
+        event_times(line_ns, offset_ps, duration_ps, &start, &stop, &status);
         events[0 * expected + n] = metadata_id;
-        events[1 * expected + n] = offset_ps;
-        events[2 * expected + n] = duration_ps;
-        events[3 * expected + n] = aggregated;
+        events[1 * expected + n] = start;
+        events[2 * expected + n] = stop;
+        events[3 * expected + n] = status | (aggregated ? AGGREGATED : 0);
         n++;
     }
     if (n != expected) return -1;
@@ -142,7 +165,8 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer buf, events, stats;
     Py_ssize_t begin, end, expected;
-    if (!PyArg_ParseTuple(args, "y*nnnw*w*", &buf, &begin, &end, &expected, &events, &stats)) return NULL;
+    long long line_ns;
+    if (!PyArg_ParseTuple(args, "y*nnnLw*w*", &buf, &begin, &end, &expected, &line_ns, &events, &stats)) return NULL;
     PyObject *result = NULL;
     Py_ssize_t capacity = stats.len / (Py_ssize_t)(STAT_ROWS * sizeof(int64_t));
     if (begin < 0 || begin > end || end > buf.len || expected < 0 ||
@@ -151,7 +175,7 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     } else {
         Py_ssize_t got;
         Py_BEGIN_ALLOW_THREADS
-        got = decode_events(buf.buf, begin, end, expected, events.buf, stats.buf, capacity);
+        got = decode_events(buf.buf, begin, end, expected, (int64_t)line_ns, events.buf, stats.buf, capacity);
         Py_END_ALLOW_THREADS
         result = PyLong_FromSsize_t(got);
     }

@@ -82,7 +82,7 @@ from traceview.readers._io import read_bytes
 from traceview.readers.xplane_classify import (
     LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, StringCodes, base_kinds, copies_and_bytes,
     fw_op_codes, has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names, refine_by_nesting, str_stat_codes)
-from traceview.readers.xplane_events import LineEvents
+from traceview.readers.xplane_events import INSTANT, NEGATIVE, OUT_OF_RANGE, LineEvents, event_times
 from traceview.readers.xplane_space import LineSource, PlaneSource, SpaceSource, read_space
 from traceview.readers.xplane_stats import StatColumn, StatGatherer, column_from_dict, last_per_row
 from traceview.readers.xplane_runs import XPLANE_SUFFIX
@@ -112,9 +112,6 @@ _MAX_DEVICE_INDEX = 2**31 - 1  # the schema's device column is int32
 _DENSE_METADATA_IDS = 2**22  # metadata ids below this are looked up through a table indexed by id
 _MAX_STREAM_ID = 2**63 - 1
 _EPOCH_NS_MIN = 10**17  # line timestamps above this are absolute epoch ns, not session-relative
-# Bounds that keep line time + offset + duration inside int64 ns (2**61 ns ≈ 73 years each).
-_MAX_PS = 2**61
-_MAX_LINE_NS = 2**61
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,7 +243,7 @@ class _Columns:
 
     ts: list[np.ndarray] = field(default_factory=list)  # ns, on the line's clock
     end: list[np.ndarray] = field(default_factory=list)
-    status: list[np.ndarray] = field(default_factory=list)  # int8: one of the _TIMED … _INSTANT codes
+    status: list[np.ndarray] = field(default_factory=list)  # int8: xplane_events.TIMED … INSTANT
     names: list[np.ndarray] = field(default_factory=list)
     line_counts: list[int] = field(default_factory=list)  # events of each kept line
     aggregated: list[int] = field(default_factory=list)  # global rows without a timestamp
@@ -423,16 +420,16 @@ class _Builder:
             except UnicodeDecodeError:
                 decoded = None  # a str stat that is not UTF-8: the runtime reading names the problem
         if decoded is not None:
-            mids, offs, durs = decoded.metadata_id, decoded.offset_ps, decoded.duration_ps
+            mids, ts, end, status = decoded.metadata_id, decoded.ts, decoded.end, decoded.status
             # Events of aggregated planes carry num_occurrences instead of offset_ps.
             cols.aggregated.extend((base + np.flatnonzero(decoded.aggregated)).tolist())
         else:
             events = source.runtime_events(self.path, self.line_class)
             mids, offs, durs, event_stats = self._line_by_runtime(events, base, wanted, stat_names)
+            ts, end, status = event_times(int(line.timestamp_ns), offs, durs)
         # Event-metadata stats apply to every event of that metadata; event stats win.
         cols.stats.add_line(base, mids, event_stats, md_stats)
         cols.names.append(self._name_codes(mids, md_names))
-        ts, end, status = _event_times(int(line.timestamp_ns), offs, durs)
         cols.ts.append(ts)
         cols.end.append(end)
         cols.status.append(status)
@@ -534,7 +531,7 @@ class _Builder:
         is_device = line_cls == LINE_DEVICE
         dur = end - ts
 
-        out_of_range = status == _OUT_OF_RANGE
+        out_of_range = status == OUT_OF_RANGE
         keep = ~out_of_range
         if out_of_range.any():
             meta.drop("offset, duration or line time out of range", int(out_of_range.sum()))
@@ -544,11 +541,11 @@ class _Builder:
             aggregated &= keep  # each event counted under one reason
             keep &= ~aggregated
             meta.drop("aggregated event without timestamp (num_occurrences)", int(aggregated.sum()))
-        negative = keep & (status == _NEGATIVE)
+        negative = keep & (status == NEGATIVE)
         if negative.any():
             keep &= ~negative
             meta.drop("negative duration", int(negative.sum()))
-        instant = keep & ~is_device & (status == _INSTANT)
+        instant = keep & ~is_device & (status == INSTANT)
         del status
         memory = instant & match_names(names, cat.XPLANE_MEMORY_RECORD.match)
         memory_samples = xplane_memory.samples(names, stats, np.flatnonzero(memory))
@@ -679,33 +676,6 @@ def _factorized(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
     """(distinct values, each row's index into them) of an object column."""
     codes, uniques = pd.factorize(values)
     return list(uniques), codes
-
-
-# An event's timing, as _event_times finds it (the status column, in the order the drops are counted).
-_TIMED, _OUT_OF_RANGE, _NEGATIVE, _INSTANT = 0, 1, 2, 3
-
-
-def _event_times(line_ns: int, offs: np.ndarray, durs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Start and end of a line's events in ns, and each one's timing status.
-
-    Offsets, durations and line times that would overflow int64 ns once added up are not times:
-    such events are marked out of range (dropped and counted later) and the arithmetic below never
-    wraps. Start and end are rounded separately (half up) so that nesting survives ps -> ns."""
-    out_of_range = (offs < 0) | (offs > _MAX_PS) | (durs > _MAX_PS)
-    if abs(line_ns) > _MAX_LINE_NS:
-        out_of_range[:] = True
-    status = np.full(len(offs), _TIMED, dtype=np.int8)
-    status[durs == 0] = _INSTANT
-    status[durs < 0] = _NEGATIVE
-    if out_of_range.any():
-        status[out_of_range] = _OUT_OF_RANGE
-        offs, durs = np.where(out_of_range, 0, offs), np.where(out_of_range, 0, durs)
-        line_ns = line_ns if abs(line_ns) <= _MAX_LINE_NS else 0
-    ts = (offs + 500) // 1000
-    ts += line_ns
-    end = (offs + durs + 500) // 1000
-    end += line_ns
-    return ts, end, status
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:

@@ -36,6 +36,38 @@ _EVENTS_TAG = 0x22  # XLine field 4 (events), wire type 2
 _MAX_VARINT = 10
 
 
+# An event's timing status (the order in which the reader counts drops). _xplane_wire.c applies
+# the same rule per event; tests/test_xplane_wire.py checks the two agree at every bound.
+TIMED, OUT_OF_RANGE, NEGATIVE, INSTANT = 0, 1, 2, 3
+_AGGREGATED = 4  # the compiled decoder's flag bit for an event carrying num_occurrences
+# Bounds that keep line time + offset + duration inside int64 ns (2**61 ns ≈ 73 years each).
+MAX_PS = 2**61
+MAX_LINE_NS = 2**61
+
+
+def event_times(line_ns: int, offs: np.ndarray, durs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start and end of a line's events in ns, and each one's timing status (int8).
+
+    Offsets, durations and line times that would overflow int64 ns once added up are not times:
+    such events are marked out of range (dropped and counted by the reader) and the arithmetic
+    never wraps. Start and end are rounded separately (half up) so that nesting survives ps -> ns."""
+    out_of_range = (offs < 0) | (offs > MAX_PS) | (durs > MAX_PS)
+    if abs(line_ns) > MAX_LINE_NS:
+        out_of_range[:] = True
+    status = np.full(len(offs), TIMED, dtype=np.int8)
+    status[durs == 0] = INSTANT
+    status[durs < 0] = NEGATIVE
+    if out_of_range.any():
+        status[out_of_range] = OUT_OF_RANGE
+        offs, durs = np.where(out_of_range, 0, offs), np.where(out_of_range, 0, durs)
+        line_ns = line_ns if abs(line_ns) <= MAX_LINE_NS else 0
+    ts = (offs + 500) // 1000
+    ts += line_ns
+    end = (offs + durs + 500) // 1000
+    end += line_ns
+    return ts, end, status
+
+
 class _Malformed(Exception):
     """The bytes are not what the fast decoding expects."""
 
@@ -45,9 +77,10 @@ class LineEvents:
     """One line's events as columns, and its stats as one row per (event, stat) record."""
 
     metadata_id: np.ndarray  # int64
-    offset_ps: np.ndarray  # int64; 0 for aggregated events
-    duration_ps: np.ndarray  # int64
-    aggregated: np.ndarray  # bool: the event carries num_occurrences instead of offset_ps
+    ts: np.ndarray  # int64 ns on the line's clock (event_times)
+    end: np.ndarray  # int64 ns
+    status: np.ndarray  # int8 timing status (event_times)
+    aggregated: np.ndarray  # bool: the event carries num_occurrences instead of offset_ps (which reads 0)
     stat_event: np.ndarray  # int64 event position of each stat record
     stat_id: np.ndarray  # int64 stat metadata id
     stat_field: np.ndarray  # int64 value field number: 0 none, 2 double, 3 uint64, 4 int64, 5 str, 6 bytes, 7 ref
@@ -90,33 +123,36 @@ def decode_line(line: Any, line_class: Any) -> LineEvents | None:
                          display_name=line.display_name).SerializeToString()
     if not data.startswith(header) or not data.endswith(trailer):
         return None
+    line_ns = int(line.timestamp_ns)
     if _xplane_wire is not None:
-        return decode_compiled(data, len(header), len(data) - len(trailer), len(line.events))
+        return decode_compiled(data, len(header), len(data) - len(trailer), len(line.events), line_ns)
     buf = np.frombuffer(data + bytes(_MAX_VARINT), dtype=np.uint8)  # padding: see _varints
     try:
-        return _decode(buf, len(header), len(data) - len(trailer), len(line.events))
+        return _decode(buf, len(header), len(data) - len(trailer), len(line.events), line_ns)
     except _Malformed:
         return None
 
 
-def decode_compiled(data: bytes, begin: int, end: int, expected: int) -> LineEvents | None:
+def decode_compiled(data: bytes, begin: int, end: int, expected: int, line_ns: int) -> LineEvents | None:
     """The same columns from the compiled decoder (readers/_xplane_wire.c), in one pass."""
     events = np.empty((4, expected), dtype=np.int64)
     capacity = 2 * expected + 16  # stats per event: a handful; a line with more asks again
     while True:
         stats = np.empty((6, capacity), dtype=np.int64)
-        got = _xplane_wire.decode(data, begin, end, expected, events, stats)
+        got = _xplane_wire.decode(data, begin, end, expected, line_ns, events, stats)
         if got == -1:
             return None
         if got >= 0:
             break
         capacity = -got - 2
     stats = stats[:, :got]
-    return LineEvents(events[0], events[1], events[2], events[3].astype(bool), stats[0], stats[1], stats[2],
-                      stats[3].view(np.uint64), stats[4], stats[5], np.frombuffer(data, dtype=np.uint8))
+    flags = events[3]
+    return LineEvents(events[0], events[1], events[2], (flags & ~_AGGREGATED).astype(np.int8),
+                      (flags & _AGGREGATED) != 0, stats[0], stats[1], stats[2], stats[3].view(np.uint64), stats[4],
+                      stats[5], np.frombuffer(data, dtype=np.uint8))
 
 
-def _decode(buf: np.ndarray, begin: int, end: int, expected: int) -> LineEvents:
+def _decode(buf: np.ndarray, begin: int, end: int, expected: int, line_ns: int) -> LineEvents:
     body_start, body_end = _records(buf, begin, end, expected)
     n = len(body_start)
     metadata_id = np.zeros(n, dtype=np.int64)
@@ -138,7 +174,7 @@ def _decode(buf: np.ndarray, begin: int, end: int, expected: int) -> LineEvents:
         if hit.any():
             stat_parts.append((rows[hit], start[hit], stop[hit]))
     stats = _stats(buf, stat_parts)
-    return LineEvents(metadata_id, offset_ps, duration_ps, aggregated, *stats, buf)
+    return LineEvents(metadata_id, *event_times(line_ns, offset_ps, duration_ps), aggregated, *stats, buf)
 
 
 def _records(buf: np.ndarray, begin: int, end: int, expected: int) -> tuple[np.ndarray, np.ndarray]:

@@ -45,7 +45,7 @@ class LineSource:
         """The events as columns; None when the fast decodings decline (then :meth:`runtime_events`)."""
         if self.data is None:
             return decode_line(self.header, line_class)
-        return decode_compiled(self.data, self.begin, self.end, self.count)
+        return decode_compiled(self.data, self.begin, self.end, self.count, int(self.header.timestamp_ns))
 
     def runtime_events(self, path: Path, line_class: Any) -> Any:
         """The events as protobuf messages (parsed now when they were left as bytes)."""
