@@ -40,6 +40,15 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ordered[starts], inverse
 
 
+def column_codes(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
+    """A column as integer codes into its distinct values (-1: missing): a categorical's own codes,
+    otherwise one hash pass."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), list(column.cat.categories)
+    codes, uniques = pd.factorize(column.to_numpy(dtype=object))
+    return codes, list(uniques)
+
+
 def membership(values: Any) -> Callable[[Iterable[Any]], np.ndarray]:
     """A reusable test "is each value one of these?" for an array (or categorical) of few distinct
     values. The values are hashed once; every test after that is a table lookup, where ``np.isin``

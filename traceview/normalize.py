@@ -9,11 +9,12 @@ for all, in place, and returns the same object. The step column is filled later 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from traceview.arrays import membership, unique_sorted
+from traceview.arrays import column_codes, membership, unique_sorted
 from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
 from traceview.schema import DEVICE_KINDS, Kind, Timeline, TraceMeta, categorical
 
@@ -237,11 +238,10 @@ def launch_rows(events: pd.DataFrame) -> np.ndarray:
 
 def top_level_ops(events: pd.DataFrame) -> np.ndarray:
     """Host ops whose parent is not itself a host op (ops called from Python, a step marker or an annotation)."""
-    kind = events["kind"].to_numpy()
+    is_op = membership(events["kind"].array)([Kind.HOST_OP.value])
     parent = events["parent"].to_numpy()
-    host_op = (kind == Kind.HOST_OP.value) & (events["device"].to_numpy() < 0)
-    parent_kind = np.where(parent >= 0, kind[np.maximum(parent, 0)], "")
-    return host_op & (parent_kind != Kind.HOST_OP.value)
+    parent_is_op = is_op[np.maximum(parent, 0)] & (parent >= 0)
+    return is_op & (events["device"].to_numpy() < 0) & ~parent_is_op
 
 
 def compute_ops(events: pd.DataFrame) -> np.ndarray:
@@ -306,20 +306,32 @@ def self_time(events: pd.DataFrame) -> np.ndarray:
     """Per row: duration minus the summed durations of its direct host-op children (≥ 0)."""
     dur = events["dur"].to_numpy()
     parent = events["parent"].to_numpy()
-    kind = events["kind"].to_numpy()
-    child = np.flatnonzero((kind == Kind.HOST_OP.value) & (parent >= 0))
+    child = np.flatnonzero(membership(events["kind"].array)([Kind.HOST_OP.value]) & (parent >= 0))
     covered = np.bincount(parent[child], weights=dur[child], minlength=len(dur)).astype(np.int64)
     return np.maximum(dur - covered, 0)
 
 
 def op_names(events: pd.DataFrame) -> np.ndarray:
-    """Event names, with the framework op (XPlane ``fw_op``: tf_op / eager_op / hlo_op) where known."""
-    names = events["name"].to_numpy().astype(object)
+    """Event names, with the framework op (XPlane ``fw_op``: tf_op / eager_op / hlo_op) where known
+    (an object array; NaN where the name is missing)."""
+    codes, values = op_name_codes(events)
+    lookup = np.empty(len(values) + 1, dtype=object)
+    lookup[:-1] = values
+    lookup[-1] = np.nan  # code -1
+    return lookup[codes]
+
+
+def op_name_codes(events: pd.DataFrame) -> tuple[np.ndarray, list[Any]]:
+    """:func:`op_names` as codes into a list of values (-1: missing; two codes may hold the same
+    text, a framework op named like an event): no per-row string is made."""
+    codes, values = column_codes(events["name"])
     if "fw_op" not in events.columns:
-        return names
-    fw = events["fw_op"].astype(object).to_numpy()
-    known = pd.notna(fw) & (fw != "")
+        return codes, values
+    fw_codes, fw_values = column_codes(events["fw_op"])
+    known = np.array([value != "" for value in fw_values] + [False], dtype=bool)[fw_codes]  # (last: code -1)
     # Compiled code (an XLA executable) inherits the function's name as its framework op; it is
     # named after itself so that a call wrapper's name never labels math.
-    known &= events["role"].to_numpy() != Role.COMPILED_CODE.value
-    return np.where(known, fw, names)
+    known &= ~membership(events["role"].array)([Role.COMPILED_CODE.value])
+    codes = codes.astype(np.int32)
+    named = np.where(codes >= 0, codes + len(fw_values), -1)
+    return np.where(known, fw_codes, named), fw_values + values

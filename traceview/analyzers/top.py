@@ -8,11 +8,14 @@ All numbers are per steady-state step (totals divided by the number of steady st
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from traceview.analyzers.steps import Steps
-from traceview.normalize import compute_ops, op_names, self_time, top_level_ops
+from traceview.arrays import column_codes, membership
+from traceview.normalize import compute_ops, op_name_codes, self_time, top_level_ops
 from traceview.schema import Kind, Timeline
 
 TOP_N = 10
@@ -22,11 +25,25 @@ def _steady_mask(timeline: Timeline, steps: Steps) -> tuple[np.ndarray, int]:
     return steps.in_steady(timeline.events), max(len(steps.steady_positions), 1)
 
 
-def _summarize(names: np.ndarray, durations: np.ndarray, n_steps: int, limit: int | None) -> pd.DataFrame:
-    if not len(names):
+def _summarize(codes: np.ndarray, values: list[Any], durations: np.ndarray, n_steps: int,
+               limit: int | None) -> pd.DataFrame:
+    """Count and total duration per name, per step; names given as ``codes`` into ``values`` (-1:
+    missing, shown as "nan")."""
+    if not len(codes):
         return pd.DataFrame(columns=["name", "count_per_step", "time_per_step_ns", "mean_ns", "share"])
-    frame = pd.DataFrame({"name": names.astype(str), "dur": durations})
-    agg = frame.groupby("name", sort=True)["dur"].agg(["count", "sum"])
+    # Summed per code first (exactly, in the durations' dtype), then per name as text: two codes
+    # can read the same (a framework op named like an event), and only the few codes become text.
+    slots = len(values) + 1
+    slot = np.where(codes >= 0, codes, slots - 1)
+    count = np.bincount(slot, minlength=slots)
+    total = np.zeros(slots, dtype=durations.dtype)
+    np.add.at(total, slot, durations)
+    used = np.flatnonzero(count)
+    text = np.empty(slots, dtype=object)
+    text[:-1] = values
+    text[-1] = np.nan
+    frame = pd.DataFrame({"name": text[used].astype(str), "count": count[used], "sum": total[used]})
+    agg = frame.groupby("name", sort=True)[["count", "sum"]].sum()
     total = float(agg["sum"].sum()) or 1.0
     out = pd.DataFrame(
         {
@@ -46,12 +63,14 @@ def top_kernels(timeline: Timeline, steps: Steps, limit: int | None = TOP_N) -> 
     ev = timeline.events
     steady, n = _steady_mask(timeline, steps)
     if timeline.has_device:
-        mask = steady & (ev["kind"].to_numpy() == Kind.KERNEL.value)
-        return _summarize(ev["name"].to_numpy()[mask], ev["dur"].to_numpy()[mask], n, limit)
+        mask = steady & membership(ev["kind"].array)([Kind.KERNEL.value])
+        codes, values = column_codes(ev["name"])
+        return _summarize(codes[mask], values, ev["dur"].to_numpy()[mask], n, limit)
     # CPU: compute ops by their self time (what the attribution counts as kernel time), named by
     # the framework op when the reader knows it (TF eager runs every op as KernelAndDeviceFunc::Run).
     mask = steady & compute_ops(ev)
-    return _summarize(op_names(ev)[mask], self_time(ev)[mask], n, limit)
+    codes, values = op_name_codes(ev)
+    return _summarize(codes[mask], values, self_time(ev)[mask], n, limit)
 
 
 def top_ops(timeline: Timeline, steps: Steps, limit: int | None = TOP_N) -> pd.DataFrame:
@@ -59,4 +78,5 @@ def top_ops(timeline: Timeline, steps: Steps, limit: int | None = TOP_N) -> pd.D
     ev = timeline.events
     steady, n = _steady_mask(timeline, steps)
     mask = steady & top_level_ops(ev)
-    return _summarize(ev["name"].to_numpy()[mask], ev["dur"].to_numpy()[mask], n, limit)
+    codes, values = column_codes(ev["name"])
+    return _summarize(codes[mask], values, ev["dur"].to_numpy()[mask], n, limit)
