@@ -251,9 +251,14 @@ def compute_ops(events: pd.DataFrame) -> np.ndarray:
 
 
 def _running_max_by_group(values: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """The running maximum of ``values`` restarting where ``first`` is set (groups are runs)."""
+    """The running maximum of ``values`` restarting where ``first`` is set (groups are runs).
+    ``values`` itself (no copy) when it already rises within every group, the usual case."""
     if not len(values):
         return values.copy()
+    falls = values[1:] < values[:-1]
+    if not (falls & ~first[1:]).any():
+        return values
+    del falls
     low, high = int(values.min()), int(values.max())
     groups = np.cumsum(first) - 1
     span = high - low + 1
@@ -268,38 +273,65 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
     """The parts of the selected rows' intervals not covered by their direct (host) children:
     where each row is the innermost event on its thread.
 
-    Returned as (starts, ends, row of each piece), empty pieces removed.
+    Returned as (starts, ends, row of each piece), empty pieces removed — except where no selected
+    row has a child: then each selected row is its own piece, as it is. The rows are int32 when the
+    table has fewer than 2^31 rows (int64 otherwise): a trace's pieces number twice its events, and
+    every array of them is memory the process faults in.
     """
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()
     parent = events["parent"].to_numpy()
+    index_type = np.int32 if len(ts) < 2**31 else np.int64
     child = np.flatnonzero((events["device"].to_numpy() < 0) & (parent >= 0))
     child = child[rows_mask[parent[child]]]
-    selected = np.flatnonzero(rows_mask)
     if not len(child):
-        return ts[selected], end[selected], selected
+        selected = np.flatnonzero(rows_mask)
+        return ts[selected], end[selected], selected.astype(index_type)
     # Children grouped by parent, in time order within each (rows are sorted by ts, so a stable
     # sort on the parent alone keeps it).
-    child = child[np.argsort(parent[child], kind="stable")]
-    par = parent[child]
+    child = child[np.argsort(parent[child], kind="stable")].astype(index_type)
+    par = parent[child].astype(index_type)
     first = np.ones(len(child), dtype=bool)
-    first[1:] = par[1:] != par[:-1]
+    np.not_equal(par[1:], par[:-1], out=first[1:])
     last = np.ones(len(child), dtype=bool)
-    last[:-1] = par[1:] != par[:-1]
+    last[:-1] = first[1:]
+    child_start = ts[child]  # where the gap before each child ends
     # Running max of child ends within each parent (children of one event may overlap slightly).
     running = _running_max_by_group(end[child], first)
-    previous_end = np.concatenate(([0], running[:-1]))
-    gap_start = np.where(first, ts[par], previous_end)  # before each child
-    gap_end = ts[child]
-    tail_start, tail_end = running[last], end[par[last]]  # after the last child
+    del child
+    # The gap before each child starts where the siblings before it have all ended, or at the parent's start.
+    gap_start = np.empty_like(running)
+    gap_start[1:] = running[:-1]
+    gap_start[first] = ts[par[first]]
+    del first
+    keep_gap = child_start > gap_start
+    # After the last child: from where the children have all ended to the parent's end.
+    tail_row = par[last]
+    tail_start, tail_end = running[last], end[tail_row]
+    del running, last
+    keep_tail = tail_end > tail_start
     has_child = np.zeros(len(ts), dtype=bool)
-    has_child[par] = True
-    childless = selected[~has_child[selected]]
-    starts = np.concatenate((gap_start, tail_start, ts[childless]))
-    ends = np.concatenate((gap_end, tail_end, end[childless]))
-    rows = np.concatenate((par, par[last], childless))
-    keep = ends > starts
-    return starts[keep], ends[keep], rows[keep]
+    has_child[tail_row] = True
+    childless = np.flatnonzero(rows_mask & ~has_child & (end > ts))
+    del has_child
+    # Each output written once, part by part (no concatenation of all pieces followed by a mask).
+    n_gap, n_tail = int(np.count_nonzero(keep_gap)), int(np.count_nonzero(keep_tail))
+    size = n_gap + n_tail + len(childless)
+    starts = np.empty(size, dtype=ts.dtype)
+    ends = np.empty(size, dtype=end.dtype)
+    rows = np.empty(size, dtype=index_type)
+    np.compress(keep_gap, gap_start, out=starts[:n_gap])
+    np.compress(keep_gap, child_start, out=ends[:n_gap])
+    np.compress(keep_gap, par, out=rows[:n_gap])
+    del gap_start, child_start, par, keep_gap
+    tail = slice(n_gap, n_gap + n_tail)
+    np.compress(keep_tail, tail_start, out=starts[tail])
+    np.compress(keep_tail, tail_end, out=ends[tail])
+    np.compress(keep_tail, tail_row, out=rows[tail])
+    np.take(ts, childless, out=starts[n_gap + n_tail:], mode="clip")  # (clip: unbuffered; the rows are valid)
+    np.take(end, childless, out=ends[n_gap + n_tail:], mode="clip")
+    rows[n_gap + n_tail:] = childless
+    return starts, ends, rows
 
 
 def self_time(events: pd.DataFrame) -> np.ndarray:
