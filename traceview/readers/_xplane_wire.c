@@ -9,10 +9,12 @@
  * caller reads the line through the protobuf runtime instead (tests/test_xplane_wire.py checks
  * both give the same timeline).
  *
- * decode(buf, begin, end, expected, line_ns, events_out, stats_out) -> stat count, or -1 (declined),
- *   or -(needed + 2) when stats_out holds fewer rows than the line has stats.
- *   events_out int64[4, expected]: metadata_id, start ns, end ns, flags (the timing status of
- *              xplane_events.event_times, plus AGGREGATED when the event carries num_occurrences)
+ * decode(buf, begin, end, expected, line_ns, metadata_out, start_out, end_out, flags_out, stats_out)
+ *   -> stat count, or -1 (declined), or -(needed + 2) when stats_out holds fewer rows than the line
+ *   has stats.
+ *   metadata_out, start_out, end_out int64[expected]: metadata_id, start ns, end ns
+ *   flags_out  int8[expected]: the timing status of xplane_events.event_times, plus AGGREGATED when
+ *              the event carries num_occurrences (separate arrays: each is let go when read)
  *   stats_out  int64[6, capacity]: event, stat_id, value field (0 none), raw value (the bits of
  *              a double, a varint's uint64 bits), value start, value end (str / bytes ranges)
  */
@@ -21,7 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { EVENT_ROWS = 4, STAT_ROWS = 6 };
+enum { STAT_ROWS = 6 };
 
 /* xplane_events.event_times, per event: the same statuses, bounds and rounding. */
 enum { TIMED = 0, OUT_OF_RANGE = 1, NEGATIVE = 2, INSTANT = 3, AGGREGATED = 4 };
@@ -105,7 +107,8 @@ static int field(Reader *r, const unsigned char *end, Field *f) {
 }
 
 static Py_ssize_t decode_events(const unsigned char *base, Py_ssize_t begin, Py_ssize_t end, Py_ssize_t expected,
-                                int64_t line_ns, int64_t *events, int64_t *stats, Py_ssize_t capacity) {
+                                int64_t line_ns, int64_t *metadata_out, int64_t *start_out, int64_t *end_out,
+                                int8_t *flags_out, int64_t *stats, Py_ssize_t capacity) {
     Reader r = {base, base + begin};
     const unsigned char *stop = base + end;
     Py_ssize_t n = 0, n_stats = 0;
@@ -151,10 +154,10 @@ static Py_ssize_t decode_events(const unsigned char *base, Py_ssize_t begin, Py_
         }
         int64_t start, stop, status;
         event_times(line_ns, offset_ps, duration_ps, &start, &stop, &status);
-        events[0 * expected + n] = metadata_id;
-        events[1 * expected + n] = start;
-        events[2 * expected + n] = stop;
-        events[3 * expected + n] = status | (aggregated ? AGGREGATED : 0);
+        metadata_out[n] = metadata_id;
+        start_out[n] = start;
+        end_out[n] = stop;
+        flags_out[n] = (int8_t)(status | (aggregated ? AGGREGATED : 0));
         n++;
     }
     if (n != expected) return -1;
@@ -163,25 +166,28 @@ static Py_ssize_t decode_events(const unsigned char *base, Py_ssize_t begin, Py_
 
 static PyObject *decode(PyObject *self, PyObject *args) {
     (void)self;
-    Py_buffer buf, events, stats;
+    Py_buffer buf, metadata, start, stop, flags, stats;
     Py_ssize_t begin, end, expected;
     long long line_ns;
-    if (!PyArg_ParseTuple(args, "y*nnnLw*w*", &buf, &begin, &end, &expected, &line_ns, &events, &stats)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*nnnLw*w*w*w*w*", &buf, &begin, &end, &expected, &line_ns, &metadata, &start, &stop,
+                          &flags, &stats))
+        return NULL;
     PyObject *result = NULL;
     Py_ssize_t capacity = stats.len / (Py_ssize_t)(STAT_ROWS * sizeof(int64_t));
-    if (begin < 0 || begin > end || end > buf.len || expected < 0 ||
-        events.len < (Py_ssize_t)(EVENT_ROWS * sizeof(int64_t)) * expected) {
+    Py_ssize_t column = (Py_ssize_t)sizeof(int64_t) * expected;
+    if (begin < 0 || begin > end || end > buf.len || expected < 0 || metadata.len < column || start.len < column ||
+        stop.len < column || flags.len < expected) {
         PyErr_SetString(PyExc_ValueError, "decode: range or output buffers out of bounds");
     } else {
         Py_ssize_t got;
         Py_BEGIN_ALLOW_THREADS
-        got = decode_events(buf.buf, begin, end, expected, (int64_t)line_ns, events.buf, stats.buf, capacity);
+        got = decode_events(buf.buf, begin, end, expected, (int64_t)line_ns, metadata.buf, start.buf, stop.buf,
+                            flags.buf, stats.buf, capacity);
         Py_END_ALLOW_THREADS
         result = PyLong_FromSsize_t(got);
     }
-    PyBuffer_Release(&buf);
-    PyBuffer_Release(&events);
-    PyBuffer_Release(&stats);
+    Py_buffer *held[] = {&buf, &metadata, &start, &stop, &flags, &stats};
+    for (size_t k = 0; k < sizeof held / sizeof held[0]; k++) PyBuffer_Release(held[k]);
     return result;
 }
 

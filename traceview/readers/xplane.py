@@ -86,8 +86,7 @@ from traceview.readers.xplane_events import INSTANT, NEGATIVE, OUT_OF_RANGE, Lin
 from traceview.readers.xplane_space import LineSource, PlaneSource, SpaceSource, read_space
 from traceview.readers.xplane_stats import StatColumn, StatGatherer, column_from_dict, last_per_row
 from traceview.readers.xplane_runs import XPLANE_SUFFIX
-from traceview.schema import (MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical_from_codes,
-                              leveled)
+from traceview.schema import MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical_from_codes
 
 FORMAT_NAME = "xplane"
 EXTRA_COLUMNS = ("step_num", "fw_op", "fn_call")
@@ -527,7 +526,7 @@ class _Builder:
         line_idx = np.repeat(np.arange(len(self.lines), dtype=np.int64), cols.line_counts)
         stats = cols.stats.columns()
 
-        line_cls = np.array([ln.cls for ln in self.lines], dtype=np.int64)[line_idx] if n else line_idx
+        line_cls = np.array([ln.cls for ln in self.lines], dtype=np.int8)[line_idx]
         is_device = line_cls == LINE_DEVICE
         dur = end - ts
 
@@ -610,8 +609,6 @@ class _Builder:
             # String keys: meta.extra is written to JSON as is.
             meta.extra["device_stats"] = {str(i): self.device_stats[i] for i in sorted(self.device_stats)}
         meta.extra["extra_columns"] = list(EXTRA_COLUMNS)
-        # The fixed-level columns as codes now: one hash pass here instead of one per later check.
-        copy_kind = leveled("copy_kind", *_factorized(copy_kind))
         return build(RawTrace(
             columns={
                 "ts": ts - origin_raw,
@@ -670,12 +667,6 @@ def _xline_class() -> Any:
     from traceview.readers.proto.xplane_descriptor import message_classes
 
     return message_classes()["XLine"]
-
-
-def _factorized(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
-    """(distinct values, each row's index into them) of an object column."""
-    codes, uniques = pd.factorize(values)
-    return list(uniques), codes
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:

@@ -15,7 +15,7 @@ from traceview import categories as cat
 from traceview import kinds as kind_rules
 from traceview.arrays import unique_sorted
 from traceview.readers.xplane_stats import StatColumn
-from traceview.schema import Kind, categorical_from_codes, leveled
+from traceview.schema import CATEGORY_LEVELS, Kind, categorical_from_codes, level_dtype, leveled
 
 # Line classes: how the reader tells a line's threads apart (an index into LINE_CLASS).
 LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, LINE_DEVICE = 0, 1, 2, 3, 4
@@ -105,7 +105,7 @@ class StringCodes:
 
 def str_stat_codes(column: StatColumn, n: int, strings: StringCodes) -> np.ndarray:
     """:func:`str_stat` as codes into ``strings``."""
-    out = np.zeros(n, dtype=np.int64)
+    out = np.zeros(n, dtype=np.int32)
     if not len(column):
         return out
     codes, uniq = pd.factorize(column.values)
@@ -117,7 +117,7 @@ def str_stat_codes(column: StatColumn, n: int, strings: StringCodes) -> np.ndarr
 def fw_op_codes(stats: dict[str, StatColumn], n: int, strings: StringCodes) -> np.ndarray:
     """The framework op of each event from its stats (see the module docstring), as codes into
     ``strings``; 0 ("") when none."""
-    out = np.zeros(n, dtype=np.int64)
+    out = np.zeros(n, dtype=np.int32)
     filled = np.zeros(n, dtype=bool)
     with_hlo = stats["hlo_op"].mask(n)
     sources = (
@@ -172,9 +172,10 @@ def copies_and_bytes(
     correlation: np.ndarray,
     is_device: np.ndarray,
     n: int,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[pd.Categorical, np.ndarray]:
     """copy_kind of device copies/fills and bytes of every event with memcpy/memset details."""
-    copy_kind = np.full(n, "", dtype=object)
+    level = {value: i for i, value in enumerate(CATEGORY_LEVELS["copy_kind"])}
+    copy_kind = np.full(n, level[""], dtype=np.int8)
     nbytes = np.full(n, -1, dtype=np.int64)
     details: dict[int, dict[str, str]] = {}
     for stat in ("memset_details", "memcpy_details"):
@@ -205,11 +206,11 @@ def copies_and_bytes(
                 direction = cat.XPLANE_COPY_NAME_DIRECTION.get(str(names[row]), "other")
             if direction == "other":
                 direction = api_direction.get(corr, "other")
-            copy_kind[row] = direction
+            copy_kind[row] = level[direction]
             if nbytes[row] < 0 and corr in api_bytes:
                 nbytes[row] = api_bytes[corr]
-    copy_kind[kinds == Kind.MEMSET.value] = "memset"
-    return copy_kind, nbytes
+    copy_kind[kinds == Kind.MEMSET.value] = level["memset"]
+    return pd.Categorical.from_codes(copy_kind, dtype=level_dtype("copy_kind")), nbytes
 
 
 _API_DIRECTION = {"HtoD": "H2D", "DtoH": "D2H", "DtoD": "D2D", "HtoH": "H2H", "Peer": "P2P"}
@@ -297,7 +298,7 @@ def inherit(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, should: A
 def launchers_from_fw_op(fw_op: np.ndarray, correlation: np.ndarray, is_device: np.ndarray) -> np.ndarray:
     """Device events: their framework op, else that of the host call with the same correlation id
     (``fw_op`` and the result as :class:`StringCodes` codes; 0 for none)."""
-    launcher = np.zeros(len(fw_op), dtype=np.int64)
+    launcher = np.zeros(len(fw_op), dtype=np.int32)
     dev = np.flatnonzero(is_device)
     if not len(dev):
         return launcher
@@ -309,5 +310,5 @@ def launchers_from_fw_op(fw_op: np.ndarray, correlation: np.ndarray, is_device: 
         missing = dev[(launcher[dev] == 0) & (correlation[dev] >= 0)]
         found = by_corr.reindex(correlation[missing]).to_numpy()
         ok = ~pd.isna(found)
-        launcher[missing[ok]] = found[ok].astype(np.int64)
+        launcher[missing[ok]] = found[ok].astype(np.int32)
     return launcher

@@ -135,21 +135,21 @@ def decode_line(line: Any, line_class: Any) -> LineEvents | None:
 
 def decode_compiled(data: bytes, begin: int, end: int, expected: int, line_ns: int) -> LineEvents | None:
     """The same columns from the compiled decoder (readers/_xplane_wire.c), in one pass."""
-    events = np.empty((4, expected), dtype=np.int64)
+    metadata, start, stop = (np.empty(expected, dtype=np.int64) for _ in range(3))
+    flags = np.empty(expected, dtype=np.int8)
     capacity = 2 * expected + 16  # stats per event: a handful; a line with more asks again
     while True:
         stats = np.empty((6, capacity), dtype=np.int64)
-        got = _xplane_wire.decode(data, begin, end, expected, line_ns, events, stats)
+        got = _xplane_wire.decode(data, begin, end, expected, line_ns, metadata, start, stop, flags, stats)
         if got == -1:
             return None
         if got >= 0:
             break
         capacity = -got - 2
     stats = stats[:, :got]
-    flags = events[3]
-    return LineEvents(events[0], events[1], events[2], (flags & ~_AGGREGATED).astype(np.int8),
-                      (flags & _AGGREGATED) != 0, stats[0], stats[1], stats[2], stats[3].view(np.uint64), stats[4],
-                      stats[5], np.frombuffer(data, dtype=np.uint8))
+    return LineEvents(metadata, start, stop, flags & ~np.int8(_AGGREGATED), (flags & _AGGREGATED) != 0, stats[0],
+                      stats[1], stats[2], stats[3].view(np.uint64), stats[4], stats[5],
+                      np.frombuffer(data, dtype=np.uint8))
 
 
 def _decode(buf: np.ndarray, begin: int, end: int, expected: int, line_ns: int) -> LineEvents:
