@@ -31,8 +31,7 @@ def match_names(names: pd.Categorical, predicate: Any) -> np.ndarray:
     """Apply a name predicate once per distinct name."""
     if not len(names):
         return np.zeros(0, dtype=bool)
-    hit = np.array([bool(predicate(str(c))) for c in names.categories] + [False], dtype=bool)
-    return hit[names.codes]
+    return _name_table(names, predicate)[names.codes]
 
 
 def int_stat(column: StatColumn, n: int) -> np.ndarray:
@@ -254,24 +253,30 @@ def refine_by_nesting(
     child = np.flatnonzero(parent >= 0)
     if not len(child):
         return kinds
-    par = parent[child]
-    annotation = codes[child] == code[Kind.ANNOTATION.value]
-    # Thunks directly inside an XLA module execution.
-    exec_parent = match_names(names[par], cat.XLA_MODULE_EXECUTION.search)
-    thunk = annotation & exec_parent & match_names(names[child], cat.XLA_THUNK_NAME.match)
-    codes[child[thunk]] = code[Kind.HOST_OP.value]
+    name_codes = names.codes
+    annotation = child[codes[child] == code[Kind.ANNOTATION.value]]
+    if len(annotation):
+        # Thunks directly inside an XLA module execution.
+        exec_parent = _name_table(names, cat.XLA_MODULE_EXECUTION.search)[name_codes[parent[annotation]]]
+        thunk = exec_parent & _name_table(names, cat.XLA_THUNK_NAME.match)[name_codes[annotation]]
+        codes[annotation[thunk]] = code[Kind.HOST_OP.value]
     # HLO passes under a parent that also holds a compile event.
-    compile_parents = unique_sorted(par[codes[child] == code[Kind.COMPILE.value]])
+    compile_parents = unique_sorted(parent[child[codes[child] == code[Kind.COMPILE.value]]])
     if len(compile_parents):
-        annotation = codes[child] == code[Kind.ANNOTATION.value]
-        passes = annotation & ~has_stats[child] & np.isin(par, compile_parents)
-        passes &= match_names(names[child], cat.XPLANE_HLO_PASS.match)
-        codes[child[passes]] = code[Kind.COMPILE.value]
+        annotation = child[codes[child] == code[Kind.ANNOTATION.value]]
+        passes = ~has_stats[annotation] & np.isin(parent[annotation], compile_parents)
+        passes &= _name_table(names, cat.XPLANE_HLO_PASS.match)[name_codes[annotation]]
+        codes[annotation[passes]] = code[Kind.COMPILE.value]
     # Children of compile / graph-building / input ranges take the parent's kind.
     inheriting = _code_table(code, _INHERITING)
     inheritable = _code_table(code, _INHERITABLE)
     codes = inherit(codes, parent, depth, lambda c, p: inheriting[p] & inheritable[c])
     return pd.Categorical.from_codes(codes, dtype=kinds.dtype)
+
+
+def _name_table(names: pd.Categorical, predicate: Any) -> np.ndarray:
+    """Whether each name code passes ``predicate`` (indexed by code; -1, missing, does not)."""
+    return np.array([bool(predicate(str(c))) for c in names.categories] + [False], dtype=bool)
 
 
 def _code_table(code: dict[str, int], kinds: frozenset[str]) -> np.ndarray:
@@ -284,10 +289,19 @@ def _code_table(code: dict[str, int], kinds: frozenset[str]) -> np.ndarray:
 
 def inherit(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, should: Any) -> np.ndarray:
     """Copy a parent's value onto children where ``should(child_values, parent_values)`` (a
-    vectorized mask), level by level from the top so that values flow down whole subtrees."""
+    vectorized mask), level by level from the top so that values flow down whole subtrees.
+    The children are grouped by depth once (a stable sort of small integers), not found by a pass
+    over every row per level."""
     values = values.copy()
-    for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
-        level = np.flatnonzero((depth == d) & (parent >= 0))
+    children = np.flatnonzero((parent >= 0) & (depth >= 1))
+    if not len(children):
+        return values
+    level_of = depth[children]
+    by_level = np.argsort(level_of, kind="stable")
+    children, level_of = children[by_level], level_of[by_level]
+    bounds = np.searchsorted(level_of, np.arange(int(level_of[0]), int(level_of[-1]) + 2))
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        level = children[lo:hi]
         par = parent[level]
         mask = should(values[level], values[par])
         if mask.any():
