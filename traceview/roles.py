@@ -50,6 +50,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
+from typing import Any
 from enum import Enum
 
 import numpy as np
@@ -57,7 +58,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview.arrays import membership
-from traceview.schema import Kind
+from traceview.schema import Kind, first_rows
 
 
 class Role(str, Enum):
@@ -294,13 +295,63 @@ def assign_roles(events: pd.DataFrame) -> np.ndarray:
 
 def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
     """The role of every row as an index into :data:`ROLE_VALUES` (int8)."""
-    n = len(events)
-    kind_in = membership(events["kind"].array)
-    role = np.full(n, -1, dtype=np.int8)
+    kind_codes, kind_values = _category(events, "kind")
     name_codes, name_values = _category(events, "name")
     fw_codes, fw_values = _category(events, "fw_op")
     call_codes, call_values = _category(events, "fn_call")
     launcher_codes, launcher_values = _category(events, "launcher")
+    # The rules read only these columns: they run once per distinct combination of them (a trace of
+    # millions of events has a few hundred), and each row takes its combination's role.
+    columns = (kind_codes, name_codes, fw_codes, call_codes, launcher_codes)
+    combination, first = _combinations(columns, (kind_values, name_values, fw_values, call_values, launcher_values))
+    kind_at, name_at, fw_at, call_at, launcher_at = (codes[first] for codes in columns)
+    by_combination = _rule_roles(kind_at, kind_values, name_at, name_values, fw_at, fw_values, call_at, call_values,
+                                 launcher_at, launcher_values)
+    role = by_combination[combination]
+    del combination
+    kind_in = membership(events["kind"].array)
+    tracing = np.array([v.startswith("traced") for v in call_values] + [False], dtype=bool)[call_codes]
+    if "elements" in events.columns:
+        # Shapes recorded (torch record_shapes): an op on a tiny input does next to no math; its own
+        # time is the per-call cost of the framework.
+        elements = events["elements"].to_numpy()
+        tiny = (role == _ROLE_CODE[Role.COMPUTE.value]) & (elements >= 0) & (elements <= TINY_OP_ELEMENTS)
+        role[tiny] = _ROLE_CODE[Role.DISPATCH.value]
+    api = kind_in([Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
+    role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
+    python = kind_in([Kind.PYTHON.value])
+    host_op = kind_in([Kind.HOST_OP.value])
+    role = _nesting(events, role, name_values, name_codes, tracing, python, host_op)
+    return _loose_thunks(events, role, name_values, name_codes, host_op)
+
+
+def _combinations(columns: tuple[np.ndarray, ...], values: tuple[list[str], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's combination of codes (numbered in order of first appearance) and the first row of
+    each combination. The codes (-1: missing) are packed into one integer key, built in place."""
+    n = len(columns[0])
+    sizes = [len(v) + 1 for v in values]  # code -1 → 0
+    if not n or float(np.prod(np.array(sizes, dtype=float))) >= 2**62:
+        return np.arange(n), np.arange(n)  # (a key would not fit: every row its own combination)
+    key = np.zeros(n, dtype=np.int64)
+    for codes, size in zip(columns, sizes):
+        key *= size
+        key += codes
+        key += 1
+    combination, _ = pd.factorize(key)
+    return combination, first_rows(combination)
+
+
+def _rule_roles(kind_codes: np.ndarray, kind_values: list[str], name_codes: np.ndarray, name_values: list[str],
+                fw_codes: np.ndarray, fw_values: list[str], call_codes: np.ndarray, call_values: list[str],
+                launcher_codes: np.ndarray, launcher_values: list[str]) -> np.ndarray:
+    """The role :data:`ROLE_RULES` give (then the kind's role, then annotation) to rows given as
+    codes into their columns' values."""
+    n = len(kind_codes)
+
+    def kind_in(kinds: Any) -> np.ndarray:
+        return np.array([v in kinds for v in kind_values] + [False], dtype=bool)[kind_codes]
+
+    role = np.full(n, -1, dtype=np.int8)
     has_call = np.array([v != "" for v in call_values] + [False], dtype=bool)[call_codes]
     for rule in ROLE_RULES:
         open_rows = (role < 0) & kind_in(rule.kinds)
@@ -318,21 +369,9 @@ def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
         role[match] = _ROLE_CODE[rule.role.value]
     # The rows decide first (a kernel may be communication); every other event's kind decides.
     for k, r in KIND_ROLES.items():
-        role[kind_in([k]) & (role < 0)] = _ROLE_CODE[r.value]
+        role[kind_in({k}) & (role < 0)] = _ROLE_CODE[r.value]
     role[role < 0] = _ROLE_CODE[Role.ANNOTATION.value]
-    tracing = np.array([v.startswith("traced") for v in call_values] + [False], dtype=bool)[call_codes]
-    if "elements" in events.columns:
-        # Shapes recorded (torch record_shapes): an op on a tiny input does next to no math; its own
-        # time is the per-call cost of the framework.
-        elements = events["elements"].to_numpy()
-        tiny = (role == _ROLE_CODE[Role.COMPUTE.value]) & (elements >= 0) & (elements <= TINY_OP_ELEMENTS)
-        role[tiny] = _ROLE_CODE[Role.DISPATCH.value]
-    api = kind_in([Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
-    role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
-    python = kind_in([Kind.PYTHON.value])
-    host_op = kind_in([Kind.HOST_OP.value])
-    role = _nesting(events, role, name_values, name_codes, tracing, python, host_op)
-    return _loose_thunks(events, role, name_values, name_codes, host_op)
+    return role
 
 
 def _loose_thunks(events: pd.DataFrame, role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
