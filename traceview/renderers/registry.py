@@ -5,6 +5,7 @@ The format modules are imported when first asked for, so the command line starts
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 from traceview.errors import UsageError
@@ -12,32 +13,36 @@ from traceview.renderers.base import Renderer
 from traceview.results import Comparison, Diagnosis, FolderDiagnosis
 
 
-def _builtin() -> dict[str, Renderer]:
-    from traceview.renderers import html_report, json_report, markdown, terminal
-
-    return {r.name: r for r in (terminal.RENDERER, markdown.RENDERER, json_report.RENDERER, html_report.RENDERER)}
+# Format name -> (module in traceview.renderers, file extension). Each module's RENDERER carries the
+# same name and extension (tests/test_renderers.py checks it); a run imports only the one it writes.
+_FORMATS: dict[str, tuple[str, str]] = {
+    "terminal": ("terminal", ".txt"),
+    "md": ("markdown", ".md"),
+    "json": ("json_report", ".json"),
+    "html": ("html_report", ".html"),
+}
 
 
 def names() -> list[str]:
-    return sorted(_builtin())
+    return sorted(_FORMATS)
 
 
 def get(name: str) -> Renderer:
-    return _builtin()[name]
+    module, _ = _FORMATS[name]
+    return import_module(f"traceview.renderers.{module}").RENDERER
 
 
 def by_extension(extension: str) -> Renderer | None:
-    return next((r for r in _builtin().values() if r.extension == extension), None)
+    return next((get(name) for name, (_, ext) in _FORMATS.items() if ext == extension), None)
 
 
 def renderer(format: str, comparison: bool = False) -> Renderer:
     """The renderer named by ``--format``; a usage error names the choices."""
-    formats = _builtin()
-    if format not in formats:
-        raise UsageError(f"--format {format!r} is not one of: {', '.join(sorted(formats))}")
-    chosen = formats[format]
+    if format not in _FORMATS:
+        raise UsageError(f"--format {format!r} is not one of: {', '.join(names())}")
+    chosen = get(format)
     if comparison and chosen.render_comparison is None:
-        supported = [n for n, r in sorted(formats.items()) if r.render_comparison is not None]
+        supported = [n for n in names() if get(n).render_comparison is not None]
         raise UsageError(f"--format {format!r} cannot show a comparison; use one of: {', '.join(supported)}")
     return chosen
 
