@@ -16,7 +16,7 @@ import pandas as pd
 
 from traceview.arrays import column_codes, membership, unique_sorted
 from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
-from traceview.schema import DEVICE_KINDS, Kind, Timeline, TraceMeta, categorical
+from traceview.schema import DEVICE_KINDS, Kind, Timeline, TraceMeta, categorical_from_codes
 
 
 def normalize(timeline: Timeline) -> Timeline:
@@ -224,19 +224,25 @@ def _launchers(events: pd.DataFrame) -> None:
         return
     host_rows = np.flatnonzero(host_mask)
     ops = nearest_ancestor(events, host_rows, events["kind"].to_numpy() == Kind.HOST_OP.value)
-    names = events["name"].to_numpy()
-    op_names = np.where(ops >= 0, names[np.maximum(ops, 0)], "")
-    by_correlation = pd.Series(op_names, index=correlation[host_rows])
+    # Names as codes throughout: no per-row string is made, and the column is rebuilt from codes.
+    names = events["name"].array
+    name_codes = np.asarray(names.codes, dtype=np.int64)
+    op_codes = np.where(ops >= 0, name_codes[np.maximum(ops, 0)], -1)
+    by_correlation = pd.Series(op_codes, index=correlation[host_rows])
     by_correlation = by_correlation[~by_correlation.index.duplicated(keep="first")]
     device_rows = np.flatnonzero(device_mask)
-    found = by_correlation.reindex(correlation[device_rows]).to_numpy()
+    found = by_correlation.reindex(correlation[device_rows], fill_value=-1).to_numpy()
+    named = np.array([name != "" for name in names.categories] + [False], dtype=bool)  # code -1: no op
+    has_name = named[found]
     # Readers may already know the launcher (XPlane tf_op / hlo_op stats on device events, or launch
     # calls on their own threads with no enclosing op): keep theirs where no enclosing op is found.
-    launcher = events["launcher"].astype(object).to_numpy().copy()
-    found_names = np.where(pd.isna(found), "", found)
-    has_name = found_names != ""
-    launcher[device_rows[has_name]] = found_names[has_name]
-    events["launcher"] = categorical(launcher)
+    current = events["launcher"].array
+    # Values: the current launchers, the op names, and None last, where a missing launcher stays missing.
+    values = np.array(list(current.categories) + list(names.categories) + [None], dtype=object)
+    codes = np.asarray(current.codes, dtype=np.int64)
+    codes = np.where(codes < 0, len(values) - 1, codes)
+    codes[device_rows[has_name]] = len(current.categories) + found[has_name]
+    events["launcher"] = categorical_from_codes(codes, values)
 
 
 def launch_rows(events: pd.DataFrame) -> np.ndarray:
