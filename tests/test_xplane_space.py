@@ -129,3 +129,4 @@ def test_fields_are_cut_without_decoding(data: bytes, expected_ranges: list | No
     assert wire.field_run(data, 0, len(data), 4) == expected_run
     with pytest.raises(ValueError):
         wire.field_run(data, 0, len(data) + 1, 4)
+

@@ -289,24 +289,32 @@ def _code_table(code: dict[str, int], kinds: frozenset[str]) -> np.ndarray:
 
 def inherit(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, should: Any) -> np.ndarray:
     """Copy a parent's value onto children where ``should(child_values, parent_values)`` (a
-    vectorized mask), level by level from the top so that values flow down whole subtrees.
-    The children are grouped by depth once (a stable sort of small integers), not found by a pass
-    over every row per level."""
+    vectorized mask), level by level from the top so that values flow down whole subtrees."""
     values = values.copy()
     children = np.flatnonzero((parent >= 0) & (depth >= 1))
     if not len(children):
         return values
-    level_of = depth[children]
-    by_level = np.argsort(level_of, kind="stable")
-    children, level_of = children[by_level], level_of[by_level]
-    bounds = np.searchsorted(level_of, np.arange(int(level_of[0]), int(level_of[-1]) + 2))
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        level = children[lo:hi]
+    for level in _by_level(children, depth[children]):
         par = parent[level]
         mask = should(values[level], values[par])
         if mask.any():
             values[level[mask]] = values[par[mask]]
     return values
+
+
+_SCANNED_LEVELS = 8  # up to this deep, one pass per level beats grouping the rows by a sort
+
+
+def _by_level(rows: np.ndarray, level_of: np.ndarray) -> list[np.ndarray]:
+    """``rows`` grouped by level (1, 2, … the deepest), each group in row order."""
+    deepest = int(level_of.max())
+    if deepest <= _SCANNED_LEVELS:
+        return [rows[level_of == d] for d in range(1, deepest + 1)]
+    # A stable sort of small integers (radix sort on 16 bits), then one slice per level.
+    order = np.argsort(level_of.astype(np.int16) if deepest < 2**15 else level_of, kind="stable")
+    rows, level_of = rows[order], level_of[order]
+    bounds = np.searchsorted(level_of, np.arange(1, deepest + 2))
+    return [rows[lo:hi] for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
 
 
 def launchers_from_fw_op(fw_op: np.ndarray, correlation: np.ndarray, is_device: np.ndarray) -> np.ndarray:
