@@ -52,8 +52,12 @@ def column_codes(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
 def membership(values: Any) -> Callable[[Iterable[Any]], np.ndarray]:
     """A reusable test "is each value one of these?" for an array (or categorical) of few distinct
     values. The values are hashed once; every test after that is a table lookup, where ``np.isin``
-    on an object array compares millions of Python strings each time."""
-    codes, uniques = pd.factorize(values)
+    on an object array compares millions of Python strings each time. A categorical's own codes
+    serve as they are (no pass over the rows at all)."""
+    if isinstance(values, pd.Categorical):
+        codes, uniques = values.codes, values.categories
+    else:
+        codes, uniques = pd.factorize(values)
     position = {value: i for i, value in enumerate(list(uniques))}
 
     def isin(wanted: Iterable[Any]) -> np.ndarray:
