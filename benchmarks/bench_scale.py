@@ -168,20 +168,20 @@ def main(argv: list[str] | None = None) -> None:
     ours = median_run(args.repeat, python, _DIAGNOSE, str(SOURCE), str(out_json))
     rows.append({"what": f"{SOURCE.name} ({raw_mb:.1f} MB raw)", "bare_s": bare[0], "bare_rss": bare[1],
                  "ours_s": ours[0], "ours_rss": ours[1], "raw_mb": raw_mb})
-    hta = median_run(1, args.hta, _HTA, str(SOURCE)) if args.hta else None
+    hta = median_run(args.repeat, args.hta, _HTA, str(SOURCE)) if args.hta else None
 
     ladder = []
     for size in [int(s) for s in args.sizes.split(",") if s]:
         path = build_ladder(size)
         mb = path.stat().st_size / 1e6
-        wall, rss = median_run(args.repeat if size <= 256 else 1, python, _DIAGNOSE, str(path), str(out_json))
+        wall, rss = median_run(args.repeat, python, _DIAGNOSE, str(path), str(out_json))
         ladder.append({"mb": mb, "events": _count_events(path), "wall": wall, "rss": rss})
         print(f"ladder {mb:.0f} MB: {wall:.1f} s, {rss / 1e9:.2f} GB", file=sys.stderr)
 
     xplane = None
     if args.xplane:
         mb = args.xplane.stat().st_size / 1e6
-        theirs = median_run(1, python, _XPROF, str(args.xplane))
+        theirs = median_run(args.repeat, python, _XPROF, str(args.xplane))
         ours_x = median_run(args.repeat, python, _DIAGNOSE, str(args.xplane), str(out_json))
         xplane = {"name": args.xplane.name, "mb": mb, "xprof": theirs, "ours": ours_x}
 
