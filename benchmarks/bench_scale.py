@@ -20,7 +20,8 @@ What it measures, each in a fresh child process (wall clock and peak RSS of that
 
 Figures go to stdout as a markdown table; ``--write-readme`` also puts it in benchmarks/README.md
 between the ``<!-- scale-table -->`` markers. Timings on a shared 2-core machine are noisy: each
-figure is the median of ``--repeat`` runs, and ratios are taken within one run.
+figure is the median of ``--repeat`` runs, the commands compared run in turn, and ratios are taken
+within one run.
 """
 
 from __future__ import annotations
@@ -101,8 +102,17 @@ def run_child(python: str, body: str, *args: str, whole_process: bool = True) ->
 
 
 def median_run(repeat: int, python: str, body: str, *args: str) -> tuple[float, int]:
-    runs = [run_child(python, body, *args) for _ in range(repeat)]
-    return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
+    return median_runs(repeat, [(python, body, args)])[0]
+
+
+def median_runs(repeat: int, commands: list[tuple[str, str, tuple[str, ...]]]) -> list[tuple[float, int]]:
+    """(median wall, peak RSS) of each command, the commands run in turn ``repeat`` times, so that a
+    slow spell of a shared machine falls on all of them alike and not on one."""
+    runs: list[list[tuple[float, int]]] = [[] for _ in commands]
+    for _ in range(repeat):
+        for found, (python, body, args) in zip(runs, commands):
+            found.append(run_child(python, body, *args))
+    return [(statistics.median(r[0] for r in found), max(r[1] for r in found)) for found in runs]
 
 
 def build_ladder(target_mb: int) -> Path:
@@ -164,11 +174,12 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[dict[str, Any]] = []
 
     raw_mb = len(gzip.decompress(SOURCE.read_bytes())) / 1e6
-    bare = median_run(args.repeat, python, _BARE_PARSE, str(SOURCE))
-    ours = median_run(args.repeat, python, _DIAGNOSE, str(SOURCE), str(out_json))
+    peers = [(args.hta, _HTA, (str(SOURCE),))] if args.hta else []
+    bare, ours, *hta_run = median_runs(args.repeat, [(python, _BARE_PARSE, (str(SOURCE),)),
+                                                     (python, _DIAGNOSE, (str(SOURCE), str(out_json))), *peers])
     rows.append({"what": f"{SOURCE.name} ({raw_mb:.1f} MB raw)", "bare_s": bare[0], "bare_rss": bare[1],
                  "ours_s": ours[0], "ours_rss": ours[1], "raw_mb": raw_mb})
-    hta = median_run(args.repeat, args.hta, _HTA, str(SOURCE)) if args.hta else None
+    hta = hta_run[0] if hta_run else None
 
     ladder = []
     for size in [int(s) for s in args.sizes.split(",") if s]:
@@ -181,8 +192,8 @@ def main(argv: list[str] | None = None) -> None:
     xplane = None
     if args.xplane:
         mb = args.xplane.stat().st_size / 1e6
-        theirs = median_run(args.repeat, python, _XPROF, str(args.xplane))
-        ours_x = median_run(args.repeat, python, _DIAGNOSE, str(args.xplane), str(out_json))
+        theirs, ours_x = median_runs(args.repeat, [(python, _XPROF, (str(args.xplane),)),
+                                                   (python, _DIAGNOSE, (str(args.xplane), str(out_json)))])
         xplane = {"name": args.xplane.name, "mb": mb, "xprof": theirs, "ours": ours_x}
 
     table = render(rows, hta, ladder, xplane)
