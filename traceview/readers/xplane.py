@@ -57,9 +57,16 @@ Extra columns after the schema's (same row order): ``step_num`` (int64, the ``st
 the stats ``tf_op`` (not the bare ``XlaModule:``), ``annotation`` (TF 2.4), ``eager_op``, the JAX
 op path in stat ``name`` (with ``hlo_op``), ``hlo_op``; a host event without one inherits its
 parent's; "" when none) and ``fn_call`` (category: the ``tf_function_call`` stat of a tf.function
-call event, ``traced-nonXla`` / ``notTraced-xla`` …; "" on every other event). ``launcher`` of a device event is its ``fw_op`` (or that of the host
-call with the same correlation id): XPlane launch calls sit on ``Host Threads`` lines, apart from
-the framework ops, so nesting cannot name the op there.
+call event, ``traced-nonXla`` / ``notTraced-xla`` …; "" on every other event). ``launcher`` of a
+device event is its ``fw_op`` (or that of the host call with the same correlation id): XPlane
+launch calls sit on ``Host Threads`` lines, apart from the framework ops, so nesting cannot name
+the op there.
+
+How the bytes become columns: :mod:`~traceview.readers.xplane_space` parses the XSpace's skeleton
+and leaves each line's events as a byte range of the file; :mod:`~traceview.readers.xplane_events`
+decodes them into start / end / status columns and stat records; :mod:`~traceview.readers.xplane_stats`
+holds the stats kept as (rows, values) columns; :mod:`~traceview.readers.xplane_classify` holds the
+rules above as array operations. This module walks the planes and builds the table.
 """
 
 from __future__ import annotations
@@ -80,8 +87,9 @@ from traceview.normalize import nest_tracks, record_overlaps
 from traceview.readers import xplane_memory
 from traceview.readers._io import read_bytes
 from traceview.readers.xplane_classify import (
-    LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, StringCodes, base_kinds, copies_and_bytes,
-    fw_op_codes, has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names, refine_by_nesting, str_stat_codes)
+    LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, StringCodes, base_kinds,
+    copies_and_bytes, fw_op_codes, has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names,
+    refine_by_nesting, str_stat_codes)
 from traceview.readers.xplane_events import INSTANT, NEGATIVE, OUT_OF_RANGE, LineEvents, event_times
 from traceview.readers.xplane_space import LineSource, PlaneSource, SpaceSource, read_space
 from traceview.readers.xplane_stats import StatColumn, StatGatherer, column_from_dict, last_per_row
