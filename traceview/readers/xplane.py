@@ -87,7 +87,7 @@ from traceview.normalize import nest_tracks, record_overlaps
 from traceview.readers import xplane_memory
 from traceview.readers._io import read_bytes
 from traceview.readers.xplane_classify import (
-    LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, StringCodes, base_kinds,
+    LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, StringCodes, base_kinds, child_levels,
     copies_and_bytes, fw_op_codes, has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names,
     refine_by_nesting, str_stat_codes)
 from traceview.readers.xplane_events import INSTANT, NEGATIVE, OUT_OF_RANGE, LineEvents, event_times
@@ -589,8 +589,10 @@ class _Builder:
 
         parent, depth, overlaps = nest_tracks(line_idx, ts, end, ~is_device)
         record_overlaps(meta, overlaps)
-        kinds = refine_by_nesting(kinds, names, parent, depth, has_stats)
-        fw_op = inherit(fw_op, parent, depth, lambda child, par: (child == 0) & (par != 0))
+        levels = child_levels(parent, depth)
+        kinds = refine_by_nesting(kinds, names, parent, levels, has_stats)
+        fw_op = inherit(fw_op, parent, levels, lambda child, par: (child == 0) & (par != 0))
+        del levels
         launcher = launchers_from_fw_op(fw_op, correlation, is_device)
 
         if len(ts):
@@ -617,17 +619,24 @@ class _Builder:
             # String keys: meta.extra is written to JSON as is.
             meta.extra["device_stats"] = {str(i): self.device_stats[i] for i in sorted(self.device_stats)}
         meta.extra["extra_columns"] = list(EXTRA_COLUMNS)
+
+        ts -= origin_raw  # in place: the reader's own array, not needed on the old clock any more
+
+        def per_row(values: np.ndarray) -> np.ndarray:
+            """A per-line value on each row: rows still in line order take it line by line."""
+            return np.repeat(values, cols.line_counts) if order is None else values[line_idx]
+
         return build(RawTrace(
             columns={
-                "ts": ts - origin_raw,
+                "ts": ts,
                 "dur": dur,
                 "kind": kinds,
                 "name": names,
                 "track": categorical_from_codes(line_idx, track_u),
-                "pid": pid_u[line_idx],
-                "tid": tid_u[line_idx],
-                "device": device_u[line_idx],
-                "stream": stream_u[line_idx],
+                "pid": per_row(pid_u),
+                "tid": per_row(tid_u),
+                "device": per_row(device_u),
+                "stream": per_row(stream_u),
                 "correlation": correlation,
                 "launcher": strings.categorical(launcher),
                 "bytes": nbytes,

@@ -245,7 +245,7 @@ def _detail_direction(parsed: dict[str, str] | None) -> str:
 
 
 def refine_by_nesting(
-    kinds: pd.Categorical, names: pd.Categorical, parent: np.ndarray, depth: np.ndarray, has_stats: np.ndarray
+    kinds: pd.Categorical, names: pd.Categorical, parent: np.ndarray, levels: list[np.ndarray], has_stats: np.ndarray
 ) -> pd.Categorical:
     """Nesting rules of the module docstring: thunks, HLO passes next to compile events, inheritance."""
     code = {kind: i for i, kind in enumerate(kinds.categories)}
@@ -270,7 +270,7 @@ def refine_by_nesting(
     # Children of compile / graph-building / input ranges take the parent's kind.
     inheriting = _code_table(code, _INHERITING)
     inheritable = _code_table(code, _INHERITABLE)
-    codes = inherit(codes, parent, depth, lambda c, p: inheriting[p] & inheritable[c])
+    codes = inherit(codes, parent, levels, lambda c, p: inheriting[p] & inheritable[c])
     return pd.Categorical.from_codes(codes, dtype=kinds.dtype)
 
 
@@ -287,14 +287,12 @@ def _code_table(code: dict[str, int], kinds: frozenset[str]) -> np.ndarray:
     return table
 
 
-def inherit(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, should: Any) -> np.ndarray:
+def inherit(values: np.ndarray, parent: np.ndarray, levels: list[np.ndarray], should: Any) -> np.ndarray:
     """Copy a parent's value onto children where ``should(child_values, parent_values)`` (a
-    vectorized mask), level by level from the top so that values flow down whole subtrees."""
+    vectorized mask), level by level from the top (``levels``: :func:`child_levels`) so that
+    values flow down whole subtrees."""
     values = values.copy()
-    children = np.flatnonzero((parent >= 0) & (depth >= 1))
-    if not len(children):
-        return values
-    for level in _by_level(children, depth[children]):
+    for level in levels:
         par = parent[level]
         mask = should(values[level], values[par])
         if mask.any():
@@ -302,7 +300,16 @@ def inherit(values: np.ndarray, parent: np.ndarray, depth: np.ndarray, should: A
     return values
 
 
-_SCANNED_LEVELS = 8  # up to this deep, one pass per level beats grouping the rows by a sort
+_SCANNED_LEVELS = 2  # up to this deep, one pass per level beats grouping the rows by a sort
+
+
+def child_levels(parent: np.ndarray, depth: np.ndarray) -> list[np.ndarray]:
+    """The rows with a parent, grouped by depth (1, 2, … the deepest), each group in row order:
+    computed once for every rule that walks the nesting from the top."""
+    children = np.flatnonzero((parent >= 0) & (depth >= 1))
+    if not len(children):
+        return []
+    return _by_level(children, depth[children])
 
 
 def _by_level(rows: np.ndarray, level_of: np.ndarray) -> list[np.ndarray]:
@@ -310,8 +317,9 @@ def _by_level(rows: np.ndarray, level_of: np.ndarray) -> list[np.ndarray]:
     deepest = int(level_of.max())
     if deepest <= _SCANNED_LEVELS:
         return [rows[level_of == d] for d in range(1, deepest + 1)]
-    # A stable sort of small integers (radix sort on 16 bits), then one slice per level.
-    order = np.argsort(level_of.astype(np.int16) if deepest < 2**15 else level_of, kind="stable")
+    # A stable sort of small integers (a radix sort on 8 or 16 bits), then one slice per level.
+    small = np.int8 if deepest < 2**7 else np.int16 if deepest < 2**15 else level_of.dtype
+    order = np.argsort(level_of.astype(small, copy=False), kind="stable")
     rows, level_of = rows[order], level_of[order]
     bounds = np.searchsorted(level_of, np.arange(1, deepest + 2))
     return [rows[lo:hi] for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
