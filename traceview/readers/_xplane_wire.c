@@ -1,7 +1,9 @@
 /* Decode an XLine's events (protobuf wire format) into column buffers in one sequential pass.
  *
  * The events of a line are its field 4: a run of "0x22 <length> <XEvent>" records between the
- * line's header and trailer fields (readers/xplane_events.py cuts the line's serialized bytes).
+ * line's header and trailer fields. readers/xplane_space.py finds that run in the file's own bytes
+ * (field_run below); where the line was parsed by the runtime, readers/xplane_events.py cuts it
+ * out of the line serialized again.
  * XEvent: 1 metadata_id, 2 offset_ps | 5 num_occurrences (a oneof), 3 duration_ps, 4 stats
  * (XStat: 1 metadata_id, then the value oneof 2 double, 3 uint64, 4 int64, 5 str, 6 bytes,
  * 7 ref). Unknown fields are skipped by wire type; a known field with another wire type, a group,

@@ -2,7 +2,9 @@
 
 The protobuf runtime makes every attribute read of every event a Python object (0.3 µs each: 16 s
 for the 5.9 M events of a 100 MB TensorFlow trace). Planes, lines and metadata are few and stay
-with the runtime; a line's events are decoded here from the line's wire bytes with array
+with the runtime; a line's events are decoded here from the line's wire bytes — a range of the
+file's bytes (readers/xplane_space.py) to the compiled decoder, or, where the runtime parsed the
+line, its bytes serialized again — into columns. Without the compiled decoder, with array
 operations:
 
 1. the line is re-serialized (the runtime writes fields in field-number order, so the events,
