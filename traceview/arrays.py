@@ -49,6 +49,17 @@ def column_codes(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
     return codes, list(uniques)
 
 
+def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    """A reader's per-batch (per-block, per-line) arrays of one field as one array. The list is
+    left holding only the joined array, so a field is never held twice, and asking again gives
+    the same array; a single part is the array itself (no copy)."""
+    if len(parts) == 1:
+        return parts[0]
+    out = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+    parts[:] = [out]
+    return out
+
+
 def membership(values: Any) -> Callable[[Iterable[Any]], np.ndarray]:
     """A reusable test "is each value one of these?" for an array (or categorical) of few distinct
     values. The values are hashed once; every test after that is a table lookup, where ``np.isin``

@@ -36,6 +36,7 @@ import orjson
 import pandas as pd
 
 from traceview import categories as cat
+from traceview.arrays import joined
 from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import read_bytes
@@ -126,7 +127,7 @@ def read_fast(path: Path) -> Timeline:
             if fields.needs_exact_ts and decoder is _FAST_DECODER:
                 break
         else:
-            ts_exact = _joined(fields.ts_exact, np.int64) if fields.ts_exact else None
+            ts_exact = joined(fields.ts_exact, np.int64) if fields.ts_exact else None
             return _timeline(path, fields, reader.top, reader.events_seen, ts_exact)
     raise AssertionError("unreachable: the exact decoder never asks for itself")
 
@@ -423,14 +424,14 @@ class _Fields:
     def ids(self, field: str) -> np.ndarray:
         """args.device or args.stream of every event as int64 (-1: none)."""
         scanned = self.device_ids if field == "device" else self.stream_ids
-        return _joined(scanned, np.int64) if scanned else _ids(getattr(self, field))
+        return joined(scanned, np.int64) if scanned else _ids(getattr(self, field))
 
     def exact_timestamps(self) -> np.ndarray:
         """Exact ns of every ts from the compiled scanner's digits (the reading of
         :func:`_ns_from_text`); the µs doubles in :attr:`ts` become that reading's too."""
-        ns = _joined(self.scan_ts_ns, np.int64)
-        flags = _joined(self.scan_ts_flags, np.uint8)
-        doubles = _joined(self.ts, np.float64)
+        ns = joined(self.scan_ts_ns, np.int64)
+        flags = joined(self.scan_ts_flags, np.uint8)
+        doubles = joined(self.ts, np.float64)
         us = ns / 1000.0
         us[(flags & kineto_scan.FLAG_TS_BEYOND) != 0] = math.inf
         us[(flags & kineto_scan.FLAG_TS) == 0] = math.nan
@@ -626,13 +627,13 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     name_code = fields.name.all_codes()
     pid_code = fields.pid.all_codes()
     tid_code = fields.tid.all_codes()
-    ts = _joined(fields.ts, np.float64)
-    dur = _joined(fields.dur, np.float64)
-    args_bad = _joined(fields.args_bad, bool)
+    ts = joined(fields.ts, np.float64)
+    dur = joined(fields.dur, np.float64)
+    args_bad = joined(fields.args_bad, bool)
 
     reasons = _Reasons(n)
     everything = np.ones(n, dtype=bool)
-    memory_rows = _joined(fields.memory_rows, np.int64)
+    memory_rows = joined(fields.memory_rows, np.int64)
     memory_valid = np.abs(ts[memory_rows]) < _MAX_US  # NaN / out of range: an instant event
     memory_rows = memory_rows[memory_valid]
     if len(memory_rows):
@@ -689,9 +690,9 @@ def _timeline(path: Path, fields: _Fields, top: dict[str, Any], input_events: in
     stream = np.where(is_device, fields.ids("stream")[rows], -1)
     device = np.where(is_device & (device < 0), pid, device)
     stream = np.where(is_device & (stream < 0), tid, stream)
-    correlation = _joined(fields.correlation, np.int64)[rows]
-    nbytes = _joined(fields.nbytes, np.int64)[rows]
-    elements = _joined(fields.elements, np.int64)[rows]
+    correlation = joined(fields.correlation, np.int64)[rows]
+    nbytes = joined(fields.nbytes, np.int64)[rows]
+    elements = joined(fields.elements, np.int64)[rows]
     names = categorical_from_codes(name_code[rows], fields.name.values)
 
     # Copy kind: "" by default, from the name for memcpys (once per distinct name), "memset" for memsets.
@@ -756,7 +757,7 @@ def _memory_table(fields: _Fields, rows: np.ndarray, valid: np.ndarray, ts_ns: n
     of them) as the timeline's memory table."""
     if not len(rows):
         return None
-    columns = {field: _joined(parts, np.int64)[valid] for field, parts in fields.memory_columns.items()}
+    columns = {field: joined(parts, np.int64)[valid] for field, parts in fields.memory_columns.items()}
     pid = pid_ids[fields.pid.all_codes()[rows]]
     tid = tid_ids[fields.tid.all_codes()[rows]]
     # Device Type 0 is the CPU allocator; 1 CUDA (and other accelerators after it): Device Id is the index.
@@ -764,14 +765,6 @@ def _memory_table(fields: _Fields, rows: np.ndarray, valid: np.ndarray, ts_ns: n
     track = _tracks(np.zeros(len(rows), dtype=bool), device, device, pid, tid, process_names, thread_names)
     return memory_frame(ts=ts_ns, nbytes=columns["memory_bytes"], total_allocated=columns["total_allocated"],
                         total_reserved=columns["total_reserved"], device=device, pid=pid, tid=tid, track=track)
-
-
-def _joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-    """The batches' arrays of one field as one array; the batches are let go (the list keeps only
-    the joined array), so a field is never held twice."""
-    joined = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-    parts[:] = [joined]
-    return joined
 
 
 def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

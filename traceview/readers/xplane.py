@@ -80,7 +80,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import order_by_start_then_longest, unique_inverse
+from traceview.arrays import joined, order_by_start_then_longest, unique_inverse
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
 from traceview.normalize import nest_tracks, record_overlaps
@@ -525,8 +525,9 @@ class _Builder:
         n = cols.count
         if n:
             # Names stay codes (a categorical): every name rule below runs once per distinct name.
-            names = categorical_from_codes(_joined(cols.names), self.name_values)
-            ts, end, status = _joined(cols.ts), _joined(cols.end), _joined(cols.status)
+            names = categorical_from_codes(joined(cols.names, np.int64), self.name_values)
+            cols.names.clear()  # the per-row codes are not needed once the names are a categorical
+            ts, end, status = joined(cols.ts, np.int64), joined(cols.end, np.int64), joined(cols.status, np.int8)
         else:
             names = categorical_from_codes(np.empty(0, dtype=np.int64), [])
             ts = end = np.empty(0, dtype=np.int64)
@@ -684,15 +685,6 @@ def _xline_class() -> Any:
     from traceview.readers.proto.xplane_descriptor import message_classes
 
     return message_classes()["XLine"]
-
-
-def _joined(parts: list[np.ndarray]) -> np.ndarray:
-    """The lines' arrays as one, each part let go as it is copied (one line: no copy)."""
-    if len(parts) == 1:
-        return parts.pop()
-    out = np.concatenate(parts)
-    parts.clear()
-    return out
 
 
 def _event_stats(decoded: LineEvents, wanted: dict[int, str], stat_names: dict[int, str]) -> dict[str, StatColumn]:

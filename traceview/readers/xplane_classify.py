@@ -66,14 +66,10 @@ def _id_value(value: Any) -> int:
 
 
 def str_stat(column: StatColumn, n: int) -> np.ndarray:
-    """A string stat per row ("" when absent or not a string)."""
-    out = np.full(n, "", dtype=object)
-    if not len(column):
-        return out
-    codes, uniq = pd.factorize(column.values)  # the type test once per distinct value
-    is_str = np.array([isinstance(u, str) for u in uniq] + [False], dtype=bool)[codes]
-    out[column.rows[is_str]] = column.values[is_str]
-    return out
+    """A string stat per row ("" when absent or not a string), as Python strings."""
+    strings = StringCodes()
+    codes = str_stat_codes(column, n, strings)
+    return np.array(strings.values, dtype=object)[codes]
 
 
 def has_any_stat(stats: dict[str, StatColumn], n: int) -> np.ndarray:
@@ -103,7 +99,7 @@ class StringCodes:
 
 
 def str_stat_codes(column: StatColumn, n: int, strings: StringCodes) -> np.ndarray:
-    """:func:`str_stat` as codes into ``strings``."""
+    """A string stat per row as codes into ``strings`` (0, "", when absent or not a string)."""
     out = np.zeros(n, dtype=np.int32)
     if not len(column):
         return out
