@@ -134,6 +134,23 @@ def test_missing_framework_names_the_extra_to_install(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("command", ["diagnose", "--version"])
+def test_a_report_is_whole_when_the_process_leaves_without_teardown(command: str) -> None:
+    # diagnose and compare end the process once the report is written (cli._leave_without_teardown):
+    # exit handlers do not run, yet the whole report reaches the pipe; other commands end as usual.
+    trace = next(iter(sample_kineto_traces()))
+    args = [command, str(trace), "--format", "json"] if command == "diagnose" else [command]
+    code = ("import atexit, sys; from traceview.cli import main; "
+            "atexit.register(lambda: sys.stdout.write('<teardown>'))\nmain()")
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO,
+                            env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    if command == "diagnose":
+        assert "<teardown>" not in result.stdout and orjson.loads(result.stdout)["steps"]
+    else:
+        assert result.stdout.endswith("<teardown>")
+
+
 def test_version():
     result = run_cli("--version")
     assert result.returncode == 0, result.stderr

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from traceview.readers import kineto
+from traceview.readers import kineto, kineto_fields
 from traceview.readers._io import head_bytes
 from traceview.readers._json_stream import Declined
 
@@ -81,7 +81,7 @@ def test_small_blocks_cut_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_timestamp_text_is_read_exactly() -> None:
     texts = [b"1669783687464181.123", b"-12.5", b"7", b"", b'"7"', b"null", b"1e3", b"99999999999999999", b"0.0004"]
-    ns, us = kineto._ns_from_text(texts)
+    ns, us = kineto_fields.ns_from_text(texts)
     assert ns[0] == 1669783687464181123  # a double would be off by tens of ns here
     assert ns[1] == -12500 and ns[2] == 7000 and ns[6] == 1_000_000 and ns[8] == 0
     assert np.isnan(us[3]) and np.isinf(us[4]) and np.isinf(us[5]) and np.isinf(us[7])

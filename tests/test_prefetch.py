@@ -1,6 +1,6 @@
-"""The command line starts inflating a gzipped trace before it imports the analyses
-(readers/_prefetch.py): the reader gets exactly the file's content, or nothing and reads the
-file itself."""
+"""The command line starts inflating and scanning a gzipped trace before it imports the
+analyses (readers/_prefetch.py): the reader gets exactly what it would have read itself (the
+scanned fields, or the file's content), or nothing and reads the file itself."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from traceview.readers import _prefetch
@@ -18,11 +19,29 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = next(p for p in sorted((ROOT / "sample_traces").rglob("*.pt.trace.json.gz")) if "torch-eager" in str(p))
 
 
-def test_a_prefetched_trace_is_the_files_content() -> None:
+def test_a_prefetched_trace_is_scanned_as_the_reader_scans_it() -> None:
+    from traceview.readers.kineto_fields import scan_fields
+
     _prefetch.start(str(SAMPLE))
-    taken = _prefetch.take(SAMPLE)
-    assert taken is not None and taken.read() == gzip.decompress(SAMPLE.read_bytes())
-    assert _prefetch.take(SAMPLE) is None  # taken once
+    taken = _prefetch.take_scanned(SAMPLE)
+    direct = scan_fields(SAMPLE)
+    assert taken is not None and taken.events_seen == direct.events_seen > 0 and taken.top == direct.top
+    for field in ("ph", "cat", "name", "pid", "tid"):
+        assert getattr(taken.fields, field).values == getattr(direct.fields, field).values
+        assert np.array_equal(getattr(taken.fields, field).all_codes(), getattr(direct.fields, field).all_codes())
+    for field in ("ts", "dur", "correlation", "nbytes", "elements"):
+        assert np.array_equal(np.concatenate(getattr(taken.fields, field)), np.concatenate(getattr(direct.fields, field)))
+    assert _prefetch.take_scanned(SAMPLE) is None and _prefetch.take(SAMPLE) is None  # taken once
+
+
+def test_a_document_the_scanner_declines_leaves_its_text(tmp_path: Path) -> None:
+    content = b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1e3, "dur": 2}]}'
+    trace = tmp_path / "t.json.gz"
+    trace.write_bytes(gzip.compress(content))
+    _prefetch.start(str(trace))
+    assert _prefetch.take_scanned(trace) is None  # (an exponent in a time: the scanner is not sure of it)
+    taken = _prefetch.take(trace)
+    assert taken is not None and taken.read() == content
 
 
 def test_a_file_changed_since_is_not_taken(tmp_path: Path) -> None:
@@ -58,16 +77,19 @@ def test_the_report_is_the_same_with_and_without(tmp_path: Path) -> None:
     assert with_prefetch.stdout == without.stdout
 
 
-def test_the_size_limit_holds_for_a_prefetched_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("limit_set", ["before the start", "after the start"])
+def test_the_size_limit_holds_for_a_prefetched_trace(monkeypatch: pytest.MonkeyPatch, limit_set: str) -> None:
     from traceview.errors import InputError
     from traceview.readers import kineto
 
-    monkeypatch.setenv("TRACEVIEW_MAX_BYTES", "1000")
+    if limit_set == "before the start":
+        monkeypatch.setenv("TRACEVIEW_MAX_BYTES", "1000")
     _prefetch.start(str(SAMPLE))
     assert _prefetch._pending
+    monkeypatch.setenv("TRACEVIEW_MAX_BYTES", "1000")  # (--max-bytes is read after the thread started)
     with pytest.raises(InputError, match="decompresses to more than 1,000 bytes"):
         kineto.read(SAMPLE)
-    assert not _prefetch._pending  # the reader took the prefetched text, and still refused it
+    assert not _prefetch._pending  # the reader took what the thread made, and still refused it
 
 
 def test_the_command_line_starts_it_for_the_traces_a_command_reads(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,15 +4,21 @@ numpy ≥ 2.3 answers ``np.unique`` on integers with a hash table; on the high-c
 arrays a trace produces (timestamps, ids) that is two orders of magnitude slower than sorting
 (4.3 s against 0.03 s for 4 M timestamps). These versions sort. ``np.isin`` on an object array
 compares Python strings one by one on every call; :func:`membership` hashes once.
+
+pandas is imported by the functions that take its types, not at load time: the Kineto reader's
+column building (which uses :func:`joined`) runs on the command line's prefetch thread while the
+main thread is still importing pandas (readers/_prefetch.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def unique_sorted(values: np.ndarray) -> np.ndarray:
@@ -43,6 +49,8 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def column_codes(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
     """A column as integer codes into its distinct values (-1: missing): a categorical's own codes,
     otherwise one hash pass."""
+    import pandas as pd
+
     if isinstance(column.dtype, pd.CategoricalDtype):
         return column.cat.codes.to_numpy(), list(column.cat.categories)
     codes, uniques = pd.factorize(column.to_numpy(dtype=object))
@@ -65,6 +73,8 @@ def membership(values: Any) -> Callable[[Iterable[Any]], np.ndarray]:
     values. The values are hashed once; every test after that is a table lookup, where ``np.isin``
     on an object array compares millions of Python strings each time. A categorical's own codes
     serve as they are (no pass over the rows at all)."""
+    import pandas as pd
+
     if isinstance(values, pd.Categorical):
         codes, uniques = values.codes, values.categories
     else:

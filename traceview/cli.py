@@ -118,15 +118,22 @@ _TRACE_READING_COMMANDS = ("diagnose", "compare")
 _PREFETCHED_FILES = 2  # a diagnosis reads one trace, a comparison two
 
 
-def _start_reading(argv: list[str]) -> None:
-    """Start inflating the gzipped traces a command names, on a thread, before the analysis
-    libraries are imported (readers/_prefetch.py); the reader takes the text if it is the same file."""
+def _trace_reading_command(argv: list[str]) -> int | None:
+    """Where in the words that are not options a trace-reading command stands (None: another command)."""
     words = [word for word in argv if not word.startswith("-")]
-    command = next((i for i, word in enumerate(words) if word in _TRACE_READING_COMMANDS), None)
+    return next((i for i, word in enumerate(words) if word in _TRACE_READING_COMMANDS), None)
+
+
+def _start_reading(argv: list[str]) -> None:
+    """Start inflating and scanning the gzipped traces a command names, on a thread, before the
+    analysis libraries are imported (readers/_prefetch.py); the reader takes what it made if it
+    is the same file."""
+    command = _trace_reading_command(argv)
     if command is None:
         return
     from traceview.readers import _prefetch
 
+    words = [word for word in argv if not word.startswith("-")]
     for word in [w for w in words[command + 1:] if os.path.isfile(w)][:_PREFETCHED_FILES]:
         _prefetch.start(word)
 
@@ -134,10 +141,29 @@ def _start_reading(argv: list[str]) -> None:
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: run the app, turning errors into one line and an exit code."""
     retain_freed_memory()  # before the first large array: see traceview/heap.py
-    _start_reading(sys.argv[1:] if argv is None else argv)
+    words = sys.argv[1:] if argv is None else argv
+    _start_reading(words)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         _run(argv)
+    if argv is None and _trace_reading_command(words) is not None:
+        _leave_without_teardown()
+
+
+def _leave_without_teardown() -> None:
+    """End the process once a report is written, without the interpreter's teardown.
+
+    Freeing every object of pandas, pyarrow, numpy and the trace's columns one by one takes a
+    tenth of a small trace's diagnosis, and nothing is left to do: the report is written, its
+    file closed, and these commands register no exit handlers. Only the process's own command
+    line does this (a caller of :func:`main` with arguments keeps its interpreter); if the
+    output cannot be flushed, the ordinary exit reports it."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(0)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001

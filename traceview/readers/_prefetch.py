@@ -1,13 +1,19 @@
-"""Inflate a gzipped trace named on the command line while the interpreter is still loading.
+"""Read a gzipped trace named on the command line while the interpreter is still loading.
 
 ``traceview diagnose trace.json.gz`` spends its first few hundred milliseconds importing
 numpy, pandas and the analyses, on one core. Inflating the trace does not need any of them and
 zlib lets go of the interpreter lock while it works, so the command line starts it on a thread
-before anything else (:func:`start`) and the reader picks the text up (:func:`take`) instead of
-inflating it again. Only what is certainly the same file is taken (same resolved path, size and
-modification time), and anything unusual (a corrupt or oversized stream, trailing bytes, an
-error of any kind) leaves the file to the ordinary streaming reader, which reports it. The
-inflated text is held in memory, so only traces up to :data:`PREFETCH_BYTES` in all are taken.
+before anything else (:func:`start`). The same thread then runs the compiled Kineto scanner over
+the text (readers/kineto_fields.py, which needs numpy but not pandas; the scan itself runs
+without the interpreter lock), so the trace is usually read by the time the analyses are
+imported. The reader picks up the scanned fields (:func:`take_scanned`), or else the text
+(:func:`take`), instead of doing that work again.
+
+Only what is certainly the same file is taken (same resolved path, size and modification time),
+and anything unusual (a corrupt or oversized stream, trailing bytes, a document the scanner does
+not take, an error of any kind) leaves the file, or its text, to the ordinary reader, which
+reports it. The inflated text is held in memory, so only traces up to :data:`PREFETCH_BYTES` in
+all are taken.
 """
 
 from __future__ import annotations
@@ -17,15 +23,31 @@ import os
 import struct
 import threading
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from traceview.readers._io import GZIP_MAGIC
+from traceview.readers._io import GZIP_MAGIC, max_bytes
+
+if TYPE_CHECKING:
+    from traceview.readers.kineto_fields import ScannedFields
 
 PREFETCH_BYTES = 256 * 2**20  # inflated bytes held at most, all prefetched files together
 _GZIP_WINDOW = 16 + zlib.MAX_WBITS  # a gzip header and trailer around deflate data
 
 _Key = tuple[str, int, int]
-_pending: dict[_Key, tuple[threading.Thread, list[bytes | None]]] = {}
+
+
+@dataclass
+class _ReadAhead:
+    """What the thread made of one file: its text, until the scan has taken it over."""
+
+    text: bytes | None = None  # the inflated content (None: left to the reader)
+    scanned: ScannedFields | None = None  # the scanner's reading of it (the text is then let go)
+    size: int = 0  # inflated bytes, for the limit in force when the reader takes the result
+
+
+_pending: dict[_Key, tuple[threading.Thread, _ReadAhead]] = {}
 _budget = [PREFETCH_BYTES]
 
 
@@ -59,14 +81,32 @@ def start(path_text: str) -> None:
     if inflated_mod_4gib > _budget[0]:  # (a size of 4 GiB or more shows here as its remainder;
         return                          # the inflating below stops at the budget anyway)
     _budget[0] -= inflated_mod_4gib
-    result: list[bytes | None] = []
-    thread = threading.Thread(target=_inflate, args=(path, inflated_mod_4gib, result), daemon=True,
+    result = _ReadAhead()
+    thread = threading.Thread(target=_read_ahead, args=(path, inflated_mod_4gib, result), daemon=True,
                               name="traceview-prefetch")
     _pending[key] = (thread, result)
     thread.start()
 
 
-def _inflate(path: Path, expected: int, result: list[bytes | None]) -> None:
+def _read_ahead(path: Path, expected: int, result: _ReadAhead) -> None:
+    """Inflate the file, then scan it; whatever fails is left to the reader."""
+    result.text = _inflate(path, expected)
+    if result.text is None:
+        return
+    result.size = len(result.text)
+    try:
+        # Imported here, on this thread: numpy is the main thread's first import as well, and
+        # the command line must not wait for it before it starts.
+        from traceview.readers import kineto_fields
+
+        # One thread: the other core is importing the analyses meanwhile.
+        result.scanned = kineto_fields.scan_fields(path, InflatedText(result.text), halves=False)
+    except Exception:  # noqa: BLE001 - declined or refused: the reader meets it again and says so
+        return
+    result.text = None  # (its columns are all the reader needs now)
+
+
+def _inflate(path: Path, expected: int) -> bytes | None:
     """Every gzip member of the file, inflated; None for anything the streaming reader should see."""
     try:
         data = path.read_bytes()
@@ -77,22 +117,42 @@ def _inflate(path: Path, expected: int, result: list[bytes | None]) -> None:
             part = inflater.decompress(data, expected - total + 1)
             total += len(part)
             if total > expected or not inflater.eof:  # larger than the trailer said, or truncated
-                result.append(None)
-                return
+                return None
             parts.append(part)
             data = inflater.unused_data
-        result.append(b"".join(parts) if total == expected else None)
+        return b"".join(parts) if total == expected else None
     except Exception:  # noqa: BLE001 - whatever it is, the streaming reader reports it
-        result.append(None)
+        return None
 
 
-def take(path: Path) -> InflatedText | None:
-    """The inflated content of ``path`` when it was prefetched (waiting for the thread if needed)."""
+def _finished(path: Path) -> tuple[_Key, _ReadAhead] | None:
+    """The read-ahead of ``path`` when one was started for this very file (waiting for it)."""
     key = _key(path)
-    entry = _pending.pop(key, None) if key is not None else None
-    if entry is None:
+    entry = _pending.get(key) if key is not None else None
+    if key is None or entry is None:
         return None
     thread, result = entry
     thread.join()
-    text = result[0] if result else None
-    return InflatedText(text) if text is not None else None
+    return key, result
+
+
+def take_scanned(path: Path) -> ScannedFields | None:
+    """The compiled scanner's reading of ``path`` when the thread made it, and the file is within
+    the size limit in force now (``--max-bytes`` is set after the thread started)."""
+    found = _finished(path)
+    if found is None or found[1].scanned is None:
+        return None
+    key, result = found
+    del _pending[key]
+    return result.scanned if result.size <= max_bytes() else None
+
+
+def take(path: Path) -> InflatedText | None:
+    """The inflated content of ``path`` when it was prefetched and not scanned (waiting for the
+    thread if needed)."""
+    found = _finished(path)
+    if found is None:
+        return None
+    key, result = found
+    del _pending[key]
+    return InflatedText(result.text) if result.text is not None else None

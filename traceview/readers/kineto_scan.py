@@ -17,9 +17,10 @@ import os
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -129,10 +130,13 @@ class EventScanner:
     :attr:`events_seen` the number of array elements. Raises :class:`Declined` where the
     scanner does not take the text (the caller decodes the document another way)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, stream: BinaryIO | None = None, halves: bool = True) -> None:
         if not available():
             raise Declined("the compiled scanner is not built")
         self.path = path
+        self._stream = stream  # the file's content already opened (readers/_prefetch.py), else opened here
+        # Long blocks in two halves on two threads, where there is a second core to spare.
+        self._halves = halves and _CORES > 1
         self._reader = EventArrayReader(path, decoder=None)  # type: ignore[arg-type]
         self.top: dict[str, Any] = self._reader.top
         self.events_seen = 0
@@ -143,14 +147,15 @@ class EventScanner:
         # The outputs are reused from block to block (fresh pages cost as much as the scan): a
         # block's columns are valid until the next block is asked for.
         here, ahead = _Outputs(), _Outputs()
-        with open_stream(self.path) as stream, ThreadPoolExecutor(max_workers=1) as helper:
+        opened = nullcontext(self._stream) if self._stream is not None else open_stream(self.path)
+        with opened as stream, ThreadPoolExecutor(max_workers=1) as helper:
             rest, wrapped = reader.open_array(stream)
             # One buffer for the whole file: the unscanned end of the text (a partial element) moves
             # to its front and the next block is read in behind it, without a copy of each block.
             text = bytearray(len(rest) + 2 * block_bytes)
             text[: len(rest)] = rest
             filled, pos, mode, eof = len(rest), 0, _AT_ARRAY_START, False
-            status, may_split = _MORE, _CORES > 1
+            status, may_split = _MORE, self._halves
             del rest
             while True:
                 # Read on when less than a block is left, or when the last scan needed more text (an
@@ -196,7 +201,7 @@ class EventScanner:
                     if count:
                         self.events_seen += count
                         yield ahead.block(count, tokens, text)
-                may_split = _CORES > 1
+                may_split = self._halves
                 if status == _END:
                     self._finish(stream, bytes(text[pos:filled]), wrapped, eof)
                     return
