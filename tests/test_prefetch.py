@@ -13,18 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from traceview.readers import _prefetch
+from traceview.readers import _prefetch, kineto_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = next(p for p in sorted((ROOT / "sample_traces").rglob("*.pt.trace.json.gz")) if "torch-eager" in str(p))
 
 
 def test_a_prefetched_trace_is_scanned_as_the_reader_scans_it() -> None:
-    from traceview.readers.kineto_fields import scan_fields
-
     _prefetch.start(str(SAMPLE))
     taken = _prefetch.take_scanned(SAMPLE)
-    direct = scan_fields(SAMPLE)
+    direct = kineto_fields.scan_fields(SAMPLE)
     assert taken is not None and taken.events_seen == direct.events_seen > 0 and taken.top == direct.top
     for field in ("ph", "cat", "name", "pid", "tid"):
         assert getattr(taken.fields, field).values == getattr(direct.fields, field).values
@@ -32,6 +30,21 @@ def test_a_prefetched_trace_is_scanned_as_the_reader_scans_it() -> None:
     for field in ("ts", "dur", "correlation", "nbytes", "elements"):
         assert np.array_equal(np.concatenate(getattr(taken.fields, field)), np.concatenate(getattr(direct.fields, field)))
     assert _prefetch.take_scanned(SAMPLE) is None and _prefetch.take(SAMPLE) is None  # taken once
+
+
+def test_a_plain_json_trace_is_scanned_from_the_disk(tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    trace.write_bytes(gzip.decompress(SAMPLE.read_bytes()))
+    _prefetch.start(str(trace))
+    taken = _prefetch.take_scanned(trace)
+    assert taken is not None and taken.events_seen == kineto_fields.scan_fields(SAMPLE).events_seen > 0
+    assert _prefetch.take(trace) is None
+
+
+def test_another_format_is_left_to_its_reader() -> None:
+    xplane = next(iter(sorted((ROOT / "sample_traces").rglob("*.xplane.pb"))))
+    _prefetch.start(str(xplane))
+    assert _prefetch.take_scanned(xplane) is None and _prefetch.take(xplane) is None
 
 
 def test_a_document_the_scanner_declines_leaves_its_text(tmp_path: Path) -> None:
@@ -71,7 +84,7 @@ def _diagnose(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_report_is_the_same_with_and_without(tmp_path: Path) -> None:
     with_prefetch = _diagnose(str(SAMPLE), "--format", "json")
     without = subprocess.run(
-        [sys.executable, "-c", "import sys, traceview.cli as c; c._start_reading = lambda argv: None; c.main()",
+        [sys.executable, "-c", "import sys, traceview.cli as c; c._start_reading = lambda arguments: None; c.main()",
          "diagnose", str(SAMPLE), "--format", "json"], capture_output=True, text=True, cwd=ROOT)
     assert with_prefetch.returncode == without.returncode == 0, with_prefetch.stderr + without.stderr
     assert with_prefetch.stdout == without.stdout
@@ -97,6 +110,9 @@ def test_the_command_line_starts_it_for_the_traces_a_command_reads(monkeypatch: 
 
     started: list[str] = []
     monkeypatch.setattr(_prefetch, "start", started.append)
-    cli._start_reading(["--max-bytes", "9000", "diagnose", str(SAMPLE), "--format", "json"])
-    cli._start_reading(["collect", str(SAMPLE)])
+    other = str(SAMPLE.parent / "manifest.json")  # a file, but the value of -o: not read ahead
+    assert os.path.isfile(other)
+    for argv in (["--max-bytes", "9000", "diagnose", "-o", other, str(SAMPLE), "--format", "json"],
+                 ["collect", str(SAMPLE)]):
+        cli._start_reading(cli._trace_arguments(argv) or [])
     assert started == [str(SAMPLE)]

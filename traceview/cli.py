@@ -118,35 +118,58 @@ _TRACE_READING_COMMANDS = ("diagnose", "compare")
 _PREFETCHED_FILES = 2  # a diagnosis reads one trace, a comparison two
 
 
-def _trace_reading_command(argv: list[str]) -> int | None:
-    """Where in the words that are not options a trace-reading command stands (None: another command)."""
-    words = [word for word in argv if not word.startswith("-")]
-    return next((i for i, word in enumerate(words) if word in _TRACE_READING_COMMANDS), None)
+def _trace_arguments(argv: list[str]) -> list[str] | None:
+    """The arguments (not options, nor option values) of a trace-reading command on ``argv``;
+    None when the command is another one."""
+    group = typer.main.get_command(app)
+    command = None
+    arguments: list[str] = []
+    takes_value = _value_options(group.params)
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            arguments.extend(words)
+        elif word in takes_value:
+            next(words, None)
+        elif word.startswith("-"):
+            continue  # a flag, or --option=value
+        elif command is None:
+            if word not in _TRACE_READING_COMMANDS:
+                return None
+            command = group.commands[word]  # type: ignore[attr-defined]
+            takes_value = _value_options(command.params)
+        else:
+            arguments.append(word)
+    return arguments if command is not None else None
 
 
-def _start_reading(argv: list[str]) -> None:
-    """Start inflating and scanning the gzipped traces a command names, on a thread, before the
-    analysis libraries are imported (readers/_prefetch.py); the reader takes what it made if it
-    is the same file."""
-    command = _trace_reading_command(argv)
-    if command is None:
+def _value_options(params: list[Any]) -> set[str]:
+    """The spellings of the options among ``params`` that take a value."""
+    return {spelling for param in params if param.param_type_name == "option" and not param.is_flag
+            for spelling in param.opts}
+
+
+def _start_reading(arguments: list[str]) -> None:
+    """Start reading the traces among a command's arguments, on a thread, before the analysis
+    libraries are imported (readers/_prefetch.py); the reader takes what it made if it is the
+    same file."""
+    if not arguments:
         return
     from traceview.readers import _prefetch
 
-    words = [word for word in argv if not word.startswith("-")]
-    for word in [w for w in words[command + 1:] if os.path.isfile(w)][:_PREFETCHED_FILES]:
+    for word in [w for w in arguments if os.path.isfile(w)][:_PREFETCHED_FILES]:
         _prefetch.start(word)
 
 
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: run the app, turning errors into one line and an exit code."""
     retain_freed_memory()  # before the first large array: see traceview/heap.py
-    words = sys.argv[1:] if argv is None else argv
-    _start_reading(words)
+    arguments = _trace_arguments(sys.argv[1:] if argv is None else argv)
+    _start_reading(arguments or [])
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         _run(argv)
-    if argv is None and _trace_reading_command(words) is not None:
+    if argv is None and arguments is not None:
         _leave_without_teardown()
 
 

@@ -8,7 +8,10 @@ fault costs about 0.25 µs on bare metal and 5–10 µs in a virtual machine who
 backs lazily: on a 1 GB trace that was a quarter of the run (``benchmarks/README.md``).
 
 With mmap off for the heap and trimming held back, a freed array's pages stay with the process
-and the next array reuses them without a fault. The cost is that the process keeps its
+and the next array reuses them without a fault. One arena for all threads: the trace is read on
+a thread of its own while the analyses are imported (readers/_prefetch.py), and memory that
+thread frees must be there for the main thread's arrays (glibc would give the thread an arena
+of its own, whose free memory the main thread never takes). The cost is that the process keeps its
 high-water mark until it exits, which for a command that reads one trace and ends is the peak it
 reached anyway.
 
@@ -24,6 +27,7 @@ import sys
 # mallopt parameters (glibc's malloc.h).
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
+_M_ARENA_MAX = -8
 # Free memory at the top of the heap is given back only beyond this (glibc takes an int).
 _TRIM_THRESHOLD = 2**31 - 1
 
@@ -41,4 +45,5 @@ def retain_freed_memory() -> bool:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
+    return (bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
+            and bool(mallopt(_M_ARENA_MAX, 1)))

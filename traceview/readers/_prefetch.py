@@ -23,16 +23,17 @@ import os
 import struct
 import threading
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from traceview.readers._io import GZIP_MAGIC, max_bytes
+from traceview.readers._io import GZIP_MAGIC, head_bytes, max_bytes
 
 if TYPE_CHECKING:
     from traceview.readers.kineto_fields import ScannedFields
 
 PREFETCH_BYTES = 256 * 2**20  # inflated bytes held at most, all prefetched files together
+_HEAD_BYTES = 4096  # what the format is told by (readers/__init__.py detect)
 _GZIP_WINDOW = 16 + zlib.MAX_WBITS  # a gzip header and trailer around deflate data
 
 _Key = tuple[str, int, int]
@@ -45,6 +46,7 @@ class _ReadAhead:
     text: bytes | None = None  # the inflated content (None: left to the reader)
     scanned: ScannedFields | None = None  # the scanner's reading of it (the text is then let go)
     size: int = 0  # inflated bytes, for the limit in force when the reader takes the result
+    waited: threading.Event = field(default_factory=threading.Event)  # set once the reader waits for it
 
 
 _pending: dict[_Key, tuple[threading.Thread, _ReadAhead]] = {}
@@ -65,42 +67,54 @@ def _key(path: Path) -> _Key | None:
 
 
 def start(path_text: str) -> None:
-    """Begin inflating ``path_text`` on a thread when it is a gzip file small enough to hold."""
+    """Begin reading ``path_text`` on a thread: a plain file is scanned from the disk, a gzip
+    file inflated into memory first when it is small enough to hold."""
     path = Path(path_text)
     key = _key(path)
-    if key is None or key in _pending or not os.path.isfile(path) or key[1] < 18:
+    if key is None or key in _pending or not os.path.isfile(path):
         return
     try:
         with path.open("rb") as handle:
-            if handle.read(2) != GZIP_MAGIC:
-                return
-            handle.seek(-4, os.SEEK_END)
-            (inflated_mod_4gib,) = struct.unpack("<I", handle.read(4))  # the gzip trailer's ISIZE
-    except OSError:
+            gzipped = handle.read(2) == GZIP_MAGIC
+            if gzipped:
+                handle.seek(-4, os.SEEK_END)
+                (inflated_mod_4gib,) = struct.unpack("<I", handle.read(4))  # the gzip trailer's ISIZE
+    except (OSError, struct.error):
         return
-    if inflated_mod_4gib > _budget[0]:  # (a size of 4 GiB or more shows here as its remainder;
-        return                          # the inflating below stops at the budget anyway)
-    _budget[0] -= inflated_mod_4gib
+    expected = None
+    if gzipped:
+        if key[1] < 18 or inflated_mod_4gib > _budget[0]:  # (a size of 4 GiB or more shows here as
+            return                                          # its remainder; the inflating stops anyway)
+        _budget[0] -= inflated_mod_4gib
+        expected = inflated_mod_4gib
     result = _ReadAhead()
-    thread = threading.Thread(target=_read_ahead, args=(path, inflated_mod_4gib, result), daemon=True,
+    thread = threading.Thread(target=_read_ahead, args=(path, expected, result), daemon=True,
                               name="traceview-prefetch")
     _pending[key] = (thread, result)
     thread.start()
 
 
-def _read_ahead(path: Path, expected: int, result: _ReadAhead) -> None:
-    """Inflate the file, then scan it; whatever fails is left to the reader."""
-    result.text = _inflate(path, expected)
-    if result.text is None:
-        return
-    result.size = len(result.text)
+def _read_ahead(path: Path, expected: int | None, result: _ReadAhead) -> None:
+    """Inflate the file (``expected``: its inflated size, None when it is not gzipped), then scan
+    it if it is Chrome-trace JSON; whatever fails is left to the reader."""
+    if expected is not None:
+        result.text = _inflate(path, expected)
+        if result.text is None:
+            return
+        result.size = len(result.text)
     try:
         # Imported here, on this thread: numpy is the main thread's first import as well, and
         # the command line must not wait for it before it starts.
         from traceview.readers import kineto_fields
 
-        # One thread: the other core is importing the analyses meanwhile.
-        result.scanned = kineto_fields.scan_fields(path, InflatedText(result.text), halves=False)
+        head = result.text[:_HEAD_BYTES] if result.text is not None else head_bytes(path, _HEAD_BYTES)
+        if not kineto_fields.sniff(head):
+            return  # (another format: its own reader reads it)
+        # (A stream of its own: the scanner would otherwise ask this module for the file.)
+        with InflatedText(result.text) if result.text is not None else path.open("rb") as stream:
+            # Long blocks in two halves once the reader waits for them: till then the other
+            # core imports the analyses.
+            result.scanned = kineto_fields.scan_fields(path, stream, halves=result.waited.is_set)
     except Exception:  # noqa: BLE001 - declined or refused: the reader meets it again and says so
         return
     result.text = None  # (its columns are all the reader needs now)
@@ -132,6 +146,7 @@ def _finished(path: Path) -> tuple[_Key, _ReadAhead] | None:
     if key is None or entry is None:
         return None
     thread, result = entry
+    result.waited.set()
     thread.join()
     return key, result
 

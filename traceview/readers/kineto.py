@@ -43,6 +43,7 @@ from traceview.readers import _prefetch
 from traceview.readers.kineto_fields import (BAD_TID, EXACT_FLOAT_LIMIT_US, EXACT_TS_DECODER, FAST_DECODER,
                                              INT64_MAX, MAX_US, NOT_AN_OBJECT, Fields, as_int, ns_from_text,
                                              scan_fields)
+from traceview.readers import kineto_fields
 from traceview.builder import RawTrace, build
 from traceview.schema import (KIND_VALUES, MEMORY_SAMPLE_REASON, Device, Kind, Timeline, TraceMeta,
                               categorical_from_codes, first_rows, leveled, memory_frame)
@@ -73,11 +74,9 @@ _MAX_TIME_NS = 2**62
 
 
 def sniff(head: bytes) -> bool:
-    """True when the first bytes look like a Chrome-trace JSON document."""
-    text = head.lstrip()
-    if text[:1] == b"[":
-        return b'"ph"' in text or text[1:].lstrip()[:1] in (b"{", b"]")
-    return text[:1] == b"{" and (b'"traceEvents"' in text or b'"schemaVersion"' in text or b'"ph"' in text)
+    """True when the first bytes look like a Chrome-trace JSON document (the rule is stated in
+    readers/kineto_fields.py, where the command line's read-ahead asks it too)."""
+    return kineto_fields.sniff(head)
 
 
 def read(path: Path) -> Timeline:

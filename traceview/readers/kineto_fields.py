@@ -123,6 +123,14 @@ NOT_AN_OBJECT = _Sentinel("<not an object>")  # ph of an array element that is n
 BAD_TID = _Sentinel("<bad tid>")  # tid of a type that cannot be an id
 
 
+def sniff(head: bytes) -> bool:
+    """True when the first bytes look like a Chrome-trace JSON document."""
+    text = head.lstrip()
+    if text[:1] == b"[":
+        return b'"ph"' in text or text[1:].lstrip()[:1] in (b"{", b"]")
+    return text[:1] == b"{" and (b'"traceEvents"' in text or b'"schemaVersion"' in text or b'"ph"' in text)
+
+
 def _factorize(values: np.ndarray, **options: Any) -> tuple[np.ndarray, Any]:
     """``pandas.factorize`` (codes in order of first appearance), pandas imported on first use:
     only the typed and reference decodings call it, on the main thread once pandas is loaded."""
@@ -532,9 +540,9 @@ class ScannedFields:
     ts_exact: np.ndarray | None
 
 
-def scan_fields(path: Path, stream: BinaryIO | None = None, halves: bool = True) -> ScannedFields:
+def scan_fields(path: Path, stream: BinaryIO | None = None, halves: Callable[[], bool] = lambda: True) -> ScannedFields:
     """The compiled scanner's reading of ``path`` (or of ``stream``, its content already
-    opened; long blocks in two halves on two threads unless ``halves`` is False); raises
+    opened; long blocks in two halves on two threads while ``halves()`` says so); raises
     :class:`Declined` for a document it does not take."""
     scanner = EventScanner(path, stream, halves)
     fields = Fields()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -130,13 +130,14 @@ class EventScanner:
     :attr:`events_seen` the number of array elements. Raises :class:`Declined` where the
     scanner does not take the text (the caller decodes the document another way)."""
 
-    def __init__(self, path: Path, stream: BinaryIO | None = None, halves: bool = True) -> None:
+    def __init__(self, path: Path, stream: BinaryIO | None = None, halves: Callable[[], bool] = lambda: True) -> None:
         if not available():
             raise Declined("the compiled scanner is not built")
         self.path = path
         self._stream = stream  # the file's content already opened (readers/_prefetch.py), else opened here
-        # Long blocks in two halves on two threads, where there is a second core to spare.
-        self._halves = halves and _CORES > 1
+        # Whether long blocks go in two halves on two threads, asked block by block: only where
+        # there is a second core, and while nothing else needs it (readers/_prefetch.py).
+        self._halves = (lambda: _CORES > 1 and halves())
         self._reader = EventArrayReader(path, decoder=None)  # type: ignore[arg-type]
         self.top: dict[str, Any] = self._reader.top
         self.events_seen = 0
@@ -155,7 +156,7 @@ class EventScanner:
             text = bytearray(len(rest) + 2 * block_bytes)
             text[: len(rest)] = rest
             filled, pos, mode, eof = len(rest), 0, _AT_ARRAY_START, False
-            status, may_split = _MORE, self._halves
+            status, may_split = _MORE, self._halves()
             del rest
             while True:
                 # Read on when less than a block is left, or when the last scan needed more text (an
@@ -201,7 +202,7 @@ class EventScanner:
                     if count:
                         self.events_seen += count
                         yield ahead.block(count, tokens, text)
-                may_split = self._halves
+                may_split = self._halves()
                 if status == _END:
                     self._finish(stream, bytes(text[pos:filled]), wrapped, eof)
                     return
