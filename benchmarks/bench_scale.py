@@ -47,26 +47,21 @@ CACHE = ROOT / "benchmarks" / ".cache"
 README = ROOT / "benchmarks" / "README.md"
 MARK_BEGIN, MARK_END = "<!-- scale-table -->", "<!-- /scale-table -->"
 
-# A child that reports its own wall time and peak RSS (ru_maxrss is KiB on Linux).
+# A child runs its body as a script would (its peak RSS is read from the kernel when it ends).
 _CHILD = """
-import resource, sys, time
-start = time.perf_counter()
+import sys
 {body}
-wall = time.perf_counter() - start
-print(f"RESULT {{wall:.4f}} {{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}}")
 """
 _BARE_PARSE = """
 import gzip, orjson
 raw = open(sys.argv[1], "rb").read()
 doc = orjson.loads(gzip.decompress(raw) if raw[:2] == b"\\x1f\\x8b" else raw)
 """
+# As the console script runs it (main() reads sys.argv: the read-ahead and the early exit apply).
 _DIAGNOSE = """
 from traceview.cli import main
-try:
-    main(["diagnose", sys.argv[1], "--format", "json", "-o", sys.argv[2]])
-except SystemExit as done:
-    if done.code:
-        raise
+sys.argv[1:] = ["diagnose", sys.argv[1], "--format", "json", "-o", sys.argv[2]]
+main()
 """
 _HTA = """
 import logging, os, shutil, tempfile
@@ -87,18 +82,20 @@ xspace_to_tool_data([copy], "overview_page", {})
 """
 
 
-def run_child(python: str, body: str, *args: str, whole_process: bool = True) -> tuple[float, int]:
-    """(wall seconds, peak RSS bytes) of ``body`` in a fresh interpreter. ``whole_process`` times
-    from before the interpreter starts (imports included), as a user waits for it."""
+def run_child(python: str, body: str, *args: str) -> tuple[float, int]:
+    """(wall seconds, peak RSS bytes) of ``body`` in a fresh interpreter, timed from before the
+    interpreter starts to its exit (imports included, as a user waits for it)."""
     script = _CHILD.format(body=body)
-    started = time.perf_counter()
-    out = subprocess.run([python, "-c", script, *args], capture_output=True, text=True, cwd=ROOT, check=False)
-    elapsed = time.perf_counter() - started
-    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    if out.returncode or line is None:
-        raise RuntimeError(f"child failed ({out.returncode}): {out.stderr.strip()[-600:]}")
-    _, wall, rss = line.split()
-    return (elapsed if whole_process else float(wall)), int(rss)
+    with tempfile.TemporaryFile() as errors:  # (a file, not a pipe: a chatty child cannot block on it)
+        started = time.perf_counter()
+        child = subprocess.Popen([python, "-c", script, *args], stdout=subprocess.DEVNULL, stderr=errors, cwd=ROOT)
+        _, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode:
+            errors.seek(0)
+            raise RuntimeError(f"child failed ({child.returncode}): {errors.read().decode(errors='replace')[-600:]}")
+    return elapsed, usage.ru_maxrss * 1024  # (KiB on Linux)
 
 
 def median_run(repeat: int, python: str, body: str, *args: str) -> tuple[float, int]:
@@ -236,12 +233,17 @@ def render(rows: list[dict[str, Any]], hta: tuple[float, int] | None, ladder: li
         lines.append(line)
     if ladder:
         base = ladder[0]["wall"] / ladder[0]["mb"]
+        fixed, per_mb = _line([step["mb"] for step in ladder], [step["wall"] for step in ladder])
         lines += ["", "| ladder trace (raw JSON) | events | diagnose | MB/s (≥ 100 target) | peak RSS | RSS / raw "
-                      "(≤ 2 target) | s per MB vs smallest |", "|---|---|---|---|---|---|---|"]
+                      "(≤ 2 target) | s per MB vs smallest | off the line |", "|---|---|---|---|---|---|---|---|"]
         for step in ladder:
+            off = step["wall"] / (fixed + per_mb * step["mb"]) - 1
             lines.append(f"| {step['mb']:.0f} MB | {step['events']:,} | {step['wall']:.1f} s | "
                          f"{step['mb'] / step['wall']:.0f} | {step['rss'] / 1e9:.2f} GB | "
-                         f"{step['rss'] / 1e6 / step['mb']:.2f} | {step['wall'] / step['mb'] / base:.2f} |")
+                         f"{step['rss'] / 1e6 / step['mb']:.2f} | {step['wall'] / step['mb'] / base:.2f} | "
+                         f"{off:+.0%} |")
+        lines += ["", f"Least-squares line through the ladder: wall ≈ {fixed:.2f} s + {per_mb * 1e3:.2f} ms per MB "
+                      "(\"off the line\": each rung's time against it)."]
     if xplane:
         theirs, ours = xplane["xprof"], xplane["ours"]
         lines += ["", "| XPlane | xprof overview_page | traceview diagnose | xprof / traceview (≥ 3 target) |",
@@ -249,6 +251,15 @@ def render(rows: list[dict[str, Any]], hta: tuple[float, int] | None, ladder: li
                   f"| {xplane['name']} ({xplane['mb']:.0f} MB) | {theirs[0]:.1f} s, {theirs[1] / 1e9:.2f} GB | "
                   f"{ours[0]:.1f} s, {ours[1] / 1e9:.2f} GB | {theirs[0] / ours[0]:.1f} |"]
     return "\n".join(lines)
+
+
+def _line(x: list[float], y: list[float]) -> tuple[float, float]:
+    """(intercept, slope) of the least-squares line through the points."""
+    n = len(x)
+    mean_x, mean_y = sum(x) / n, sum(y) / n
+    spread = sum((a - mean_x) ** 2 for a in x)
+    slope = sum((a - mean_x) * (b - mean_y) for a, b in zip(x, y)) / spread if spread else 0.0
+    return mean_y - slope * mean_x, slope
 
 
 def _versions() -> str:

@@ -36,6 +36,11 @@ DEFAULT_MAX_BYTES = 8 * 2**30
 _CHUNK = 16 * 2**20
 
 
+class InflatedText(io.BytesIO):
+    """A gzipped file's content, already inflated: read like the file's gzip stream (the reader
+    counts its bytes against the decompressed-size limit as for one)."""
+
+
 def max_bytes() -> int:
     """The decompressed-size limit in force (bytes)."""
     value = os.environ.get("TRACEVIEW_MAX_BYTES", "")

@@ -28,8 +28,7 @@ import msgspec
 import orjson
 
 from traceview.errors import InputError
-from traceview.readers import _prefetch
-from traceview.readers._io import GZIP_MAGIC, max_bytes, user_errors
+from traceview.readers._io import GZIP_MAGIC, InflatedText, max_bytes, user_errors
 
 # Raw text decoded per batch. Large enough that the per-batch overhead vanishes, small enough
 # that a batch's decoded events (a few hundred bytes each) stay far below the trace's columns.
@@ -46,12 +45,7 @@ class Declined(Exception):
 
 @contextmanager
 def open_stream(path: Path) -> Iterator[BinaryIO]:
-    """The file's content as a binary stream, gunzipped when it starts with the gzip magic number
-    (or already inflated, when the command line started that early: readers/_prefetch.py)."""
-    inflated = _prefetch.take(path)
-    if inflated is not None:
-        yield inflated
-        return
+    """The file's content as a binary stream, gunzipped when it starts with the gzip magic number."""
     with user_errors(path), path.open("rb") as handle:
         if handle.read(2) != GZIP_MAGIC:
             handle.seek(0)
@@ -93,7 +87,7 @@ class EventArrayReader:
     def _count(self, stream: BinaryIO, size: int) -> None:
         """Count inflated bytes against the limit (a small gzip file may inflate without bound)."""
         self._inflated += size
-        if self._inflated > self._limit and isinstance(stream, (gzip.GzipFile, _prefetch.InflatedText)):
+        if self._inflated > self._limit and isinstance(stream, (gzip.GzipFile, InflatedText)):
             raise InputError(
                 f"{self.path}: decompresses to more than {self._limit:,} bytes (the limit); if the trace is "
                 f"really that large, raise it with --max-bytes or TRACEVIEW_MAX_BYTES")

@@ -18,7 +18,6 @@ all are taken.
 
 from __future__ import annotations
 
-import io
 import os
 import struct
 import threading
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from traceview.readers._io import GZIP_MAGIC, head_bytes, max_bytes
+from traceview.readers._io import GZIP_MAGIC, InflatedText, head_bytes, max_bytes
 
 if TYPE_CHECKING:
     from traceview.readers.kineto_fields import ScannedFields
@@ -51,11 +50,6 @@ class _ReadAhead:
 
 _pending: dict[_Key, tuple[threading.Thread, _ReadAhead]] = {}
 _budget = [PREFETCH_BYTES]
-
-
-class InflatedText(io.BytesIO):
-    """A gzipped file's content, already inflated: read like the file's gzip stream (the reader
-    counts its bytes against the decompressed-size limit as for one)."""
 
 
 def _key(path: Path) -> _Key | None:

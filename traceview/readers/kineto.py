@@ -39,7 +39,7 @@ from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import read_bytes
 from traceview.readers._json_stream import Declined, EventArrayReader
-from traceview.readers import _prefetch
+from traceview.readers import _prefetch, kineto_scan
 from traceview.readers.kineto_fields import (BAD_TID, EXACT_FLOAT_LIMIT_US, EXACT_TS_DECODER, FAST_DECODER,
                                              INT64_MAX, MAX_US, NOT_AN_OBJECT, Fields, as_int, ns_from_text,
                                              scan_fields)
@@ -101,7 +101,10 @@ def read_scanned(path: Path) -> Timeline:
     while the analyses were being imported (readers/_prefetch.py)."""
     scanned = _prefetch.take_scanned(path)
     if scanned is None:
-        scanned = scan_fields(path)
+        # The text, when the thread inflated the file but did not scan it (the scan then names
+        # why; without the compiled scanner the typed decoding reads the file itself).
+        inflated = _prefetch.take(path) if kineto_scan.available() else None
+        scanned = scan_fields(path, inflated)
     return _timeline(path, scanned.fields, scanned.top, scanned.events_seen, scanned.ts_exact)
 
 
