@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from traceview.errors import TraceviewError, UsageError
+
+if TYPE_CHECKING:  # rich is imported when the command runs: every command line registers this one
+    from rich.console import Console
 
 
 def collect(
@@ -52,6 +53,8 @@ def collect(
 
     Example: traceview collect mlp2 -f torch,tf -m eager,function -o runs/mlp2
     """
+    from rich.console import Console
+
     from traceview.collectors.runner import CaptureSettings, collect as run_collect, default_threads
 
     if list_:
@@ -86,6 +89,8 @@ def collect(
 
 def render_matrix(console: Console) -> None:
     """The workload x (framework, mode) table behind ``--list``, plus what each mode means."""
+    from rich.table import Table
+
     from traceview.collectors.runner import availability
     from traceview.collectors.workloads import MODE_HELP, MODES, WORKLOADS, not_applicable
 
