@@ -52,16 +52,18 @@ _CHILD = """
 import sys
 {body}
 """
+# Ends as diagnose does, without the interpreter's teardown (freeing the parsed objects).
 _BARE_PARSE = """
-import gzip, orjson
+import gzip, orjson, os
 raw = open(sys.argv[1], "rb").read()
 doc = orjson.loads(gzip.decompress(raw) if raw[:2] == b"\\x1f\\x8b" else raw)
+os._exit(0)
 """
-# As the console script runs it (main() reads sys.argv: the read-ahead and the early exit apply).
+# As the console script runs it (the read-ahead and the end without teardown apply).
 _DIAGNOSE = """
-from traceview.cli import main
+from traceview.cli import console_main
 sys.argv[1:] = ["diagnose", sys.argv[1], "--format", "json", "-o", sys.argv[2]]
-main()
+console_main()
 """
 _HTA = """
 import logging, os, shutil, tempfile

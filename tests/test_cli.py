@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import subprocess
 import sys
@@ -140,8 +141,8 @@ def test_a_report_is_whole_when_the_process_leaves_without_teardown(command: str
     # exit handlers do not run, yet the whole report reaches the pipe; other commands end as usual.
     trace = next(iter(sample_kineto_traces()))
     args = [command, str(trace), "--format", "json"] if command == "diagnose" else [command]
-    code = ("import atexit, sys; from traceview.cli import main; "
-            "atexit.register(lambda: sys.stdout.write('<teardown>'))\nmain()")
+    code = ("import atexit, sys; from traceview.cli import console_main; "
+            "atexit.register(lambda: sys.stdout.write('<teardown>'))\nconsole_main()")
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO,
                             env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -149,6 +150,28 @@ def test_a_report_is_whole_when_the_process_leaves_without_teardown(command: str
         assert "<teardown>" not in result.stdout and orjson.loads(result.stdout)["steps"]
     else:
         assert result.stdout.endswith("<teardown>")
+
+
+def test_a_profiler_watching_the_command_line_still_gets_its_exit(tmp_path) -> None:
+    # cProfile (like coverage) writes its results at exit: the ordinary exit runs under it.
+    trace = next(iter(sample_kineto_traces()))
+    profile = tmp_path / "out.prof"
+    result = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "traceview", "diagnose",
+                             str(trace), "--format", "json"], capture_output=True, text=True, cwd=REPO,
+                            env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert profile.stat().st_size > 0
+
+
+def test_closed_standard_streams_end_quietly(tmp_path) -> None:
+    trace = next(iter(sample_kineto_traces()))
+    report = tmp_path / "r.json"
+    result = subprocess.run([sys.executable, "-m", "traceview", "diagnose", str(trace), "--format", "json",
+                             "-o", str(report)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO,
+                            env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=300,
+                            preexec_fn=lambda: os.close(1))
+    assert result.returncode == 0 and b"Traceback" not in result.stderr, result.stderr
+    assert orjson.loads(report.read_bytes())["steps"]
 
 
 def test_version():

@@ -1,6 +1,7 @@
-"""The command line starts inflating and scanning a gzipped trace before it imports the
-analyses (readers/_prefetch.py): the reader gets exactly what it would have read itself (the
-scanned fields, or the file's content), or nothing and reads the file itself."""
+"""The command line starts reading the traces it names before it imports the analyses
+(readers/_prefetch.py): the reader gets exactly what it would have made itself (the scanned
+fields, or the scanner's refusal), or nothing and reads the file itself; memory is bounded and
+nothing is kept that is not taken."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import gzip
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,45 +18,63 @@ import pytest
 from traceview.readers import _prefetch, kineto_fields
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_behind() -> Iterator[None]:
+    yield
+    _prefetch.forget()
 SAMPLE = next(p for p in sorted((ROOT / "sample_traces").rglob("*.pt.trace.json.gz")) if "torch-eager" in str(p))
+
+
+def _nothing_made(ahead: _prefetch.ReadAhead | None) -> bool:
+    return ahead is not None and ahead.scanned is None and ahead.declined is None
 
 
 def test_a_prefetched_trace_is_scanned_as_the_reader_scans_it() -> None:
     _prefetch.start(str(SAMPLE))
-    taken = _prefetch.take_scanned(SAMPLE)
+    ahead = _prefetch.take(SAMPLE)
     direct = kineto_fields.scan_fields(SAMPLE)
-    assert taken is not None and taken.events_seen == direct.events_seen > 0 and taken.top == direct.top
+    assert ahead is not None and ahead.scanned is not None
+    taken = ahead.scanned
+    assert taken.events_seen == direct.events_seen > 0 and taken.top == direct.top
     for field in ("ph", "cat", "name", "pid", "tid"):
         assert getattr(taken.fields, field).values == getattr(direct.fields, field).values
         assert np.array_equal(getattr(taken.fields, field).all_codes(), getattr(direct.fields, field).all_codes())
     for field in ("ts", "dur", "correlation", "nbytes", "elements"):
         assert np.array_equal(np.concatenate(getattr(taken.fields, field)), np.concatenate(getattr(direct.fields, field)))
-    assert _prefetch.take_scanned(SAMPLE) is None and _prefetch.take(SAMPLE) is None  # taken once
+    assert _prefetch.take(SAMPLE) is None  # taken once
+    assert _prefetch._budget == [_prefetch.PREFETCH_BYTES]  # and its share of the budget given back
 
 
 def test_a_plain_json_trace_is_scanned_from_the_disk(tmp_path: Path) -> None:
     trace = tmp_path / "t.json"
     trace.write_bytes(gzip.decompress(SAMPLE.read_bytes()))
     _prefetch.start(str(trace))
-    taken = _prefetch.take_scanned(trace)
-    assert taken is not None and taken.events_seen == kineto_fields.scan_fields(SAMPLE).events_seen > 0
-    assert _prefetch.take(trace) is None
+    ahead = _prefetch.take(trace)
+    assert ahead is not None and ahead.scanned is not None
+    assert ahead.scanned.events_seen == kineto_fields.scan_fields(SAMPLE).events_seen > 0
 
 
 def test_another_format_is_left_to_its_reader() -> None:
     xplane = next(iter(sorted((ROOT / "sample_traces").rglob("*.xplane.pb"))))
     _prefetch.start(str(xplane))
-    assert _prefetch.take_scanned(xplane) is None and _prefetch.take(xplane) is None
+    assert _nothing_made(_prefetch.take(xplane))
 
 
-def test_a_document_the_scanner_declines_leaves_its_text(tmp_path: Path) -> None:
+def test_a_document_the_scanner_declines_goes_to_the_other_decodings(tmp_path: Path) -> None:
+    from traceview.readers import kineto
+
     content = b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1e3, "dur": 2}]}'
     trace = tmp_path / "t.json.gz"
     trace.write_bytes(gzip.compress(content))
     _prefetch.start(str(trace))
-    assert _prefetch.take_scanned(trace) is None  # (an exponent in a time: the scanner is not sure of it)
-    taken = _prefetch.take(trace)
-    assert taken is not None and taken.read() == content
+    ahead = _prefetch.take(trace)
+    assert ahead is not None and ahead.scanned is None and ahead.declined  # (an exponent in a time)
+    unprefetched = kineto.read(trace)
+    _prefetch.start(str(trace))
+    prefetched = kineto.read(trace)
+    assert len(prefetched.events) == 1 and prefetched.events.equals(unprefetched.events)
 
 
 def test_a_file_changed_since_is_not_taken(tmp_path: Path) -> None:
@@ -63,7 +83,8 @@ def test_a_file_changed_since_is_not_taken(tmp_path: Path) -> None:
     _prefetch.start(str(trace))
     os.utime(trace, ns=(1, 1))
     assert _prefetch.take(trace) is None
-    _prefetch._pending.clear()
+    _prefetch.forget()
+    assert not _prefetch._pending and _prefetch._budget == [_prefetch.PREFETCH_BYTES]
 
 
 @pytest.mark.parametrize("damage", ["truncated", "trailing bytes", "not gzip"])
@@ -73,7 +94,33 @@ def test_anything_unusual_is_left_to_the_reader(tmp_path: Path, damage: str) -> 
     trace.write_bytes({"truncated": raw[: len(raw) // 2] + raw[-4:], "trailing bytes": raw + b"junk",
                        "not gzip": b"{" + raw}[damage])
     _prefetch.start(str(trace))
-    assert _prefetch.take(trace) is None
+    ahead = _prefetch.take(trace)  # (None: not even started, e.g. a trailer that says "beyond the limit")
+    assert ahead is None or _nothing_made(ahead)
+
+
+def test_a_further_trace_is_read_ahead_only_within_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    for trace in (first, second):
+        trace.write_bytes(gzip.decompress(SAMPLE.read_bytes()))
+    monkeypatch.setattr(_prefetch, "_budget", [second.stat().st_size - 1])
+    _prefetch.start(str(first))  # the first: its fields are what its reader holds anyway
+    _prefetch.start(str(second))  # held while the first is analysed: over the budget
+    assert _prefetch.take(second) is None
+    assert _prefetch.take(first) is not None
+
+
+def test_without_the_scanner_or_a_thread_nothing_is_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_prefetch, "_scanner_built", lambda: False)
+    _prefetch.start(str(SAMPLE))
+    assert not _prefetch._pending
+    monkeypatch.setattr(_prefetch, "_scanner_built", lambda: True)
+
+    def refuse(self: object) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(_prefetch.threading.Thread, "start", refuse)
+    _prefetch.start(str(SAMPLE))
+    assert not _prefetch._pending and _prefetch._budget == [_prefetch.PREFETCH_BYTES]
 
 
 def _diagnose(*args: str) -> subprocess.CompletedProcess[str]:
@@ -98,7 +145,7 @@ def test_the_size_limit_holds_for_a_prefetched_trace(monkeypatch: pytest.MonkeyP
     if limit_set == "before the start":
         monkeypatch.setenv("TRACEVIEW_MAX_BYTES", "1000")
     _prefetch.start(str(SAMPLE))
-    assert _prefetch._pending
+    assert bool(_prefetch._pending) == (limit_set == "after the start")  # (over the limit: not even inflated)
     monkeypatch.setenv("TRACEVIEW_MAX_BYTES", "1000")  # (--max-bytes is read after the thread started)
     with pytest.raises(InputError, match="decompresses to more than 1,000 bytes"):
         kineto.read(SAMPLE)

@@ -1,5 +1,5 @@
 """``python -m traceview`` runs the command line."""
 
-from traceview.cli import main
+from traceview.cli import console_main
 
-main()
+console_main()

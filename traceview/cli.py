@@ -162,15 +162,32 @@ def _start_reading(arguments: list[str]) -> None:
 
 
 def main(argv: Optional[list[str]] = None) -> None:
-    """Entry point: run the app, turning errors into one line and an exit code."""
+    """Entry point for callers: run the app, turning errors into one line and an exit code."""
+    _main(argv)
+
+
+def console_main() -> None:
+    """The console script and ``python -m traceview``: :func:`main` on the process's arguments,
+    then, once diagnose or compare has written its report, the end without teardown."""
+    if _main(None):
+        _leave_without_teardown()
+
+
+def _main(argv: Optional[list[str]]) -> bool:
+    """Run the app; True when a trace-reading command completed."""
     retain_freed_memory()  # before the first large array: see traceview/heap.py
     arguments = _trace_arguments(sys.argv[1:] if argv is None else argv)
     _start_reading(arguments or [])
-    with warnings.catch_warnings():
-        warnings.showwarning = _show_warning
-        _run(argv)
-    if argv is None and arguments is not None:
-        _leave_without_teardown()
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            _run(argv)
+    finally:
+        if arguments:
+            from traceview.readers import _prefetch
+
+            _prefetch.forget()  # (what a command did not read, e.g. after an error)
+    return arguments is not None
 
 
 def _leave_without_teardown() -> None:
@@ -178,13 +195,16 @@ def _leave_without_teardown() -> None:
 
     Freeing every object of pandas, pyarrow, numpy and the trace's columns one by one takes a
     tenth of a small trace's diagnosis, and nothing is left to do: the report is written, its
-    file closed, and these commands register no exit handlers. Only the process's own command
-    line does this (a caller of :func:`main` with arguments keeps its interpreter); if the
-    output cannot be flushed, the ordinary exit reports it."""
+    file closed, and these commands register no exit handlers. Where something watches the
+    process (a profiler, a tracer, coverage), or the output cannot be flushed, the ordinary exit
+    runs: their exit handlers write their results, and a failed flush is reported."""
+    if sys.getprofile() is not None or sys.gettrace() is not None or "coverage" in sys.modules:
+        return
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # (None where the descriptor was closed at start)
+                stream.flush()
+    except Exception:  # noqa: BLE001 - whatever it is, the ordinary exit deals with it
         return
     os._exit(0)
 
@@ -236,4 +256,4 @@ def _run(argv: Optional[list[str]]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    console_main()

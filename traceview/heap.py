@@ -45,5 +45,5 @@ def retain_freed_memory() -> bool:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    return (bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
-            and bool(mallopt(_M_ARENA_MAX, 1)))
+    mallopt(_M_ARENA_MAX, 1)  # (a help, not a need: the reuse below holds per arena without it)
+    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))

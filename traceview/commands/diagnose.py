@@ -12,7 +12,7 @@ import typer
 
 from traceview.commands.output import (COLOR_OPTION, DISPATCH_GAP_OPTION, FORMAT_OPTION, OUTPUT_OPTION, REDACT_OPTION,
                                        RUN_OPTION, STRICT_OPTION, WIDTH_OPTION, emit, report_width, stderr_console,
-                                       use_color)
+                                       is_terminal, use_color)
 
 
 def diagnose(
@@ -52,7 +52,7 @@ def report_diagnosis(path: Path, *, format: str = "terminal", run: Optional[str]
 
     renderer(format)  # an unknown --format is refused before any trace is read
     # Progress only where a person watches it, never into a pipe or a file.
-    console = stderr_console() if sys.stderr.isatty() and format == "terminal" and output is None else None
+    console = stderr_console() if is_terminal(sys.stderr) and format == "terminal" and output is None else None
     with _progress(console) as progress:
         result = api.diagnose_report(path, run=run, dispatch_gap_us=dispatch_gap_us, top=top, jobs=jobs,
                                      redact=redact, keep_events=format == "html", progress=progress)

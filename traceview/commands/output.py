@@ -36,11 +36,16 @@ def stderr_console() -> Any:  # noqa: ANN401 - rich imported lazily
     return Console(file=sys.stderr, highlight=False)
 
 
+def is_terminal(stream: Any) -> bool:  # noqa: ANN401 - sys.stdout / sys.stderr
+    """Whether a standard stream is a terminal (None where its descriptor was closed at start)."""
+    return stream is not None and stream.isatty()
+
+
 def report_width(requested: Optional[int]) -> int:
     """``--width``, else the terminal's (80 to 140 columns), else 100 for a pipe or a file."""
     if requested:
         return requested
-    if sys.stdout.isatty():
+    if is_terminal(sys.stdout):
         return max(80, min(shutil.get_terminal_size((100, 24)).columns, 140))
     return 100
 
@@ -48,12 +53,14 @@ def report_width(requested: Optional[int]) -> int:
 def use_color(color: Optional[bool], output: Optional[Path]) -> bool:
     if color is not None:
         return color
-    return sys.stdout.isatty() and output is None and "NO_COLOR" not in os.environ
+    return is_terminal(sys.stdout) and output is None and "NO_COLOR" not in os.environ
 
 
 def emit(text: str, output: Optional[Path]) -> None:
     """The report on stdout, or in ``--output``."""
     if output is None:
+        if sys.stdout is None:
+            raise UsageError("standard output is closed; name a file for the report with -o/--output")
         sys.stdout.write(text)
         return
     try:

@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from traceview.commands.output import is_terminal
 from traceview.errors import InputError, MissingExtraError, UsageError
 from traceview.renderers.units import visible
 
@@ -74,7 +75,7 @@ def _format(columns: list[str], rows: list[tuple[Any, ...]], format: str) -> str
     for row in text_rows:
         table.add_row(*row)
     buffer = io.StringIO()
-    width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
+    width = shutil.get_terminal_size((100, 24)).columns if is_terminal(sys.stdout) else 100
     # markup off: values from traces are printed as they are, never read as rich markup.
     Console(file=buffer, width=width, markup=False, highlight=False, emoji=False, no_color=True).print(table)
     return buffer.getvalue() + f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n"

@@ -39,6 +39,14 @@ _ELEMENT_END = re.compile(rb"\}\s*,")
 _HEAD_LIMIT = 64 * 2**20  # the array must open within this many bytes (top-level keys come first)
 
 
+def is_chrome_trace(head: bytes) -> bool:
+    """True when the first bytes look like a Chrome-trace JSON document."""
+    text = head.lstrip()
+    if text[:1] == b"[":
+        return b'"ph"' in text or text[1:].lstrip()[:1] in (b"{", b"]")
+    return text[:1] == b"{" and (b'"traceEvents"' in text or b'"schemaVersion"' in text or b'"ph"' in text)
+
+
 class Declined(Exception):
     """The document is not one the fast decoding handles; decode it the plain way instead."""
 

@@ -1,23 +1,28 @@
-"""Read a gzipped trace named on the command line while the interpreter is still loading.
+"""Read the traces named on the command line while the interpreter is still loading.
 
 ``traceview diagnose trace.json.gz`` spends its first few hundred milliseconds importing
-numpy, pandas and the analyses, on one core. Inflating the trace does not need any of them and
-zlib lets go of the interpreter lock while it works, so the command line starts it on a thread
-before anything else (:func:`start`). The same thread then runs the compiled Kineto scanner over
-the text (readers/kineto_fields.py, which needs numpy but not pandas; the scan itself runs
-without the interpreter lock), so the trace is usually read by the time the analyses are
-imported. The reader picks up the scanned fields (:func:`take_scanned`), or else the text
-(:func:`take`), instead of doing that work again.
+numpy, pandas and the analyses, on one core. Reading the trace needs none of pandas, and the
+slow parts let go of the interpreter lock (zlib while it inflates, the compiled Kineto scanner
+while it scans), so the command line starts the reading on a thread before anything else
+(:func:`start`): a Chrome-trace JSON file (told by its first bytes) is inflated into memory when
+gzipped, then scanned into the reader's fields (readers/kineto_fields.py, which needs numpy but
+not pandas), so the trace is usually read by the time the analyses are imported. The scan keeps
+to one core until the reader waits for it. The Kineto reader takes what the thread made
+(:func:`take`) instead of doing that work again; other formats, and installs without the
+compiled scanner, are not read ahead.
 
-Only what is certainly the same file is taken (same resolved path, size and modification time),
-and anything unusual (a corrupt or oversized stream, trailing bytes, a document the scanner does
-not take, an error of any kind) leaves the file, or its text, to the ordinary reader, which
-reports it. The inflated text is held in memory, so only traces up to :data:`PREFETCH_BYTES` in
-all are taken.
+What is taken is the same file (same resolved path, device, inode, size, and modification and
+change times) read within the size limit in force when it is taken; anything unusual (a
+corrupt or oversized stream, trailing bytes, an error of any kind) leaves the file to the
+reader, which reports it, and a document the scanner declines is handed on as declined. Memory
+is bounded: the first trace's fields are what its reader would hold anyway, but gzip text and
+the fields of any further trace (held while the first is analysed) are read ahead only within
+:data:`PREFETCH_BYTES`, and :func:`forget` drops whatever was not taken.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import struct
 import threading
@@ -31,42 +36,54 @@ from traceview.readers._io import GZIP_MAGIC, InflatedText, head_bytes, max_byte
 if TYPE_CHECKING:
     from traceview.readers.kineto_fields import ScannedFields
 
-PREFETCH_BYTES = 256 * 2**20  # inflated bytes held at most, all prefetched files together
+# Bytes read ahead at most, all files together, beyond the first trace's fields: inflated gzip
+# text, and the fields of further traces (counted at their file's size).
+PREFETCH_BYTES = 256 * 2**20
 _HEAD_BYTES = 4096  # what the format is told by (readers/__init__.py detect)
 _GZIP_WINDOW = 16 + zlib.MAX_WBITS  # a gzip header and trailer around deflate data
 
-_Key = tuple[str, int, int]
+_Key = tuple[str, int, int, int, int, int]
 
 
 @dataclass
-class _ReadAhead:
-    """What the thread made of one file: its text, until the scan has taken it over."""
+class ReadAhead:
+    """What the thread made of one file."""
 
-    text: bytes | None = None  # the inflated content (None: left to the reader)
-    scanned: ScannedFields | None = None  # the scanner's reading of it (the text is then let go)
-    size: int = 0  # inflated bytes, for the limit in force when the reader takes the result
+    scanned: ScannedFields | None = None  # the scanner's reading of it
+    declined: str | None = None  # why the scanner did not take the document
+    size: int = 0  # inflated bytes of a gzip file, for the limit in force when the reader takes it
+    cost: int = 0  # bytes charged to the budget
     waited: threading.Event = field(default_factory=threading.Event)  # set once the reader waits for it
 
 
-_pending: dict[_Key, tuple[threading.Thread, _ReadAhead]] = {}
+_pending: dict[_Key, tuple[threading.Thread, ReadAhead]] = {}
 _budget = [PREFETCH_BYTES]
 
 
 def _key(path: Path) -> _Key | None:
+    """What tells this file from any other, now and later."""
     try:
-        stat = path.stat()
-        return (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        info = path.stat()
     except OSError:
         return None
+    return (str(path.resolve()), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _scanner_built() -> bool:
+    """Whether the compiled scanner is installed (found, not imported: that would load numpy)."""
+    try:
+        return importlib.util.find_spec("traceview.readers._kineto_scan") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def start(path_text: str) -> None:
-    """Begin reading ``path_text`` on a thread: a plain file is scanned from the disk, a gzip
-    file inflated into memory first when it is small enough to hold."""
+    """Begin reading ``path_text`` on a thread, when it is a regular file the budget allows."""
     path = Path(path_text)
     key = _key(path)
-    if key is None or key in _pending or not os.path.isfile(path):
+    if key is None or key in _pending or not os.path.isfile(path) or not _scanner_built():
         return
+    size = key[3]
     try:
         with path.open("rb") as handle:
             gzipped = handle.read(2) == GZIP_MAGIC
@@ -77,41 +94,52 @@ def start(path_text: str) -> None:
         return
     expected = None
     if gzipped:
-        if key[1] < 18 or inflated_mod_4gib > _budget[0]:  # (a size of 4 GiB or more shows here as
-            return                                          # its remainder; the inflating stops anyway)
-        _budget[0] -= inflated_mod_4gib
-        expected = inflated_mod_4gib
-    result = _ReadAhead()
+        # (A size of 4 GiB or more shows here as its remainder; the inflating stops at it anyway.)
+        if size < 18 or inflated_mod_4gib > max_bytes():
+            return
+        expected = cost = inflated_mod_4gib
+    else:
+        cost = size if _pending else 0  # (the first trace's fields: what its reader holds anyway)
+    if cost > _budget[0]:
+        return
+    result = ReadAhead(cost=cost)
     thread = threading.Thread(target=_read_ahead, args=(path, expected, result), daemon=True,
                               name="traceview-prefetch")
-    _pending[key] = (thread, result)
-    thread.start()
-
-
-def _read_ahead(path: Path, expected: int | None, result: _ReadAhead) -> None:
-    """Inflate the file (``expected``: its inflated size, None when it is not gzipped), then scan
-    it if it is Chrome-trace JSON; whatever fails is left to the reader."""
-    if expected is not None:
-        result.text = _inflate(path, expected)
-        if result.text is None:
-            return
-        result.size = len(result.text)
     try:
-        # Imported here, on this thread: numpy is the main thread's first import as well, and
-        # the command line must not wait for it before it starts.
+        thread.start()
+    except RuntimeError:  # no thread to be had: the reader reads it as ever
+        return
+    _budget[0] -= cost
+    _pending[key] = (thread, result)
+
+
+def _read_ahead(path: Path, expected: int | None, result: ReadAhead) -> None:
+    """Scan the file if it is Chrome-trace JSON, inflating it first when gzipped (``expected``:
+    its inflated size); whatever fails is left to the reader."""
+    try:
+        # Imported here, on this thread: the command line must not wait for them before it starts
+        # (numpy, which kineto_fields needs, is the main thread's first import as well).
+        from traceview.readers._json_stream import Declined, is_chrome_trace
+
+        if not is_chrome_trace(head_bytes(path, _HEAD_BYTES)):
+            return  # (another format: its own reader reads it)
+        text = None
+        if expected is not None:
+            text = _inflate(path, expected)
+            if text is None:
+                return
+            result.size = len(text)
         from traceview.readers import kineto_fields
 
-        head = result.text[:_HEAD_BYTES] if result.text is not None else head_bytes(path, _HEAD_BYTES)
-        if not kineto_fields.sniff(head):
-            return  # (another format: its own reader reads it)
-        # (A stream of its own: the scanner would otherwise ask this module for the file.)
-        with InflatedText(result.text) if result.text is not None else path.open("rb") as stream:
-            # Long blocks in two halves once the reader waits for them: till then the other
-            # core imports the analyses.
-            result.scanned = kineto_fields.scan_fields(path, stream, halves=result.waited.is_set)
-    except Exception:  # noqa: BLE001 - declined or refused: the reader meets it again and says so
-        return
-    result.text = None  # (its columns are all the reader needs now)
+        with InflatedText(text) if text is not None else path.open("rb") as stream:
+            try:
+                # Long blocks in two halves once the reader waits for them: till then the other
+                # core imports the analyses.
+                result.scanned = kineto_fields.scan_fields(path, stream, halves=result.waited.is_set)
+            except Declined as why:
+                result.declined = str(why)
+    except Exception:  # noqa: BLE001 - an unreadable or oversized file: the reader meets it again and says so
+        result.scanned = result.declined = None
 
 
 def _inflate(path: Path, expected: int) -> bytes | None:
@@ -133,35 +161,25 @@ def _inflate(path: Path, expected: int) -> bytes | None:
         return None
 
 
-def _finished(path: Path) -> tuple[_Key, _ReadAhead] | None:
-    """The read-ahead of ``path`` when one was started for this very file (waiting for it)."""
+def take(path: Path) -> ReadAhead | None:
+    """What the thread made of ``path`` (waiting for it), when one was started for this very
+    file; a scan of a gzip file now beyond the size limit in force (``--max-bytes`` is read
+    after the thread started) is not handed on. The entry is gone after this call."""
     key = _key(path)
-    entry = _pending.get(key) if key is not None else None
-    if key is None or entry is None:
+    entry = _pending.pop(key, None) if key is not None else None
+    if entry is None:
         return None
     thread, result = entry
     result.waited.set()
     thread.join()
-    return key, result
+    _budget[0] += result.cost
+    if result.size > max_bytes():
+        return ReadAhead()
+    return result
 
 
-def take_scanned(path: Path) -> ScannedFields | None:
-    """The compiled scanner's reading of ``path`` when the thread made it, and the file is within
-    the size limit in force now (``--max-bytes`` is set after the thread started)."""
-    found = _finished(path)
-    if found is None or found[1].scanned is None:
-        return None
-    key, result = found
-    del _pending[key]
-    return result.scanned if result.size <= max_bytes() else None
-
-
-def take(path: Path) -> InflatedText | None:
-    """The inflated content of ``path`` when it was prefetched and not scanned (waiting for the
-    thread if needed)."""
-    found = _finished(path)
-    if found is None:
-        return None
-    key, result = found
-    del _pending[key]
-    return InflatedText(result.text) if result.text is not None else None
+def forget() -> None:
+    """Drop whatever was read ahead and not taken (a thread still running finishes for nothing)."""
+    for _, result in _pending.values():
+        _budget[0] += result.cost
+    _pending.clear()

@@ -38,12 +38,11 @@ from traceview.arrays import joined
 from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import read_bytes
-from traceview.readers._json_stream import Declined, EventArrayReader
-from traceview.readers import _prefetch, kineto_scan
+from traceview.readers._json_stream import Declined, EventArrayReader, is_chrome_trace
+from traceview.readers import _prefetch
 from traceview.readers.kineto_fields import (BAD_TID, EXACT_FLOAT_LIMIT_US, EXACT_TS_DECODER, FAST_DECODER,
                                              INT64_MAX, MAX_US, NOT_AN_OBJECT, Fields, as_int, ns_from_text,
                                              scan_fields)
-from traceview.readers import kineto_fields
 from traceview.builder import RawTrace, build
 from traceview.schema import (KIND_VALUES, MEMORY_SAMPLE_REASON, Device, Kind, Timeline, TraceMeta,
                               categorical_from_codes, first_rows, leveled, memory_frame)
@@ -75,8 +74,8 @@ _MAX_TIME_NS = 2**62
 
 def sniff(head: bytes) -> bool:
     """True when the first bytes look like a Chrome-trace JSON document (the rule is stated in
-    readers/kineto_fields.py, where the command line's read-ahead asks it too)."""
-    return kineto_fields.sniff(head)
+    readers/_json_stream.py, where the command line's read-ahead asks it too)."""
+    return is_chrome_trace(head)
 
 
 def read(path: Path) -> Timeline:
@@ -99,12 +98,12 @@ def read_scanned(path: Path) -> Timeline:
     """The compiled scanner's decoding; raises :class:`Declined` for documents it does not take
     (and when the extension is not built). The command line may have scanned the file already,
     while the analyses were being imported (readers/_prefetch.py)."""
-    scanned = _prefetch.take_scanned(path)
+    ahead = _prefetch.take(path)
+    if ahead is not None and ahead.declined is not None:
+        raise Declined(ahead.declined)
+    scanned = ahead.scanned if ahead is not None else None
     if scanned is None:
-        # The text, when the thread inflated the file but did not scan it (the scan then names
-        # why; without the compiled scanner the typed decoding reads the file itself).
-        inflated = _prefetch.take(path) if kineto_scan.available() else None
-        scanned = scan_fields(path, inflated)
+        scanned = scan_fields(path)
     return _timeline(path, scanned.fields, scanned.top, scanned.events_seen, scanned.ts_exact)
 
 

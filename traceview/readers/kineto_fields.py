@@ -3,8 +3,7 @@
 Three decodings fill the same :class:`Fields`: the compiled scanner's blocks
 (:meth:`Fields.add_scanned`), the typed msgspec structs (:meth:`Fields.add_structs`) and
 orjson's dicts (:meth:`Fields.add_dicts`); readers/kineto.py turns them into the timeline.
-:func:`sniff` tells the format by its first bytes; :func:`scan_fields` runs the scanner over a
-whole file. This module imports no pandas at load time: the command line fills the scanner's fields on a
+:func:`scan_fields` runs the scanner over a whole file. This module imports no pandas at load time: the command line fills the scanner's fields on a
 thread while the main thread is still importing pandas and the analyses
 (readers/_prefetch.py), and an import of pandas there would wait for the main thread's.
 """
@@ -31,14 +30,6 @@ EXACT_FLOAT_LIMIT_US = float(2**53) / 1000.0
 # Timestamps and durations, in µs, that fit in int64 ns with room for sums (2**62 ns ≈ 146 years).
 MAX_US = float(2**62) / 1000.0
 INT64_MAX = 2**63 - 1
-
-
-def sniff(head: bytes) -> bool:
-    """True when the first bytes look like a Chrome-trace JSON document."""
-    text = head.lstrip()
-    if text[:1] == b"[":
-        return b'"ph"' in text or text[1:].lstrip()[:1] in (b"{", b"]")
-    return text[:1] == b"{" and (b'"traceEvents"' in text or b'"schemaVersion"' in text or b'"ph"' in text)
 
 
 class _Args(msgspec.Struct, frozen=True, gc=False):

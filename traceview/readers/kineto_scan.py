@@ -5,7 +5,7 @@ The file is read in blocks (gunzipped on the way, the inflated size counted agai
 the text runs out, so the unscanned tail of one block is carried into the next: no cutting and
 no retries. Each yielded :class:`ScannedBlock` holds the columns of a run of whole elements, the
 distinct raw tokens of the interned fields, and the text the ``args`` offsets point into (valid
-until the next block is asked for). readers/kineto.py gives the tokens their meaning.
+until the next block is asked for). readers/kineto_fields.py gives the tokens their meaning.
 
 When the extension is not built (no C compiler at install time), :func:`available` is False
 and traces are decoded by the typed msgspec path, which gives the same timelines.
