@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from traceview.readers import _json_stream, kineto, kineto_scan
+from traceview.readers import _json_stream, kineto, kineto_fields, kineto_scan
+from traceview.readers._io import InflatedText
 from traceview.readers._json_stream import Declined
 
 from test_fast_path import assert_same_timeline
@@ -27,8 +29,36 @@ def _doc(*events: str, head: str = '"schemaVersion": 1, ', tail: str = "") -> st
     return "{" + head + '"traceEvents": [' + ",\n".join(events) + "]" + tail + "}"
 
 
+def assert_same_fields(a: kineto_fields.ScannedFields, b: kineto_fields.ScannedFields) -> None:
+    """Two scans of one document hold the same fields, event by event (the interned values may
+    be listed in another order: the blocks, and the halves of each, can fall elsewhere)."""
+    assert a.events_seen == b.events_seen and a.top == b.top
+    for field in ("ph", "cat", "name", "pid", "tid"):
+        per_event = []
+        for fields in (a.fields, b.fields):
+            interner = getattr(fields, field)
+            values = np.empty(len(interner.values), dtype=object)
+            values[:] = [(type(v).__name__, v) for v in interner.values]  # (1 and "1" stay apart)
+            per_event.append(values[interner.all_codes()].tolist())
+        assert per_event[0] == per_event[1], field
+    for field in ("ts", "dur", "correlation", "nbytes", "elements", "device_ids", "stream_ids"):
+        joined_a, joined_b = (np.concatenate(getattr(f, field) or [np.zeros(0)]) for f in (a.fields, b.fields))
+        assert np.array_equal(joined_a, joined_b, equal_nan=True), field
+    assert a.fields.meta_names == b.fields.meta_names
+
+
+def _scanned_in_memory(path: Path) -> kineto_fields.ScannedFields | None:
+    """The scan of the file's content held in memory (as the command line's read-ahead holds a
+    gzip file's), where the scanner reads the text in place, a block's length at a time."""
+    try:
+        return kineto_fields.scan_fields(path, InflatedText(path.read_bytes()))
+    except Declined:
+        return None
+
+
 def _check(tmp_path: Path, text: str, *, scanned: bool) -> None:
-    """The reading chain gives the reference timeline; the scanner takes the text iff ``scanned``."""
+    """The reading chain gives the reference timeline; the scanner takes the text iff ``scanned``,
+    from the file or from memory alike."""
     path = tmp_path / "trace.json"
     path.write_text(text, encoding="utf-8")
     reference = kineto.read_reference(path)
@@ -37,8 +67,11 @@ def _check(tmp_path: Path, text: str, *, scanned: bool) -> None:
     except Declined:
         taken = None
     assert (taken is not None) == scanned
-    if taken is not None:
+    in_memory = _scanned_in_memory(path)
+    assert (in_memory is not None) == scanned
+    if taken is not None and in_memory is not None:
         assert_same_timeline(taken, reference)
+        assert_same_fields(in_memory, kineto_fields.scan_fields(path))
     assert_same_timeline(kineto.read(path), reference)
 
 
@@ -92,6 +125,7 @@ def test_what_the_scanner_does_not_take_it_declines(tmp_path: Path, text: str) -
     path.write_text(text, encoding="utf-8")
     with pytest.raises(Declined):
         kineto.read_scanned(path)
+    assert _scanned_in_memory(path) is None
     try:
         reference = kineto.read_reference(path)
     except Exception as err:  # the reference names the problem; the chain must end the same way

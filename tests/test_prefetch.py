@@ -12,10 +12,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from traceview.readers import _prefetch, kineto_fields
+
+from test_kineto_scan import assert_same_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,14 +36,8 @@ def test_a_prefetched_trace_is_scanned_as_the_reader_scans_it() -> None:
     _prefetch.start(str(SAMPLE))
     ahead = _prefetch.take(SAMPLE)
     direct = kineto_fields.scan_fields(SAMPLE)
-    assert ahead is not None and ahead.scanned is not None
-    taken = ahead.scanned
-    assert taken.events_seen == direct.events_seen > 0 and taken.top == direct.top
-    for field in ("ph", "cat", "name", "pid", "tid"):
-        assert getattr(taken.fields, field).values == getattr(direct.fields, field).values
-        assert np.array_equal(getattr(taken.fields, field).all_codes(), getattr(direct.fields, field).all_codes())
-    for field in ("ts", "dur", "correlation", "nbytes", "elements"):
-        assert np.array_equal(np.concatenate(getattr(taken.fields, field)), np.concatenate(getattr(direct.fields, field)))
+    assert ahead is not None and ahead.scanned is not None and direct.events_seen > 0
+    assert_same_fields(ahead.scanned, direct)
     assert _prefetch.take(SAMPLE) is None  # taken once
     assert _prefetch._budget == [_prefetch.PREFETCH_BYTES]  # and its share of the budget given back
 

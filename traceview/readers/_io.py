@@ -38,7 +38,11 @@ _CHUNK = 16 * 2**20
 
 class InflatedText(io.BytesIO):
     """A gzipped file's content, already inflated: read like the file's gzip stream (the reader
-    counts its bytes against the decompressed-size limit as for one)."""
+    counts its bytes against the decompressed-size limit as for one), or taken whole (:attr:`text`)."""
+
+    def __init__(self, text: bytes) -> None:
+        super().__init__(text)
+        self.text = text  # (the same bytes: a BytesIO copies only when written to)
 
 
 def max_bytes() -> int:

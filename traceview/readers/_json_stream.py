@@ -35,6 +35,7 @@ from traceview.readers._io import GZIP_MAGIC, InflatedText, max_bytes, user_erro
 BLOCK_BYTES = 32 * 2**20
 _MAX_CUT_TRIES = 16  # candidate cuts tried per batch before giving up on the fast decoding
 _ARRAY_OPEN = re.compile(rb'"traceEvents"\s*:\s*\[')
+_LEADING_SPACE = re.compile(rb"\s*")  # what bytes.lstrip() takes away
 _ELEMENT_END = re.compile(rb"\}\s*,")
 _HEAD_LIMIT = 64 * 2**20  # the array must open within this many bytes (top-level keys come first)
 
@@ -133,23 +134,43 @@ class EventArrayReader:
         while True:
             block = self.read_block(stream)
             buf += block
-            stripped = buf.lstrip()
-            if stripped[:1] == b"[":
-                return stripped[1:], False
-            match = _ARRAY_OPEN.search(buf)
-            if match is not None:
-                break
+            found = self.array_start(buf)
+            if found is not None:
+                start, wrapped = found
+                return buf[start:], wrapped
             if not block or len(buf) > _HEAD_LIMIT:
                 raise Declined("no traceEvents array near the start")
+
+    def whole_text(self, stream: InflatedText) -> tuple[bytes, int, bool]:
+        """An inflated text taken whole (counted against the limit as if read): the text, where
+        the array's elements begin, and whether the document is an object around the array."""
+        self._count(stream, len(stream.text))
+        # The same window open_array reads before it gives up: whole blocks until past the limit.
+        window = BLOCK_BYTES * (_HEAD_LIMIT // BLOCK_BYTES + 1)
+        found = self.array_start(stream.text, window)
+        if found is None:
+            raise Declined("no traceEvents array near the start")
+        return stream.text, *found
+
+    def array_start(self, text: bytes, window: int | None = None) -> tuple[int, bool] | None:
+        """Where the ``traceEvents`` array's elements begin in ``text`` (just after its ``[``, in
+        the first ``window`` bytes) and whether the document is an object around it (its other
+        top-level keys so far go to :attr:`top`); None when the text does not reach it."""
+        lead = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
+        if text[lead:lead + 1] == b"[":
+            return lead + 1, False
+        match = _ARRAY_OPEN.search(text, 0, len(text) if window is None else window)
+        if match is None:
+            return None
         try:
-            head = orjson.loads(buf[: match.end()] + b"]}")
+            head = orjson.loads(text[: match.end()] + b"]}")
         except orjson.JSONDecodeError:
             raise Declined("the traceEvents key is not a top-level key") from None
         if not isinstance(head, dict) or head.get("traceEvents") != []:
             raise Declined("the traceEvents key is not a top-level key")
         del head["traceEvents"]
         self.top.update(head)
-        return buf[match.end():], True
+        return match.end(), True
 
     def _decode(self, piece: bytes) -> list[Any] | None:
         """Events of a run of whole array elements; None when the text is not such a run."""

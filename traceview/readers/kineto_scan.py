@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from traceview.readers import _json_stream
+from traceview.readers._io import InflatedText
 from traceview.readers._json_stream import Declined, EventArrayReader, open_stream
 
 try:  # built by setup.py; optional
@@ -57,7 +58,7 @@ _SPLIT_BYTES = 4 * 2**20
 _ELEMENT_SEAM = re.compile(rb"\}\s*,\s*\{")
 
 
-def _likely_boundary(text: bytearray, start: int, end: int) -> int | None:
+def _likely_boundary(text: bytes | bytearray, start: int, end: int) -> int | None:
     """A position just after an element's "}" near the middle of ``text[start:end]``, when the
     text is worth splitting (found by the text's shape; the scan confirms it)."""
     if end - start < _SPLIT_BYTES:
@@ -74,7 +75,7 @@ class _Outputs:
         self.doubles = np.empty((DOUBLE_ROWS, 0), dtype=np.float64)
         self.flags = np.empty(0, dtype=np.uint8)
 
-    def scan(self, text: bytearray, pos: int, end: int, mode: int) -> tuple[int, int, int, int, tuple[list[bytes], ...], str]:
+    def scan(self, text: bytes | bytearray, pos: int, end: int, mode: int) -> tuple[int, int, int, int, tuple[list[bytes], ...], str]:
         capacity = max(1024, (end - pos) // _BYTES_PER_EVENT)
         if capacity > len(self.flags):
             self.ints = np.empty((INT_ROWS, capacity), dtype=np.int64)
@@ -82,7 +83,7 @@ class _Outputs:
             self.flags = np.empty(capacity, dtype=np.uint8)
         return _kineto_scan.scan(text, pos, end, mode, self.ints, self.doubles, self.flags)
 
-    def block(self, count: int, tokens: tuple[list[bytes], ...], text: bytearray) -> ScannedBlock:
+    def block(self, count: int, tokens: tuple[list[bytes], ...], text: bytes | bytearray) -> ScannedBlock:
         return ScannedBlock(count, self.ints[:, :count], self.doubles[:, :count], self.flags[:count], tokens, text)
 
 
@@ -101,7 +102,7 @@ class ScannedBlock:
     doubles: np.ndarray  # (DOUBLE_ROWS, count) float64
     flags: np.ndarray  # (count,) uint8
     tokens: tuple[list[bytes], ...]  # per interned field: the distinct raw tokens, codes index them
-    text: bytearray  # what the args offsets point into
+    text: bytes | bytearray  # what the args offsets point into
 
     def args_array(self, rows: np.ndarray) -> tuple[bytes, np.ndarray]:
         """The args objects of ``rows`` as one JSON array text (gathered with array operations,
@@ -150,14 +151,24 @@ class EventScanner:
         here, ahead = _Outputs(), _Outputs()
         opened = nullcontext(self._stream) if self._stream is not None else open_stream(self.path)
         with opened as stream, ThreadPoolExecutor(max_workers=1) as helper:
-            rest, wrapped = reader.open_array(stream)
-            # One buffer for the whole file: the unscanned end of the text (a partial element) moves
-            # to its front and the next block is read in behind it, without a copy of each block.
-            text = bytearray(len(rest) + 2 * block_bytes)
-            text[: len(rest)] = rest
-            filled, pos, mode, eof = len(rest), 0, _AT_ARRAY_START, False
-            status, may_split = _MORE, self._halves()
-            del rest
+            text: bytes | bytearray
+            if isinstance(stream, InflatedText):
+                # The whole content is in memory already: it is scanned where it lies, as one
+                # block (no copy of it, and no fresh buffer to fault in).
+                text, pos, wrapped = reader.whole_text(stream)
+                filled, eof = len(text), True
+            else:
+                rest, wrapped = reader.open_array(stream)
+                # One buffer for the whole file: the unscanned end of the text (a partial element)
+                # moves to its front and the next block is read in behind it, without a copy of
+                # each block.
+                text = bytearray(len(rest) + 2 * block_bytes)
+                text[: len(rest)] = rest
+                filled, pos, eof = len(rest), 0, False
+                del rest
+            mode, status, may_split = _AT_ARRAY_START, _MORE, self._halves()
+            in_memory = eof
+            span = block_bytes  # text in memory: scanned a block's length at a time (outputs reused)
             while True:
                 # Read on when less than a block is left, or when the last scan needed more text (an
                 # element longer than what is left).
@@ -174,13 +185,15 @@ class EventScanner:
                     if not eof and filled < block_bytes:
                         status = _FULL  # (not MORE: a short read alone is no reason to read again)
                         continue
+                end = min(filled, pos + span) if in_memory else filled
+                passed_from = pos
                 # Two halves at once: the second from a likely element boundary, on the helper
                 # thread; it counts only if the first half, scanned from a known position, ends
                 # exactly there (else that boundary was inside a string and the rest is rescanned).
-                boundary = _likely_boundary(text, pos, filled) if may_split else None
-                second = helper.submit(ahead.scan, text, boundary, filled, _AT_SEPARATOR) if boundary else None
+                boundary = _likely_boundary(text, pos, end) if may_split else None
+                second = helper.submit(ahead.scan, text, boundary, end, _AT_SEPARATOR) if boundary else None
                 while True:
-                    status, pos, count, mode, tokens, why = here.scan(text, pos, boundary or filled, mode)
+                    status, pos, count, mode, tokens, why = here.scan(text, pos, boundary or end, mode)
                     if status == _DECLINED:
                         raise Declined(f"compiled scanner: {why}")
                     if count:
@@ -206,8 +219,10 @@ class EventScanner:
                 if status == _END:
                     self._finish(stream, bytes(text[pos:filled]), wrapped, eof)
                     return
-                if status == _MORE and eof:
+                if status == _MORE and eof and end == filled:
                     raise Declined("the traceEvents array does not end")
+                # (An element longer than a pass over text in memory: a longer pass.)
+                span = block_bytes if pos > passed_from else 2 * span
 
     def _finish(self, stream: Any, after: bytes, wrapped: bool, eof: bool) -> None:
         """Read what follows the array and keep its top-level keys."""
