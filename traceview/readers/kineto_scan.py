@@ -152,9 +152,10 @@ class EventScanner:
         opened = nullcontext(self._stream) if self._stream is not None else open_stream(self.path)
         with opened as stream, ThreadPoolExecutor(max_workers=1) as helper:
             text: bytes | bytearray
-            if isinstance(stream, InflatedText):
-                # The whole content is in memory already: it is scanned where it lies, as one
-                # block (no copy of it, and no fresh buffer to fault in).
+            in_memory = isinstance(stream, InflatedText)
+            if in_memory:
+                # The whole content is in memory already: it is scanned where it lies, a block's
+                # length at a time (no copy of it, and no fresh buffer to fault in).
                 text, pos, wrapped = reader.whole_text(stream)
                 filled, eof = len(text), True
             else:
@@ -167,8 +168,7 @@ class EventScanner:
                 filled, pos, eof = len(rest), 0, False
                 del rest
             mode, status, may_split = _AT_ARRAY_START, _MORE, self._halves()
-            in_memory = eof
-            span = block_bytes  # text in memory: scanned a block's length at a time (outputs reused)
+            span = block_bytes  # text in memory: how much one pass scans (the outputs are reused)
             while True:
                 # Read on when less than a block is left, or when the last scan needed more text (an
                 # element longer than what is left).
