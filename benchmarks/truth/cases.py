@@ -11,6 +11,11 @@ Sizes are not fixed: a case with a :class:`Knob` is calibrated at run time (by `
 its injected cost reaches a target *time* on the machine at hand; the clean twin of most cases
 is the same program with the knob at zero.
 
+A *two-cause* case (``second``) adds a second cost on top of the first in the same step: its
+variants are ``clean``, ``first`` (the first cost only) and ``injected`` (both), so each cost is
+measured on its own — the first as first − clean, the second as injected − first — and the
+analysis must find both in the injected trace. Its knob, when it has one, sizes the second cost.
+
 Program contract (``worker`` relies on it): a builder ``build(variant, knob)`` returns a
 :class:`StepProgram` whose ``loop`` runs the given step indices, calling ``begin(i)`` /
 ``end(i, loss)`` around each step and ``after(i)`` once the work between steps is done.
@@ -76,6 +81,28 @@ class Knob:
 
 
 @dataclass(frozen=True)
+class SecondCause:
+    """The second cost of a two-cause case: what it is, where the analysis should put it, and
+    which measured cost the scorer holds that bucket's growth against."""
+
+    cause: str
+    expected_bucket: str
+    expected_finding: str
+    score_against: str = "unprofiled"  # or "in_trace"
+    score_reason: str = ""
+
+    def spec(self) -> dict[str, Any]:
+        return {"cause": self.cause, "expected_bucket": self.expected_bucket,
+                "expected_finding": self.expected_finding, "score_against": self.score_against,
+                "score_reason": self.score_reason}
+
+
+SINGLE_VARIANTS = ("clean", "injected")
+# A two-cause case: no cost, the first cost only, both costs.
+PAIR_VARIANTS = ("clean", "first", "injected")
+
+
+@dataclass(frozen=True)
 class Case:
     name: str
     framework: str  # "torch", "tensorflow" or "jax"
@@ -100,6 +127,16 @@ class Case:
     cold_reps: int = 3  # fresh processes per variant for a cold window
     profiled_steady: int = 5  # steady steps in the profiled capture
     notes: str = ""
+    second: SecondCause | None = None  # a second cost in the same step (two-cause cases)
+
+    def __post_init__(self) -> None:
+        if self.second is not None and (self.window != "steady" or self.isolate or self.kind != "cause"):
+            raise ValueError(f"{self.name}: a two-cause case is a steady-window cause case in one process")
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """The programs measured and profiled, in order of the costs they add."""
+        return PAIR_VARIANTS if self.second is not None else SINGLE_VARIANTS
 
     def spec(self) -> dict[str, Any]:
         """The case as plain data (what ground_truth.json records)."""
@@ -118,6 +155,8 @@ class Case:
             "env": dict(self.env),
             "notes": self.notes,
         }
+        if self.second is not None:
+            out["second"] = self.second.spec()
         if self.framework == "torch":
             out["python_events"] = self.python_events
             out["record_shapes"] = self.record_shapes
@@ -726,6 +765,35 @@ def jax_jit(variant: str, knob: int) -> StepProgram:
 # The table
 # ---------------------------------------------------------------------------------------------
 
+# ---------------------------------------------------------------------------------------------
+# Two causes in one step (variants clean / first / injected)
+# ---------------------------------------------------------------------------------------------
+
+# The first cost of the torch pair: the DataLoader work of torch-input-dataloader's committed
+# calibration (1204 loop iterations per sample, ≈6 ms a step unprofiled on the reference VM).
+PAIR_DATALOADER_WORK = 1204
+
+
+def _second(variant: str, knob: int) -> int:
+    """The second cost's size: only the ``injected`` variant has it."""
+    return knob if variant == "injected" else 0
+
+
+def tf_retrace_and_python(variant: str, knob: int) -> StepProgram:
+    # First: the gradient tf.function retraced every step (a new Python float); second: user Python.
+    n = _second(variant, knob)
+    return TFStep(scale=_fresh_floats() if variant != "clean" else None, mid=lambda i: python_work(n) and None)
+
+
+def torch_input_and_python(variant: str, knob: int) -> StepProgram:
+    # First: slow DataLoader samples; second: user Python between backward and the optimizer step.
+    prog = torch_dataloader("injected" if variant != "clean" else "clean", PAIR_DATALOADER_WORK)
+    n = _second(variant, knob)
+    assert isinstance(prog, TorchStep)
+    prog.mid = lambda i: python_work(n) and None
+    return prog
+
+
 _TINY = "the profiler inflates each tiny op (≈50 % on ~µs ops), so the trace holds more than the unprofiled cost"
 _PYTRACER = ("torch's Python tracer (with_stack) slows every line of Python while it is on (CPython 3.11 "
              "setprofile), so the Python work itself runs longer in the trace than without the profiler")
@@ -796,6 +864,20 @@ CASES: tuple[Case, ...] = (
          "graph_build", STEADY_GRAPH_BUILD, "steady", jax_retrace, rounds=6, block=4, profiled_steady=3),
     Case("jax-cold", "jax", "jax.jit step: the first call traces, lowers and XLA-compiles (clean twin compiled before the capture)",
          "graph_build", COLD_COMPILE, "cold", jax_jit, profiled_steady=3),
+    # Two causes in one step: both must be found, each at its own size.
+    Case("tf-retrace-and-python", "tensorflow", "tf.function gradient step retraced every step (a new Python float each call)",
+         "graph_build", STEADY_GRAPH_BUILD, "steady", tf_retrace_and_python, knob=Knob(start=100_000),
+         rounds=6, block=4,
+         second=SecondCause("pure-Python loop (no framework calls) between the gradient call and the update call",
+                            "host_compute", "host_compute")),
+    Case("torch-input-and-python", "torch", "DataLoader (num_workers=0) whose Dataset.__getitem__ runs slow pure-Python "
+         f"work per sample ({PAIR_DATALOADER_WORK} iterations)",
+         "input", "input_bound", "steady", torch_input_and_python, knob=Knob(start=100_000), python_events=False,
+         python_events_reason="as torch-input-dataloader: per-sample Python calls would bloat the trace; the user "
+         "Python then shows as unrecorded time on the step's thread, which the calibrated gap rule must tell "
+         "from framework glue",
+         second=SecondCause("pure-Python loop (no framework calls) between backward and the optimizer step",
+                            "host_compute", "host_compute")),
     # Controls: the same math run two ways; their kernel time should agree within 2x.
     Case("tf-fit-vs-loop", "tensorflow", "Keras model.fit (step-marker callback) vs a custom tf.function loop, same model and data",
          "kernel", "", "steady", tf_fit_vs_loop, kind="control", rounds=6),

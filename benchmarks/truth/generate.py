@@ -110,6 +110,11 @@ def truth_steady(case: Case, knob: int | None, quick: bool) -> dict[str, Any]:
             rejected += r["rounds_rejected"]
         processes = len(order)
     diff = bootstrap_median_diff(times["clean"], times["injected"])
+    extra: dict[str, Any] = {}
+    if "first" in times:  # a two-cause case: each cost over the variant below it
+        extra = {"first": {"median_ns": float(np.median(times["first"])), "n": len(times["first"])},
+                 "diff_first": bootstrap_median_diff(times["clean"], times["first"]),
+                 "diff_second": bootstrap_median_diff(times["first"], times["injected"])}
     return {
         "measure": "iteration time (step start to the end of the work after the step), steady steps",
         "design": f"{'one process' if processes == 1 else f'{processes} alternating processes'}; rounds of one "
@@ -120,6 +125,7 @@ def truth_steady(case: Case, knob: int | None, quick: bool) -> dict[str, Any]:
         "clean": {"median_ns": float(np.median(times["clean"])), "n": len(times["clean"])},
         "injected": {"median_ns": float(np.median(times["injected"])), "n": len(times["injected"])},
         "diff": diff,
+        **extra,
         "samples_ns": times,
     }
 
@@ -174,10 +180,13 @@ def profile(case: Case, variant: str, knob: int | None, dest: Path) -> dict[str,
 DISTORTION = 0.25
 
 
-def score_fields(case: Case, cost_unprofiled: float | None, cost_in_trace: float) -> dict[str, Any]:
-    """Which measured cost the scorer holds the attribution against, and why."""
-    if case.score_against == "in_trace":
-        return {"against": "in_trace", "cost_ns": cost_in_trace, "why": case.score_reason}
+def score_fields(case: Case, cost_unprofiled: float | None, cost_in_trace: float,
+                 declared: tuple[str, str] | None = None) -> dict[str, Any]:
+    """Which measured cost the scorer holds the attribution against, and why (``declared``: a
+    second cause's own (score_against, score_reason); default: the case's)."""
+    against, reason = declared or (case.score_against, case.score_reason)
+    if against == "in_trace":
+        return {"against": "in_trace", "cost_ns": cost_in_trace, "why": reason}
     if cost_unprofiled and cost_in_trace and abs(cost_in_trace / cost_unprofiled - 1) > DISTORTION:
         return {"against": "in_trace", "cost_ns": cost_in_trace,
                 "why": f"the profiler changed the injected cost {cost_in_trace / cost_unprofiled:.2f}× "
@@ -200,9 +209,11 @@ def generate_case(case: Case, quick: bool) -> dict[str, Any]:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     prof = {}
-    for v in ("clean", "injected"):
+    for v in case.variants:
         log(f"{case.name}: profiling {v}")
         prof[v] = profile(case, v, knob, staging)
+    if "first" in prof:  # only its timings are needed (each cost in the trace); the trace is not kept
+        shutil.rmtree(staging / "first", ignore_errors=True)
 
     def profiled_time(r: dict[str, Any]) -> float:
         if case.window == "cold":
@@ -230,7 +241,7 @@ def generate_case(case: Case, quick: bool) -> dict[str, Any]:
         "cost_share_of_injected_step": (cost_unprofiled / truth["injected"]["median_ns"]) if cost_unprofiled else None,
         "profiled": {
             v: {
-                "trace": f"{v}/{prof[v]['trace']}",
+                "trace": f"{v}/{prof[v]['trace']}" if v != "first" else None,
                 "step_ns": prof[v]["step_ns"],
                 "iter_ns": prof[v]["iter_ns"],
                 "compared_ns": in_trace[v],
@@ -249,6 +260,8 @@ def generate_case(case: Case, quick: bool) -> dict[str, Any]:
                       compared="first profiled step (index 0)" if case.window == "cold" else "steady steps 1..N"),
         "wall_s": round(time.time() - t0, 1),
     }
+    if case.second is not None:
+        doc["causes"] = pair_causes(case, truth, in_trace)
     (staging / "ground_truth.json").write_text(json.dumps(doc, indent=1) + "\n")
     final = CASES_DIR / case.name
     shutil.rmtree(final, ignore_errors=True)
@@ -258,6 +271,42 @@ def generate_case(case: Case, quick: bool) -> dict[str, Any]:
         f"{cost_in_trace / 1e6:.2f} ms, inflation clean {inflation['clean']:.2f} injected {inflation['injected']:.2f}, "
         f"{doc['wall_s']} s")
     return doc
+
+
+def pair_causes(case: Case, truth: dict[str, Any], in_trace: dict[str, float]) -> list[dict[str, Any]]:
+    """A two-cause case's costs, each on its own: the first over clean, the second over first,
+    unprofiled (with its CI) and in the trace, and which of them the scorer uses.
+
+    Whether the profiler distorted the costs is judged on the two together (injected − clean):
+    each cost in the trace is a difference of two profiled processes, and a noisy first cost
+    (a retrace) makes the second one's in-trace share swing far more than the profiler does."""
+    assert case.second is not None
+    total_unprofiled = truth["diff"]["median_diff_ns"]
+    total_in_trace = in_trace["injected"] - in_trace["clean"]
+    distorted = bool(total_unprofiled) and abs(total_in_trace / total_unprofiled - 1) > DISTORTION
+    out = []
+    for which, (below, above), expected, declared in (
+        ("first", ("clean", "first"), (case.cause, case.expected_bucket, case.expected_finding),
+         (case.score_against, case.score_reason)),
+        ("second", ("first", "injected"), (case.second.cause, case.second.expected_bucket, case.second.expected_finding),
+         (case.second.score_against, case.second.score_reason)),
+    ):
+        diff = truth[f"diff_{which}"]
+        cost_unprofiled, cost_in_trace = diff["median_diff_ns"], in_trace[above] - in_trace[below]
+        if declared[0] == "in_trace":
+            score = score_fields(case, cost_unprofiled, cost_in_trace, declared)
+        elif distorted:
+            score = {"against": "in_trace", "cost_ns": cost_in_trace,
+                     "why": f"the profiler changed the two costs together {total_in_trace / total_unprofiled:.2f}× "
+                            f"(more than ±{DISTORTION:.0%}): the trace holds {cost_in_trace / 1e6:.2f} ms of this one"}
+        else:
+            score = {"against": "unprofiled", "cost_ns": cost_unprofiled,
+                     "why": f"the two costs together ran {total_in_trace / total_unprofiled:.2f}× as long profiled "
+                            "(within the tolerance): the trace should attribute what runs without the profiler"}
+        out.append({"cause": expected[0], "expected_bucket": expected[1], "expected_finding": expected[2],
+                    "measured_as": f"{above} − {below}", "cost_unprofiled_ns": cost_unprofiled,
+                    "cost_unprofiled_ci95_ns": diff["ci95_ns"], "cost_in_trace_ns": cost_in_trace, "score": score})
+    return out
 
 
 def respec(case: Case) -> bool:
@@ -272,6 +321,11 @@ def respec(case: Case) -> bool:
     doc = json.loads(path.read_text())
     doc["case"] = case.spec()
     doc["score"] = score_fields(case, doc["cost_unprofiled_ns"], doc["cost_in_trace_ns"])
+    if case.second is not None and "causes" in doc:
+        in_trace = {v: doc["profiled"][v]["compared_ns"] for v in case.variants}
+        truth = dict(doc["unprofiled"], diff={"median_diff_ns": doc["cost_unprofiled_ns"],
+                                              "ci95_ns": doc["cost_unprofiled_ci95_ns"]})
+        doc["causes"] = pair_causes(case, truth, in_trace)
     path.write_text(json.dumps(doc, indent=1) + "\n")
     return True
 

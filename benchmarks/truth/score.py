@@ -12,8 +12,11 @@ to injected:
 A cause case is *right* when the bucket that grew most is the expected one, the first finding
 graded high or moderate on the injected trace is the expected rule, and the expected bucket's
 growth is within 0.75–1.25 of the cost (the one ``score_against`` names in ground_truth.json).
-A control is right when the two kernel buckets agree within 2×. Exit status 1 when any case is
-wrong (``--no-fail``: always 0).
+A two-cause case is right when the two buckets that grew most are its two expected buckets, its
+first two actionable findings are their two rules (in either order: ranking them by size is the
+report's own business, and two costs of similar size may fall either way), and each expected
+bucket's growth is within 0.75–1.25 of that cause's own cost. A control is right when the two
+kernel buckets agree within 2×. Exit status 1 when any case is wrong (``--no-fail``: always 0).
 """
 
 from __future__ import annotations
@@ -36,6 +39,28 @@ ACTIONABLE = ("high", "moderate")
 
 
 @dataclass
+class CauseScore:
+    """One cost of a two-cause case, against its bucket's growth."""
+
+    expected_bucket: str
+    expected_finding: str
+    cost_ns: float
+    cost_kind: str
+    attributed_ns: float = float("nan")
+    growth_rank: int = 0  # 1 = the bucket that grew most
+    finding_rank: int = 0  # among the actionable findings; 0 = not among them
+
+    @property
+    def ratio(self) -> float:
+        return self.attributed_ns / self.cost_ns if self.cost_ns else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"expected_bucket": self.expected_bucket, "expected_finding": self.expected_finding,
+                "cost_ns": self.cost_ns, "cost_kind": self.cost_kind, "attributed_ns": self.attributed_ns,
+                "ratio": self.ratio, "growth_rank": self.growth_rank, "finding_rank": self.finding_rank}
+
+
+@dataclass
 class Score:
     case: str
     kind: str
@@ -51,6 +76,7 @@ class Score:
     kernel_a_ns: float = float("nan")
     kernel_b_ns: float = float("nan")
     error: str = ""
+    causes: list[CauseScore] = field(default_factory=list)  # two-cause cases: each cost
 
     @property
     def ratio(self) -> float:
@@ -65,6 +91,10 @@ class Score:
             return False
         if self.kind == "control":
             return self.ratio <= CONTROL_FACTOR
+        if self.causes:
+            n = len(self.causes)
+            return all(1 <= c.growth_rank <= n and 1 <= c.finding_rank <= n
+                       and RATIO_RANGE[0] <= c.ratio <= RATIO_RANGE[1] for c in self.causes)
         return (
             self.grew_most == self.expected_bucket
             and self.first_finding == self.expected_finding
@@ -79,6 +109,7 @@ class Score:
             "cost_ns": self.cost_ns, "cost_kind": self.cost_kind, "ratio": self.ratio,
             "right": self.right, "growth_ns": self.growth, "compare_top": self.compare_top,
             "kernel_a_ns": self.kernel_a_ns, "kernel_b_ns": self.kernel_b_ns, "error": self.error,
+            "causes": [c.to_dict() for c in self.causes],
         }
 
 
@@ -139,11 +170,19 @@ def score_case(folder: Path) -> Score:
         a, b = _window_buckets(clean, spec["window"]), _window_buckets(injected, spec["window"])
         s.growth = {k: b[k] - a.get(k, 0.0) for k in b}
         s.growth[BETWEEN_STEPS] = _gap_mean(injected) - _gap_mean(clean)
-        s.grew_most = max(s.growth, key=lambda k: s.growth[k])
-        s.first_finding = next((f.rule for f in injected.findings if f.grade in ACTIONABLE), "")
+        grown = sorted(s.growth, key=lambda k: -s.growth[k])  # (stable: ties keep the bucket order)
+        actionable = [f.rule for f in injected.findings if f.grade in ACTIONABLE]
+        s.grew_most = grown[0]
+        s.first_finding = actionable[0] if actionable else ""
         s.attributed_ns = s.growth.get(s.expected_bucket, 0.0)
         s.cost_ns = float(truth["score"]["cost_ns"] or float("nan"))
         s.cost_kind = truth["score"]["against"]
+        for cause in truth.get("causes", []):
+            bucket, rule = cause["expected_bucket"], cause["expected_finding"]
+            s.causes.append(CauseScore(
+                bucket, rule, float(cause["score"]["cost_ns"] or float("nan")), cause["score"]["against"],
+                attributed_ns=s.growth.get(bucket, 0.0), growth_rank=grown.index(bucket) + 1 if bucket in grown else 0,
+                finding_rank=actionable.index(rule) + 1 if rule in actionable else 0))
         s.kernel_a_ns, s.kernel_b_ns = a.get("kernel", 0.0), b.get("kernel", 0.0)
         if spec["window"] == "steady":
             cmp = traceview.compare(_trace(folder, truth, "clean"), _trace(folder, truth, "injected"))
@@ -161,7 +200,8 @@ def _ms(ns: float) -> str:
 
 
 def render(scores: list[Score], markdown: bool) -> str:
-    causes = [s for s in scores if s.kind != "control"]
+    causes = [s for s in scores if s.kind != "control" and not s.causes]
+    pairs = [s for s in scores if s.causes]
     controls = [s for s in scores if s.kind == "control"]
     head = ["case", "expected bucket", "grew most", "first finding", "attributed", "cost", "ratio", "right?"]
     rows = [
@@ -174,6 +214,14 @@ def render(scores: list[Score], markdown: bool) -> str:
     crows = [[s.case, _ms(s.kernel_a_ns), _ms(s.kernel_b_ns), f"{s.ratio:.2f}",
               "yes" if s.right else ("ERROR" if s.error else "no")] for s in controls]
     out = [_table(head, rows, markdown), "", f"{sum(s.right for s in causes)}/{len(causes)} right"]
+    if pairs:
+        phead = ["two causes", "expected bucket", "growth rank", "finding rank", "attributed", "cost", "ratio",
+                 "right?"]
+        prows = [[s.case if i == 0 else "", c.expected_bucket, str(c.growth_rank or "—"), str(c.finding_rank or "—"),
+                  _ms(c.attributed_ns), f"{_ms(c.cost_ns)} ({c.cost_kind})", f"{c.ratio:.2f}",
+                  ("yes" if s.right else ("ERROR" if s.error else "no")) if i == 0 else ""]
+                 for s in pairs for i, c in enumerate(s.causes)]
+        out += ["", _table(phead, prows, markdown), "", f"{sum(s.right for s in pairs)}/{len(pairs)} two-cause cases right"]
     if controls:
         out += ["", _table(chead, crows, markdown), "",
                 f"controls: {sum(s.right for s in controls)}/{len(controls)} within {CONTROL_FACTOR:g}×"]

@@ -3,9 +3,10 @@
 ``python -m benchmarks.truth.worker MODE --case NAME [--variant V] [--knob K] --result FILE``
 
 Modes:
-- ``calibrate``: both variants in this process; find the knob (``measure.search_knob``).
+- ``calibrate``: the two variants the knob tells apart (clean / injected; first / injected in a
+  two-cause case) in this process; find the knob (``measure.search_knob``).
 - ``point``: one variant at one knob, median iteration time (calibration of isolated cases).
-- ``measure``: steady window, both variants in this process, interleaved in blocks with
+- ``measure``: steady window, every variant in this process, interleaved in blocks with
   rotating order behind the calm gate; or one variant (``--variant``) for isolated cases.
 - ``cold``: the first step of a fresh process (the clean twin runs one step first).
 - ``profile``: one profiled capture of one variant into ``--out``, traces rewritten so they
@@ -200,16 +201,19 @@ def mode_calibrate(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str
     assert case.knob is not None
     kn = case.knob
 
+    # The knob sizes the last cost: injected over clean, or over first in a two-cause case.
+    base, top = case.variants[-2:]
+
     def cost_at(k: int) -> tuple[float, float]:
-        progs = {v: build(case, v, k) for v in ("clean", "injected")}
+        progs = {v: build(case, v, k) for v in (base, top)}
         counter = [0]
         for p in progs.values():
             p.enter()
             warm(p, case.warmup, counter)
         settle()
         got = blocks(progs, 3, 4, calm, strict=False)["iter_ns"]
-        clean = _median(got["clean"])
-        return _median(got["injected"]) - clean, clean
+        below = _median(got[base])
+        return _median(got[top]) - below, below
 
     target = lambda clean: max(kn.target_ms * 1e6, kn.share * clean)  # noqa: E731
     knob, points = search_knob(kn.start, kn.power, kn.lo, kn.hi, target, cost_at)
@@ -225,7 +229,7 @@ def mode_point(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str, An
 
 
 def mode_measure(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str, Any]:
-    variants = [args.variant] if args.variant else ["clean", "injected"]
+    variants = [args.variant] if args.variant else list(case.variants)
     rounds = args.rounds or case.rounds
     progs = {v: build(case, v, args.knob) for v in variants}
     counter = [0]
@@ -444,14 +448,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("mode", choices=sorted(MODES))
     ap.add_argument("--case", required=True)
-    ap.add_argument("--variant", choices=("clean", "injected"))
+    ap.add_argument("--variant", choices=("clean", "first", "injected"))
     ap.add_argument("--knob", type=int)
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--out")
     ap.add_argument("--result", required=True)
     args = ap.parse_args(argv)
     case = BY_NAME[args.case]
-    variant_threads = case.threads[1] if args.variant == "injected" else case.threads[0]
+    variant_threads = case.threads[1] if args.variant in ("first", "injected") else case.threads[0]
     threads = setup_process(case, variant_threads)
     calm = Calm()
     started = time.time()
