@@ -15,9 +15,11 @@ device work its host part launched", as the removed PyTorch TensorBoard plugin d
 never overlap: a step starts no earlier than the previous window ends. Every step is kept — the
 last one too (Holistic Trace Analysis drops the last ProfilerStep; traceview does not).
 
-Cold steps: a step that holds graph building or compilation, a leading step slower than
-``COLD_FACTOR`` × the median of the others, and the steps a capture's manifest lists as cold or
-warm-up. Steady state = the steps that are not cold.
+Cold steps: a step that holds graph building or compilation; the steps a capture's manifest
+lists as cold or warm-up; the first step when slower than ``COLD_FACTOR`` × the median of the
+others; and the steps still warming up after it: each next one, while all before it are cold,
+when slower than ``WARMUP_FACTOR`` × the median of the steps after it. Steady state = the
+steps that are not cold.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from traceview.results import Steps
 from traceview.schema import DEVICE_KINDS, Kind, Timeline
 
 COLD_FACTOR = 1.5
+# A step after the first, with only cold steps before it, is still warming up when it is slower
+# than this × the median of the steps after it (beyond the 2× a busy machine alone can cause).
+WARMUP_FACTOR = 3.0
 _STEP_NUMBER = re.compile(r"#(\d+)$")
 
 
@@ -113,6 +118,7 @@ def find_steps(timeline: Timeline) -> Steps:
     if declared and rule == "markers" and not np.isin(numbers, sorted(declared)).all():
         # The capture's manifest says which steps were cold or warm-up: they are not steady state.
         cold |= np.isin(numbers, sorted(declared))
+    cold |= _still_warming_up(duration, cold)
 
     table = pd.DataFrame(
         {
@@ -127,6 +133,24 @@ def find_steps(timeline: Timeline) -> Steps:
         }
     )
     return Steps(table=table, rule=rule, rule_detail=detail, driver_track=driver)
+
+
+def _still_warming_up(duration: np.ndarray, cold: np.ndarray) -> np.ndarray:
+    """The steps after the first that are still warming up: each next step, while every step
+    before it is cold, when slower than ``WARMUP_FACTOR`` × the median of the steps after it.
+
+    Warm-up can span several steps with nothing recorded to show it: the TorchScript profiling
+    executor optimizes a graph on its second or third call, inside the call's own time. A later
+    step needs stronger evidence than the first (``COLD_FACTOR``): on a busy machine a step of a
+    few ms runs up to 2× slower with no cause in the program at all."""
+    slow = np.zeros(len(duration), dtype=bool)
+    if not len(duration) or not cold[0]:
+        return slow
+    for i in range(1, len(duration) - 1):
+        if not (cold[i] or duration[i] > WARMUP_FACTOR * np.median(duration[i + 1:])):
+            break
+        slow[i] = not cold[i]
+    return slow
 
 
 def _busiest_loop_track(events: pd.DataFrame) -> str:
