@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from tests.conftest import TORCH_GPU_TRACES, XPLANE_GPU_TRACES, cached_diagnosis, sample_kineto_traces, sample_xplane_traces
+import traceview
 from traceview.analyzers.attribution import BUCKETS, PER_CALL_MAX_NS, AttributionOptions, attribute
 from traceview.analyzers.steps import find_steps
 from traceview.normalize import normalize
@@ -326,3 +329,20 @@ def test_per_call_cost_of_a_shared_entry_point_is_taken_off_compute_calls():
     # No-math calls cost 50 and 30 ns by themselves: median 40 ns of the MatMul call is the call.
     assert details["launch_overhead.per_call"] == 40
     assert attribution.per_step.iloc[0]["kernel"] == 260
+
+
+TRUTH_CASES = Path(__file__).resolve().parents[1] / "benchmarks" / "truth" / "cases"
+
+
+@pytest.mark.parametrize("case, python_events", [("tf-user-python", False), ("torch-user-python", True)])
+def test_host_compute_says_when_no_python_calls_could_tell_user_code_from_framework_code(
+        case: str, python_events: bool) -> None:
+    """TF records no Python calls: the user's loop shows only as unrecorded time on the step's
+    thread, which the framework's own Python (a Session.run wrapper, Keras layers) would too."""
+    folder = TRUTH_CASES / case / "injected"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} not present")
+    diagnosis = traceview.diagnose(folder)
+    finding = next(f for f in diagnosis.findings if f.rule == "host_compute")
+    assert finding.grade in ("high", "moderate") and finding.evidence["python_events"] is python_events
+    assert ("records no Python calls" in finding.summary) is (not python_events), finding.summary

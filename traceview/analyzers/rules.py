@@ -38,6 +38,7 @@ from typing import Callable
 import numpy as np
 
 from traceview.analyzers.modes import advice
+from traceview.arrays import membership
 from traceview.results import GRADES, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role
 from traceview.schema import Kind
@@ -266,10 +267,14 @@ def host_compute(diag: Diagnosis) -> Finding:
     details = diag.steady_details()
     python = details.get("host_compute.python", 0.0)
     inferred = details.get("host_compute.inferred", 0.0)
+    # Without Python calls in the trace, unrecorded time on the step's thread is the user's code or
+    # the framework's own Python around its calls (TF's Session.run wrapper, Keras layers): the
+    # summary says so (the grade stays the share's).
+    python_events = bool(membership(diag.timeline.events["kind"].array)([Kind.PYTHON.value]).any())
     return Finding(
         "host_compute", "the step's thread runs the user's own host work (Python, GC) between framework calls",
         _grade(share, 0.05, 0.20),
-        {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred},
+        {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred, "python_events": python_events},
         "move per-step Python work (metrics, logging, data munging, object churn that triggers garbage "
         "collection) out of the step, vectorize it, or run it in the input pipeline",
         "≥ 5 % moderate, ≥ 20 % high",

@@ -161,9 +161,11 @@ def _input_bound(e: Mapping[str, Any], explains: float) -> str:
 
 
 def _host_compute(e: Mapping[str, Any], explains: float) -> str:
+    caveat = ("; the trace records no Python calls, so that unrecorded time may also be the framework's own "
+              "Python around its calls" if e["inferred_ns"] and not e.get("python_events", True) else "")
     return (f"host work outside the framework is {fmt_pct(e['host_compute_share'])} of the step ({fmt_ns(explains)}): "
             f"{fmt_ns(e['python_ns'])} in the user's Python frames, {fmt_ns(e['inferred_ns'])} in unrecorded "
-            "stretches longer than the dispatch-gap threshold")
+            f"stretches longer than the dispatch-gap threshold{caveat}")
 
 
 def _low_utilization(e: Mapping[str, Any], explains: float) -> str:
