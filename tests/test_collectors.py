@@ -25,6 +25,8 @@ import numpy as np
 import orjson
 import pytest
 
+import traceview
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from traceview.collectors import manifest as mf  # noqa: E402
@@ -579,10 +581,41 @@ def test_capture_api_tf_user_loop(tmp_path: Path) -> None:
     assert all(TF_GRAPH_BUILD_EVENT not in names for _, names in steps[1:])
 
 
+def test_capture_api_jax_user_loop(tmp_path: Path) -> None:
+    jax = pytest.importorskip("jax")
+    from traceview.capture import capture
+
+    jnp = jax.numpy
+    x, y = jnp.ones((32, 4)), jnp.zeros((32, 1))
+
+    @jax.jit
+    def train_step(w: Any) -> Any:
+        loss, grad = jax.value_and_grad(lambda w: jnp.mean(jnp.square(x @ w - y)))(w)
+        return w - 0.1 * grad, loss
+
+    w = jnp.ones((4, 1))
+    with capture(tmp_path / "mine", framework="jax", max_steps=3) as cap:
+        for _ in range(4):
+            with cap.step() as step:
+                w, loss = train_step(w)
+                step.loss = float(loss)  # waits for the step's result
+    m = mf.read(tmp_path / "mine")
+    assert m["framework"] == "jax" and m["trace"]["path"].startswith("plugins/profile/")
+    assert m["trace"]["format"] == "xplane" and m["cold_steps"] == [0] and len(m["timing"]["unprofiled_s"]) == 1
+    assert "python_tracer_level 0" in m["trace"]["options"]  # JAX's Python tracer stays off by default
+    assert not list((tmp_path / "mine").rglob("*.trace.json.gz"))  # JAX's viewer copy is not kept
+    diagnosis = traceview.diagnose(tmp_path / "mine")
+    assert diagnosis.timeline.meta.framework == "jax"
+    table = diagnosis.steps.table
+    assert diagnosis.steps.rule == "markers" and list(table["number"]) == [0, 1, 2] and bool(table["cold"].iloc[0])
+    with pytest.raises(UsageError, match="JAX's profiler records no allocation"):
+        capture(tmp_path / "other", framework="jax", memory=True)
+
+
 def test_capture_api_rejects_unknown_framework(tmp_path: Path) -> None:
     from traceview.capture import capture
 
-    with pytest.raises(UsageError, match="use 'torch' or 'tf'"):
+    with pytest.raises(UsageError, match="use 'torch', 'tf' or 'jax'"):
         capture(tmp_path, framework="mxnet")
 
 

@@ -10,20 +10,23 @@
 
 The profiler starts when the first profiled step begins (so setup code before the loop stays out
 of the trace) and every profiled step gets the framework's step marker: ``ProfilerStep#N`` for
-torch, ``Trace('train', step_num=N, _r=1)`` for TensorFlow, with ``N`` counting the trace's steps
+torch, ``Trace('train', step_num=N, _r=1)`` for TensorFlow, ``StepTraceAnnotation('train',
+step_num=N)`` for JAX, with ``N`` counting the trace's steps
 from 0 (the manifest's ``trace.loop_steps`` names the loop step of each). Loop step 0 is marked
 cold in the manifest, since that is where tracing and compilation land. With ``max_steps`` only
 the first steps are profiled; with ``schedule`` the active steps of each cycle, one trace per cycle
 (:mod:`traceview.profile_schedule`). The other steps are still timed, without the profiler, which
-gives the profiler's overhead for free.
+gives the profiler's overhead for free. JAX dispatches asynchronously: end each step on something
+that waits for its result (``float(loss)``, ``block_until_ready()``), as a JAX loop reading its
+loss does, or the step's time lands in a later step.
 
 Output layout (the same as one ``traceview collect`` folder): torch writes
-``<path>/<host>_<pid>.<ms>.pt.trace.json.gz``; TensorFlow writes the TensorBoard layout
+``<path>/<host>_<pid>.<ms>.pt.trace.json.gz``; TensorFlow and JAX write the TensorBoard layout
 ``<path>/plugins/profile/<run>/<host>.xplane.pb`` (a run per trace: ``traceview diagnose <path>``
 reads the newest, ``--run NAME`` another); both write ``<path>/manifest.json``, whose ``traces``
 list every trace.
 
-torch and TensorFlow are imported only when a capture for them starts.
+torch, TensorFlow and JAX are imported only when a capture for them starts.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ from typing import Any
 from traceview.errors import UsageError
 from traceview.profile_schedule import PROFILED, Action, Schedule, actions_of, first_steps
 
-_FRAMEWORK_ALIASES = {"torch": "torch", "pytorch": "torch", "tf": "tf", "tensorflow": "tf"}
+_FRAMEWORK_ALIASES = {"torch": "torch", "pytorch": "torch", "tf": "tf", "tensorflow": "tf", "jax": "jax"}
+# Each collector module's check of the device name (it raises RuntimeError for one it cannot use).
+_DEVICE_CHECKS = {"torch": "torch_device", "tf": "tf_device", "jax": "jax_device"}
 
 
 class StepHandle:
@@ -93,12 +98,15 @@ class Capture:
         schedule: Any = None,
         overwrite: bool = False,
         description: str = "",
-        python_events: bool = True,
+        python_events: bool | None = None,
         memory: bool = False,
     ) -> None:
         fw = _FRAMEWORK_ALIASES.get(framework.lower())
         if fw is None:
-            raise UsageError(f"capture(framework={framework!r}): use 'torch' or 'tf'")
+            raise UsageError(f"capture(framework={framework!r}): use 'torch', 'tf' or 'jax'")
+        if memory and fw == "jax":
+            raise UsageError("capture(memory=True): JAX's profiler records no allocation events that traceview "
+                             "reads; capture without memory=True")
         if max_steps is not None and max_steps < 1:
             raise UsageError(f"capture(max_steps={max_steps}): must be at least 1")
         if max_steps is not None and schedule is not None:
@@ -110,7 +118,7 @@ class Capture:
                              f"set {TF_CPU_BFC_VARIABLE}=true in the environment before TensorFlow creates its "
                              f"CPU device (before the first op runs; in a notebook, restart the kernel)")
         self.path = Path(path)
-        self.python_events = python_events
+        self.python_events = python_events  # None: the framework's default (resolved on entry)
         self.memory = memory
         self.framework = fw
         self.device = device
@@ -144,7 +152,9 @@ class Capture:
                 raise UsageError(f"{self.path} already holds a capture; pass overwrite=True or choose another path")
             _remove_capture(self.path)
         self._backend = load_backend(self.framework)  # MissingExtraError when not installed
-        check_device = self._backend.torch_device if self.framework == "torch" else self._backend.tf_device
+        check_device = getattr(self._backend, _DEVICE_CHECKS[self.framework])
+        if self.python_events is None:
+            self.python_events = bool(self._backend.python_events_default("user"))
         try:
             check_device(self.device)
         except RuntimeError as err:
@@ -324,6 +334,10 @@ def _current_threads(framework: str) -> dict[str, Any]:
         import torch
 
         return {"torch_intra_op": torch.get_num_threads(), "torch_inter_op": torch.get_num_interop_threads()}
+    if framework == "jax":
+        return {"xla_flags": os.environ.get("XLA_FLAGS", ""),
+                "xla_threads_note": "XLA's CPU backend sizes its own thread pools (one per core) unless XLA_FLAGS "
+                                    "say otherwise"}
     import tensorflow as tf
 
     return {
@@ -342,29 +356,31 @@ def capture(
     schedule: Schedule | Mapping[str, int] | Callable[[int], Any] | None = None,
     overwrite: bool = False,
     description: str = "",
-    python_events: bool = True,
+    python_events: bool | None = None,
     memory: bool = False,
 ) -> Capture:
     """Profile a user's training loop into ``path`` (use as a context manager).
 
-    ``framework`` is ``"torch"`` or ``"tf"``; ``device`` ``"cpu"`` or ``"cuda"`` (torch adds CUDA
-    activity; TensorFlow records GPUs on its own). ``max_steps`` bounds the profiled window; the
+    ``framework`` is ``"torch"``, ``"tf"`` or ``"jax"``; ``device`` ``"cpu"`` or ``"cuda"`` (torch
+    adds CUDA activity; TensorFlow and JAX record GPUs on their own). ``max_steps`` bounds the profiled window; the
     remaining steps are timed without the profiler. ``schedule`` picks the profiled steps instead,
     as torch.profiler.schedule does: ``traceview.schedule(wait=1, warmup=1, active=3, repeat=2)``
     (or a dict of those, or ``torch.profiler.schedule(...)`` itself) profiles each cycle's active
-    steps into a trace of their own, in torch and TensorFlow alike; waiting and warm-up steps run
+    steps into a trace of their own, in every framework alike; waiting and warm-up steps run
     without the profiler (``traceview/profile_schedule.py``). Raises
     :class:`~traceview.errors.MissingExtraError` when the framework is not installed and
     :class:`~traceview.errors.UsageError` when ``path`` already holds a capture (unless
-    ``overwrite``: re-running a notebook cell). ``python_events`` (torch: ``with_stack=True``)
-    records Python frames, so the user's own code between framework ops is told apart from the
-    framework's; it slows Python-heavy steps ~1.3–1.6× (benchmarks/truth/README.md) — pass False
-    for a torch.compile loop, whose compiler's Python would fill the trace. ``memory`` records every
+    ``overwrite``: re-running a notebook cell). ``python_events`` (torch: ``with_stack=True``;
+    on by default for torch) records Python frames, so the user's own code between framework ops
+    is told apart from the framework's; it slows Python-heavy steps ~1.3–1.6×
+    (benchmarks/truth/README.md) — pass False for a torch.compile loop, whose compiler's Python
+    would fill the trace. JAX's Python tracer (off by default) records every call JAX's tracing
+    makes, under base file names only; TensorFlow records no Python events. ``memory`` records every
     allocation and free; the report then shows peak memory per step and the ops that allocate
     most. torch: ``profile_memory=True``. TensorFlow records allocations by itself through its BFC
     allocators — on GPUs always, on the CPU only when ``TF_CPU_ALLOCATOR_USE_BFC=true`` was set
     before TensorFlow created its CPU device (its default CPU allocator records none), which
-    ``memory=True`` on the CPU requires.
+    ``memory=True`` on the CPU requires; JAX records none that traceview reads.
     """
     return Capture(path, framework, device=device, max_steps=max_steps, schedule=schedule, overwrite=overwrite,
                    description=description, python_events=python_events, memory=memory)
