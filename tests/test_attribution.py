@@ -208,7 +208,9 @@ def test_compute_on_another_thread_does_not_count_while_the_step_thread_works():
 
 
 @pytest.mark.parametrize("waiting_kind, waiting_name, own_bucket", [
-    ("annotation", "np.asarray(jax.Array)", "host_compute.annotation"),  # a range with nothing inside
+    ("annotation", "user_metrics_range", "host_compute.annotation"),  # a user's range with nothing inside
+    # JAX fetching an array's value: the wait is the program's compute, the rest the runtime's own.
+    ("annotation", "np.asarray(jax.Array)", "launch_overhead.call"),
     ("host_op", "ParseArguments", "launch_overhead.dispatch"),  # framework runtime (a non-math op)
 ])
 def test_the_step_thread_outside_its_own_compute_waits_for_compute_elsewhere(waiting_kind, waiting_name, own_bucket):

@@ -26,29 +26,33 @@ EXAMPLES: list[tuple[int, str, str, str, str]] = [
     (9, "host_op", "torch::jit::(anonymous namespace)::DifferentiableGraphBackward", "", ""),
     (10, "annotation", "SessionRun", "", ""),
     (11, "host_op", "PjitFunction(train_step)", "", ""),
-    (12, "host_op", "TorchDynamo Cache Lookup", "", ""),
-    (13, "host_op", "autograd::engine::evaluate_function: AddmmBackward0", "", ""),
-    (14, "host_op", "aten::empty_strided", "", ""),
-    (15, "host_op", "aten::linear", "", ""),
-    (16, "host_op", "dense/MatMul/ReadVariableOp:ReadVariableOp", "", ""),
-    (17, "host_op", "KernelAndDeviceFunc::Run", "ReadVariableOp", ""),
-    (18, "host_op", "aten::addmm", "", ""),
-    (19, "host_op", "sgd_1/Mul_3:Mul", "", ""),
-    (20, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
-    (21, "annotation", "Optimizer.step#SGD.step", "", ""),
-    (22, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
-    (23, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
-    (24, "annotation", "my_record_function_range", "", ""),
-    (25, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
-    (26, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
-    (27, "python", "train.py(42): step", "", ""),
+    (12, "annotation", "np.asarray(jax.Array)", "", ""),
+    (13, "host_op", "TorchDynamo Cache Lookup", "", ""),
+    (14, "host_op", "autograd::engine::evaluate_function: AddmmBackward0", "", ""),
+    (15, "host_op", "aten::empty_strided", "", ""),
+    (16, "host_op", "aten::linear", "", ""),
+    (17, "host_op", "dense/MatMul/ReadVariableOp:ReadVariableOp", "", ""),
+    (18, "host_op", "KernelAndDeviceFunc::Run", "ReadVariableOp", ""),
+    (19, "host_op", "aten::addmm", "", ""),
+    (20, "host_op", "sgd_1/Mul_3:Mul", "", ""),
+    (21, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
+    (22, "host_op", "ynn_fusion.2", "jit(_eval_step)/conv_general_dilated", ""),
+    (23, "annotation", "Optimizer.step#SGD.step", "", ""),
+    (24, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
+    (25, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
+    (26, "annotation", "my_record_function_range", "", ""),
+    (27, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
+    (28, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
+    (29, "python", "train.py(42): step", "", ""),
 ]
+# Examples that carry XPlane's hlo_op stat (an XLA thunk), by name.
+HLO_OPS = {"ynn_fusion.2": "ynn_fusion.2"}
 # Device rows: (row index, kind, kernel name, launcher: the framework op that queued it).
 DEVICE_EXAMPLES: list[tuple[int, str, str, str]] = [
-    (28, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
-    (29, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
-    (30, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
-    (31, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
+    (30, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
+    (31, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
+    (32, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
+    (33, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
 ]
 
 
@@ -58,6 +62,7 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
                            ("parent", -1), ("depth", 0))})
     frame["fw_op"] = pd.Categorical([r.get("fw_op", "") for r in rows])
     frame["fn_call"] = pd.Categorical([r.get("fn_call", "") for r in rows])
+    frame["hlo_op"] = pd.Categorical([r.get("hlo_op", "") for r in rows])
     return frame
 
 
@@ -67,14 +72,16 @@ def test_every_row_has_an_example():
 
 @pytest.mark.parametrize("row,kind,name,fw_op,fn_call", EXAMPLES, ids=[f"row{e[0]}" for e in EXAMPLES])
 def test_row_decides_its_example(row: int, kind: str, name: str, fw_op: str, fn_call: str):
-    frame = _frame([{"kind": kind, "name": name, "fw_op": fw_op, "fn_call": fn_call}])
+    hlo_op = HLO_OPS.get(name, "")
+    frame = _frame([{"kind": kind, "name": name, "fw_op": fw_op, "fn_call": fn_call, "hlo_op": hlo_op}])
     assert assign_roles(frame)[0] == ROLE_RULES[row].role.value
     # And no earlier row would have matched it: the example exercises this row.
     for earlier in ROLE_RULES[:row]:
         if kind not in earlier.kinds:
             continue
         hit = (earlier.name is None or bool(earlier.name.search(name))) and \
-              (earlier.fw_op is None or bool(earlier.fw_op.search(fw_op))) and (not earlier.fn_call or fn_call != "")
+              (earlier.fw_op is None or bool(earlier.fw_op.search(fw_op))) and (not earlier.fn_call or fn_call != "") \
+              and (not earlier.hlo_op or hlo_op != "")
         assert not hit or earlier.role == ROLE_RULES[row].role, earlier.source
 
 

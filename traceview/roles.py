@@ -153,6 +153,7 @@ class RoleRule:
     name: re.Pattern[str] | None = None  # searched in the event name
     fw_op: re.Pattern[str] | None = None  # searched in the XPlane framework op (eager_op / tf_op stat)
     fn_call: bool = False  # the event carries XPlane's tf_function_call stat
+    hlo_op: bool = False  # the event carries XPlane's hlo_op stat (an XLA thunk)
     launcher: re.Pattern[str] | None = None  # searched in the framework op that launched a device event
 
 
@@ -193,6 +194,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              name=_re(r"^SessionRun$")),
     RoleRule(Role.CALL, _OP, "JAX: a jitted call (PjitFunction(f) on the python line)",
              name=_re(r"^(Pjit|Pmap)Function\(")),
+    RoleRule(Role.CALL, _OP_OR_RANGE, "JAX: an array's value fetched to the host (`np.asarray(jax.Array)`: "
+             "jax.Array._value in jax/_src/array.py, behind float(x), x.item(), np.asarray(x), print) waits "
+             "for the computation producing it, then copies it", name=_re(r"^np\.asarray\(jax\.Array\)$")),
     # ---- framework runtime around the math ----
     RoleRule(Role.DISPATCH, _OP, "torch.compile runtime wrappers: guards, cache lookup, AOT prologue/epilogue "
              "(torch/_dynamo/eval_frame.py, torch/_functorch/_aot_autograd/runtime_wrappers.py)",
@@ -216,6 +220,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              name=_re(r"^[^\s:]+:[A-Za-z_]\w*$")),
     RoleRule(Role.COMPUTE, _OP, "TF eager: the op kernel itself (KernelAndDeviceOp::Run / KernelAndDeviceFunc::Run "
              "of a math op; the type is in stat eager_op)", name=_re(r"^KernelAndDevice(Func|Op)::Run$")),
+    RoleRule(Role.COMPUTE, _OP, "XLA thunks: an op with stat hlo_op runs one instruction of a compiled program "
+             "(XLA's CPU thunk executor names it `ynn_fusion.2`, `conv_general_dilated.3` and sets hlo_op, "
+             "hlo_module), inside a module execution or alone on a worker pool's thread", hlo_op=True),
     # ---- everything else that a reader called a framework op or a range ----
     RoleRule(Role.PYTHON_FRAMEWORK, _RANGE, "torch.optim profile hook ranges around the optimizer's Python "
              "(torch/optim/optimizer.py: `Optimizer.step#SGD.step`)", name=_re(r"^Optimizer\.\w+#")),
@@ -300,13 +307,15 @@ def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
     fw_codes, fw_values = _category(events, "fw_op")
     call_codes, call_values = _category(events, "fn_call")
     launcher_codes, launcher_values = _category(events, "launcher")
+    hlo_codes, hlo_values = _category(events, "hlo_op")
     # The rules read only these columns: they run once per distinct combination of them (a trace of
     # millions of events has a few hundred), and each row takes its combination's role.
-    columns = (kind_codes, name_codes, fw_codes, call_codes, launcher_codes)
-    combination, first = _combinations(columns, (kind_values, name_values, fw_values, call_values, launcher_values))
-    kind_at, name_at, fw_at, call_at, launcher_at = (codes[first] for codes in columns)
+    columns = (kind_codes, name_codes, fw_codes, call_codes, launcher_codes, hlo_codes)
+    combination, first = _combinations(columns, (kind_values, name_values, fw_values, call_values, launcher_values,
+                                                 hlo_values))
+    kind_at, name_at, fw_at, call_at, launcher_at, hlo_at = (codes[first] for codes in columns)
     by_combination = _rule_roles(kind_at, kind_values, name_at, name_values, fw_at, fw_values, call_at, call_values,
-                                 launcher_at, launcher_values)
+                                 launcher_at, launcher_values, hlo_at, hlo_values)
     role = by_combination[combination]
     del combination
     kind_in = membership(events["kind"].array)
@@ -343,7 +352,8 @@ def _combinations(columns: tuple[np.ndarray, ...], values: tuple[list[str], ...]
 
 def _rule_roles(kind_codes: np.ndarray, kind_values: list[str], name_codes: np.ndarray, name_values: list[str],
                 fw_codes: np.ndarray, fw_values: list[str], call_codes: np.ndarray, call_values: list[str],
-                launcher_codes: np.ndarray, launcher_values: list[str]) -> np.ndarray:
+                launcher_codes: np.ndarray, launcher_values: list[str], hlo_codes: np.ndarray,
+                hlo_values: list[str]) -> np.ndarray:
     """The role :data:`ROLE_RULES` give (then the kind's role, then annotation) to rows given as
     codes into their columns' values."""
     n = len(kind_codes)
@@ -353,6 +363,7 @@ def _rule_roles(kind_codes: np.ndarray, kind_values: list[str], name_codes: np.n
 
     role = np.full(n, -1, dtype=np.int8)
     has_call = np.array([v != "" for v in call_values] + [False], dtype=bool)[call_codes]
+    has_hlo = np.array([v != "" for v in hlo_values] + [False], dtype=bool)[hlo_codes]
     for rule in ROLE_RULES:
         open_rows = (role < 0) & kind_in(rule.kinds)
         if not open_rows.any():
@@ -364,6 +375,8 @@ def _rule_roles(kind_codes: np.ndarray, kind_values: list[str], name_codes: np.n
             match = match & _lookup(rule.fw_op, fw_values, fw_codes)
         if rule.fn_call:
             match = match & has_call
+        if rule.hlo_op:
+            match = match & has_hlo
         if rule.launcher is not None:
             match = match & _lookup(rule.launcher, launcher_values, launcher_codes)
         role[match] = _ROLE_CODE[rule.role.value]

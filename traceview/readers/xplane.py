@@ -57,7 +57,8 @@ Extra columns after the schema's (same row order): ``step_num`` (int64, the ``st
 the stats ``tf_op`` (not the bare ``XlaModule:``), ``annotation`` (TF 2.4), ``eager_op``, the JAX
 op path in stat ``name`` (with ``hlo_op``), ``hlo_op``; a host event without one inherits its
 parent's; "" when none) and ``fn_call`` (category: the ``tf_function_call`` stat of a tf.function
-call event, ``traced-nonXla`` / ``notTraced-xla`` …; "" on every other event). ``launcher`` of a
+call event, ``traced-nonXla`` / ``notTraced-xla`` …; "" on every other event) and ``hlo_op``
+(category: the ``hlo_op`` stat, the XLA instruction a thunk runs; "" elsewhere). ``launcher`` of a
 device event is its ``fw_op`` (or that of the host call with the same correlation id): XPlane
 launch calls sit on ``Host Threads`` lines, apart from the framework ops, so nesting cannot name
 the op there.
@@ -97,7 +98,7 @@ from traceview.readers.xplane_runs import XPLANE_SUFFIX
 from traceview.schema import MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical_from_codes
 
 FORMAT_NAME = "xplane"
-EXTRA_COLUMNS = ("step_num", "fw_op", "fn_call")
+EXTRA_COLUMNS = ("step_num", "fw_op", "fn_call", "hlo_op")
 
 # Stats read per event (others are skipped without decoding).
 _WANTED_STATS = frozenset(
@@ -569,6 +570,7 @@ class _Builder:
         strings = StringCodes()  # fw_op, fn_call and launcher as codes into one table of strings
         fw_op = fw_op_codes(stats, n, strings)
         fn_call = str_stat_codes(stats["tf_function_call"], n, strings)
+        hlo_op = str_stat_codes(stats["hlo_op"], n, strings)
         self._framework(names, stats)
 
         kinds = base_kinds(names, line_cls, stats, n)
@@ -584,7 +586,7 @@ class _Builder:
             ts, dur, end = ts[order], dur[order], end[order]
             names, kinds, line_idx = names[order], kinds[order], line_idx[order]
             step_num, correlation, fw_op = step_num[order], correlation[order], fw_op[order]
-            fn_call = fn_call[order]
+            fn_call, hlo_op = fn_call[order], hlo_op[order]
             copy_kind, nbytes, is_device = copy_kind[order], nbytes[order], is_device[order]
             has_stats = has_stats[order]
 
@@ -647,7 +649,8 @@ class _Builder:
                 "depth": depth,
             },
             meta=meta,
-            extra={"step_num": step_num, "fw_op": strings.categorical(fw_op), "fn_call": strings.categorical(fn_call)},
+            extra={"step_num": step_num, "fw_op": strings.categorical(fw_op), "fn_call": strings.categorical(fn_call),
+                   "hlo_op": strings.categorical(hlo_op)},
             nested=True,
             memory=memory_table,
         ))
