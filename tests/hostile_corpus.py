@@ -243,6 +243,13 @@ def cut_mid_event() -> bytes:
     return raw[: raw.index(b'"sgemm_kernel"') + 5]
 
 
+def nested_args(depth: int) -> bytes:
+    """The base trace with one event's args holding a value nested ``depth`` deep (written as
+    text: Python's own encoder stops near 1,000 levels)."""
+    deep = b'"deep": ' + b'{"a": ' * depth + b"1" + b"}" * depth + b", "
+    return base_bytes().replace(b'"ts": 1010', deep + b'"ts": 1010', 1)
+
+
 def gzip_bomb() -> bytes:
     # 16 MiB of spaces after an array opening: ~16 KiB compressed, refused under --max-bytes 1 MiB.
     return gzip.compress(b'{"traceEvents": [' + b" " * (16 * 2**20), compresslevel=9)
@@ -550,14 +557,23 @@ CASES: list[Case] = [
     Case("truncated-half", raw_file(lambda: base_bytes()[: len(base_bytes()) // 2]), refused(INVALID_JSON)),
     Case("cut-mid-event", raw_file(cut_mid_event), refused(INVALID_JSON)),
     Case("truncated-gzip", raw_file(truncated_gzip, "trace.json.gz"), refused("gzip")),
-    Case("invalid-utf8", raw_file(lambda: base_bytes().replace(b"aten::mm", b"aten\xff\xfe", 1)), refused(INVALID_JSON)),
+    Case("invalid-utf8", raw_file(lambda: base_bytes().replace(b"aten::mm", b"aten\xff\xfe", 1)),
+         refused(f"not UTF-8 at byte {base_bytes().index(b'aten::mm') + 4}")),
     Case("lone-surrogate-name", raw_file(lambda: base_bytes().replace(b"aten::mm", b"aten\\ud800", 1)),
          refused("surrogate")),
     Case("nul-in-name", json_file(lambda: event_set("aten::mm", "name", "a\x00b")), OK),
-    Case("utf8-bom", raw_file(lambda: b"\xef\xbb\xbf" + base_bytes()), refused("not a trace")),
+    Case("utf8-bom", raw_file(lambda: b"\xef\xbb\xbf" + base_bytes()), OK),
+    Case("utf8-bom-bare-array", raw_file(lambda: b"\xef\xbb\xbf" + json.dumps(kineto_doc()["traceEvents"]).encode()), OK),
+    Case("utf8-bom-twice", raw_file(lambda: b"\xef\xbb\xbf" * 2 + base_bytes()), refused("not a trace")),
     Case("events-not-objects", json_file(lambda: with_events(_events_not_objects)), OK),
     Case("every-phase", json_file(lambda: with_events(_all_phases)), OK),
     Case("deeply-nested-args", json_file(lambda: with_events(_nested_args)), OK),
+    # 1,000 levels: beyond the typed decoder's recursion, within the plain decoder's depth limit
+    Case("args-nested-1000-deep", raw_file(lambda: nested_args(1000)), OK),
+    Case("args-nested-100000-deep", raw_file(lambda: nested_args(100_000)), refused("depth limit")),
+    # Two traceEvents arrays: every decoding keeps the last, as JSON parsers do (the first is empty
+    # here, so a decoding that kept it would refuse the trace as having no events).
+    Case("trace-events-twice", raw_file(lambda: b'{"traceEvents": [], ' + base_bytes()[1:]), OK),
     Case("duplicate-keys", raw_file(lambda: base_bytes().replace(b'"ts": 1010', b'"ts": 1010, "ts": "x"', 1)), OK),
     # --- shapes the timeline builder must absorb
     Case("duplicated-correlation-ids", json_file(lambda: with_events(_dup_correlation)), OK),

@@ -174,6 +174,66 @@ def test_closed_standard_streams_end_quietly(tmp_path) -> None:
     assert orjson.loads(report.read_bytes())["steps"]
 
 
+def test_a_full_standard_output_is_one_line_and_exit_2() -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    trace = next(iter(sample_kineto_traces()))
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "traceview", "diagnose", str(trace), "--format", "json"],
+                                stdout=full, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()] and "standard output" in result.stderr
+
+
+@pytest.mark.parametrize("link", ["same path", "hard link"])
+@pytest.mark.parametrize("command", ["diagnose", "compare"])
+def test_a_report_never_overwrites_an_input_trace(tmp_path, command: str, link: str) -> None:
+    trace = tmp_path / "trace.json.gz"
+    trace.write_bytes(next(iter(sample_kineto_traces())).read_bytes())
+    before = trace.read_bytes()
+    target = trace
+    if link == "hard link":
+        target = tmp_path / "report.json"
+        os.link(trace, target)
+    inputs = [str(trace)] * (2 if command == "compare" else 1)
+    result = run_cli(command, *inputs, "--format", "json", "-o", str(target))
+    assert result.returncode == 2 and "would overwrite the input trace" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert trace.read_bytes() == before
+
+
+@pytest.mark.parametrize("command, option, value", [
+    ("diagnose", "--dispatch-gap-us", "nan"),
+    ("diagnose", "--dispatch-gap-us", "inf"),
+    ("diagnose", "--dispatch-gap-us", "1e308"),
+    ("diagnose", "--dispatch-gap-us", "-1"),
+    ("diagnose", "--width", "0"),
+    ("diagnose", "--width", "100000000"),
+    ("compare", "--fail-if-slower", "nan"),
+    ("compare", "--fail-if-slower", "-inf"),
+])
+def test_option_values_out_of_range_are_one_line(command: str, option: str, value: str) -> None:
+    trace = str(next(iter(sample_kineto_traces())))
+    result = run_cli(command, *([trace] * (2 if command == "compare" else 1)), option, value)
+    assert result.returncode == 2, (result.stdout[:200], result.stderr)
+    assert len(result.stderr.strip().splitlines()) == 1 and option in result.stderr, result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("args, names", [
+    (["diagnose"], "Missing argument 'PATH'"),
+    (["diagnose", "x.json", "--no-such-option"], "--no-such-option"),
+    (["diagnose", "x.json", "--width", "wide"], "--width"),
+    (["no-such-command"], "no-such-command"),
+])
+def test_usage_errors_of_the_parser_are_one_line_naming_the_help(args: list[str], names: str) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and names in lines[0] and "--help" in lines[0], result.stderr
+
+
 def test_version():
     result = run_cli("--version")
     assert result.returncode == 0, result.stderr

@@ -112,3 +112,18 @@ def test_the_gate_fails_a_slowdown_beyond_the_noise() -> None:
     cmp = orjson.loads(result.stdout)["comparison"]
     assert cmp["significant"] and cmp["ratio_interval"][0] > 2.0
     assert result.returncode == 1 and "with 95 % confidence" in result.stderr
+
+
+def test_headline_of_a_candidate_whose_steps_last_nothing() -> None:
+    # Edge case, hand-built: a candidate whose steady steps all last 0 ns gives a ratio interval
+    # from 0; seen from the baseline, the interval is unbounded above, not a division by zero.
+    from types import SimpleNamespace
+
+    from traceview.renderers.phrasing import gap_headline
+
+    cmp = SimpleNamespace(gap_ns=-1_000_000.0, ratio_interval=(0.0, 0.0), candidate_step_ns=0.0,
+                          baseline_step_ns=1_000_000.0, significant=True, ratio=0.0, ranked=lambda: [])
+    lead, rest = gap_headline(cmp)
+    assert lead.startswith("The baseline is") and "95 % interval" not in rest
+    cmp.ratio_interval = (0.0, 0.5)
+    assert "95 % interval 2.00–∞×" in gap_headline(cmp)[1]

@@ -8,6 +8,7 @@ its timestamp on its thread and its ``f`` (``bp: "e"``) to the innermost enclosi
 from __future__ import annotations
 
 import gzip
+import os
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -367,3 +368,7 @@ def test_cli_export_bad_input_is_one_line(tmp_path):
     trace.write_bytes(b'{"traceEvents": []}')
     result = run_cli("export", str(trace), "--perfetto", str(trace))
     assert result.returncode == 2 and "overwrite" in result.stderr
+    os.link(trace, tmp_path / "same-file.json")
+    result = run_cli("export", str(trace), "--perfetto", str(tmp_path / "same-file.json"))
+    assert result.returncode == 2 and "overwrite" in result.stderr
+    assert trace.read_bytes() == b'{"traceEvents": []}'

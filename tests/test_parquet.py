@@ -109,6 +109,9 @@ def test_query_output_formats_and_escaping(two_ranks):
 @pytest.mark.parametrize("args, message", [
     (["SELECT nope FROM events"], "query failed"),
     (["SELECT 1", "--format", "xml"], "--format"),
+    ([""], "no SQL statement"),
+    ([" ;"], "no SQL statement"),
+    (["/* only a comment */"], "no SQL statement"),
 ])
 def test_query_errors_are_one_line(two_ranks, args, message):
     _, out = two_ranks
@@ -116,6 +119,16 @@ def test_query_errors_are_one_line(two_ranks, args, message):
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_query_json_keeps_integers_wider_than_64_bits_exact(two_ranks):
+    _, out = two_ranks
+    result = run_cli("query", str(out), "SELECT 170141183460469231731687303715884105727::HUGEINT AS huge, "
+                                        "sum(duration_ns)::HUGEINT AS total, 7 AS small FROM steps", "-f", "json")
+    assert result.returncode == 0, result.stderr
+    row = orjson.loads(result.stdout)[0]
+    assert row["huge"] == "170141183460469231731687303715884105727"  # as text: no JSON reader rounds it
+    assert isinstance(row["total"], int) and row["total"] > 0 and row["small"] == 7
 
 
 def test_query_on_a_folder_without_parquet(tmp_path):

@@ -15,6 +15,7 @@ command line shows. Heavy modules (pandas, the readers) are imported when a func
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -46,12 +47,26 @@ def top_rows(top: int | str | None) -> int | None:
     raise UsageError(f"--top must be a positive number or 'all', got {top!r}")
 
 
+# --dispatch-gap-us ceiling: an hour; beyond it every unrecorded gap of any step is dispatch anyway.
+MAX_DISPATCH_GAP_US = 3.6e9
+
+
+def regression_limit(fail_if_slower: float | None) -> float | None:
+    """``fail_if_slower`` / ``--fail-if-slower``, checked: a finite percentage (negative: the
+    candidate must be faster by at least that much)."""
+    if fail_if_slower is not None and not math.isfinite(fail_if_slower):
+        raise UsageError(f"--fail-if-slower must be a finite percentage, got {fail_if_slower!r}")
+    return fail_if_slower
+
+
 def attribution_options(dispatch_gap_us: float | None) -> AttributionOptions:
     """``dispatch_gap_us`` / ``--dispatch-gap-us`` as the attribution's options."""
     from traceview.results import AttributionOptions
 
-    if dispatch_gap_us is not None and dispatch_gap_us < 0:
-        raise UsageError("--dispatch-gap-us must be >= 0")
+    # (NaN compares false with everything: the bounds are written so that it fails them.)
+    if dispatch_gap_us is not None and not 0 <= dispatch_gap_us <= MAX_DISPATCH_GAP_US:
+        raise UsageError(f"--dispatch-gap-us must be a number of microseconds from 0 to {MAX_DISPATCH_GAP_US:g}, "
+                         f"got {dispatch_gap_us!r}")
     return AttributionOptions(dispatch_gap_ns=None if dispatch_gap_us is None else int(round(dispatch_gap_us * 1000)))
 
 
@@ -174,6 +189,7 @@ def compare(baseline: PathLike | Diagnosis, candidate: PathLike | Diagnosis, *, 
       command line; its ``comparison`` holds the result) when the candidate is more than this many
       percent slower even at the low end of the ratio's 95 % interval.
     """
+    regression_limit(fail_if_slower)  # before any trace is read
     result = compare_report(baseline, candidate, run=run, dispatch_gap_us=dispatch_gap_us, top=top, redact=redact)
     check_comparison(result, strict=strict, fail_if_slower=fail_if_slower)
     return result
@@ -233,6 +249,7 @@ def check_comparison(result: Comparison, strict: bool = False, fail_if_slower: f
     then ``fail_if_slower``."""
     from traceview.renderers.phrasing import regression_message
 
+    regression_limit(fail_if_slower)
     if strict:
         check_quality(result)
     if fail_if_slower is not None:
@@ -259,8 +276,7 @@ def export(traces: PathLike | Sequence[PathLike], perfetto: PathLike, *, run: st
     if target.exists() and target.is_dir():
         raise UsageError(f"--perfetto {target}: is a directory; give a file name such as trace.perfetto.json")
     paths = [p for trace in inputs for p in trace_files(trace, run)]
-    if target.resolve() in {p.resolve() for p in paths}:
-        raise UsageError(f"--perfetto {target}: would overwrite an input trace; choose another file name")
+    refuse_overwriting_inputs(target, paths, "--perfetto")
     diagnoses = [diagnose_one(p, options) for p in paths]
     try:
         size = perfetto_renderer.write(diagnoses, target, redact=redact)
@@ -268,6 +284,23 @@ def export(traces: PathLike | Sequence[PathLike], perfetto: PathLike, *, run: st
         raise UsageError(f"{target}: cannot write the trace ({err.strerror})") from None
     return Export(path=target, sources=tuple(d.source for d in diagnoses),
                   events=sum(len(d.timeline.events) for d in diagnoses), bytes=size)
+
+
+def refuse_overwriting_inputs(target: PathLike, inputs: Sequence[PathLike], option: str) -> None:
+    """Refuse to write ``target`` when it is one of the input traces: the same path, a link to it,
+    or a hard link (the same file under another name) — the user's files are never modified."""
+    target = Path(target)
+    try:
+        written = target.stat()
+    except OSError:
+        return  # not there yet (or unreadable, and then the write says why)
+    for path in inputs:
+        try:
+            read = Path(path).stat()
+        except OSError:
+            continue
+        if (read.st_dev, read.st_ino) == (written.st_dev, written.st_ino):
+            raise UsageError(f"{option} {target}: would overwrite the input trace {path}; choose another file name")
 
 
 def render(result: Diagnosis | FolderDiagnosis | Comparison, format: str = "terminal", *, width: int = 100,

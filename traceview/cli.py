@@ -239,9 +239,13 @@ def _run(argv: Optional[list[str]]) -> None:
     except SystemExit:
         raise
     except Exception as err:  # noqa: BLE001 - last line of defence: one line, never a traceback
-        # Usage errors of the command-line parser (typer vendors click) know how to show themselves.
-        if hasattr(err, "show") and isinstance(getattr(err, "exit_code", None), int):
-            err.show()
+        # Usage errors of the command-line parser (typer vendors click): one line like ours, naming
+        # the command whose help lists what it takes (click's own shows three).
+        if hasattr(err, "format_message") and isinstance(getattr(err, "exit_code", None), int):
+            context = getattr(err, "ctx", None)
+            where = context.command_path if context is not None else "traceview"
+            stderr_console().print(f"{where}: {one_line(err.format_message())} (see '{where} --help')",
+                                   markup=False, highlight=False, soft_wrap=True)
             sys.exit(err.exit_code)
         if type(err).__name__ == "Abort":
             sys.exit(1)

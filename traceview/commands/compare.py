@@ -35,8 +35,13 @@ def compare(
     from traceview.renderers.registry import renderer
 
     renderer(format, comparison=True)  # an unknown --format is refused before any trace is read
+    api.regression_limit(fail_if_slower)
+    width = report_width(width)
+    if output is not None:
+        api.refuse_overwriting_inputs(output, [*api.trace_files(baseline, run), *api.trace_files(candidate, run)],
+                                      "--output")
     comparison = api.compare_report(baseline, candidate, run=run, dispatch_gap_us=dispatch_gap_us, top=top,
                                     redact=redact)
-    emit(api.render(comparison, format, width=report_width(width), color=use_color(color, output)), output)
+    emit(api.render(comparison, format, width=width, color=use_color(color, output)), output)
     # After the report: --strict (exit 2), then --fail-if-slower (exit 1).
     api.check_comparison(comparison, strict=strict, fail_if_slower=fail_if_slower)

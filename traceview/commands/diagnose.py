@@ -51,12 +51,15 @@ def report_diagnosis(path: Path, *, format: str = "terminal", run: Optional[str]
     from traceview.renderers.registry import renderer
 
     renderer(format)  # an unknown --format is refused before any trace is read
+    width = report_width(width)
+    if output is not None:
+        api.refuse_overwriting_inputs(output, api.trace_files(path, run), "--output")
     # Progress only where a person watches it, never into a pipe or a file.
     console = stderr_console() if is_terminal(sys.stderr) and format == "terminal" and output is None else None
     with _progress(console) as progress:
         result = api.diagnose_report(path, run=run, dispatch_gap_us=dispatch_gap_us, top=top, jobs=jobs,
                                      redact=redact, keep_events=format == "html", progress=progress)
-    emit(api.render(result, format, width=report_width(width), color=use_color(color, output)), output)
+    emit(api.render(result, format, width=width, color=use_color(color, output)), output)
     if strict:
         api.check_quality(result)
 

@@ -23,7 +23,11 @@ STRICT_HELP = ("Exit 2, after writing the report, when a trace has a trace-quali
 FORMAT_OPTION = typer.Option("terminal", "--format", "-f", metavar="FORMAT", help=FORMAT_HELP)
 RUN_OPTION = typer.Option(None, "--run", metavar="NAME", help=RUN_HELP)
 OUTPUT_OPTION = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report to this file.")
-WIDTH_OPTION = typer.Option(None, "--width", metavar="COLUMNS", help="Terminal report width in columns.")
+WIDTH_OPTION = typer.Option(None, "--width", metavar="COLUMNS", help="Terminal report width in columns (40 to 1000).")
+
+# --width bounds: narrower and the cause table's columns no longer fit; wider is no screen's, and
+# each row would hold a bar that long.
+MIN_WIDTH, MAX_WIDTH = 40, 1000
 COLOR_OPTION = typer.Option(None, "--color/--no-color", help="Force colours on or off.")
 REDACT_OPTION = typer.Option(False, "--redact", help="Replace file paths, host names and user names.")
 DISPATCH_GAP_OPTION = typer.Option(None, "--dispatch-gap-us", metavar="MICROSECONDS", help=DISPATCH_GAP_HELP)
@@ -43,7 +47,9 @@ def is_terminal(stream: Any) -> bool:  # noqa: ANN401 - sys.stdout / sys.stderr
 
 def report_width(requested: Optional[int]) -> int:
     """``--width``, else the terminal's (80 to 140 columns), else 100 for a pipe or a file."""
-    if requested:
+    if requested is not None:
+        if not MIN_WIDTH <= requested <= MAX_WIDTH:
+            raise UsageError(f"--width must be between {MIN_WIDTH} and {MAX_WIDTH} columns, got {requested}")
         return requested
     if is_terminal(sys.stdout):
         return max(80, min(shutil.get_terminal_size((100, 24)).columns, 140))
@@ -61,9 +67,26 @@ def emit(text: str, output: Optional[Path]) -> None:
     if output is None:
         if sys.stdout is None:
             raise UsageError("standard output is closed; name a file for the report with -o/--output")
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except OSError as err:
+            _discard_standard_output()
+            raise UsageError(f"standard output: cannot write the report ({err.strerror or err}); "
+                             "name a file with -o/--output") from None
         return
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as err:
         raise UsageError(f"{output}: cannot write the report ({err.strerror})") from None
+
+
+def _discard_standard_output() -> None:
+    """Point standard output at the null device, so that what stays in its buffer after a failed
+    write (a full disk, a closed pipe) does not fail again, as a second message, at exit."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # (no descriptor to replace: an in-memory stream)
+        pass

@@ -46,6 +46,8 @@ def query(
         connection.read_parquet(files, union_by_name=True).create_view(view)
     try:
         cursor = connection.execute(sql)
+        if cursor is None:  # the text held no statement: empty, blank, only ";" or a comment
+            raise UsageError(f"no SQL statement in {visible(sql)!r}; give one, e.g. \"SELECT count(*) FROM events\"")
         columns = [d[0] for d in cursor.description] if cursor.description else []
         rows = cursor.fetchall() if columns else []
     except duckdb.Error as err:
@@ -57,7 +59,7 @@ def _format(columns: list[str], rows: list[tuple[Any, ...]], format: str) -> str
     if format == "json":
         import orjson
 
-        records = [dict(zip(columns, row)) for row in rows]
+        records = [dict(zip(columns, (_json_value(v) for v in row))) for row in rows]
         return orjson.dumps(records, option=orjson.OPT_INDENT_2, default=str).decode() + "\n"
     text_rows = [[_cell(v) for v in row] for row in rows]
     if format == "csv":
@@ -79,6 +81,17 @@ def _format(columns: list[str], rows: list[tuple[Any, ...]], format: str) -> str
     # markup off: values from traces are printed as they are, never read as rich markup.
     Console(file=buffer, width=width, markup=False, highlight=False, emoji=False, no_color=True).print(table)
     return buffer.getvalue() + f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n"
+
+
+# JSON numbers wider than 64 bits (DuckDB's HUGEINT sums) are written as strings: the JSON
+# encoder takes no larger integer, and many readers would round one silently.
+_JSON_INT_RANGE = (-(2**63), 2**64 - 1)
+
+
+def _json_value(value: Any) -> Any:  # noqa: ANN401
+    if isinstance(value, int) and not isinstance(value, bool) and not _JSON_INT_RANGE[0] <= value <= _JSON_INT_RANGE[1]:
+        return str(value)
+    return value
 
 
 def _cell(value: Any) -> str:  # noqa: ANN401

@@ -35,14 +35,17 @@ from traceview.readers._io import GZIP_MAGIC, InflatedText, max_bytes, user_erro
 BLOCK_BYTES = 32 * 2**20
 _MAX_CUT_TRIES = 16  # candidate cuts tried per batch before giving up on the fast decoding
 _ARRAY_OPEN = re.compile(rb'"traceEvents"\s*:\s*\[')
-_LEADING_SPACE = re.compile(rb"\s*")  # what bytes.lstrip() takes away
+# A UTF-8 byte-order mark, which editors and Windows tools put at the start of a JSON file they
+# save; JSON parsers reject it (RFC 8259 §8.1 lets them ignore it), so it is skipped here.
+UTF8_BOM = b"\xef\xbb\xbf"
+_LEADING_SPACE = re.compile(rb"(?:\xef\xbb\xbf)?\s*")  # a byte-order mark, then what bytes.lstrip() takes away
 _ELEMENT_END = re.compile(rb"\}\s*,")
 _HEAD_LIMIT = 64 * 2**20  # the array must open within this many bytes (top-level keys come first)
 
 
 def is_chrome_trace(head: bytes) -> bool:
     """True when the first bytes look like a Chrome-trace JSON document."""
-    text = head.lstrip()
+    text = head.removeprefix(UTF8_BOM).lstrip()
     if text[:1] == b"[":
         return b'"ph"' in text or text[1:].lstrip()[:1] in (b"{", b"]")
     return text[:1] == b"{" and (b'"traceEvents"' in text or b'"schemaVersion"' in text or b'"ph"' in text)
@@ -163,7 +166,7 @@ class EventArrayReader:
         if match is None:
             return None
         try:
-            head = orjson.loads(text[: match.end()] + b"]}")
+            head = orjson.loads(text[len(UTF8_BOM) if text.startswith(UTF8_BOM) else 0: match.end()] + b"]}")
         except orjson.JSONDecodeError:
             raise Declined("the traceEvents key is not a top-level key") from None
         if not isinstance(head, dict) or head.get("traceEvents") != []:
@@ -185,6 +188,8 @@ class EventArrayReader:
             raise Declined(str(err)) from None
         except UnicodeDecodeError:
             raise Declined("text that is not UTF-8: the plain decoding names where") from None
+        except RecursionError:
+            raise Declined("values nested too deeply for the decoder") from None
         except msgspec.DecodeError:
             return None
 
@@ -260,4 +265,7 @@ class EventArrayReader:
             tail = orjson.loads(b"{" + text[1:])
         except orjson.JSONDecodeError:
             return None
+        if isinstance(tail, dict) and "traceEvents" in tail:
+            # A second traceEvents key: a JSON parser keeps the last one, the plain decoding too.
+            raise Declined("a second traceEvents key after the array")
         return tail if isinstance(tail, dict) else None

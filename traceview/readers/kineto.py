@@ -21,6 +21,7 @@ checked against the parsed values. Integer µs are converted to ns with integer 
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gc
 import itertools
@@ -38,7 +39,7 @@ from traceview.arrays import joined
 from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import read_bytes
-from traceview.readers._json_stream import Declined, EventArrayReader, is_chrome_trace
+from traceview.readers._json_stream import UTF8_BOM, Declined, EventArrayReader, is_chrome_trace
 from traceview.readers import _prefetch
 from traceview.readers.kineto_fields import (BAD_TID, EXACT_FLOAT_LIMIT_US, EXACT_TS_DECODER, FAST_DECODER,
                                              INT64_MAX, MAX_US, NOT_AN_OBJECT, Fields, as_int, ns_from_text,
@@ -125,15 +126,38 @@ def read_fast(path: Path) -> Timeline:
     raise AssertionError("unreachable: the exact decoder never asks for itself")
 
 
+def first_invalid_utf8(raw: bytes, chunk: int = 1 << 20) -> int | None:
+    """The offset of the first byte that is not UTF-8 (a lone surrogate's encoding included), or
+    None; decoded a chunk at a time, so that no text of the whole document is made."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    for start in range(0, len(raw), chunk):
+        try:
+            decoder.decode(raw[start:start + chunk])
+        except UnicodeDecodeError as err:
+            # err.start counts from the bytes the decoder held back from the previous chunk.
+            held = len(decoder.getstate()[0])
+            return start - held + err.start
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return len(raw) - len(decoder.getstate()[0])
+    return None
+
+
 def read_reference(path: Path) -> Timeline:
     """Whole-document orjson decoding with per-event type checks (the reference the fast path matches)."""
     raw = read_bytes(path)
     if not raw or raw.isspace():  # (no strip(): that would copy the whole document)
         raise FormatError(f"{path}: file is empty; re-export the trace")
+    skipped = len(UTF8_BOM) if raw.startswith(UTF8_BOM) else 0
     try:
-        doc = orjson.loads(raw)
+        doc = orjson.loads(memoryview(raw)[skipped:])
     except orjson.JSONDecodeError as err:
-        where = f"at byte {err.pos}" if getattr(err, "pos", None) is not None else ""
+        bad_byte = first_invalid_utf8(raw) if "UTF-8" in err.msg else None
+        if bad_byte is not None:  # (orjson then says "byte 0" and may speak of surrogates)
+            raise FormatError(f"{path}: text that is not UTF-8 at byte {bad_byte}; JSON must be UTF-8: "
+                              "re-export the trace or check the copy") from None
+        where = f"at byte {err.pos + skipped}" if getattr(err, "pos", None) is not None else ""
         truncated = " (file looks truncated)" if err.pos is not None and err.pos >= len(raw) - 2 else ""
         raise FormatError(
             f"{path}: invalid JSON {where}{truncated}: {err.msg}; re-export the trace or check the copy"

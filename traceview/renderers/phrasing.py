@@ -54,7 +54,9 @@ def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[st
     ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
     lead = f"The {slower} is {fmt_ratio(ratio)} slower"
     if interval and gap < 0:
-        spread = f" (95 % interval {1 / interval[1]:.2f}–{1 / interval[0]:.2f}×)"
+        # The baseline's view of the interval: inverted, and unbounded above where its low end is 0.
+        upper = f"{1 / interval[0]:.2f}" if interval[0] > 0 else "∞"
+        spread = f" (95 % interval {1 / interval[1]:.2f}–{upper}×)" if interval[1] > 0 else ""
     rest = f"{spread}: {steps}, gap {fmt_ns(abs(gap))}"
     causes = cmp.ranked()
     if gap and causes and causes[0].delta_ns / gap > 0:
