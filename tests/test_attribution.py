@@ -160,7 +160,7 @@ def test_a_gap_on_one_thread_is_not_hidden_by_a_later_op_on_another_thread():
     from traceview.analyzers.attribution import AttributionOptions, driver_gaps
 
     steps = find_steps(tl)
-    (starts, ends), _, _, _ = driver_gaps(tl.events, steps, AttributionOptions(dispatch_gap_ns=1_000))
+    (starts, ends), _, _, _, _ = driver_gaps(tl.events, steps, AttributionOptions(dispatch_gap_ns=1_000))
     assert (11_000, 11_500) in set(zip(starts.tolist(), ends.tolist()))
 
 

@@ -36,6 +36,9 @@ REPORT_VERSION = "1"
 # ---------------------------------------------------------------------------------------------
 # Buckets: the causes a step's time is attributed to
 
+# The idle time of pauses: the step's thread stopped where the other steps did not (the machine
+# took its core; traceview/analyzers/pauses.py).
+PAUSED_DETAIL = "idle.paused"
 BUCKETS: tuple[str, ...] = (
     "kernel",
     "communication",
@@ -120,6 +123,8 @@ class Attribution:
     options: AttributionOptions = field(default_factory=AttributionOptions)  # the rules' knobs used
     gap_threshold_ns: int = 0  # the inferred-gap threshold used
     gap_rule: str = ""  # how it was chosen
+    # Step positions compared with steps of their shape for pauses (traceview/analyzers/pauses.py).
+    compared_steps: tuple[int, ...] = ()
 
     def __repr__(self) -> str:
         return (f"Attribution({self.mode}, {len(self.per_step)} steps, dispatch-gap threshold "
@@ -565,8 +570,16 @@ class Comparison:
 
     @property
     def unexplained_ns(self) -> float:
-        """The delta of ``idle``: time in which the traces record nothing."""
-        return next(d.delta_ns for d in self.buckets if d.bucket == "idle")
+        """The delta of ``idle`` less that of its pauses: time in which the traces record nothing
+        and the step's thread was not known to be paused."""
+        return next(d.delta_ns for d in self.buckets if d.bucket == "idle") - self.paused_delta_ns
+
+    @property
+    def paused_delta_ns(self) -> float:
+        """The delta of the pauses (``idle.paused``: the machine took the step thread's core), an
+        explanation of the gap that is neither framework's doing."""
+        return (self.candidate.steady_details().get(PAUSED_DETAIL, 0.0)
+                - self.baseline.steady_details().get(PAUSED_DETAIL, 0.0))
 
     @property
     def explained_share(self) -> float:
@@ -607,6 +620,7 @@ class Comparison:
             "gap_ns": gap,
             "explained_share": self.explained_share,
             "unexplained_ns": self.unexplained_ns,
+            "paused_delta_ns": self.paused_delta_ns,
             "buckets": [
                 {"bucket": d.bucket, "baseline_ns": d.baseline_ns, "candidate_ns": d.candidate_ns,
                  "delta_ns": d.delta_ns, "share_of_gap": (d.delta_ns / gap if gap else 0.0)}

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -597,6 +598,87 @@ def tf_gc(variant: str, knob: int) -> StepProgram:
     return TFStep(mid=lambda i: make_cycles(n), enter=_gc_switch(variant == "injected"))
 
 
+class CompetingProcess:
+    """Another process that keeps one CPU busy, running only while the steps run (stopped with
+    SIGSTOP in between, so that the calm probe and the other variant never meet it), pinned to
+    the CPU the step's thread is pinned to. It dies with the worker (PR_SET_PDEATHSIG, and it
+    checks its parent): the worker leaves through os._exit, without exit handlers."""
+
+    SPIN = ("import os\np = os.getppid()\nwhile os.getppid() == p:\n    for _ in range(200_000):\n        pass\n")
+
+    def __init__(self, cpu: int) -> None:
+        import signal
+        import subprocess
+        import sys
+
+        from benchmarks.truth.measure import OWN_CHILDREN
+
+        def die_with_parent() -> None:
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            os.sched_setaffinity(0, {cpu})
+
+        self.signal = signal
+        self.proc = subprocess.Popen([sys.executable, "-c", self.SPIN], preexec_fn=die_with_parent)
+        self.proc.send_signal(signal.SIGSTOP)
+        OWN_CHILDREN.add(self.proc.pid)
+
+    def run(self) -> None:
+        self.proc.send_signal(self.signal.SIGCONT)
+
+    def stop(self) -> None:
+        self.proc.send_signal(self.signal.SIGSTOP)
+
+
+class ContendedStep(StepProgram):
+    """A step program whose step's thread is pinned to one CPU; in the injected variant another
+    process competes for that CPU while the steps run."""
+
+    def __init__(self, inner: StepProgram, compete: bool) -> None:
+        self.inner = inner
+        self.cpu = min(os.sched_getaffinity(0))
+        self.competitor = CompetingProcess(self.cpu) if compete else None
+
+    def enter(self) -> None:
+        os.sched_setaffinity(0, {self.cpu})  # this thread only (Linux): the step's thread
+        self.inner.enter()
+
+    def step(self, i: int) -> float | None:
+        return self.inner.step(i)
+
+    def between(self, i: int) -> None:
+        self.inner.between(i)
+
+    def loop(self, indices: Sequence[int], begin: Begin, end: End, after: After) -> None:
+        if self.competitor is None:
+            return super().loop(indices, begin, end, after)
+        self.competitor.run()
+        try:
+            return super().loop(indices, begin, end, after)
+        finally:
+            self.competitor.stop()
+
+
+CONTENTION_TINY_OPS = 1000
+
+
+def tf_contention(variant: str, knob: int) -> StepProgram:
+    """A TF eager step plus ``CONTENTION_TINY_OPS`` small ops (tf_tiny_ops' 16-element ops) whose
+    thread shares its CPU with another process in the injected variant. The cost is the other
+    process's share of the CPU: no knob sizes it."""
+    import tensorflow as tf
+
+    small = tf.ones(16)
+
+    def mid(i: int) -> None:
+        t = small
+        for _ in range(CONTENTION_TINY_OPS):
+            t = t * 1.0001
+
+    return ContendedStep(TFStep(mode="eager", mid=mid), compete=variant == "injected")
+
+
 def tf_function_vs_eager(variant: str, knob: int) -> StepProgram:
     return TFStep(mode="eager" if variant == "injected" else "function")
 
@@ -864,6 +946,12 @@ CASES: tuple[Case, ...] = (
          "graph_build", STEADY_GRAPH_BUILD, "steady", jax_retrace, rounds=6, block=4, profiled_steady=3),
     Case("jax-cold", "jax", "jax.jit step: the first call traces, lowers and XLA-compiles (clean twin compiled before the capture)",
          "graph_build", COLD_COMPILE, "cold", jax_jit, profiled_steady=3),
+    Case("tf-cpu-contention", "tensorflow", "another process competes for the CPU the step's thread is pinned to, "
+         "while a TF eager step of 1,000 tiny ops runs (both variants pinned; the competitor runs only in the "
+         "injected one's steps)",
+         "idle", "paused", "steady", tf_contention, threads=(1, 1),
+         notes="no knob: the cost is the competitor's share of the CPU, about one step's worth; many short ops "
+         "spread the scheduler's preemptions over the step, as on a busy machine"),
     # Two causes in one step: both must be found, each at its own size.
     Case("tf-retrace-and-python", "tensorflow", "tf.function gradient step retraced every step (a new Python float each call)",
          "graph_build", STEADY_GRAPH_BUILD, "steady", tf_retrace_and_python, knob=Knob(start=100_000),

@@ -46,6 +46,10 @@ trace from the gap sizes themselves (the top of the framework-glue population, b
 largest jump in the sorted sizes; see ``GAP_BREAK``) unless ``dispatch_gap_ns`` fixes it (0: gaps
 stay idle). The report states the rule used.
 
+**Pauses** (analyzers/pauses.py): an event's own time or a gap on the step's thread that is at
+least 1 ms and 2× longer than at the same place in the other steady steps of the same shape, in
+one step only, is partly a pause — the machine took the core — and that excess is ``idle.paused``.
+
 Differences from the peers (see docs/attribution.md): HTA's temporal breakdown looks at the GPU
 only (idle = span − union of GPU events; sync events count as busy), XProf's overview splits
 device-idle time into host categories by the priority input > output > device compute >
@@ -59,6 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
 from traceview.arrays import membership, order_by_start_then_longest, unique_sorted
 from traceview.normalize import compute_ops, launch_rows, own_pieces
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
@@ -107,6 +112,7 @@ WAIT, WAIT_TRACING, WAIT_SYNC = "<wait>", "<wait, tracing call>", "<wait, sync>"
 # Each kind of wait on the step's thread, and the layer that takes it when nothing is recorded elsewhere.
 WAIT_FALLBACKS = ((WAIT, "launch_overhead.call"), (WAIT_TRACING, "graph_build.instantiate"), (WAIT_SYNC, "sync_wait"))
 GAP_SHORT, GAP_LONG, QUEUED, CALL_FALLBACK = "<short gap>", "<long gap>", "<queued>", "<nothing>"
+PAUSE = "<pause: longer than at the same place in the other steps>"
 GLUE = "<user frame between framework calls>"
 PER_CALL = "<per-call cost of a compute call>"
 # A CPU op call's fixed cost (dispatcher, TensorIterator set-up, output allocation), when the trace
@@ -117,6 +123,13 @@ PER_CALL_MAX_NS = 3_000
 # of a user frame the call into the framework).
 _FRAMEWORK_ROLES = frozenset({R.COMPUTE.value, R.COMPILED_CODE.value, R.DISPATCH.value, R.VIEW_ALLOC.value,
                               R.CALL.value, R.CALL_TRACING.value, R.PYTHON_FRAMEWORK.value})
+# Roles of the step thread's events whose own time is the thread running (analyzers/pauses.py
+# looks for pauses in them). Not the waits — a call, a sync, the input pipeline: their length is
+# the awaited work's, which may vary from step to step — nor graph building and start-up, which
+# happen in some steps only by nature.
+_RUNS_ON_THE_THREAD = frozenset({R.COMPUTE.value, R.COMPILED_CODE.value, R.DISPATCH.value, R.VIEW_ALLOC.value,
+                                 R.LAUNCH.value, R.RUNTIME.value, R.PYTHON_FRAMEWORK.value, R.PYTHON_USER.value,
+                                 R.ANNOTATION.value})
 COPY_KINDS = ("H2D", "D2H", "D2D", "P2P", "H2H", "other", "memset")
 # Step-thread layers that are the thread waiting when another thread computes at the same moment
 # (see _segments): a range with nothing of its own recorded inside, and framework runtime.
@@ -174,6 +187,10 @@ LAYERS: tuple[Layer, ...] = (
           "unrecorded gap between the step thread's events, shorter than the gap threshold (framework glue)"),
     Layer("host_compute.inferred", "driver", (GAP_LONG,), _BOTH,
           "unrecorded gap on the step's thread longer than the threshold (user code, GC, the OS)"),
+    Layer("idle.paused", "driver", (PAUSE,), _BOTH,
+          "the step's thread stops where the other steps of its shape do not: an event or a gap at least "
+          "1 ms and 2× longer than its median at that place (the OS or the hypervisor took the core; "
+          "analyzers/pauses.py)"),
     Layer("host_compute", "host", (R.PYTHON_USER.value, R.ANNOTATION.value), _DEV,
           "(device idle) other recorded host work"),
     Layer("kernel.other_threads", "others", (R.COMPUTE.value, R.COMPILED_CODE.value), _CPU,
@@ -207,6 +224,7 @@ class _Segments:
     layer_names: list[str]
     gap_threshold_ns: int
     gap_rule: str
+    compared_steps: tuple[int, ...]  # step positions compared for pauses (analyzers/pauses.py)
 
 
 def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionOptions) -> _Segments:
@@ -214,7 +232,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     winning layer."""
     table = steps.table
     layers = [layer for layer in LAYERS if mode in layer.modes]
-    intervals, threshold, rule = _layer_intervals(timeline, steps, layers, options)
+    intervals, threshold, rule, compared = _layer_intervals(timeline, steps, layers, options)
     window_start, window_end = table["start"].to_numpy(), table["end"].to_numpy()
     points, active = layer_activity(window_start, window_end, intervals)
     seg_start = points[:-1]
@@ -242,7 +260,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     # np.asarray of a result), so the moment is that work — as on a GPU, where a running kernel
     # takes the moment whatever the host does. Input work on other threads is not taken: a
     # prefetching pipeline runs there while the step goes on.
-    gap_layers = [i for i, layer in enumerate(layers) if layer.selects in ((GAP_SHORT,), (GAP_LONG,))
+    gap_layers = [i for i, layer in enumerate(layers) if layer.selects in ((GAP_SHORT,), (GAP_LONG,), (PAUSE,))
                   or (layer.scope == "driver" and layer.name in _WAITING_IF_OTHERS_COMPUTE)]
     gap_resolvers = np.array([i for i, layer in enumerate(layers) if layer.scope == "others"
                               and layer.bucket in ("kernel", "graph_build") and CALL_FALLBACK not in layer.selects],
@@ -255,7 +273,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     bucket_of_layer = np.array([BUCKETS.index(layer.bucket) if layer.bucket in BUCKETS else -1 for layer in layers])
     bucket = np.where(winner >= 0, bucket_of_layer[np.maximum(winner, 0)], BUCKETS.index("idle"))
     return _Segments(seg_start, seg_len, step_idx, in_step, winner, bucket, [layer.name for layer in layers],
-                     threshold, rule)
+                     threshold, rule, compared)
 
 
 def layer_activity(
@@ -398,7 +416,8 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
         detail_cols[name] = detail_cols.get(name, 0) + column
     details = pd.DataFrame(dict(sorted(detail_cols.items())), index=per_step.index)
     return Attribution(per_step=per_step, details=details, mode=mode, options=options,
-                       gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule)
+                       gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule,
+                       compared_steps=seg.compared_steps)
 
 
 def int_bincount(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
@@ -480,8 +499,9 @@ class _RoleCodes:
 
 def _layer_intervals(
     timeline: Timeline, steps: Steps, layers: list[Layer], options: AttributionOptions
-) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, str]:
-    """(starts, ends) of every layer, in the order given; plus the gap threshold and its rule."""
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, str, tuple[int, ...]]:
+    """(starts, ends) of every layer, in the order given; plus the gap threshold, its rule, and
+    the steps compared for pauses."""
     ev = timeline.events
     ts = ev["ts"].to_numpy()
     end = ts + ev["dur"].to_numpy()
@@ -491,8 +511,12 @@ def _layer_intervals(
     host_start, host_end, host_row = own_pieces(ev, is_host)
     piece_role = roles.rows[host_row]
     piece_driver = on_driver[host_row]
+    paused_rows, paused_ns, shape_of_step = _event_pauses(ev, on_driver, steps.table["cold"].to_numpy())
     del on_driver
-    short, long_, threshold, rule = driver_gaps(ev, steps, options)
+    event_pause = _carve_pauses(host_start, host_end, host_row, paused_rows, paused_ns, len(ev))
+    short, long_, gap_pause, threshold, rule = driver_gaps(ev, steps, options, shape_of_step)
+    pauses = (np.concatenate((event_pause[0], gap_pause[0])), np.concatenate((event_pause[1], gap_pause[1])))
+    del paused_rows, paused_ns, event_pause, gap_pause
     glue = _python_glue(host_start, host_end, piece_role, piece_driver, threshold, roles)
     piece_role[glue] = roles.code(GLUE)
     del glue
@@ -525,6 +549,8 @@ def _layer_intervals(
             out.append(short)
         elif sel == (GAP_LONG,):
             out.append(long_)
+        elif sel == (PAUSE,):
+            out.append(pauses)
         elif sel == (CALL_FALLBACK,):
             out.append(empty)  # chosen in _segments where no other "others" layer is active
         elif sel == (PER_CALL,):
@@ -542,7 +568,7 @@ def _layer_intervals(
             elif layer.scope == "others":
                 wanted &= ~piece_driver
             out.append((host_start[wanted], host_end[wanted]))
-    return out, threshold, rule
+    return out, threshold, rule, tuple(sorted(shape_of_step))
 
 
 def _split_call_cost(
@@ -596,6 +622,58 @@ def _split_call_cost(
     cost_start = start[pieces]
     start[pieces] = cut
     return cost_start, cut
+
+
+def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
+    """The step thread's events whose own time holds a pause (analyzers/pauses.py), the pause of
+    each (ns), and the shape group of each step that was compared (step position → group); steps
+    that are ``cold`` (per step position) are not compared."""
+    none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64), {})
+    step_all = ev["step"].to_numpy()
+    steady = np.zeros(len(cold) + 1, dtype=bool)
+    steady[:-1] = ~cold.astype(bool)  # (the last entry: step -1, no step)
+    rows = np.flatnonzero(on_driver & steady[step_all] & ~membership(ev["kind"].array)([Kind.STEP.value]))
+    if len(rows) < MIN_ALIGNED_STEPS:
+        return none
+    rows = rows[np.argsort(step_all[rows], kind="stable")]  # by step, then time (the table's order)
+    dur = ev["dur"].to_numpy()
+    parent = ev["parent"].to_numpy()
+    children = rows[parent[rows] >= 0]
+    # Own time: the event's length less its children's (float sums: exact below 2^53 ns, 104 days).
+    child_time = np.bincount(parent[children], weights=dur[children], minlength=len(ev)).astype(np.int64)
+    own = np.maximum(dur - child_time, 0)
+    step = step_all[rows]
+    pause, group_of = event_pauses(rows, step, ev["name"].cat.codes.to_numpy()[rows], own)
+    pause[~membership(ev["role"].array)(_RUNS_ON_THE_THREAD)[rows]] = 0
+    compared = group_of >= 0
+    shape_of_step = dict(zip(step[compared].tolist(), group_of[compared].tolist())) if compared.any() else {}
+    hit = pause > 0
+    return rows[hit].astype(np.int64), pause[hit], shape_of_step
+
+
+def _carve_pauses(start: np.ndarray, end: np.ndarray, row: np.ndarray, paused_rows: np.ndarray,
+                  paused_ns: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Take each paused event's pause off the end of its longest own piece (where in the event the
+    thread stopped is not recorded; the step's sums do not depend on it). ``end`` is changed in
+    place; returns the pause intervals (starts, ends)."""
+    none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    if not len(paused_rows):
+        return none
+    amount = np.zeros(n_rows, dtype=np.int64)
+    amount[paused_rows] = paused_ns
+    pieces = np.flatnonzero(amount[row] > 0)
+    if not len(pieces):
+        return none
+    length = end[pieces] - start[pieces]
+    pieces = pieces[np.lexsort((-length, row[pieces]))]
+    longest = np.ones(len(pieces), dtype=bool)
+    longest[1:] = row[pieces][1:] != row[pieces][:-1]
+    pieces = pieces[longest]
+    cut = np.minimum(amount[row[pieces]], end[pieces] - start[pieces])
+    old_end = end[pieces].copy()
+    end[pieces] = old_end - cut
+    return end[pieces].astype(np.int64), old_end.astype(np.int64)
 
 
 def _python_glue(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver: np.ndarray,
@@ -662,14 +740,19 @@ def driver_rows(ev: pd.DataFrame, steps: Steps) -> np.ndarray:
     return (ev["device"].to_numpy() < 0) & membership(ev["track"].array)([steps.driver_track])
 
 
+Intervals = tuple[np.ndarray, np.ndarray]
+
+
 def driver_gaps(
-    ev: pd.DataFrame, steps: Steps, options: AttributionOptions
-) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], int, str]:
+    ev: pd.DataFrame, steps: Steps, options: AttributionOptions, shape_of_step: dict[int, int] | None = None
+) -> tuple[Intervals, Intervals, Intervals, int, str]:
     """Unrecorded gaps on the step's thread inside a step: between consecutive top-level events
     (events whose parent is the step marker or nothing) and between the marker's edges and its
-    first / last event. Split at the threshold into short (framework glue) and long (user code).
+    first / last event. A gap's pause (analyzers/pauses.py; steps compared by ``shape_of_step``:
+    step position → shape group) is taken off its end; the rest is split at the threshold into
+    short (framework glue) and long (user code).
 
-    Returns (short gaps, long gaps, threshold ns, the rule that chose the threshold).
+    Returns (short gaps, long gaps, pauses, threshold ns, the rule that chose the threshold).
     """
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     ts_all = ev["ts"].to_numpy()
@@ -686,18 +769,23 @@ def driver_gaps(
     end = np.concatenate((end_all[top], ts_all[markers], end_all[markers]))
     step = np.concatenate((step_all[top], step_all[markers], step_all[markers]))
     if len(ts) < 2:
-        return empty, empty, 0, "no gaps on the step's thread"
+        return empty, empty, empty, 0, "no gaps on the step's thread"
     order = order_by_start_then_longest(ts, end)  # by start, the later end first (np.lexsort((-end, ts)))
     if order is not None:
         ts, end, step = ts[order], end[order], step[order]
     prev_end = np.maximum.accumulate(end)  # a gap starts after everything before it has ended
-    gap_start = prev_end[:-1]
-    gap_end = ts[1:]
-    ok = (step[1:] == step[:-1]) & (step[1:] >= 0) & (gap_end > gap_start)
+    in_step = (step[1:] == step[:-1]) & (step[1:] >= 0)
+    gap_start = prev_end[:-1][in_step]
+    gap_end = np.maximum(ts[1:][in_step], gap_start)  # (0: the events abut or overlap)
+    pause = gap_pauses(step[1:][in_step], gap_end - gap_start, shape_of_step or {})
+    paused = pause > 0
+    pauses = (gap_end[paused] - pause[paused], gap_end[paused])
+    gap_end = gap_end - pause
+    ok = gap_end > gap_start
     gap_start, gap_end = gap_start[ok], gap_end[ok]
     length = gap_end - gap_start
     if options.dispatch_gap_ns == 0:
-        return empty, empty, 0, "off (--dispatch-gap-us 0): unrecorded gaps stay idle"
+        return empty, empty, pauses, 0, "off (--dispatch-gap-us 0): unrecorded gaps stay idle"
     if options.dispatch_gap_ns is not None:
         threshold = int(options.dispatch_gap_ns)
         rule = f"fixed at {threshold / 1e3:.0f} µs (--dispatch-gap-us)"
@@ -706,7 +794,7 @@ def driver_gaps(
     else:
         threshold, rule = GAP_MIN_NS, "no gaps on the step's thread"
     short = length <= threshold
-    return (gap_start[short], gap_end[short]), (gap_start[~short], gap_end[~short]), threshold, rule
+    return (gap_start[short], gap_end[short]), (gap_start[~short], gap_end[~short]), pauses, threshold, rule
 
 
 def layers_markdown() -> str:

@@ -6,7 +6,9 @@
   so the bucket deltas sum exactly to the gap) and the median, which the diagnose report shows;
 - bucket deltas: candidate − baseline per bucket, in ns per step and as a share of the gap.
   ``idle`` (time in which the trace records nothing) is not an explanation: its delta is reported
-  as *unexplained*; ``explained_share`` = 1 − unexplained / gap;
+  as *unexplained*; ``explained_share`` = 1 − unexplained / gap; the pauses in it
+  (``idle.paused``: the machine took the step thread's core) are explained, as neither
+  framework's doing (a ``gap_paused`` finding when they matter);
 - op families: framework ops and kernels mapped to common families (matmul, conv, elementwise,
   reduction, normalization, loss, optimizer, copy, other; patterns in ``categories.OP_FAMILIES``)
   with, per steady step: top-level op count, compute time (device kernels on device traces,

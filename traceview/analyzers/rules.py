@@ -19,7 +19,8 @@ host_compute            host_compute share (user Python, GC)        ≥ 5 % / �
 low_utilization         kernel share of the step (device traces)    < 80 % / < 50 %        —
 compute_bound           kernel share of the step                    ≥ 60 % / ≥ 85 %        —
 host_between_steps      gaps between step windows / step time       ≥ 2 % / ≥ 10 %         —
-unrecorded              idle (nothing recorded) share                ≥ 3 % / ≥ 15 %         XProf "all others"
+paused                  idle.paused share (analyzers/pauses.py)     ≥ 3 % / ≥ 15 %         —
+unrecorded              idle share, pauses excluded                 ≥ 3 % / ≥ 15 %         XProf "all others"
 ======================  ==========================================  =====================  =========================
 
 Findings are ranked by the time they explain per steady step (``Finding.explains_ns``: the
@@ -39,7 +40,7 @@ import numpy as np
 
 from traceview.analyzers.modes import advice
 from traceview.arrays import membership
-from traceview.results import GRADES, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
+from traceview.results import GRADES, PAUSED_DETAIL, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role
 from traceview.schema import Kind
 
@@ -340,9 +341,37 @@ def host_between_steps(diag: Diagnosis) -> Finding:
 
 
 @rule
+def paused(diag: Diagnosis) -> Finding:
+    what = "the step's thread stops where the other steps of its shape do not (the machine takes the core)"
+    compared = set(diag.attribution.compared_steps)
+    if not any(int(p) in compared for p in diag.steady_positions):
+        return Finding("paused", what, "skipped")
+    _, total = _shares(diag)
+    details = diag.attribution.details
+    per_step = (details[PAUSED_DETAIL].to_numpy()[diag.steady_positions] if PAUSED_DETAIL in details.columns
+                else np.zeros(len(diag.steady_positions), dtype=np.int64))
+    paused_ns = float(per_step.mean()) if len(per_step) else 0.0
+    share = paused_ns / total if total else 0.0
+    return Finding(
+        "paused", what, _grade(share, 0.03, 0.15),
+        {"paused_share": share, "steps_paused": int(np.count_nonzero(per_step)),
+         "steady_steps": len(per_step), "steps_compared": len(compared),
+         "longest_step_pause_ns": float(per_step.max()) if len(per_step) else 0.0},
+        "time the machine took, not the step's work (unless the program does extra work in some steps only, such "
+        "as a log line every N steps, seen once in the capture): another process had the core, or the hypervisor "
+        "took the virtual CPU (CPU steal: 'st' in top or vmstat); capture on an otherwise idle machine and compare "
+        "the step time without the profiler. The other causes exclude the pauses",
+        "≥ 3 % moderate, ≥ 15 % high",
+        paused_ns,
+    )
+
+
+@rule
 def unrecorded(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
-    share = shares["idle"]
+    # Pauses are idle time the paused rule explains; this rule grades the rest.
+    paused_ns = diag.steady_details().get(PAUSED_DETAIL, 0.0)
+    share = max(shares["idle"] - (paused_ns / total if total else 0.0), 0.0)
     return Finding(
         "unrecorded", "step time in which the trace records nothing", _grade(share, 0.03, 0.15),
         {"idle_share": share},
@@ -385,6 +414,17 @@ def comparison_findings(comparison: Comparison) -> list[Finding]:
         out.append(Finding(
             f"gap_{d.bucket}", f"{d.bucket} explains part of the gap", "high" if share >= HIGH_GAP_SHARE else "moderate",
             {"delta_ns": d.delta_ns, "share_of_gap": share},
+        ))
+    paused = comparison.paused_delta_ns
+    if abs(paused) > GAP_CAUSE_SHARE * abs(gap):
+        # Pauses (the machine took the core) are an explanation neither framework owns.
+        share = paused / gap
+        out.append(Finding(
+            "gap_paused", "pauses of the step's thread explain part of the gap",
+            "high" if share >= HIGH_GAP_SHARE else "moderate",
+            {"delta_ns": paused, "share_of_gap": share},
+            "the machine took the core during one trace's steps: capture both traces on an otherwise idle "
+            "machine before comparing them",
         ))
     explained = comparison.explained_share
     out.append(Finding(

@@ -105,6 +105,7 @@ RULE_NEEDS: dict[str, str] = {
     "memcpy": "device events",
     "low_utilization": "device events",
     "host_between_steps": "at least two steps",
+    "paused": "at least 3 steady steps of the same shape (the same events in the same order on the step's thread)",
 }
 
 
@@ -191,6 +192,15 @@ def _host_between_steps(e: Mapping[str, Any], explains: float) -> str:
             "steady step)")
 
 
+def _paused(e: Mapping[str, Any], explains: float) -> str:
+    if not e["steps_paused"]:
+        return (f"the step's thread never stops longer than at the same place in the other steps of its shape "
+                f"({e['steps_compared']} steady steps compared)")
+    return (f"the step's thread stops for {fmt_pct(e['paused_share'])} of the step ({fmt_ns(explains)}) at places "
+            f"where the other steps of the same shape do not, in {e['steps_paused']} of {e['steady_steps']} steady "
+            f"steps (up to {fmt_ns(e['longest_step_pause_ns'])} in one)")
+
+
 def _unrecorded(e: Mapping[str, Any], explains: float) -> str:
     return f"{fmt_pct(e['idle_share'])} of the step ({fmt_ns(explains)}) has no recorded event on any track"
 
@@ -218,6 +228,7 @@ SUMMARIES: dict[str, Callable[[Mapping[str, Any], float], str]] = {
     "low_utilization": _low_utilization,
     "compute_bound": _compute_bound,
     "host_between_steps": _host_between_steps,
+    "paused": _paused,
     "unrecorded": _unrecorded,
     "gap": _gap,
     "gap_explained": _gap_explained,

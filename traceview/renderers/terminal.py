@@ -414,8 +414,10 @@ def _comparison_parts(cmp: Any, width: int) -> list[Any]:
     if causes:
         sentence = Text("Where the gap comes from: ", style="bold")
         sentence.append("; ".join(gap_cause(d, gap) for d in causes))
-        sentence.append(f". Named causes explain {fmt_pct(cmp.explained_share)}; unexplained (nothing recorded) "
-                        f"{fmt_ns(cmp.unexplained_ns)}.")
+        paused = (f"; pauses of the step's thread (the machine took the core) {fmt_ns(cmp.paused_delta_ns)}"
+                  if cmp.paused_delta_ns else "")
+        sentence.append(f". Named causes explain {fmt_pct(cmp.explained_share)}{paused}; unexplained (nothing "
+                        f"recorded) {fmt_ns(cmp.unexplained_ns)}.")
         parts.append(sentence)
     table = Table(box=None, header_style="bold")
     table.add_column("cause")

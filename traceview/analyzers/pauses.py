@@ -1,0 +1,111 @@
+"""Pauses: time the step's thread lost at a place where the other steps of the same shape did not.
+
+A training loop runs the same ops in the same order every step, so the k-th event on the step's
+thread takes about as long in each step, and so does the k-th unrecorded gap between its top-level
+events. When one of them lasts much longer in one step than at the same place in the others — by
+at least ``PAUSE_MIN_NS`` and at least ``PAUSE_FACTOR`` times its median there — the excess is a
+*pause*: the thread stopped where the program does not stop. The operating system gave its core
+to another process, the hypervisor took the virtual CPU from the machine (CPU steal), or a
+profiler thread took the core. A 15 µs TF eager op that lasts 4.1 ms in one step, once, at a
+different op in each step, is that (a capture on a busy 2-core VM: pauses of one 4 ms scheduler
+tick, ~55 ms of a 110 ms profiled step, whose unprofiled time was 46 ms). Work the step does —
+user code at a fixed place, a garbage collection its allocations trigger there — recurs at that
+place: its median is its length, and it is not a pause.
+
+Work the program does only every few steps (a log line every N steps) also stretches one place
+of a step; it does so at the same place in each step that does it, so a place stretched in two
+steps or more is not a pause. Stretched once in the capture, it cannot be told from a pause: the
+finding says so.
+
+Only steady steps are compared (a cold or warm-up step does work the others do not), and only
+with steps of the identical shape (the same sequence of event names on the step's thread), in
+groups of at least ``MIN_ALIGNED_STEPS``: with two, a median cannot tell which one paused. Where
+the shapes differ (a data-dependent step), nothing is called a pause.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# The shortest pause: a scheduler tick is 1–10 ms (CONFIG_HZ 1000–100); op-to-op jitter of a
+# quiet machine is tens of µs.
+PAUSE_MIN_NS = 1_000_000
+# ... and at least this many times the typical length at that place: a long op that is 40 % slower
+# in one step (frequency scaling, cache) is not a pause.
+PAUSE_FACTOR = 2.0
+MIN_ALIGNED_STEPS = 3
+
+
+def shape_groups(step: np.ndarray, codes: np.ndarray) -> list[np.ndarray]:
+    """Groups of steps of one shape: ``step`` and ``codes`` (event-name codes) are the step's
+    thread's events, sorted by step, then time. Each group is a (steps × events) matrix of
+    positions into those arrays — row i the events of one step, column k the k-th event of each —
+    for every shape shared by at least ``MIN_ALIGNED_STEPS`` steps."""
+    if not len(step):
+        return []
+    cuts = np.flatnonzero(step[1:] != step[:-1]) + 1
+    first = np.concatenate(([0], cuts))
+    count = np.diff(np.concatenate((first, [len(step)])))
+    shapes: dict[tuple[int, bytes], list[int]] = {}
+    for begin, n in zip(first.tolist(), count.tolist()):  # one entry per step, not per event
+        shapes.setdefault((n, codes[begin:begin + n].tobytes()), []).append(begin)
+    groups = []
+    for (n, _), begins in shapes.items():
+        if len(begins) >= MIN_ALIGNED_STEPS and n:
+            groups.append(np.asarray(begins, dtype=np.int64)[:, None] + np.arange(n, dtype=np.int64)[None, :])
+    return groups
+
+
+def excess(lengths: np.ndarray) -> np.ndarray:
+    """The pause in each cell of a (steps × places) matrix of lengths: its excess over the median
+    of its place (column) where that is a pause (see the module's rule), else 0."""
+    if not lengths.size:
+        return np.zeros(lengths.shape, dtype=np.int64)
+    typical = np.median(lengths, axis=0)
+    over = lengths - typical
+    paused = (over >= PAUSE_MIN_NS) & (lengths >= PAUSE_FACTOR * typical)
+    # Work the program does every few steps (a log line every N steps) stretches the same place in
+    # each step that does it; a place stretched in two steps or more is that, not a pause.
+    paused &= np.count_nonzero(paused, axis=0) == 1
+    return np.where(paused, over, 0).astype(np.int64)
+
+
+def event_pauses(rows: np.ndarray, step: np.ndarray, codes: np.ndarray, own: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The paused part of each event's own time (``own``, ns) on the step's thread.
+
+    ``rows``, ``step``, ``codes``: the thread's events (table rows) sorted by step, then time, with
+    their step and name code. Returns (pause per event, in ``rows`` order; the step-shape group
+    of each event, -1 where its step was not compared)."""
+    pause = np.zeros(len(rows), dtype=np.int64)
+    group_of = np.full(len(rows), -1, dtype=np.int64)
+    for g, positions in enumerate(shape_groups(step, codes)):
+        pause[positions] = excess(own[rows[positions]])
+        group_of[positions] = g
+    return pause, group_of
+
+
+def gap_pauses(gap_step: np.ndarray, length: np.ndarray, group_of_step: dict[int, int]) -> np.ndarray:
+    """The paused part of each gap between the step thread's top-level events (``gap_step``: the
+    step of each gap, sorted by step then time; ``length``: ns, 0 for abutting events), for steps
+    in a shape group (``group_of_step``); a group whose steps do not all have as many gaps is
+    left alone."""
+    pause = np.zeros(len(length), dtype=np.int64)
+    if not len(length) or not group_of_step:
+        return pause
+    cuts = np.flatnonzero(gap_step[1:] != gap_step[:-1]) + 1
+    first = np.concatenate(([0], cuts))
+    count = np.diff(np.concatenate((first, [len(length)])))
+    members: dict[int, list[tuple[int, int]]] = {}
+    for begin, n in zip(first.tolist(), count.tolist()):
+        group = group_of_step.get(int(gap_step[begin]))
+        if group is not None:
+            members.setdefault(group, []).append((begin, n))
+    for spans in members.values():
+        sizes = {n for _, n in spans}
+        if len(spans) < MIN_ALIGNED_STEPS or len(sizes) != 1:
+            continue
+        n = sizes.pop()
+        positions = np.asarray([b for b, _ in spans], dtype=np.int64)[:, None] + np.arange(n, dtype=np.int64)[None, :]
+        pause[positions] = excess(length[positions])
+    return pause
