@@ -646,8 +646,9 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
     step = step_all[rows]
     pause, group_of = event_pauses(rows, step, ev["name"].cat.codes.to_numpy()[rows], own)
     pause[~membership(ev["role"].array)(_RUNS_ON_THE_THREAD)[rows]] = 0
-    compared = group_of >= 0
-    shape_of_step = dict(zip(step[compared].tolist(), group_of[compared].tolist())) if compared.any() else {}
+    # One entry per compared step (its first event gives the group), not one per event.
+    compared_steps, first = np.unique(step[group_of >= 0], return_index=True)
+    shape_of_step = dict(zip(compared_steps.tolist(), group_of[group_of >= 0][first].tolist()))
     hit = pause > 0
     return rows[hit].astype(np.int64), pause[hit], shape_of_step
 
