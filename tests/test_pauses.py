@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -96,3 +98,15 @@ def test_steady_steps_of_an_idle_machine_have_no_pause(relative: str) -> None:
     paused = next(f for f in diag.findings if f.rule == "paused")
     assert paused.evidence["steps_paused"] == 0 and paused.grade == "none"
     assert diag.steady_details().get("idle.paused", 0.0) == 0.0
+
+
+def test_pauses_are_kept_out_of_the_host_time_per_op() -> None:
+    # The ground-truth contention case: the same step with and without another process on the
+    # step thread's CPU. Its framework ops cost the same; the pauses are the difference.
+    case = Path(__file__).resolve().parents[1] / "benchmarks/truth/cases/tf-cpu-contention"
+    if not case.is_dir():
+        pytest.skip("no tf-cpu-contention case")
+    clean, injected = (cached_diagnosis(next((case / v).rglob("*.xplane.pb*"))) for v in ("clean", "injected"))
+    assert injected.launch.ops_per_step == clean.launch.ops_per_step
+    assert abs(injected.launch.host_ns_per_op / clean.launch.host_ns_per_op - 1) < 0.25
+    assert injected.steady_details()["idle.paused"] > 0.3 * injected.steady_step_ns

@@ -125,6 +125,8 @@ class Attribution:
     gap_rule: str = ""  # how it was chosen
     # Step positions compared with steps of their shape for pauses (traceview/analyzers/pauses.py).
     compared_steps: tuple[int, ...] = ()
+    # The pause taken off the own time of each paused event: (event rows, ns).
+    paused_events: tuple[np.ndarray, np.ndarray] = ()  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return (f"Attribution({self.mode}, {len(self.per_step)} steps, dispatch-gap threshold "

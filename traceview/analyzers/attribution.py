@@ -82,6 +82,7 @@ GAP_MIN_NS = 100_000
 GAP_MAX_NS = 2_000_000
 
 R = Role
+Intervals = tuple[np.ndarray, np.ndarray]  # (starts, ends)
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,7 @@ class _Segments:
     gap_threshold_ns: int
     gap_rule: str
     compared_steps: tuple[int, ...]  # step positions compared for pauses (analyzers/pauses.py)
+    paused_events: tuple[np.ndarray, np.ndarray]  # (rows, ns): the pause taken off each event's own time
 
 
 def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionOptions) -> _Segments:
@@ -232,7 +234,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     winning layer."""
     table = steps.table
     layers = [layer for layer in LAYERS if mode in layer.modes]
-    intervals, threshold, rule, compared = _layer_intervals(timeline, steps, layers, options)
+    intervals, threshold, rule, compared, paused_events = _layer_intervals(timeline, steps, layers, options)
     window_start, window_end = table["start"].to_numpy(), table["end"].to_numpy()
     points, active = layer_activity(window_start, window_end, intervals)
     seg_start = points[:-1]
@@ -273,7 +275,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     bucket_of_layer = np.array([BUCKETS.index(layer.bucket) if layer.bucket in BUCKETS else -1 for layer in layers])
     bucket = np.where(winner >= 0, bucket_of_layer[np.maximum(winner, 0)], BUCKETS.index("idle"))
     return _Segments(seg_start, seg_len, step_idx, in_step, winner, bucket, [layer.name for layer in layers],
-                     threshold, rule, compared)
+                     threshold, rule, compared, paused_events)
 
 
 def layer_activity(
@@ -417,7 +419,7 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
     details = pd.DataFrame(dict(sorted(detail_cols.items())), index=per_step.index)
     return Attribution(per_step=per_step, details=details, mode=mode, options=options,
                        gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule,
-                       compared_steps=seg.compared_steps)
+                       compared_steps=seg.compared_steps, paused_events=seg.paused_events)
 
 
 def int_bincount(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
@@ -499,9 +501,9 @@ class _RoleCodes:
 
 def _layer_intervals(
     timeline: Timeline, steps: Steps, layers: list[Layer], options: AttributionOptions
-) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, str, tuple[int, ...]]:
-    """(starts, ends) of every layer, in the order given; plus the gap threshold, its rule, and
-    the steps compared for pauses."""
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, str, tuple[int, ...], tuple[np.ndarray, np.ndarray]]:
+    """(starts, ends) of every layer, in the order given; plus the gap threshold, its rule, the
+    steps compared for pauses and the pause taken off each paused event (rows, ns)."""
     ev = timeline.events
     ts = ev["ts"].to_numpy()
     end = ts + ev["dur"].to_numpy()
@@ -513,7 +515,7 @@ def _layer_intervals(
     piece_driver = on_driver[host_row]
     paused_rows, paused_ns, shape_of_step = _event_pauses(ev, on_driver, steps.table["cold"].to_numpy())
     del on_driver
-    event_pause = _carve_pauses(host_start, host_end, host_row, paused_rows, paused_ns, len(ev))
+    event_pause, paused_events = _carve_pauses(host_start, host_end, host_row, paused_rows, paused_ns, len(ev))
     short, long_, gap_pause, threshold, rule = driver_gaps(ev, steps, options, shape_of_step)
     pauses = (np.concatenate((event_pause[0], gap_pause[0])), np.concatenate((event_pause[1], gap_pause[1])))
     del paused_rows, paused_ns, event_pause, gap_pause
@@ -568,7 +570,7 @@ def _layer_intervals(
             elif layer.scope == "others":
                 wanted &= ~piece_driver
             out.append((host_start[wanted], host_end[wanted]))
-    return out, threshold, rule, tuple(sorted(shape_of_step))
+    return out, threshold, rule, tuple(sorted(shape_of_step)), paused_events
 
 
 def _split_call_cost(
@@ -654,18 +656,18 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
 
 
 def _carve_pauses(start: np.ndarray, end: np.ndarray, row: np.ndarray, paused_rows: np.ndarray,
-                  paused_ns: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+                  paused_ns: np.ndarray, n_rows: int) -> tuple[Intervals, Intervals]:
     """Take each paused event's pause off the end of its longest own piece (where in the event the
     thread stopped is not recorded; the step's sums do not depend on it). ``end`` is changed in
-    place; returns the pause intervals (starts, ends)."""
+    place; returns the pause intervals (starts, ends) and the pause taken off each event (rows, ns)."""
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     if not len(paused_rows):
-        return none
+        return none, none
     amount = np.zeros(n_rows, dtype=np.int64)
     amount[paused_rows] = paused_ns
     pieces = np.flatnonzero(amount[row] > 0)
     if not len(pieces):
-        return none
+        return none, none
     length = end[pieces] - start[pieces]
     pieces = pieces[np.lexsort((-length, row[pieces]))]
     longest = np.ones(len(pieces), dtype=bool)
@@ -674,7 +676,7 @@ def _carve_pauses(start: np.ndarray, end: np.ndarray, row: np.ndarray, paused_ro
     cut = np.minimum(amount[row[pieces]], end[pieces] - start[pieces])
     old_end = end[pieces].copy()
     end[pieces] = old_end - cut
-    return end[pieces].astype(np.int64), old_end.astype(np.int64)
+    return (end[pieces].astype(np.int64), old_end.astype(np.int64)), (row[pieces].astype(np.int64), cut.astype(np.int64))
 
 
 def _python_glue(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver: np.ndarray,
@@ -739,9 +741,6 @@ def calibrated_gap_threshold(length: np.ndarray) -> tuple[int, str]:
 def driver_rows(ev: pd.DataFrame, steps: Steps) -> np.ndarray:
     """The host events on the step's thread (the driver track)."""
     return (ev["device"].to_numpy() < 0) & membership(ev["track"].array)([steps.driver_track])
-
-
-Intervals = tuple[np.ndarray, np.ndarray]
 
 
 def driver_gaps(

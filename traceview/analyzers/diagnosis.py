@@ -37,13 +37,14 @@ def diagnose(path: str | Path, options: AttributionOptions | None = None, top: i
 
 def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None,
                       top: int | None = TOP_N) -> Diagnosis:
+    attribution = attribute(timeline, steps, options)
     result = Diagnosis(
         timeline=timeline,
         steps=steps,
-        attribution=attribute(timeline, steps, options),
+        attribution=attribution,
         kernels=top_kernels(timeline, steps, top),
         ops=top_ops(timeline, steps, top),
-        launch=launch_stats(timeline, steps),
+        launch=launch_stats(timeline, steps, attribution.paused_events),
         device=device_time(timeline),
         communication=comm_overlap(timeline, steps),
         quality=trace_quality(timeline, steps),  # before the notes below: only the readers' notes

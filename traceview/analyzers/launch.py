@@ -12,6 +12,7 @@ CPU-only traces have no launches; they report framework ops per step and host ti
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -23,17 +24,20 @@ LAUNCH_OUTLIER_NS = 50_000
 DELAY_OUTLIER_NS = 100_000
 
 
-def launch_stats(timeline: Timeline, steps: Steps) -> LaunchStats:
+def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.ndarray] = ()) -> LaunchStats:
+    """``paused``: the pauses taken off events' own time (:attr:`Attribution.paused_events`), which
+    the host time per op leaves out, as the attribution does."""
     ev = timeline.events
     steady_idx = steps.steady_positions
     n = max(len(steady_idx), 1)
     in_steady = steps.in_steady(ev)
     ops = in_steady & top_level_ops(ev)
     dur = ev["dur"].to_numpy()
+    host_ns = float(dur[ops].sum()) - _paused_inside(ev, ops, paused)
     stats = LaunchStats(
         steady_steps=len(steady_idx),
         ops_per_step=float(ops.sum()) / n,
-        host_ns_per_op=float(dur[ops].mean()) if ops.any() else 0.0,
+        host_ns_per_op=host_ns / int(ops.sum()) if ops.any() else 0.0,
     )
     if not timeline.has_device:
         return stats
@@ -62,3 +66,18 @@ def launch_stats(timeline: Timeline, steps: Steps) -> LaunchStats:
         launch_delay_outliers=int((delay > DELAY_OUTLIER_NS).sum()),
         device_ns_per_kernel=float(dur[kernels].mean()),
     )
+
+
+def _paused_inside(ev: Any, ops: np.ndarray, paused: tuple[np.ndarray, np.ndarray]) -> float:
+    """The pauses inside the ``ops`` (a mask of top-level ops): each paused event's pause counts
+    for the op that holds it (itself, or its nearest ancestor among the ops)."""
+    if not len(paused) or not len(paused[0]):
+        return 0.0
+    parent = ev["parent"].to_numpy()
+    total = 0
+    for row, ns in zip(paused[0].tolist(), paused[1].tolist()):  # one per pause: a few per step
+        while row >= 0 and not ops[row]:
+            row = int(parent[row])
+        if row >= 0:
+            total += ns
+    return float(total)
