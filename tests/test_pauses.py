@@ -110,3 +110,14 @@ def test_pauses_are_kept_out_of_the_host_time_per_op() -> None:
     assert injected.launch.ops_per_step == clean.launch.ops_per_step
     assert abs(injected.launch.host_ns_per_op / clean.launch.host_ns_per_op - 1) < 0.25
     assert injected.steady_details()["idle.paused"] > 0.3 * injected.steady_step_ns
+
+
+def test_pauses_are_kept_out_of_the_op_tables() -> None:
+    case = Path(__file__).resolve().parents[1] / "benchmarks/truth/cases/tf-cpu-contention"
+    if not case.is_dir():
+        pytest.skip("no tf-cpu-contention case")
+    clean, injected = (cached_diagnosis(next((case / v).rglob("*.xplane.pb*"))) for v in ("clean", "injected"))
+    for table in ("kernels", "ops"):
+        a, b = (getattr(d, table).set_index("name")["time_per_step_ns"] for d in (clean, injected))
+        top = a.index[0]
+        assert abs(b[top] / a[top] - 1) < 0.25, (table, top, a[top], b[top])

@@ -104,8 +104,8 @@ def op_diff(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     keep = ["name", "count_per_step", "time_per_step_ns"]
     sides = []
     for kind, table in OP_DIFF_SOURCES:
-        a = table(baseline.timeline, baseline.steps, None)[keep]
-        b = table(candidate.timeline, candidate.steps, None)[keep]
+        a = table(baseline.timeline, baseline.steps, None, baseline.attribution.paused_events)[keep]
+        b = table(candidate.timeline, candidate.steps, None, candidate.attribution.paused_events)[keep]
         merged = a.merge(b, on="name", how="outer", suffixes=("_a", "_b"))
         sides.append(pd.DataFrame({
             "name": merged["name"].astype(str),

@@ -12,10 +12,10 @@ CPU-only traces have no launches; they report framework ops per step and host ti
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
+from traceview.analyzers.pauses import pause_held
 from traceview.normalize import launch_rows, top_level_ops
 from traceview.results import LaunchStats, Steps
 from traceview.schema import Kind, Timeline
@@ -33,7 +33,7 @@ def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.
     in_steady = steps.in_steady(ev)
     ops = in_steady & top_level_ops(ev)
     dur = ev["dur"].to_numpy()
-    host_ns = float(dur[ops].sum()) - _paused_inside(ev, ops, paused)
+    host_ns = float(dur[ops].sum()) - float(pause_held(ev["parent"].to_numpy(), ops, paused).sum())
     stats = LaunchStats(
         steady_steps=len(steady_idx),
         ops_per_step=float(ops.sum()) / n,
@@ -67,17 +67,3 @@ def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.
         device_ns_per_kernel=float(dur[kernels].mean()),
     )
 
-
-def _paused_inside(ev: Any, ops: np.ndarray, paused: tuple[np.ndarray, np.ndarray]) -> float:
-    """The pauses inside the ``ops`` (a mask of top-level ops): each paused event's pause counts
-    for the op that holds it (itself, or its nearest ancestor among the ops)."""
-    if not len(paused) or not len(paused[0]):
-        return 0.0
-    parent = ev["parent"].to_numpy()
-    total = 0
-    for row, ns in zip(paused[0].tolist(), paused[1].tolist()):  # one per pause: a few per step
-        while row >= 0 and not ops[row]:
-            row = int(parent[row])
-        if row >= 0:
-            total += ns
-    return float(total)

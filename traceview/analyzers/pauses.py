@@ -109,3 +109,20 @@ def gap_pauses(gap_step: np.ndarray, length: np.ndarray, group_of_step: dict[int
         positions = np.asarray([b for b, _ in spans], dtype=np.int64)[:, None] + np.arange(n, dtype=np.int64)[None, :]
         pause[positions] = excess(length[positions])
     return pause
+
+
+def pause_held(parent: np.ndarray, holders: np.ndarray, paused: tuple[np.ndarray, np.ndarray] | tuple[()]
+               ) -> np.ndarray:
+    """Per event row, the pauses it holds: each paused event's pause (``paused``: rows, ns, as
+    :attr:`traceview.results.Attribution.paused_events`) counts for the event itself when it is
+    one of ``holders`` (a row mask), else for its nearest ancestor that is. Tables of ops by name
+    take it off their times, as the attribution takes it off its causes."""
+    held = np.zeros(len(holders), dtype=np.int64)
+    if not len(paused) or not len(paused[0]):
+        return held
+    for row, ns in zip(paused[0].tolist(), paused[1].tolist()):  # one per pause: a few per step
+        while row >= 0 and not holders[row]:
+            row = int(parent[row])
+        if row >= 0:
+            held[row] += ns
+    return held

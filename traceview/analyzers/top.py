@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from traceview.analyzers.pauses import pause_held
 from traceview.analyzers.steps import Steps
 from traceview.arrays import column_codes, membership
 from traceview.normalize import compute_ops, op_name_codes, self_time, top_level_ops
@@ -58,8 +59,11 @@ def _summarize(codes: np.ndarray, values: list[Any], durations: np.ndarray, n_st
     return (out if limit is None else out.head(limit)).reset_index(drop=True)
 
 
-def top_kernels(timeline: Timeline, steps: Steps, limit: int | None = TOP_N) -> pd.DataFrame:
-    """Kernels ranked by time per steady step; ``share`` is of all kernel time."""
+def top_kernels(timeline: Timeline, steps: Steps, limit: int | None = TOP_N,
+                paused: tuple[np.ndarray, np.ndarray] | tuple[()] = ()) -> pd.DataFrame:
+    """Kernels ranked by time per steady step; ``share`` is of all kernel time. ``paused``: the
+    attribution's pauses (:attr:`~traceview.results.Attribution.paused_events`), left out of a
+    CPU trace's compute ops as the attribution leaves them out of ``kernel``."""
     ev = timeline.events
     steady, n = _steady_mask(timeline, steps)
     if timeline.has_device:
@@ -70,13 +74,21 @@ def top_kernels(timeline: Timeline, steps: Steps, limit: int | None = TOP_N) -> 
     # the framework op when the reader knows it (TF eager runs every op as KernelAndDeviceFunc::Run).
     mask = steady & compute_ops(ev)
     codes, values = op_name_codes(ev)
-    return _summarize(codes[mask], values, self_time(ev)[mask], n, limit)
+    own = self_time(ev)
+    if len(paused) and len(paused[0]):
+        own = own - pause_held(ev["parent"].to_numpy(), mask, paused)
+    return _summarize(codes[mask], values, own[mask], n, limit)
 
 
-def top_ops(timeline: Timeline, steps: Steps, limit: int | None = TOP_N) -> pd.DataFrame:
-    """Top-level framework ops ranked by inclusive host time per steady step."""
+def top_ops(timeline: Timeline, steps: Steps, limit: int | None = TOP_N,
+            paused: tuple[np.ndarray, np.ndarray] | tuple[()] = ()) -> pd.DataFrame:
+    """Top-level framework ops ranked by inclusive host time per steady step, the attribution's
+    pauses (``paused``) left out."""
     ev = timeline.events
     steady, n = _steady_mask(timeline, steps)
     mask = steady & top_level_ops(ev)
     codes, values = column_codes(ev["name"])
-    return _summarize(codes[mask], values, ev["dur"].to_numpy()[mask], n, limit)
+    dur = ev["dur"].to_numpy()
+    if len(paused) and len(paused[0]):
+        dur = dur - pause_held(ev["parent"].to_numpy(), mask, paused)
+    return _summarize(codes[mask], values, dur[mask], n, limit)
