@@ -559,6 +559,9 @@ CASES: list[Case] = [
     Case("truncated-gzip", raw_file(truncated_gzip, "trace.json.gz"), refused("gzip")),
     Case("invalid-utf8", raw_file(lambda: base_bytes().replace(b"aten::mm", b"aten\xff\xfe", 1)),
          refused(f"not UTF-8 at byte {base_bytes().index(b'aten::mm') + 4}")),
+    # In a key no decoding reads: the typed decoding skips such keys unseen, yet must refuse too.
+    Case("invalid-utf8-in-unread-key", raw_file(lambda: base_bytes().replace(b'"ph"', b'"p\xff"', 1)),
+         refused("not UTF-8 at byte")),
     Case("lone-surrogate-name", raw_file(lambda: base_bytes().replace(b"aten::mm", b"aten\\ud800", 1)),
          refused("surrogate")),
     Case("nul-in-name", json_file(lambda: event_set("aten::mm", "name", "a\x00b")), OK),

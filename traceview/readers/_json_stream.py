@@ -17,6 +17,7 @@ the caller decodes the whole document the plain way, which names each problem.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import re
 from collections.abc import Iterator
@@ -68,6 +69,30 @@ def open_stream(path: Path) -> Iterator[BinaryIO]:
             yield inflating  # type: ignore[misc]
 
 
+class _Utf8Check:
+    """Whether text fed in pieces is UTF-8; raises :class:`Declined` at the first piece that is
+    not. ASCII pieces (nearly every trace) are passed over at memory speed."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._pending = False  # a multi-byte sequence split at the end of the last piece
+
+    def feed(self, piece: bytes) -> None:
+        if not self._pending and piece.isascii():
+            return
+        try:
+            self._decoder.decode(piece)
+        except UnicodeDecodeError:
+            raise Declined("text that is not UTF-8: the plain decoding names where") from None
+        self._pending = bool(self._decoder.getstate()[0])
+
+    def end(self) -> None:
+        try:
+            self._decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise Declined("text that is not UTF-8: the plain decoding names where") from None
+
+
 class EventArrayReader:
     """Iterate batches of decoded events of ``path``'s ``traceEvents`` array.
 
@@ -107,6 +132,10 @@ class EventArrayReader:
     def batches(self) -> Iterator[list[Any]]:
         with open_stream(self.path) as stream:
             rest, wrapped = self.open_array(stream)
+            # msgspec skips the fields the structs do not name without looking at their text:
+            # the whole array is checked to be UTF-8 here, as every other decoding requires.
+            utf8 = _Utf8Check()
+            utf8.feed(rest)
             # The text still to decode, behind a "[" of our own: a run of whole elements is decoded in
             # place by writing "]" after it for the moment of the call (no copy of the block).
             buf = bytearray(b"[") + rest
@@ -114,14 +143,17 @@ class EventArrayReader:
             while True:
                 while not eof and len(buf) < BLOCK_BYTES:
                     block = self.read_block(stream)
+                    utf8.feed(block)
                     eof = not block
                     buf += block
                 if eof:
+                    utf8.end()
                     yield from self._last_batch(bytes(buf[1:]), wrapped)
                     return
                 cut = self._cut(buf)
                 if cut is None:  # no whole element in a block: a giant event; read on
                     block = self.read_block(stream)
+                    utf8.feed(block)
                     eof = not block
                     buf += block
                     continue
