@@ -625,6 +625,9 @@ CASES: list[Case] = [
     Case("xplane-step-num-nan", xplane_file(xplane_steps(step_num=float("nan"))), OK),
     Case("xplane-step-num-2^64-1", xplane_file(xplane_steps(step_num=BIG_64 - 1)), OK),
     Case("xplane-step-num-string", xplane_file(xplane_steps(step_num="three")), OK),
+    # Digits str.isdigit() takes and int() refuses; two minus signs.
+    Case("xplane-step-num-superscript", xplane_file(xplane_steps(step_num="²")), OK),
+    Case("xplane-step-num-double-minus", xplane_file(xplane_steps(step_num="--5")), OK),
     Case("xplane-offset-beyond-int64-ns", xplane_file(lambda: xspace([host_plane(steps_xplane(
         extra=(("late", BIG_63 - 1, 5),)))])), OK),
     Case("xplane-negative-offset", xplane_file(lambda: xspace([host_plane(steps_xplane(

@@ -88,3 +88,19 @@ def test_a_gzip_that_inflates_beyond_the_limit_is_refused_naming_the_flag(tmp_pa
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1
     assert "--max-bytes" in result.stderr and "1,048,576" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["²", "-5", "lots", "0"])
+def test_a_max_bytes_variable_that_is_not_a_positive_number_is_ignored(tmp_path: Path, value: str):
+    # (The variable is a default: the limit in force stays the built-in one; "²" is a digit to
+    # str.isdigit() that int() refuses.)
+    path = tmp_path / "trace.json.gz"
+    import gzip
+
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": [STEP, GOOD]}).encode()))
+    result = subprocess.run([sys.executable, "-m", "traceview", "diagnose", str(path), "--format", "json"],
+                            capture_output=True, text=True, cwd=REPO, timeout=120,
+                            env={"NO_COLOR": "1", "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                 "TRACEVIEW_MAX_BYTES": value})
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and json.loads(result.stdout)["steps"]["count"] == 1

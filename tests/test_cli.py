@@ -210,6 +210,7 @@ def test_a_report_never_overwrites_an_input_trace(tmp_path, command: str, link: 
     ("diagnose", "--dispatch-gap-us", "-1"),
     ("diagnose", "--width", "0"),
     ("diagnose", "--width", "100000000"),
+    ("diagnose", "--top", "²"),  # a digit to str.isdigit(), not to int()
     ("compare", "--fail-if-slower", "nan"),
     ("compare", "--fail-if-slower", "-inf"),
 ])

@@ -131,6 +131,20 @@ def test_query_json_keeps_integers_wider_than_64_bits_exact(two_ranks):
     assert isinstance(row["total"], int) and row["total"] > 0 and row["small"] == 7
 
 
+def test_normalize_never_overwrites_an_input_named_like_its_output(tmp_path):
+    # A trace's format is read from its content, so a trace may bear the name of an output file.
+    trace = next(iter(sorted((SAMPLES / "mlp2" / "torch-eager").glob("*.json.gz"))), None)
+    if trace is None:
+        pytest.skip("no torch sample")
+    source = tmp_path / "x.json.gz"
+    source.write_bytes(trace.read_bytes())
+    named = tmp_path / "x.events.parquet"
+    named.write_bytes(trace.read_bytes())
+    result = run_cli("normalize", str(source), str(named), "-o", str(tmp_path), "-j", "1")
+    assert result.returncode == 2 and "would overwrite the input trace" in result.stderr, result.stderr
+    assert named.read_bytes() == trace.read_bytes()
+
+
 def test_query_on_a_folder_without_parquet(tmp_path):
     result = run_cli("query", str(tmp_path), "SELECT 1")
     assert result.returncode == 2 and "traceview normalize" in result.stderr

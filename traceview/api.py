@@ -42,7 +42,7 @@ def top_rows(top: int | str | None) -> int | None:
     text = str(top).strip().lower()
     if text == "all":
         return None
-    if not isinstance(top, bool) and text.isdigit() and int(text) > 0:
+    if not isinstance(top, bool) and text.isascii() and text.isdigit() and int(text) > 0:
         return int(text)
     raise UsageError(f"--top must be a positive number or 'all', got {top!r}")
 

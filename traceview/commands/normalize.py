@@ -48,6 +48,12 @@ def normalize(
     except OSError as err:
         raise UsageError(f"--output {output}: cannot create the folder ({err.strerror})") from None
     stems = trace_stems(paths)
+    from traceview.api import refuse_overwriting_inputs
+    from traceview.renderers.parquet import EVENTS_SUFFIX, STEPS_SUFFIX
+
+    for stem in stems.values():  # a trace may have any name: even the one an output file gets
+        for suffix in (EVENTS_SUFFIX, STEPS_SUFFIX):
+            refuse_overwriting_inputs(output / f"{stem}{suffix}", paths, "--output")
     fallback = fallback_ranks(paths)
     written = map_traces(partial(_write_one, directory=output, stems=stems, fallback=fallback), paths,
                          min(jobs or default_jobs(), len(paths)))

@@ -48,7 +48,8 @@ class InflatedText(io.BytesIO):
 def max_bytes() -> int:
     """The decompressed-size limit in force (bytes)."""
     value = os.environ.get("TRACEVIEW_MAX_BYTES", "")
-    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_MAX_BYTES
+    # ASCII digits only: str.isdigit() also takes "²" and other digits int() refuses.
+    return int(value) if value.isascii() and value.isdigit() and int(value) > 0 else DEFAULT_MAX_BYTES
 
 
 def read_bytes(path: Path) -> bytes:

@@ -6,6 +6,7 @@ name patterns come from :mod:`traceview.categories`, kind rows from :mod:`tracev
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,10 @@ from traceview import kinds as kind_rules
 from traceview.arrays import unique_sorted
 from traceview.readers.xplane_stats import StatColumn
 from traceview.schema import CATEGORY_LEVELS, Kind, categorical_from_codes, level_dtype, leveled
+
+# A stat's integer written as text: ASCII digits, one optional minus sign (str.isdigit() also
+# takes "²", which int() refuses).
+_INTEGER_TEXT = re.compile(r"-?[0-9]+")
 
 # Line classes: how the reader tells a line's threads apart (an index into LINE_CLASS).
 LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, LINE_DEVICE = 0, 1, 2, 3, 4
@@ -59,7 +64,7 @@ def _id_value(value: Any) -> int:
     if isinstance(value, float):
         return int(value) if math.isfinite(value) and abs(value) < _INT64_LIMIT else -1
     if isinstance(value, str):
-        value = int(value) if value.lstrip("-").isdigit() else -1
+        value = int(value) if _INTEGER_TEXT.fullmatch(value) else -1
     if isinstance(value, int):
         return value if -_INT64_LIMIT < value < _INT64_LIMIT else -1
     return -1
@@ -179,7 +184,7 @@ def copies_and_bytes(
                 details[row] = _parse_details(value)
     for row, parsed in details.items():
         size = parsed.get("size", parsed.get("num_bytes", ""))
-        if size.isdigit() and int(size) > 0:
+        if _INTEGER_TEXT.fullmatch(size) and int(size) > 0:
             nbytes[row] = int(size)
     copies = np.flatnonzero(kinds == Kind.MEMCPY.value)
     if len(copies):
