@@ -235,6 +235,18 @@ def test_usage_errors_of_the_parser_are_one_line_naming_the_help(args: list[str]
     assert len(lines) == 1 and names in lines[0] and "--help" in lines[0], result.stderr
 
 
+def test_an_environment_width_of_zero_still_shows_messages() -> None:
+    # COLUMNS=0 made rich print nothing at all, the error message included.
+    result = subprocess.run([sys.executable, "-m", "traceview", "diagnose", "/nonexistent/trace.json"],
+                            capture_output=True, text=True, cwd=REPO, timeout=120,
+                            env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin", "COLUMNS": "0"})
+    assert result.returncode == 2 and "/nonexistent/trace.json" in result.stderr
+    listing = subprocess.run([sys.executable, "-m", "traceview", "collect", "--list"], capture_output=True,
+                             text=True, cwd=REPO, timeout=120, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin",
+                                                                    "COLUMNS": "0"})
+    assert listing.returncode == 0 and "mlp2" in listing.stdout
+
+
 def test_version():
     result = run_cli("--version")
     assert result.returncode == 0, result.stderr

@@ -145,6 +145,42 @@ def test_normalize_never_overwrites_an_input_named_like_its_output(tmp_path):
     assert named.read_bytes() == trace.read_bytes()
 
 
+def test_query_json_of_nested_values(two_ranks):
+    _, out = two_ranks
+    row = query(out, "SELECT MAP([1], [2]) AS m, [(2::HUGEINT) << 70] AS l, {'s': (2::HUGEINT) << 70} AS s")[0]
+    assert row == {"m": {"1": 2}, "l": [str(2 << 70)], "s": {"s": str(2 << 70)}}
+
+
+def test_query_reads_each_file_once_whatever_its_name(tmp_path, two_ranks):
+    # DuckDB reads every listed path as a pattern: "rank*" would also match "rank0", "rank1".
+    import shutil
+
+    _, out = two_ranks
+    folder = tmp_path / "out[1]"
+    shutil.copytree(out, folder)
+    for suffix in (".events.parquet", ".steps.parquet"):
+        shutil.copy(next(folder.glob(f"rank0*{suffix}")), folder / f"rank*{suffix}")
+    assert query(folder, "SELECT count(*) AS n FROM steps")[0]["n"] == 15
+    assert query(out, "SELECT count(*) AS n FROM steps")[0]["n"] == 10
+
+
+def test_query_over_a_broken_or_odd_parquet_file_is_one_line(tmp_path, two_ranks):
+    import os
+    import shutil
+
+    _, out = two_ranks
+    folder = tmp_path / "out"
+    shutil.copytree(out, folder)
+    odd = folder / "zz.events.parquet"
+    os.mkfifo(odd)  # not read at all (it would block): only regular files are
+    assert query(folder, "SELECT count(*) AS n FROM steps")[0]["n"] == 10
+    odd.unlink()
+    odd.write_bytes(b"PAR1 not parquet PAR1")
+    result = run_cli("query", str(folder), "SELECT 1")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "zz.events.parquet" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_query_on_a_folder_without_parquet(tmp_path):
     result = run_cli("query", str(tmp_path), "SELECT 1")
     assert result.returncode == 2 and "traceview normalize" in result.stderr

@@ -543,9 +543,9 @@ class _Say:
 
     def __init__(self, console: Any) -> None:
         if console is None:
-            from rich.console import Console
+            from traceview.renderers.console import console as make_console
 
-            console = Console(stderr=True, highlight=False, soft_wrap=True)
+            console = make_console(stderr=True, highlight=False, soft_wrap=True)
         self.console = console or None
 
     def _print(self, text: str, style: str = "") -> None:

@@ -53,12 +53,11 @@ def collect(
 
     Example: traceview collect mlp2 -f torch,tf -m eager,function -o runs/mlp2
     """
-    from rich.console import Console
-
     from traceview.collectors.runner import CaptureSettings, collect as run_collect, default_threads
+    from traceview.renderers.console import console
 
     if list_:
-        render_matrix(Console(highlight=False))
+        render_matrix(console(highlight=False))
         return
     if workload is None:
         raise UsageError("name a workload to capture (traceview collect --list shows them)")
@@ -79,7 +78,7 @@ def collect(
         settings,
         isolate=isolate,
         overwrite=overwrite,
-        console=Console(stderr=True, highlight=False, soft_wrap=True),
+        console=console(stderr=True, highlight=False, soft_wrap=True),
     )
     failed = [o for o in outcomes if o.error]
     if failed:

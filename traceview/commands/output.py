@@ -35,9 +35,9 @@ STRICT_OPTION = typer.Option(False, "--strict", help=STRICT_HELP)
 
 
 def stderr_console() -> Any:  # noqa: ANN401 - rich imported lazily
-    from rich.console import Console
+    from traceview.renderers.console import console
 
-    return Console(file=sys.stderr, highlight=False)
+    return console(file=sys.stderr, highlight=False)
 
 
 def is_terminal(stream: Any) -> bool:  # noqa: ANN401 - sys.stdout / sys.stderr

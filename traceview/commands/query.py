@@ -38,12 +38,19 @@ def query(
         raise InputError(f"{folder}: not a folder; give the folder `traceview normalize -o` wrote")
     connection = duckdb.connect()
     for view, suffix in (("events", EVENTS_SUFFIX), ("steps", STEPS_SUFFIX)):
-        files = sorted(str(p) for p in folder.glob(f"*{suffix}"))
+        # Regular files only: a FIFO would block the read, a folder or a dangling link fail it.
+        files = sorted(str(p) for p in folder.glob(f"*{suffix}") if p.is_file())
         if not files:
             raise InputError(f"{folder}: no *{suffix} files; write them with `traceview normalize TRACE... -o {folder}`")
-        # An explicit, sorted file list: no glob characters in the folder name to escape, and the
-        # same row order on every run; union_by_name: traces may carry different extra columns.
-        connection.read_parquet(files, union_by_name=True).create_view(view)
+        # An explicit, sorted file list (the same row order on every run), each name's glob
+        # characters escaped: DuckDB expands every entry as a pattern, and a trace may be named
+        # "run*.json" (its files would also match "run1…"). union_by_name: traces may carry
+        # different extra columns.
+        try:
+            connection.read_parquet([_literal_pattern(f) for f in files], union_by_name=True).create_view(view)
+        except duckdb.Error as err:
+            raise InputError(f"{folder}: cannot read its *{suffix} files ({str(err).strip().splitlines()[0]}); "
+                             f"write them again with `traceview normalize TRACE... -o {folder}`") from None
     try:
         cursor = connection.execute(sql)
         if cursor is None:  # the text held no statement: empty, blank, only ";" or a comment
@@ -83,14 +90,28 @@ def _format(columns: list[str], rows: list[tuple[Any, ...]], format: str) -> str
     return buffer.getvalue() + f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n"
 
 
+def _literal_pattern(path: str) -> str:
+    """``path`` as a DuckDB file pattern that matches only itself: ``*``, ``?`` and ``[`` each in
+    a one-character class."""
+    return path.replace("[", "[[]").replace("*", "[*]").replace("?", "[?]")
+
+
 # JSON numbers wider than 64 bits (DuckDB's HUGEINT sums) are written as strings: the JSON
 # encoder takes no larger integer, and many readers would round one silently.
 _JSON_INT_RANGE = (-(2**63), 2**64 - 1)
 
 
 def _json_value(value: Any) -> Any:  # noqa: ANN401
-    if isinstance(value, int) and not isinstance(value, bool) and not _JSON_INT_RANGE[0] <= value <= _JSON_INT_RANGE[1]:
-        return str(value)
+    """A query value as JSON takes it, at any depth of a LIST, STRUCT or MAP: integers beyond 64
+    bits as text, a MAP's keys as text (JSON object keys are strings)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if _JSON_INT_RANGE[0] <= value <= _JSON_INT_RANGE[1] else str(value)
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(_json_value(k)): _json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
     return value
 
 
