@@ -327,6 +327,15 @@ def test_redact_text_rules():
     assert redact_path("trace.json", secrets) == "trace.json"
 
 
+def test_names_redaction_makes_equal_stay_distinct_whatever_is_already_there():
+    from traceview.redact import _unique_renames
+
+    # "/a/x" and "/b/x" both redact to "<path>/x"; the suffix must not land on the "<path>/x [2]"
+    # the trace already has.
+    renamed = _unique_renames(["<path>/x", "<path>/x", "<path>/x [2]", "<path>/x"])
+    assert len(set(renamed)) == 4 and renamed[0] == "<path>/x" and renamed[2] == "<path>/x [2]"
+
+
 def test_secrets_of_numbers_distinct_hosts_in_order():
     a = TraceMeta(source="/home/bob/a.json", format="kineto-json", framework="torch", host_name="node-a.cluster")
     b = TraceMeta(source="/Users/carol/b.json", format="kineto-json", framework="torch", host_name="node-b.cluster")

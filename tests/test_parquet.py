@@ -181,6 +181,24 @@ def test_query_over_a_broken_or_odd_parquet_file_is_one_line(tmp_path, two_ranks
     assert "zz.events.parquet" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_query_to_a_full_or_closed_standard_output_is_one_line(two_ranks):
+    import os
+    import subprocess
+
+    _, out = two_ranks
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    env = {"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "traceview", "query", str(out), "SELECT 1"], stdout=full,
+                                stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    closed = subprocess.run([sys.executable, "-m", "traceview", "query", str(out), "SELECT 1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, timeout=120,
+                            preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 2 and "standard output is closed" in closed.stderr, closed.stderr
+
+
 def test_query_on_a_folder_without_parquet(tmp_path):
     result = run_cli("query", str(tmp_path), "SELECT 1")
     assert result.returncode == 2 and "traceview normalize" in result.stderr

@@ -8,6 +8,7 @@ traceback).
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import warnings
@@ -16,7 +17,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperCommand
 
-from traceview.commands.output import stderr_console
+from traceview.commands.output import discard_standard_output, stderr_console
 from traceview.errors import TraceviewError, TraceviewWarning, one_line
 from traceview.heap import retain_freed_memory
 
@@ -169,8 +170,33 @@ def main(argv: Optional[list[str]] = None) -> None:
 def console_main() -> None:
     """The console script and ``python -m traceview``: :func:`main` on the process's arguments,
     then, once diagnose or compare has written its report, the end without teardown."""
-    if _main(None):
+    try:
+        completed = _main(None)
+    except SystemExit:
+        _flush_standard_output()
+        raise
+    _flush_standard_output()
+    if completed:
         _leave_without_teardown()
+
+
+def _flush_standard_output() -> None:
+    """Write out what standard output still buffers; where that fails (a full disk), one line
+    and exit status 2, not the interpreter's "Exception ignored" and status 120 at exit."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as err:
+        _output_failed(err)
+
+
+def _output_failed(err: OSError) -> None:
+    """Standard output could not take the output: one line, exit status 2 (what stays in its
+    buffer goes to the null device, so that the exit does not fail on it again)."""
+    discard_standard_output()
+    stderr_console().print(f"traceview: cannot write the output ({err.strerror or err})", markup=False,
+                           highlight=False, soft_wrap=True)
+    sys.exit(2)
 
 
 def _main(argv: Optional[list[str]]) -> bool:
@@ -236,6 +262,12 @@ def _run(argv: Optional[list[str]]) -> None:
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+    except OSError as err:
+        # Writing the output failed (stdout on a full disk, a pipe closed early): one line, as for a
+        # report (commands/output.py emit); any other OSError is the last-resort case below.
+        if err.errno not in _OUTPUT_ERRNOS:
+            _internal_error(err)
+        _output_failed(err)
     except SystemExit:
         raise
     except Exception as err:  # noqa: BLE001 - last line of defence: one line, never a traceback
@@ -249,14 +281,25 @@ def _run(argv: Optional[list[str]]) -> None:
             sys.exit(err.exit_code)
         if type(err).__name__ == "Abort":
             sys.exit(1)
-        if os.environ.get("TRACEVIEW_DEBUG"):
-            raise
-        stderr_console().print(
-            f"traceview: internal error: {type(err).__name__}: {one_line(str(err))} "
-            "(run with TRACEVIEW_DEBUG=1 for details)",
-            markup=False, highlight=False, soft_wrap=True,
-        )
-        sys.exit(3)
+        _internal_error(err)
+
+
+# Failures of writing the output, not of reading a trace: no space, a closed pipe or descriptor,
+# an I/O error of the device.
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EPIPE, errno.EBADF, errno.EIO, errno.EDQUOT})
+
+
+def _internal_error(err: BaseException) -> None:
+    """The last line of defence: one line naming the error, exit 3 (the traceback with
+    TRACEVIEW_DEBUG=1)."""
+    if os.environ.get("TRACEVIEW_DEBUG"):
+        raise err
+    stderr_console().print(
+        f"traceview: internal error: {type(err).__name__}: {one_line(str(err))} "
+        "(run with TRACEVIEW_DEBUG=1 for details)",
+        markup=False, highlight=False, soft_wrap=True,
+    )
+    sys.exit(3)
 
 
 if __name__ == "__main__":

@@ -190,10 +190,20 @@ def redact_diagnoses(diagnoses: list[Any]) -> list[Any]:
 
 def _unique_renames(names: list[str]) -> list[str]:
     """Redaction can make two category names equal; keep them distinct with a suffix."""
+    taken = set(names)
     seen: dict[str, int] = {}
     result = []
     for name in names:
         count = seen.get(name, 0)
         seen[name] = count + 1
-        result.append(name if count == 0 else f"{name} [{count + 1}]")
+        if count == 0:
+            result.append(name)
+            continue
+        renamed = f"{name} [{count + 1}]"
+        while renamed in taken:  # a suffix that reads as another name already there: the next one
+            count += 1
+            renamed = f"{name} [{count + 1}]"
+        seen[name] = count + 1
+        taken.add(renamed)
+        result.append(renamed)
     return result

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from traceview.commands.output import emit
 from traceview.errors import TraceviewError, UsageError
 
 if TYPE_CHECKING:  # rich is imported when the command runs: every command line registers this one
@@ -57,7 +59,13 @@ def collect(
     from traceview.renderers.console import console
 
     if list_:
-        render_matrix(console(highlight=False))
+        # Rendered first, then written as a report is (commands/output.py emit): a full disk or a
+        # pipe closed early is one line there, where rich or the parser would end with status 1.
+        shown = console(highlight=False)  # the width and colours standard output takes
+        buffer = io.StringIO()
+        render_matrix(console(highlight=False, file=buffer, width=shown.width, color_system=shown.color_system,
+                              force_terminal=shown.is_terminal))
+        emit(buffer.getvalue(), None, takes_output_option=False)
         return
     if workload is None:
         raise UsageError("name a workload to capture (traceview collect --list shows them)")

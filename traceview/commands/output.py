@@ -62,18 +62,19 @@ def use_color(color: Optional[bool], output: Optional[Path]) -> bool:
     return is_terminal(sys.stdout) and output is None and "NO_COLOR" not in os.environ
 
 
-def emit(text: str, output: Optional[Path]) -> None:
-    """The report on stdout, or in ``--output``."""
+def emit(text: str, output: Optional[Path], *, takes_output_option: bool = True) -> None:
+    """The report on stdout, or in ``--output``; ``takes_output_option``: whether the command has
+    ``-o/--output`` for the user to turn to when standard output cannot take the text."""
+    hint = "; name a file for the report with -o/--output" if takes_output_option else ""
     if output is None:
         if sys.stdout is None:
-            raise UsageError("standard output is closed; name a file for the report with -o/--output")
+            raise UsageError(f"standard output is closed{hint}")
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
         except OSError as err:
-            _discard_standard_output()
-            raise UsageError(f"standard output: cannot write the report ({err.strerror or err}); "
-                             "name a file with -o/--output") from None
+            discard_standard_output()
+            raise UsageError(f"standard output: cannot write ({err.strerror or err}){hint}") from None
         return
     try:
         output.write_text(text, encoding="utf-8")
@@ -81,7 +82,7 @@ def emit(text: str, output: Optional[Path]) -> None:
         raise UsageError(f"{output}: cannot write the report ({err.strerror})") from None
 
 
-def _discard_standard_output() -> None:
+def discard_standard_output() -> None:
     """Point standard output at the null device, so that what stays in its buffer after a failed
     write (a full disk, a closed pipe) does not fail again, as a second message, at exit."""
     try:

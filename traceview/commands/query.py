@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from traceview.commands.output import is_terminal
+from traceview.commands.output import emit, is_terminal
 from traceview.errors import InputError, MissingExtraError, UsageError
 from traceview.renderers.units import visible
 
@@ -59,7 +59,7 @@ def query(
         rows = cursor.fetchall() if columns else []
     except duckdb.Error as err:
         raise UsageError(f"query failed: {str(err).strip().splitlines()[0]}") from None
-    sys.stdout.write(_format(columns, rows, format))
+    emit(_format(columns, rows, format), None, takes_output_option=False)
 
 
 def _format(columns: list[str], rows: list[tuple[Any, ...]], format: str) -> str:

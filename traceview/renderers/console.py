@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from typing import Any
 
 # Narrower than this, a console shows nothing useful: COLUMNS=0 in the environment made rich
@@ -17,4 +19,12 @@ def console(**options: Any) -> Any:  # noqa: ANN401 - rich imported lazily
     made = Console(**options)
     if made.width < MIN_WIDTH:
         made.width = FALLBACK_WIDTH
+    made.on_broken_pipe = _broken_pipe
     return made
+
+
+def _broken_pipe() -> None:
+    """A closed pipe is a failed write like any other (one line, exit status 2, from the command
+    line's error handling), not rich's silent exit with status 1, which the command line keeps
+    for a regression found by ``compare --fail-if-slower``."""
+    raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
