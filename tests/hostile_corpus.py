@@ -33,7 +33,8 @@ LONGER_THAN_2_53_NS_US = 2**53 // 1000 + 10**6  # a step of 2⁵³ ns + 1 s, in 
 
 # Trace text that must never shape a report (rich markup, escape sequences, markdown, HTML).
 MARKUP = ["[bold red]boom[/bold red]", "[/]", "[link=http://evil.example]click[/link]"]
-ESCAPES = ["ansi\x1b[31mred\x1b[0m", "osc\x1b]8;;http://evil.example\x07link\x1b]8;;\x07", "bell\x07\x08\r"]
+ESCAPES = ["ansi\x1b[31mred\x1b[0m", "osc\x1b]8;;http://evil.example\x07link\x1b]8;;\x07", "bell\x07\x08\r",
+           "rtl\u202eesrever\u202c"]
 MARKDOWN = ["[x](http://evil.example)", "![i](http://evil.example/i.png)", "| cell | `tick` *em* _u_"]
 HTML = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "&amp; &lt;"]
 NEWLINES = ["two\nlines", "crlf\r\nline", "tab\tand\vform\ffeed"]

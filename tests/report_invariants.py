@@ -14,7 +14,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every control character but tab and newline
+# Every control character but tab and newline, and the Unicode bidirectional controls.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _MARKDOWN_ACTIVE = set("|`*_[]!<>&\n")
 _HTML_ACTIVE = set("<>&\"'")
 

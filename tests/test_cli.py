@@ -336,3 +336,23 @@ def test_help_names_placeholders_not_type_tags(command: str) -> None:
     tagged = [p for p in placeholders if re.search(r"[<>{}]", p)]
     assert not tagged, f"type tags in `traceview {command} --help`: {tagged}"
 
+
+
+def test_a_report_that_cannot_be_written_whole_leaves_no_partial_file(tmp_path, monkeypatch) -> None:
+    # A full disk stops a write half way: what it left would pass for a whole report.
+    from pathlib import Path
+
+    from traceview.commands.output import emit
+    from traceview.errors import UsageError
+
+    target = tmp_path / "report.md"
+
+    def half_then_full(self: Path, text: str, encoding: str = "utf-8") -> None:
+        with open(self, "w", encoding=encoding) as handle:
+            handle.write(text[: len(text) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    with pytest.raises(UsageError, match="No space left"):
+        emit("# report\n" * 100, target)
+    assert not target.exists()

@@ -281,6 +281,9 @@ def export(traces: PathLike | Sequence[PathLike], perfetto: PathLike, *, run: st
     try:
         size = perfetto_renderer.write(diagnoses, target, redact=redact)
     except OSError as err:
+        from traceview.commands.output import remove_partial
+
+        remove_partial(target)
         raise UsageError(f"{target}: cannot write the trace ({err.strerror})") from None
     return Export(path=target, sources=tuple(d.source for d in diagnoses),
                   events=sum(len(d.timeline.events) for d in diagnoses), bytes=size)

@@ -309,12 +309,18 @@ def op_base_name(name: str) -> str:
     return name
 
 
+# Families are read from the start of a name: the patterns run over it several times, and a
+# trace may carry megabyte-long names (generated code, a hostile file).
+FAMILY_NAME_CHARS = 1024
+
+
 def op_family(name: str) -> str:
     """Common family of a framework op or kernel name; "other" when none matches.
 
     Tried in order: the op's own name ("BiasAddGrad"), the same without a backward suffix
     ("AddmmBackward0" -> "Addmm"), then the full name (name scopes such as "Adam/…").
     """
+    name = str(name)[:FAMILY_NAME_CHARS]
     base = op_base_name(name)
     forward = re.sub(r"(Backward\d|Grad)$", "", base)
     for text in (base, forward, str(name)):

@@ -62,7 +62,8 @@ class TraceviewWarning(UserWarning):
     could not be read and was skipped). The CLI shows each as one ``traceview: warning:`` line."""
 
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # and the Unicode line / paragraph separators
+# And the Unicode line / paragraph separators and bidirectional controls.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def one_line(message: str) -> str:

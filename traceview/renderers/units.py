@@ -33,7 +33,9 @@ def fmt_count(n: int | float) -> str:
     return f"{int(n):,}"
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Control characters, and the Unicode bidirectional controls, which reorder the text a terminal
+# shows around them (a name could make a report line read other than it is).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible(text: Any) -> str:
