@@ -125,12 +125,12 @@ PER_CALL_MAX_NS = 3_000
 _FRAMEWORK_ROLES = frozenset({R.COMPUTE.value, R.COMPILED_CODE.value, R.DISPATCH.value, R.VIEW_ALLOC.value,
                               R.CALL.value, R.CALL_TRACING.value, R.PYTHON_FRAMEWORK.value})
 # Roles of the step thread's events whose own time is the thread running (analyzers/pauses.py
-# looks for pauses in them). Not the waits — a call, a sync, the input pipeline: their length is
+# looks for pauses in them). Not the waits — a call, a sync, the input pipeline, and the device
+# runtime's API calls (a copy waits for the device, a launch for a full queue): their length is
 # the awaited work's, which may vary from step to step — nor graph building and start-up, which
 # happen in some steps only by nature.
 _RUNS_ON_THE_THREAD = frozenset({R.COMPUTE.value, R.COMPILED_CODE.value, R.DISPATCH.value, R.VIEW_ALLOC.value,
-                                 R.LAUNCH.value, R.RUNTIME.value, R.PYTHON_FRAMEWORK.value, R.PYTHON_USER.value,
-                                 R.ANNOTATION.value})
+                                 R.PYTHON_FRAMEWORK.value, R.PYTHON_USER.value, R.ANNOTATION.value})
 COPY_KINDS = ("H2D", "D2H", "D2D", "P2P", "H2H", "other", "memset")
 # Step-thread layers that are the thread waiting when another thread computes at the same moment
 # (see _segments): a range with nothing of its own recorded inside, and framework runtime.
