@@ -323,7 +323,7 @@ def op_family(name: str) -> str:
     name = str(name)[:FAMILY_NAME_CHARS]
     base = op_base_name(name)
     forward = re.sub(r"(Backward\d|Grad)$", "", base)
-    for text in (base, forward, str(name)):
+    for text in (base, forward, name):
         for family, pattern in OP_FAMILIES:
             if pattern.search(text):
                 return family

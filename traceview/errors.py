@@ -62,8 +62,11 @@ class TraceviewWarning(UserWarning):
     could not be read and was skipped). The CLI shows each as one ``traceview: warning:`` line."""
 
 
+# The Unicode bidirectional controls (as a regex class body): they reorder the text a terminal
+# shows around them, so trace text is never printed with them (here and renderers/units.py).
+BIDI_CONTROLS = "\u200e\u200f\u202a-\u202e\u2066-\u2069"
 # And the Unicode line / paragraph separators and bidirectional controls.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
 
 
 def one_line(message: str) -> str:

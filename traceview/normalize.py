@@ -360,11 +360,14 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
     return starts, ends, rows
 
 
-def self_time(events: pd.DataFrame) -> np.ndarray:
-    """Per row: duration minus the summed durations of its direct host-op children (≥ 0)."""
+def self_time(events: pd.DataFrame, children: np.ndarray | None = None) -> np.ndarray:
+    """Per row: duration minus the summed durations of its direct children (≥ 0) — the rows of
+    the ``children`` mask, host ops by default."""
     dur = events["dur"].to_numpy()
     parent = events["parent"].to_numpy()
-    child = np.flatnonzero(membership(events["kind"].array)([Kind.HOST_OP.value]) & (parent >= 0))
+    if children is None:
+        children = membership(events["kind"].array)([Kind.HOST_OP.value])
+    child = np.flatnonzero(children & (parent >= 0))
     covered = np.bincount(parent[child], weights=dur[child], minlength=len(dur)).astype(np.int64)
     return np.maximum(dur - covered, 0)
 

@@ -65,7 +65,7 @@ import pandas as pd
 
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
 from traceview.arrays import membership, order_by_start_then_longest, unique_sorted
-from traceview.normalize import compute_ops, launch_rows, own_pieces
+from traceview.normalize import compute_ops, launch_rows, own_pieces, self_time
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
 from traceview.roles import Role
 from traceview.schema import Kind, Timeline, categorical
@@ -635,16 +635,12 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
     step_all = ev["step"].to_numpy()
     steady = np.zeros(len(cold) + 1, dtype=bool)
     steady[:-1] = ~cold.astype(bool)  # (the last entry: step -1, no step)
-    rows = np.flatnonzero(on_driver & steady[step_all] & ~membership(ev["kind"].array)([Kind.STEP.value]))
+    on_thread = on_driver & ~membership(ev["kind"].array)([Kind.STEP.value])
+    rows = np.flatnonzero(on_thread & steady[step_all])
     if len(rows) < MIN_ALIGNED_STEPS:
         return none
     rows = rows[np.argsort(step_all[rows], kind="stable")]  # by step, then time (the table's order)
-    dur = ev["dur"].to_numpy()
-    parent = ev["parent"].to_numpy()
-    children = rows[parent[rows] >= 0]
-    # Own time: the event's length less its children's (float sums: exact below 2^53 ns, 104 days).
-    child_time = np.bincount(parent[children], weights=dur[children], minlength=len(ev)).astype(np.int64)
-    own = np.maximum(dur - child_time, 0)
+    own = self_time(ev, children=on_thread)  # less every child on the thread: Python frames, ranges too
     step = step_all[rows]
     pause, group_of = event_pauses(rows, step, ev["name"].cat.codes.to_numpy()[rows], own)
     pause[~membership(ev["role"].array)(_RUNS_ON_THE_THREAD)[rows]] = 0

@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from traceview.analyzers.pauses import pause_held
+from traceview.analyzers.pauses import without_pauses
 from traceview.normalize import launch_rows, top_level_ops
 from traceview.results import LaunchStats, Steps
 from traceview.schema import Kind, Timeline
@@ -33,7 +33,7 @@ def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.
     in_steady = steps.in_steady(ev)
     ops = in_steady & top_level_ops(ev)
     dur = ev["dur"].to_numpy()
-    host_ns = float(dur[ops].sum()) - float(pause_held(ev["parent"].to_numpy(), ops, paused).sum())
+    host_ns = float(without_pauses(dur, ev["parent"].to_numpy(), ops, paused)[ops].sum())
     stats = LaunchStats(
         steady_steps=len(steady_idx),
         ops_per_step=float(ops.sum()) / n,
@@ -66,4 +66,3 @@ def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.
         launch_delay_outliers=int((delay > DELAY_OUTLIER_NS).sum()),
         device_ns_per_kernel=float(dur[kernels].mean()),
     )
-

@@ -36,6 +36,17 @@ PAUSE_FACTOR = 2.0
 MIN_ALIGNED_STEPS = 3
 
 
+def _runs(step: np.ndarray) -> tuple[list[int], list[int]]:
+    """Where each run of equal values of ``step`` (sorted by step) begins, and its length."""
+    first = np.concatenate(([0], np.flatnonzero(step[1:] != step[:-1]) + 1))
+    return first.tolist(), np.diff(np.concatenate((first, [len(step)]))).tolist()
+
+
+def _places(begins: list[int], n: int) -> np.ndarray:
+    """The (steps × n) matrix of positions: row i the n places from ``begins[i]`` on."""
+    return np.asarray(begins, dtype=np.int64)[:, None] + np.arange(n, dtype=np.int64)[None, :]
+
+
 def shape_groups(step: np.ndarray, codes: np.ndarray) -> list[np.ndarray]:
     """Groups of steps of one shape: ``step`` and ``codes`` (event-name codes) are the step's
     thread's events, sorted by step, then time. Each group is a (steps × events) matrix of
@@ -43,17 +54,10 @@ def shape_groups(step: np.ndarray, codes: np.ndarray) -> list[np.ndarray]:
     for every shape shared by at least ``MIN_ALIGNED_STEPS`` steps."""
     if not len(step):
         return []
-    cuts = np.flatnonzero(step[1:] != step[:-1]) + 1
-    first = np.concatenate(([0], cuts))
-    count = np.diff(np.concatenate((first, [len(step)])))
     shapes: dict[tuple[int, bytes], list[int]] = {}
-    for begin, n in zip(first.tolist(), count.tolist()):  # one entry per step, not per event
+    for begin, n in zip(*_runs(step)):  # one entry per step, not per event
         shapes.setdefault((n, codes[begin:begin + n].tobytes()), []).append(begin)
-    groups = []
-    for (n, _), begins in shapes.items():
-        if len(begins) >= MIN_ALIGNED_STEPS and n:
-            groups.append(np.asarray(begins, dtype=np.int64)[:, None] + np.arange(n, dtype=np.int64)[None, :])
-    return groups
+    return [_places(begins, n) for (n, _), begins in shapes.items() if len(begins) >= MIN_ALIGNED_STEPS and n]
 
 
 def excess(lengths: np.ndarray) -> np.ndarray:
@@ -93,11 +97,8 @@ def gap_pauses(gap_step: np.ndarray, length: np.ndarray, group_of_step: dict[int
     pause = np.zeros(len(length), dtype=np.int64)
     if not len(length) or not group_of_step:
         return pause
-    cuts = np.flatnonzero(gap_step[1:] != gap_step[:-1]) + 1
-    first = np.concatenate(([0], cuts))
-    count = np.diff(np.concatenate((first, [len(length)])))
     members: dict[int, list[tuple[int, int]]] = {}
-    for begin, n in zip(first.tolist(), count.tolist()):
+    for begin, n in zip(*_runs(gap_step)):
         group = group_of_step.get(int(gap_step[begin]))
         if group is not None:
             members.setdefault(group, []).append((begin, n))
@@ -105,21 +106,26 @@ def gap_pauses(gap_step: np.ndarray, length: np.ndarray, group_of_step: dict[int
         sizes = {n for _, n in spans}
         if len(spans) < MIN_ALIGNED_STEPS or len(sizes) != 1:
             continue
-        n = sizes.pop()
-        positions = np.asarray([b for b, _ in spans], dtype=np.int64)[:, None] + np.arange(n, dtype=np.int64)[None, :]
+        positions = _places([b for b, _ in spans], sizes.pop())
         pause[positions] = excess(length[positions])
     return pause
 
 
-def pause_held(parent: np.ndarray, holders: np.ndarray, paused: tuple[np.ndarray, np.ndarray] | tuple[()]
-               ) -> np.ndarray:
+def without_pauses(times: np.ndarray, parent: np.ndarray, holders: np.ndarray,
+                   paused: tuple[np.ndarray, np.ndarray] | tuple[()]) -> np.ndarray:
+    """Per-row ``times`` less the pauses each of the ``holders`` holds (:func:`_pause_held`);
+    ``times`` itself, not a copy, when there are none (nearly every trace)."""
+    if not len(paused) or not len(paused[0]):
+        return times
+    return times - _pause_held(parent, holders, paused)
+
+
+def _pause_held(parent: np.ndarray, holders: np.ndarray, paused: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """Per event row, the pauses it holds: each paused event's pause (``paused``: rows, ns, as
     :attr:`traceview.results.Attribution.paused_events`) counts for the event itself when it is
     one of ``holders`` (a row mask), else for its nearest ancestor that is. Tables of ops by name
     take it off their times, as the attribution takes it off its causes."""
     held = np.zeros(len(holders), dtype=np.int64)
-    if not len(paused) or not len(paused[0]):
-        return held
     for row, ns in zip(paused[0].tolist(), paused[1].tolist()):  # one per pause: a few per step
         while row >= 0 and not holders[row]:
             row = int(parent[row])

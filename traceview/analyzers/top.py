@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traceview.analyzers.pauses import pause_held
+from traceview.analyzers.pauses import without_pauses
 from traceview.analyzers.steps import Steps
 from traceview.arrays import column_codes, membership
 from traceview.normalize import compute_ops, op_name_codes, self_time, top_level_ops
@@ -74,9 +74,7 @@ def top_kernels(timeline: Timeline, steps: Steps, limit: int | None = TOP_N,
     # the framework op when the reader knows it (TF eager runs every op as KernelAndDeviceFunc::Run).
     mask = steady & compute_ops(ev)
     codes, values = op_name_codes(ev)
-    own = self_time(ev)
-    if len(paused) and len(paused[0]):
-        own = own - pause_held(ev["parent"].to_numpy(), mask, paused)
+    own = without_pauses(self_time(ev), ev["parent"].to_numpy(), mask, paused)
     return _summarize(codes[mask], values, own[mask], n, limit)
 
 
@@ -88,7 +86,5 @@ def top_ops(timeline: Timeline, steps: Steps, limit: int | None = TOP_N,
     steady, n = _steady_mask(timeline, steps)
     mask = steady & top_level_ops(ev)
     codes, values = column_codes(ev["name"])
-    dur = ev["dur"].to_numpy()
-    if len(paused) and len(paused[0]):
-        dur = dur - pause_held(ev["parent"].to_numpy(), mask, paused)
+    dur = without_pauses(ev["dur"].to_numpy(), ev["parent"].to_numpy(), mask, paused)
     return _summarize(codes[mask], values, dur[mask], n, limit)

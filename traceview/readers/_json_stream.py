@@ -69,28 +69,35 @@ def open_stream(path: Path) -> Iterator[BinaryIO]:
             yield inflating  # type: ignore[misc]
 
 
-class _Utf8Check:
-    """Whether text fed in pieces is UTF-8; raises :class:`Declined` at the first piece that is
-    not. ASCII pieces (nearly every trace) are passed over at memory speed."""
+class Utf8Check:
+    """Whether text fed in pieces is UTF-8, and where it first is not (:attr:`bad_at`, a byte
+    offset from the first piece). ASCII pieces (nearly every trace) are passed over at memory
+    speed; nothing of the text is kept."""
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")()
         self._pending = False  # a multi-byte sequence split at the end of the last piece
+        self._fed = 0
+        self.bad_at: int | None = None
 
-    def feed(self, piece: bytes) -> None:
-        if not self._pending and piece.isascii():
-            return
+    def feed(self, piece: bytes, final: bool = False) -> bool:
+        """Check the next piece (``final``: the text ends with it); False once the text is not UTF-8."""
+        if self.bad_at is not None:
+            return False
+        start, self._fed = self._fed, self._fed + len(piece)
+        if not final and not self._pending and piece.isascii():
+            return True
         try:
-            self._decoder.decode(piece)
-        except UnicodeDecodeError:
-            raise Declined("text that is not UTF-8: the plain decoding names where") from None
+            self._decoder.decode(piece, final)
+        except UnicodeDecodeError as err:
+            # err.start counts from the bytes the decoder held back from the previous piece.
+            self.bad_at = start - len(self._decoder.getstate()[0]) + err.start
+            return False
         self._pending = bool(self._decoder.getstate()[0])
+        return True
 
-    def end(self) -> None:
-        try:
-            self._decoder.decode(b"", final=True)
-        except UnicodeDecodeError:
-            raise Declined("text that is not UTF-8: the plain decoding names where") from None
+
+NOT_UTF8 = "text that is not UTF-8: the plain decoding names where"
 
 
 class EventArrayReader:
@@ -134,26 +141,31 @@ class EventArrayReader:
             rest, wrapped = self.open_array(stream)
             # msgspec skips the fields the structs do not name without looking at their text:
             # the whole array is checked to be UTF-8 here, as every other decoding requires.
-            utf8 = _Utf8Check()
-            utf8.feed(rest)
+            utf8 = Utf8Check()
+
+            def read_checked() -> bytes:
+                block = self.read_block(stream)
+                if not utf8.feed(block, final=not block):
+                    raise Declined(NOT_UTF8)
+                return block
+
+            if not utf8.feed(rest):
+                raise Declined(NOT_UTF8)
             # The text still to decode, behind a "[" of our own: a run of whole elements is decoded in
             # place by writing "]" after it for the moment of the call (no copy of the block).
             buf = bytearray(b"[") + rest
             eof = False
             while True:
                 while not eof and len(buf) < BLOCK_BYTES:
-                    block = self.read_block(stream)
-                    utf8.feed(block)
+                    block = read_checked()
                     eof = not block
                     buf += block
                 if eof:
-                    utf8.end()
                     yield from self._last_batch(bytes(buf[1:]), wrapped)
                     return
                 cut = self._cut(buf)
                 if cut is None:  # no whole element in a block: a giant event; read on
-                    block = self.read_block(stream)
-                    utf8.feed(block)
+                    block = read_checked()
                     eof = not block
                     buf += block
                     continue
@@ -219,7 +231,7 @@ class EventArrayReader:
             # Well-formed JSON of another shape (a string where a number belongs …).
             raise Declined(str(err)) from None
         except UnicodeDecodeError:
-            raise Declined("text that is not UTF-8: the plain decoding names where") from None
+            raise Declined(NOT_UTF8) from None
         except RecursionError:
             raise Declined("values nested too deeply for the decoder") from None
         except msgspec.DecodeError:

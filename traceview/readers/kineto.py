@@ -21,7 +21,6 @@ checked against the parsed values. Integer µs are converted to ns with integer 
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import gc
 import itertools
@@ -39,7 +38,7 @@ from traceview.arrays import joined
 from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import read_bytes
-from traceview.readers._json_stream import UTF8_BOM, Declined, EventArrayReader, is_chrome_trace
+from traceview.readers._json_stream import UTF8_BOM, Declined, EventArrayReader, Utf8Check, is_chrome_trace
 from traceview.readers import _prefetch
 from traceview.readers.kineto_fields import (BAD_TID, EXACT_FLOAT_LIMIT_US, EXACT_TS_DECODER, FAST_DECODER,
                                              INT64_MAX, MAX_US, NOT_AN_OBJECT, Fields, as_int, ns_from_text,
@@ -128,20 +127,12 @@ def read_fast(path: Path) -> Timeline:
 
 def first_invalid_utf8(raw: bytes, chunk: int = 1 << 20) -> int | None:
     """The offset of the first byte that is not UTF-8 (a lone surrogate's encoding included), or
-    None; decoded a chunk at a time, so that no text of the whole document is made."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
+    None; checked a chunk at a time, so that no text of the whole document is made."""
+    check = Utf8Check()
     for start in range(0, len(raw), chunk):
-        try:
-            decoder.decode(raw[start:start + chunk])
-        except UnicodeDecodeError as err:
-            # err.start counts from the bytes the decoder held back from the previous chunk.
-            held = len(decoder.getstate()[0])
-            return start - held + err.start
-    try:
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return len(raw) - len(decoder.getstate()[0])
-    return None
+        if not check.feed(raw[start:start + chunk]):
+            return check.bad_at
+    return None if check.feed(b"", final=True) else check.bad_at
 
 
 def read_reference(path: Path) -> Timeline:

@@ -7,6 +7,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from traceview.errors import BIDI_CONTROLS
+
 
 def fmt_ns(ns: float, compact: bool = False) -> str:
     """A duration with a unit chosen by size: 850 ns, 12.3 µs, 4.56 ms, 1.23 s."""
@@ -33,9 +35,9 @@ def fmt_count(n: int | float) -> str:
     return f"{int(n):,}"
 
 
-# Control characters, and the Unicode bidirectional controls, which reorder the text a terminal
-# shows around them (a name could make a report line read other than it is).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Control characters, and the Unicode bidirectional controls (a name could make a report line
+# read other than it is).
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 
 
 def visible(text: Any) -> str:
