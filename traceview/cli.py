@@ -20,6 +20,7 @@ from typer.core import TyperCommand
 from traceview.commands.output import discard_standard_output, stderr_console
 from traceview.errors import TraceviewError, TraceviewWarning, one_line
 from traceview.heap import retain_freed_memory
+from traceview.pandas_import import import_pandas_without_pyarrow
 
 app = typer.Typer(
     name="traceview",
@@ -171,7 +172,7 @@ def console_main() -> None:
     """The console script and ``python -m traceview``: :func:`main` on the process's arguments,
     then, once diagnose or compare has written its report, the end without teardown."""
     try:
-        completed = _main(None)
+        completed = _main(None, console=True)
     except SystemExit:
         _flush_standard_output()
         raise
@@ -199,11 +200,14 @@ def _output_failed(err: OSError) -> None:
     sys.exit(2)
 
 
-def _main(argv: Optional[list[str]]) -> bool:
-    """Run the app; True when a trace-reading command completed."""
+def _main(argv: Optional[list[str]], console: bool = False) -> bool:
+    """Run the app; True when a trace-reading command completed. ``console``: this process is
+    the console script's own, whose imports the command may choose."""
     retain_freed_memory()  # before the first large array: see traceview/heap.py
     arguments = _trace_arguments(sys.argv[1:] if argv is None else argv)
     _start_reading(arguments or [])
+    if console and arguments is not None:
+        import_pandas_without_pyarrow()  # (while the traces are read): see traceview/pandas_import.py
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from traceview.errors import InputError, TraceviewError
-from traceview.heap import retain_freed_memory
+from traceview.pandas_import import prepare_worker, pyarrow_withheld
 from traceview.schema import CATEGORY_LEVELS, Timeline
 
 T = TypeVar("T")
@@ -69,7 +69,9 @@ def _context() -> Any:  # noqa: ANN401 - a multiprocessing context
     there is no fork server (Windows) they are spawned."""
     if sys.platform != "win32" and "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["traceview.analyzers.diagnosis", "traceview.analyzers.ranks"])
+        # The workers' pandas sees pyarrow when this process's does (traceview/pandas_import.py).
+        lean = ["traceview._pandas_without_pyarrow"] if pyarrow_withheld() else []
+        ctx.set_forkserver_preload([*lean, "traceview.analyzers.diagnosis", "traceview.analyzers.ranks"])
         return ctx
     return multiprocessing.get_context("spawn")
 
@@ -90,7 +92,7 @@ def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
     done = 0
     try:
         with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=_context(),
-                                 initializer=retain_freed_memory) as pool:
+                                 initializer=prepare_worker, initargs=(pyarrow_withheld(),)) as pool:
             futures = {pool.submit(_guarded, fn, path): i for i, path in enumerate(paths)}
             for future in as_completed(futures):
                 index = futures[future]

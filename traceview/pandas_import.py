@@ -1,0 +1,56 @@
+"""Import pandas without letting it load pyarrow, for a command line that does not need pyarrow.
+
+pandas ≥ 3 imports pyarrow at its own import whenever pyarrow is installed (to back its string
+dtype), which costs a report about 0.07 s of a 0.6 s diagnosis of a 54 MB trace and 50 MB of
+peak memory (``benchmarks/README.md``). Nothing a report computes goes through pyarrow: the
+event table keeps names as categories over plain Python strings (``schema.categorical``), and
+where pandas makes a string column of its own, its Python-backed string dtype gives the same
+values. Parquet output imports pyarrow itself (``renderers/parquet.py``), which still works
+after this: only pandas' own view of what is installed is fixed at its import.
+
+Only the console script calls :func:`import_pandas_without_pyarrow`, and only for the commands
+that write reports (diagnose, compare): a program that imports traceview as a library keeps
+pandas as it finds it. Worker processes of such a command (pool.py) import pandas the same way:
+their results are unpickled by this process's pandas, which could not rebuild a column that a
+pandas seeing pyarrow had backed with it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from traceview.heap import retain_freed_memory
+
+_PYARROW = "pyarrow"
+_withheld = False  # whether this process's pandas was imported without pyarrow
+
+
+def import_pandas_without_pyarrow() -> bool:
+    """Import pandas with pyarrow unavailable to it; True when that happened, False when pandas
+    or pyarrow was imported already (then nothing changes)."""
+    global _withheld
+    if "pandas" in sys.modules or _PYARROW in sys.modules:
+        return False
+    sys.modules[_PYARROW] = None  # type: ignore[assignment]  # `import pyarrow` raises ImportError
+    try:
+        import pandas  # noqa: F401
+    finally:
+        if sys.modules.get(_PYARROW, "") is None:
+            del sys.modules[_PYARROW]  # later imports of pyarrow (Parquet output) work as usual
+    _withheld = True
+    return True
+
+
+def pyarrow_withheld() -> bool:
+    """True when :func:`import_pandas_without_pyarrow` imported this process's pandas."""
+    return _withheld
+
+
+def prepare_worker(withhold_pyarrow: bool) -> None:
+    """A worker process's first call (pool.py): the command line's allocator settings
+    (traceview/heap.py), and pandas imported as the command line imported it. (This module does
+    not import pandas, so a spawned worker gets here before it does; a worker forked from the
+    fork server had pandas imported there, by traceview/_pandas_without_pyarrow.py.)"""
+    retain_freed_memory()
+    if withhold_pyarrow:
+        import_pandas_without_pyarrow()
