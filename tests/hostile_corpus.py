@@ -282,6 +282,16 @@ def folder_with_bad_files(folder: Path) -> Path:
     return root
 
 
+def run_with_dangling_host(folder: Path) -> Path:
+    """A profiling run whose second host's XPlane is a broken link: the first host is read, the
+    missing one named in a warning."""
+    run = folder / "logdir" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    run.mkdir(parents=True)
+    (run / "vm.xplane.pb").write_bytes(TF_EAGER_XPLANE.read_bytes())
+    (run / "worker1.xplane.pb").symlink_to(run / "missing-target.xplane.pb")
+    return folder / "logdir"
+
+
 def folder_with_garbage_trace(folder: Path) -> Path:
     """A good trace beside one that looks like a trace and is broken inside: refused, naming it."""
     root = folder / "runs"
@@ -604,6 +614,7 @@ CASES: list[Case] = [
     Case("gzip-bomb", raw_file(gzip_bomb, "bomb.json.gz"), refused("--max-bytes"), options=("--max-bytes", str(2**20))),
     Case("mode-000", unreadable, refused("cannot read"), skip_as_root=True),
     Case("folder-with-unreadable-and-garbage", folder_with_bad_files, OK, warns="broken.pt.trace.json.gz"),
+    Case("run-with-dangling-host", run_with_dangling_host, OK, warns="worker1.xplane.pb: not a readable regular file"),
     Case("folder-with-broken-trace", folder_with_garbage_trace, refused("bad.pt.trace.json")),
     Case("folder-hostile-distributed-info", folder_hostile_ranks, OK),
     Case("manifest-garbage", hostile_manifest, OK),

@@ -90,10 +90,10 @@ def test_a_gzip_that_inflates_beyond_the_limit_is_refused_naming_the_flag(tmp_pa
     assert "--max-bytes" in result.stderr and "1,048,576" in result.stderr
 
 
-@pytest.mark.parametrize("value", ["²", "-5", "lots", "0"])
-def test_a_max_bytes_variable_that_is_not_a_positive_number_is_ignored(tmp_path: Path, value: str):
-    # (The variable is a default: the limit in force stays the built-in one; "²" is a digit to
-    # str.isdigit() that int() refuses.)
+@pytest.mark.parametrize("value", ["²", "-5", "lots", "0", "1e9", "8 GiB", ""])
+def test_a_max_bytes_variable_that_is_not_a_positive_number_is_one_line_and_exit_2(tmp_path: Path, value: str):
+    # A mistyped limit is not replaced by the default in silence ("²" is a digit to str.isdigit()
+    # that int() refuses); an empty variable is no limit set.
     path = tmp_path / "trace.json.gz"
     import gzip
 
@@ -102,5 +102,10 @@ def test_a_max_bytes_variable_that_is_not_a_positive_number_is_ignored(tmp_path:
                             capture_output=True, text=True, cwd=REPO, timeout=120,
                             env={"NO_COLOR": "1", "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                                  "TRACEVIEW_MAX_BYTES": value})
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr and json.loads(result.stdout)["steps"]["count"] == 1
+    assert "Traceback" not in result.stderr
+    if not value:
+        assert result.returncode == 0 and json.loads(result.stdout)["steps"]["count"] == 1, result.stderr
+        return
+    assert result.returncode == 2 and not result.stdout
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert f"TRACEVIEW_MAX_BYTES is {value!r}" in result.stderr and "unset it" in result.stderr

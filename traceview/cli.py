@@ -211,6 +211,7 @@ def _main(argv: Optional[list[str]], console: bool = False) -> bool:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
+            _WARNED.clear()  # (once per command, whoever calls main() again)
             _run(argv)
     finally:
         if arguments:
@@ -242,13 +243,17 @@ def _leave_without_teardown() -> None:
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
     """A :class:`TraceviewWarning` is one ``traceview: warning:`` line; other warnings as Python shows them."""
     if issubclass(category, TraceviewWarning):
-        stderr_console().print(f"traceview: warning: {one_line(str(message))}", markup=False, highlight=False,
-                                soft_wrap=True)
+        line = f"traceview: warning: {one_line(str(message))}"
+        if line in _WARNED:  # (the same file met again by a second look at a folder)
+            return
+        _WARNED.add(line)
+        stderr_console().print(line, markup=False, highlight=False, soft_wrap=True)
     else:
         _PYTHON_SHOWWARNING(message, category, filename, lineno, file, line)
 
 
 _PYTHON_SHOWWARNING = warnings.showwarning
+_WARNED: set[str] = set()  # the warning lines the running command has written: each is written once
 
 
 def _run(argv: Optional[list[str]]) -> None:

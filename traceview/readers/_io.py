@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from traceview.errors import FormatError, InputError
+from traceview.errors import FormatError, InputError, UsageError
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -47,9 +47,16 @@ class InflatedText(io.BytesIO):
 
 def max_bytes() -> int:
     """The decompressed-size limit in force (bytes)."""
-    value = os.environ.get("TRACEVIEW_MAX_BYTES", "")
+    value = os.environ.get("TRACEVIEW_MAX_BYTES")
+    if value is None or not value.strip():
+        return DEFAULT_MAX_BYTES
+    digits = value.strip()
     # ASCII digits only: str.isdigit() also takes "²" and other digits int() refuses.
-    return int(value) if value.isascii() and value.isdigit() and int(value) > 0 else DEFAULT_MAX_BYTES
+    if digits.isascii() and digits.isdigit() and int(digits) > 0:
+        return int(digits)
+    # A limit the user set and mistyped is not replaced by the default in silence.
+    raise UsageError(f"TRACEVIEW_MAX_BYTES is {value!r}, not a number of bytes; set it to a whole number "
+                     f"above 0 (the default is {DEFAULT_MAX_BYTES}) or unset it")
 
 
 def read_bytes(path: Path) -> bytes:

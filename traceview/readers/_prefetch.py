@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from traceview.errors import UsageError
 from traceview.readers._io import GZIP_MAGIC, InflatedText, head_bytes, max_bytes
 
 if TYPE_CHECKING:
@@ -94,8 +95,12 @@ def start(path_text: str) -> None:
         return
     expected = None
     if gzipped:
+        try:
+            limit = max_bytes()
+        except UsageError:
+            return  # (the reader says so, where the command's errors are reported)
         # (A size of 4 GiB or more shows here as its remainder; the inflating stops at it anyway.)
-        if size < 18 or inflated_mod_4gib > max_bytes():
+        if size < 18 or inflated_mod_4gib > limit:
             return
         expected = cost = inflated_mod_4gib
     else:

@@ -4,9 +4,10 @@ and profiling-run folders, and choosing the newest run."""
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
-from traceview.errors import InputError
+from traceview.errors import InputError, TraceviewWarning
 
 
 XPLANE_SUFFIX = ".xplane.pb"
@@ -22,8 +23,17 @@ def is_xplane_name(path: Path) -> bool:
 
 
 def xplane_files(folder: Path, recursive: bool) -> list[Path]:
+    """The XPlane files in ``folder`` (and below it, when ``recursive``). One with an XPlane's
+    name that is not a regular file (a broken link, a FIFO: reading could fail or block) is left
+    out with a warning naming it: a host missing from a run is never silence."""
     found = folder.rglob("*.xplane.pb*") if recursive else folder.glob("*.xplane.pb*")
-    return sorted(p for p in found if p.is_file() and is_xplane_name(p))
+    files = []
+    for path in sorted(p for p in found if is_xplane_name(p)):
+        if path.is_file():
+            files.append(path)
+        elif not path.is_dir():
+            warnings.warn(f"{path}: not a readable regular file (skipped)", TraceviewWarning, stacklevel=2)
+    return files
 
 
 _RUN_NAME = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}")
