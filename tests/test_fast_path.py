@@ -85,3 +85,35 @@ def test_timestamp_text_is_read_exactly() -> None:
     assert ns[0] == 1669783687464181123  # a double would be off by tens of ns here
     assert ns[1] == -12500 and ns[2] == 7000 and ns[6] == 1_000_000 and ns[8] == 0
     assert np.isnan(us[3]) and np.isinf(us[4]) and np.isinf(us[5]) and np.isinf(us[7])
+
+
+def test_whole_number_float_ids_are_the_integers(tmp_path: Path) -> None:
+    """JSON has one number type: an exporter that writes every number as a double (pid 27927.0)
+    gives the same timeline in every decoding; a pid or tid with a fraction is dropped, counted
+    under its reason."""
+    import gzip
+    import json
+
+    source = next(p for p in _kineto_files() if "torch-eager" in str(p))
+    doc = json.loads(gzip.decompress(source.read_bytes()) if source.suffix == ".gz" else source.read_bytes())
+    original = tmp_path / "ints.json"
+    original.write_text(json.dumps(doc))
+    complete = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    for event in doc["traceEvents"]:
+        for key in ("pid", "tid"):
+            if type(event.get(key)) is int:
+                event[key] = float(event[key])
+    complete[0]["pid"] = 0.5
+    complete[1]["tid"] = 7.25
+    floats = tmp_path / "floats.json"
+    floats.write_text(json.dumps(doc))
+    assert '"pid": 0.5' in floats.read_text() and ".0," in floats.read_text()
+
+    expected = kineto.read_reference(original)
+    for decoding in (kineto.read_reference, kineto.read_scanned, kineto.read_fast):
+        timeline = decoding(floats)
+        assert timeline.meta.dropped.get("pid is not a whole number") == 1, decoding.__name__
+        assert timeline.meta.dropped.get("tid is not an id") == 1, decoding.__name__
+        assert len(timeline.events) == len(expected.events) - 2
+        assert set(timeline.events["pid"]) == set(expected.events["pid"])
+        assert set(timeline.events["track"]) <= set(expected.events["track"])

@@ -92,6 +92,8 @@ def _check(tmp_path: Path, text: str, *, scanned: bool) -> None:
     _doc(OP.replace('"dur": 4', '"dur": null')),
     _doc(OP.replace('"ts": 998, ', "")),  # no ts: dropped with its reason
     _doc(OP, LAUNCH.replace('"pid": 1, ', "")),  # no pid beside events with one: dropped too
+    _doc(OP.replace('"pid": 1', '"pid": 1.0'), LAUNCH, KERNEL.replace('"tid": 7', '"tid": 7.0')),  # whole floats
+    _doc(OP, LAUNCH.replace('"pid": 1', '"pid": 1.5')),  # a pid with a fraction: dropped with its reason
     _doc('{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main \\"loop\\""}}', OP),
     _doc('{"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 999,'
          ' "args": {"Bytes": 512, "Total Allocated": "1024", "Total Reserved": 2048.0, "Device Type": 0,'
@@ -113,7 +115,7 @@ def test_what_the_scanner_takes_it_reads_like_the_reference(tmp_path: Path, text
     _doc(OP.replace('"ts": 998', '"ts": 9.98e2')),  # exponent
     _doc(OP.replace('"ts": 998', '"ts": 1234567890123456789')),  # more digits than int64 µs hold
     _doc(OP.replace('"ts": 998', '"ts": "998"')),  # a string where a number belongs
-    _doc(OP.replace('"pid": 1', '"pid": 1.5')),  # a type the typed decoding refuses
+    _doc(OP.replace('"pid": 1', '"pid": [1]')),  # a type the typed decoding refuses
     _doc(KERNEL.replace('"device": 0', '"device": [0]')),
     _doc(OP.replace('"args": {', '"args": [').replace('"External id": 5}', '5]')),
     _doc(OP, "[1]"),  # an element that is not an object

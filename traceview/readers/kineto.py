@@ -304,11 +304,13 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
     pid_values = fields.pid.values
     pid_ids = np.array([as_int(v) if v is not None else -1 for v in pid_values], dtype=np.int64)
     pid_missing = np.array([v is None for v in pid_values], dtype=bool)
+    # (A float left by the decodings is not a whole number: whole ones are integers already.)
+    pid_fraction = np.array([type(v) is float for v in pid_values], dtype=bool)
     pid_out_of_range = np.array([type(v) is int and not -INT64_MAX <= v <= INT64_MAX for v in pid_values],
                                 dtype=bool)
     tid_values = fields.tid.values
     tid_ids = np.array([as_int(v) if v is not BAD_TID else -1 for v in tid_values], dtype=np.int64)
-    tid_bad = np.array([v is BAD_TID or (type(v) is int and not -INT64_MAX <= v <= INT64_MAX)
+    tid_bad = np.array([v is BAD_TID or type(v) is float or (type(v) is int and not -INT64_MAX <= v <= INT64_MAX)
                         for v in tid_values], dtype=bool)
     empty = np.zeros(0, dtype=np.int64)
     reasons.mark(complete & (np.isnan(ts) | pid_missing[pid_code] if n else complete),
@@ -316,6 +318,7 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
     reasons.mark(complete & ~(np.abs(ts) < MAX_US), "ts is not a number in range")
     reasons.mark(complete & ~((dur >= 0) & (dur < MAX_US)), "dur is not a non-negative number in range")
     reasons.mark(complete & (pid_out_of_range[pid_code] if n else complete), "pid out of range")
+    reasons.mark(complete & (pid_fraction[pid_code] if n else complete), "pid is not a whole number")
     reasons.mark(complete & (tid_bad[tid_code] if n else complete), "tid is not an id")
     reasons.mark(complete & args_bad, "args is not an object")
     reasons.count_into(meta, [phase_rows, complete])

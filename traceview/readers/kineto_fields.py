@@ -64,8 +64,8 @@ class _Event(msgspec.Struct, gc=False):
     ph: str | None = None
     cat: str = ""
     name: str = ""
-    pid: int | str | None = None
-    tid: int | str = 0
+    pid: int | float | str | None = None  # (a float: see _Interner.whole_floats)
+    tid: int | float | str = 0
     ts: int | float = math.nan  # NaN: no ts key
     dur: int | float | None = 0
     args: _Args = _NO_ARGS
@@ -83,8 +83,8 @@ EXACT_TS_DECODER = msgspec.json.Decoder(list[_EventExactTs])
 _ARGS_LIST_DECODER = msgspec.json.Decoder(list[_Args])
 _PH_TOKEN = msgspec.json.Decoder(str | None)
 _TEXT_TOKEN = msgspec.json.Decoder(str)
-_PID_TOKEN = msgspec.json.Decoder(int | str | None)
-_TID_TOKEN = msgspec.json.Decoder(int | str)
+_PID_TOKEN = msgspec.json.Decoder(int | float | str | None)
+_TID_TOKEN = msgspec.json.Decoder(int | float | str)
 
 
 def _token_value(decoder: msgspec.json.Decoder[Any], token: bytes) -> Any:
@@ -107,6 +107,13 @@ def _decode_args_of(block: ScannedBlock, rows: np.ndarray) -> list[_Args]:
 def _int_value(value: Any) -> int:
     """One id-like value as int64, the way :func:`_int_column` converts a column (None: -1)."""
     return -1 if value is None else as_int(value)
+
+
+def _whole(value: Any) -> Any:
+    """An id's value with a whole-number float as the integer (27927.0 → 27927); others as they are."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
 
 
 class _Sentinel:
@@ -134,8 +141,11 @@ def _factorize(values: np.ndarray, **options: Any) -> tuple[np.ndarray, Any]:
 class _Interner:
     """Distinct values of one field across batches, and each event's code into them."""
 
-    def __init__(self, ids: bool = False) -> None:
+    def __init__(self, ids: bool = False, whole_floats: bool = False) -> None:
         self.ids = ids  # values may all be ints (pid, tid, device, stream): then hashed as int64
+        # A float that is a whole number is that integer: JSON has one number type, and some
+        # exporters write every number as a double (pid 27927.0); Kineto writes integers.
+        self.whole_floats = whole_floats
         self.index: dict[Any, int] = {}
         self.values: list[Any] = []
         self.codes: list[np.ndarray] = []
@@ -143,7 +153,11 @@ class _Interner:
 
     def add(self, values: list[Any]) -> None:
         self._all = None
-        if self.ids and set(map(type, values)) == {int}:
+        types = set(map(type, values)) if self.ids else set()
+        if self.whole_floats and float in types:
+            values = [_whole(v) for v in values]
+            types = set(map(type, values))
+        if types == {int}:
             try:
                 codes, uniques = _factorize(np.array(values, dtype=np.int64))
             except OverflowError:  # an id beyond int64: as objects below
@@ -159,6 +173,8 @@ class _Interner:
         self._all = None
         table = np.empty(len(uniques), dtype=np.int64)
         for i, value in enumerate(uniques):
+            if self.whole_floats:
+                value = _whole(value)
             key = (type(value), value)  # 1, 1.0, True and "1" stay apart
             code = self.index.get(key)
             if code is None:
@@ -194,7 +210,8 @@ class Fields:
 
     def __init__(self) -> None:
         self.ph, self.cat, self.name = _Interner(), _Interner(), _Interner()
-        self.pid, self.tid, self.device, self.stream = (_Interner(ids=True) for _ in range(4))
+        self.pid, self.tid = (_Interner(ids=True, whole_floats=True) for _ in range(2))
+        self.device, self.stream = (_Interner(ids=True) for _ in range(2))
         self.ts: list[np.ndarray] = []  # µs as doubles (NaN: no ts; inf: not a number)
         self.ts_exact: list[np.ndarray] = []  # exact ns, when decoded from the text
         self.dur: list[np.ndarray] = []
@@ -339,9 +356,9 @@ class Fields:
             name = ev.get("name", "")
             names.append(name if type(name) is str else str(name))
             pid = ev.get("pid")
-            pids.append(pid if isinstance(pid, (int, str)) else None)
+            pids.append(pid if isinstance(pid, (int, float, str)) else None)
             tid = ev.get("tid", 0)
-            tids.append(tid if isinstance(tid, (int, str)) else BAD_TID)
+            tids.append(tid if isinstance(tid, (int, float, str)) else BAD_TID)
             if "ts" not in ev:
                 ts.append(math.nan)
             else:
