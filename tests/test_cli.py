@@ -356,3 +356,17 @@ def test_a_report_that_cannot_be_written_whole_leaves_no_partial_file(tmp_path, 
     with pytest.raises(UsageError, match="No space left"):
         emit("# report\n" * 100, target)
     assert not target.exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["diagnose", ""], ["diagnose", "{trace}", "-o", ""], ["compare", "", "{trace}"], ["compare", "{trace}", ""],
+    ["normalize", "{trace}", "-o", ""], ["export", "", "--perfetto", "out.json"],
+    ["export", "{trace}", "--perfetto", ""], ["query", "", "SELECT 1"],
+])
+def test_an_empty_path_is_one_line_and_exit_2(tmp_path, args: list[str]) -> None:
+    # Path("") is the current folder: an unset shell variable must not analyse it or write into it.
+    trace = str(next(iter(sample_kineto_traces())))
+    result = run_cli(*[a.replace("{trace}", trace) for a in args], cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "an empty path" in result.stderr, result.stderr
+    assert not result.stdout and list(tmp_path.iterdir()) == []

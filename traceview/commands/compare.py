@@ -8,12 +8,13 @@ from typing import Optional
 import typer
 
 from traceview.commands.output import (COLOR_OPTION, DISPATCH_GAP_OPTION, FORMAT_OPTION, OUTPUT_OPTION, REDACT_OPTION,
-                                       RUN_OPTION, STRICT_OPTION, WIDTH_OPTION, emit, report_width, use_color)
+                                       RUN_OPTION, STRICT_OPTION, WIDTH_OPTION, emit, path_from_text, report_width,
+                                       use_color)
 
 
 def compare(
-    baseline: Path = typer.Argument(..., metavar="BASELINE", help="The reference trace (or a folder with one trace)."),
-    candidate: Path = typer.Argument(..., metavar="CANDIDATE",
+    baseline: Path = typer.Argument(..., metavar="BASELINE", parser=path_from_text, help="The reference trace (or a folder with one trace)."),
+    candidate: Path = typer.Argument(..., metavar="CANDIDATE", parser=path_from_text,
                                      help="The trace to explain (or a folder with one trace)."),
     format: str = FORMAT_OPTION,
     run: Optional[str] = RUN_OPTION,

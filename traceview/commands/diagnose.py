@@ -11,12 +11,12 @@ from typing import Any, Optional
 import typer
 
 from traceview.commands.output import (COLOR_OPTION, DISPATCH_GAP_OPTION, FORMAT_OPTION, OUTPUT_OPTION, REDACT_OPTION,
-                                       RUN_OPTION, STRICT_OPTION, WIDTH_OPTION, emit, report_width, stderr_console,
-                                       is_terminal, use_color)
+                                       RUN_OPTION, STRICT_OPTION, WIDTH_OPTION, emit, is_terminal, path_from_text,
+                                       report_width, stderr_console, use_color)
 
 
 def diagnose(
-    path: Path = typer.Argument(..., metavar="PATH",
+    path: Path = typer.Argument(..., metavar="PATH", parser=path_from_text,
                                 help="A trace file (.json, .json.gz, .xplane.pb), a TensorBoard logdir, or a "
                                      "folder written by `traceview collect`."),
     format: str = FORMAT_OPTION,

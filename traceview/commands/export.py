@@ -8,13 +8,13 @@ from typing import Optional
 
 import typer
 
-from traceview.commands.output import DISPATCH_GAP_HELP, RUN_OPTION
+from traceview.commands.output import DISPATCH_GAP_HELP, RUN_OPTION, path_from_text
 
 
 def export(
-    traces: list[Path] = typer.Argument(..., metavar="TRACE...", help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
+    traces: list[Path] = typer.Argument(..., metavar="TRACE...", parser=path_from_text, help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
                                                    "folders written by `traceview collect`; one process each."),
-    perfetto: Path = typer.Option(..., "--perfetto", metavar="FILE", help="Write a Chrome trace-event JSON here (gzip-compressed "
+    perfetto: Path = typer.Option(..., "--perfetto", metavar="FILE", parser=path_from_text, help="Write a Chrome trace-event JSON here (gzip-compressed "
                                                           "when the name ends in .gz)."),
     redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names with "
                                                         "placeholders (<path>, <host>, <user>)."),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from traceview.commands.output import RUN_OPTION
+from traceview.commands.output import RUN_OPTION, path_from_text
 from traceview.errors import UsageError
 
 if TYPE_CHECKING:  # the analyzers import pandas: not at command-line start-up
@@ -21,9 +21,9 @@ _TRACE_SUFFIXES = (".gz", ".json", ".pb")
 
 
 def normalize(
-    traces: list[Path] = typer.Argument(..., metavar="TRACE...", help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
+    traces: list[Path] = typer.Argument(..., metavar="TRACE...", parser=path_from_text, help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
                                                    "folders of rank traces."),
-    output: Path = typer.Option(..., "--output", "-o", metavar="DIR", help="Folder for the Parquet files (created when missing)."),
+    output: Path = typer.Option(..., "--output", "-o", metavar="DIR", parser=path_from_text, help="Folder for the Parquet files (created when missing)."),
     run: Optional[str] = RUN_OPTION,
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
                                        help="Traces read at once, one process each (default: one per core)."),

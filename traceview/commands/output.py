@@ -19,10 +19,22 @@ DISPATCH_GAP_HELP = ("Unrecorded gaps on the step's thread up to this long count
 STRICT_HELP = ("Exit 2, after writing the report, when a trace has a trace-quality problem (lost events, "
                "clock skew, overlaps, duplicated correlation ids, empty steps: docs/bad_input.md).")
 
+def path_from_text(text: str) -> Path:
+    """A path argument or option as pathlib would take it, except that an empty one is refused:
+    ``Path("")`` is the current folder, so ``traceview diagnose "$TRACE"`` with the variable unset
+    would analyse whatever is there, and ``-o ""`` would write into it. (Every path the commands
+    take is read by this: typer's ``parser``.)"""
+    if isinstance(text, Path):
+        return text
+    if not text:
+        raise typer.BadParameter('an empty path; name a file or folder ("." for the current one)')
+    return Path(text)
+
 # The options diagnose and compare share, declared once (typer reads them as the parameters' defaults).
 FORMAT_OPTION = typer.Option("terminal", "--format", "-f", metavar="FORMAT", help=FORMAT_HELP)
 RUN_OPTION = typer.Option(None, "--run", metavar="NAME", help=RUN_HELP)
-OUTPUT_OPTION = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report to this file.")
+OUTPUT_OPTION = typer.Option(None, "--output", "-o", metavar="FILE", parser=path_from_text,
+                             help="Write the report to this file.")
 WIDTH_OPTION = typer.Option(None, "--width", metavar="COLUMNS", help="Terminal report width in columns (40 to 1000).")
 
 # --width bounds: narrower and the cause table's columns no longer fit; wider is no screen's, and

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from traceview.commands.output import emit, is_terminal
+from traceview.commands.output import emit, is_terminal, path_from_text
 from traceview.errors import InputError, MissingExtraError, UsageError
 from traceview.renderers.units import visible
 
@@ -19,7 +19,7 @@ FORMATS = ("table", "csv", "json")
 
 
 def query(
-    folder: Path = typer.Argument(..., metavar="DIR", help="A folder written by `traceview normalize`."),
+    folder: Path = typer.Argument(..., metavar="DIR", parser=path_from_text, help="A folder written by `traceview normalize`."),
     sql: str = typer.Argument(..., metavar="SQL", help="SQL (DuckDB dialect) over the views `events` and `steps`."),
     format: str = typer.Option("table", "--format", "-f", metavar="FORMAT", help="Output: table (default), csv or json."),
 ) -> None:

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from traceview.commands.output import COLOR_OPTION, FORMAT_OPTION, WIDTH_OPTION
+from traceview.commands.output import COLOR_OPTION, FORMAT_OPTION, WIDTH_OPTION, path_from_text
 from traceview.errors import UsageError
 
 # Everything after the command's first word is the command's, options included.
@@ -30,11 +30,11 @@ def run(
     calibrate: bool = typer.Option(False, "--calibrate",
                                    help="Run the command a second time without the profiler and report the "
                                         "profiler's inflation of the same steps."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="DIR",
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="DIR", parser=path_from_text,
                                           help="Folder for the trace and manifest.json "
                                                "(default traceview-runs/<script>-<date>-<time>)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a capture already in the -o folder."),
-    report: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help="Write the report to this file instead of stdout."),
+    report: Optional[Path] = typer.Option(None, "--report", metavar="FILE", parser=path_from_text, help="Write the report to this file instead of stdout."),
     format: str = FORMAT_OPTION,
     width: Optional[int] = WIDTH_OPTION,
     color: Optional[bool] = COLOR_OPTION,
