@@ -189,6 +189,28 @@ def test_a_full_standard_output_is_one_line_and_exit_2(command: str) -> None:
     assert result.stderr.strip().splitlines() == [result.stderr.strip()] and "cannot write" in result.stderr
 
 
+@pytest.mark.parametrize("case", ["error", "usage error", "warning"])
+def test_a_full_standard_error_keeps_the_exit_status(tmp_path, case: str) -> None:
+    # A message that cannot be written is lost (there is nowhere left to say so); the command's
+    # exit status stays its own: 2 for an error, 0 for a report written beside a warning.
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    trace = next(iter(sample_kineto_traces()))
+    report = tmp_path / "report.json"
+    if case == "warning":  # a folder whose second trace is a broken link: skipped with a warning
+        (tmp_path / "runs").mkdir()
+        (tmp_path / "runs" / trace.name).write_bytes(trace.read_bytes())
+        (tmp_path / "runs" / "gone.pt.trace.json").symlink_to(tmp_path / "missing.json")
+    args = {"error": ["diagnose", str(tmp_path / "missing.json")], "usage error": ["diagnose", "--no-such-option"],
+            "warning": ["diagnose", str(tmp_path / "runs"), "--format", "json", "-o", str(report)]}[case]
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "traceview", *args], stdout=subprocess.PIPE, stderr=full,
+                                cwd=REPO, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert result.returncode == (0 if case == "warning" else 2)
+    if case == "warning":
+        assert orjson.loads(report.read_bytes())["steps"]
+
+
 @pytest.mark.parametrize("link", ["same path", "hard link"])
 @pytest.mark.parametrize("command", ["diagnose", "compare"])
 def test_a_report_never_overwrites_an_input_trace(tmp_path, command: str, link: str) -> None:

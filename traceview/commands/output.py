@@ -49,7 +49,39 @@ STRICT_OPTION = typer.Option(False, "--strict", help=STRICT_HELP)
 def stderr_console() -> Any:  # noqa: ANN401 - rich imported lazily
     from traceview.renderers.console import console
 
-    return console(file=sys.stderr, highlight=False)
+    return console(file=None if sys.stderr is None else _MessageStream(sys.stderr), highlight=False)
+
+
+class _MessageStream:
+    """Standard error for the command's messages. Where it cannot take them (a full device, a
+    closed pipe) they are lost: there is nowhere left to say so, and the failure must not turn
+    an error's exit status 2, or a finished command's 0, into an interpreter error at exit."""
+
+    def __init__(self, stream: Any) -> None:  # noqa: ANN401 - a text stream
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError:
+            self._lose_buffered()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError:
+            self._lose_buffered()
+
+    def _lose_buffered(self) -> None:
+        discard_stream(self._stream)
+        try:
+            self._stream.flush()  # (now to the null device: the buffer empties)
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - isatty, fileno, encoding … as the stream's
+        return getattr(self._stream, name)
 
 
 def is_terminal(stream: Any) -> bool:  # noqa: ANN401 - sys.stdout / sys.stderr
@@ -108,9 +140,14 @@ def remove_partial(path: Path) -> None:
 def discard_standard_output() -> None:
     """Point standard output at the null device, so that what stays in its buffer after a failed
     write (a full disk, a closed pipe) does not fail again, as a second message, at exit."""
+    discard_stream(sys.stdout)
+
+
+def discard_stream(stream: Any) -> None:  # noqa: ANN401 - a text stream
+    """Point a standard stream's descriptor at the null device (see discard_standard_output)."""
     try:
         null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
+        os.dup2(null, stream.fileno())
         os.close(null)
-    except (OSError, ValueError):  # (no descriptor to replace: an in-memory stream)
+    except (OSError, ValueError, AttributeError):  # (no descriptor to replace: an in-memory stream)
         pass
