@@ -327,6 +327,21 @@ def test_redact_text_rules():
     assert redact_path("trace.json", secrets) == "trace.json"
 
 
+def test_a_short_host_name_goes_where_a_value_is_the_host_and_stays_in_words():
+    from traceview.redact import host_field
+
+    secrets = secrets_from(hosts=["vm"])
+    assert host_field("vm", secrets) == "<host>"
+    # The profilers' default file names start with the host's name, whatever its length.
+    assert redact_path("/runs/plugins/profile/2026_01_01_00_00_00/vm.xplane.pb", secrets) == "<path>/<host>.xplane.pb"
+    assert redact_path("vm_27927.1795319437029376727.pt.trace.json.gz", secrets) == \
+        "<host>_27927.1795319437029376727.pt.trace.json.gz"
+    # In free text two letters are too common to replace: a word is not mangled.
+    assert redact_text("vm vmap llvm_pass", secrets) == "vm vmap llvm_pass"
+    assert redact_path("vmap_1.json", secrets) == "vmap_1.json"
+    assert secrets_from(hosts=["localhost"]) == {}
+
+
 def test_names_redaction_makes_equal_stay_distinct_whatever_is_already_there():
     from traceview.redact import _unique_renames
 

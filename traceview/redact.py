@@ -7,7 +7,9 @@ Pure functions over strings, shared by every output that can be handed to someon
   (and its short form before the first dot) becomes ``<host>``, user names seen in home-folder
   paths become ``<user>``. They are replaced wherever they appear as a whole word (not inside
   a longer word), so a file named ``myhost_1234.pt.trace.json`` becomes
-  ``<host>_1234.pt.trace.json``.
+  ``<host>_1234.pt.trace.json``. A host name shorter than three characters (``vm``) would
+  mangle ordinary words in free text; it is replaced only where a value is the host itself (the
+  report's host field, an XPlane file named ``vm.xplane.pb``).
 - *patterns*, applied to any text by :func:`redact_text`: the folder part of an absolute path
   (``/home/alice/proj/train.py``, ``~/proj/train.py``, ``C:\\Users\\alice\\train.py``) becomes
   ``<path>/``, keeping only the file name (``<path>/train.py``).
@@ -41,6 +43,9 @@ _HOME_USER = re.compile(r"(?:/home/|/Users/|/users/|[A-Za-z]:\\Users\\)([^/\\\s\
 # Never treated as a secret: too generic to be personal, and replacing them would mangle names.
 _NOT_SECRET = frozenset({"", "localhost", "root", "user", "users", "home", "admin", "ubuntu", "runner"})
 _MIN_SECRET_LEN = 3
+# The profilers' default file names start with the host's name: TensorFlow / JAX write
+# ``<host>.xplane.pb``; torch.profiler's tensorboard_trace_handler ``<host>_<pid>.<n>.pt.trace.json``.
+_DEFAULT_NAME_HOST = re.compile(r"^([^._/\\]+)(?=[._])")
 
 
 def redact_text(text: str, secrets: Mapping[str, str]) -> str:
@@ -55,10 +60,14 @@ def redact_text(text: str, secrets: Mapping[str, str]) -> str:
 
 
 def redact_path(path: str | PurePath, secrets: Mapping[str, str]) -> str:
-    """A file path reduced to ``<path>/<file name>`` (the file name itself redacted too)."""
+    """A file path reduced to ``<path>/<file name>`` (the file name itself redacted too; a
+    name that starts as the profilers' default names do with the host's, loses it whatever its
+    length)."""
     text = str(path)
     name = re.split(r"[/\\]", text)[-1]
-    redacted = redact_text(name, secrets)
+    without_host = _DEFAULT_NAME_HOST.sub(lambda m: secrets[m.group(1)] if _is_host(m.group(1), secrets)
+                                          else m.group(1), name, count=1)
+    redacted = redact_text(without_host, secrets)
     return f"{PATH_PLACEHOLDER}/{redacted}" if name != text else redacted
 
 
@@ -80,9 +89,10 @@ def secrets_of(*metas: Any) -> dict[str, str]:
 
 
 def secrets_from(hosts: Iterable[str] = (), users: Iterable[str] = ()) -> dict[str, str]:
-    """Placeholders for explicit host and user names (host ``a.b.c`` also covers ``a``)."""
+    """Placeholders for explicit host and user names (host ``a.b.c`` also covers ``a``). A host
+    name too short to replace in free text is still in the map, for the fields that hold it."""
     secrets: dict[str, str] = {}
-    host_names = _distinct(h for h in hosts if _usable(h))
+    host_names = _distinct(h for h in hosts if h and h.lower() not in _NOT_SECRET)
     for i, host in enumerate(host_names):
         label = _placeholder(HOST_PLACEHOLDER, i, len(host_names))
         secrets.setdefault(host, label)
@@ -104,10 +114,20 @@ def merge_secrets(*parts: Mapping[str, str]) -> dict[str, str]:
     return merged
 
 
+def _is_host(name: str, secrets: Mapping[str, str]) -> bool:
+    return secrets.get(name, "").startswith("<" + HOST_PLACEHOLDER)
+
+
+def host_field(host: str, secrets: Mapping[str, str]) -> str:
+    """A value that is a host's name and nothing else, redacted whatever the name's length."""
+    return secrets.get(host) or redact_text(host, secrets)
+
+
 def _replace_secrets(text: str, secrets: Mapping[str, str]) -> str:
-    if not secrets:
+    keys = tuple(sorted((k for k in secrets if len(k) >= _MIN_SECRET_LEN), key=lambda s: (-len(s), s)))
+    if not keys:
         return text
-    pattern = _secrets_pattern(tuple(sorted(secrets, key=lambda s: (-len(s), s))))
+    pattern = _secrets_pattern(keys)
     return pattern.sub(lambda m: secrets[m.group(0)], text)
 
 
@@ -166,7 +186,7 @@ def redact_diagnoses(diagnoses: list[Any]) -> list[Any]:
         meta = dataclasses.replace(
             diag.timeline.meta,
             source=redact_path(diag.timeline.meta.source, secrets),
-            host_name=text(diag.timeline.meta.host_name) if diag.timeline.meta.host_name else "",
+            host_name=host_field(diag.timeline.meta.host_name, secrets) if diag.timeline.meta.host_name else "",
             notes=[text(n) for n in diag.timeline.meta.notes],
         )
         events = diag.timeline.events.copy()

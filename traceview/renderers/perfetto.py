@@ -46,7 +46,7 @@ import pandas as pd
 
 from traceview.analyzers.attribution import BUCKETS, attribution_segments
 from traceview.normalize import launch_rows
-from traceview.redact import redact_path, redact_text, secrets_of
+from traceview.redact import host_field, redact_path, redact_text, secrets_of
 from traceview.schema import SCHEMA_VERSION
 
 STEPS_TRACK = "steps"
@@ -73,7 +73,7 @@ def write(diagnoses: list[Any], path: Path, redact: bool = False) -> int:
 
 def trace_document(diagnoses: list[Any], redact: bool = False) -> dict[str, Any]:
     """The trace-event document as a dict: ``traceEvents`` plus ``otherData`` (what was exported)."""
-    clean, clean_path = _cleaners([d.timeline.meta for d in diagnoses], redact)
+    clean, clean_path, clean_host = _cleaners([d.timeline.meta for d in diagnoses], redact)
     lead = max((_lead_in(d) for d in diagnoses), default=0)
     events: list[dict[str, Any]] = []
     traces: list[dict[str, Any]] = []
@@ -81,7 +81,7 @@ def trace_document(diagnoses: list[Any], redact: bool = False) -> dict[str, Any]
     next_flow = 1
     for pid, diag in enumerate(diagnoses, start=1):
         shift = lead - _first_step_start(diag)
-        exported = _Exporter(diag, pid, shift, next_tid, next_flow, clean)
+        exported = _Exporter(diag, pid, shift, next_tid, next_flow, clean, clean_path)
         events.extend(exported.events)
         next_tid, next_flow = exported.next_tid, exported.next_flow
         meta = diag.timeline.meta
@@ -91,7 +91,7 @@ def trace_document(diagnoses: list[Any], redact: bool = False) -> dict[str, Any]
                 "source": clean_path(meta.source),
                 "format": meta.format,
                 "framework": meta.framework,
-                "host_name": clean(meta.host_name),
+                "host_name": clean_host(meta.host_name),
                 "devices": [{"index": d.index, "name": clean(d.name)} for d in meta.devices],
                 "events_kept": int(len(diag.timeline.events)),
                 "steps": int(len(diag.steps.table)),
@@ -114,7 +114,7 @@ def trace_document(diagnoses: list[Any], redact: bool = False) -> dict[str, Any]
     }
 
 
-def _cleaners(metas: list[Any], redact: bool) -> tuple[Callable[[str], str], Callable[[str], str]]:
+def _cleaners(metas: list[Any], redact: bool) -> tuple[Callable[[str], str], Callable[[str], str], Callable[[str], str]]:
     """Text and path cleaners: control characters out (old viewers reject escapes), secrets too when redacting."""
     secrets = secrets_of(*metas) if redact else {}
 
@@ -124,7 +124,10 @@ def _cleaners(metas: list[Any], redact: bool) -> tuple[Callable[[str], str], Cal
     def clean_path(text: str) -> str:
         return _CONTROL.sub(" ", redact_path(str(text), secrets) if redact else str(text))
 
-    return clean, clean_path
+    def clean_host(text: str) -> str:
+        return _CONTROL.sub(" ", host_field(str(text), secrets) if redact else str(text))
+
+    return clean, clean_path, clean_host
 
 
 def _first_step_start(diag: Any) -> int:
@@ -143,11 +146,12 @@ class _Exporter:
     """Trace events of one diagnosed trace (one process)."""
 
     def __init__(self, diag: Any, pid: int, shift: int, first_tid: int, first_flow: int,
-                 clean: Callable[[str], str]) -> None:
+                 clean: Callable[[str], str], clean_path: Callable[[str], str]) -> None:
         self.diag = diag
         self.pid = pid
         self.shift = shift
         self.clean = clean
+        self.clean_path = clean_path
         self.next_tid = first_tid
         self.next_flow = first_flow
         self.events: list[dict[str, Any]] = []
@@ -168,9 +172,9 @@ class _Exporter:
     def _build(self) -> None:
         diag = self.diag
         meta = diag.timeline.meta
-        name = f"{Path(meta.source).name} ({meta.framework})"
+        name = f"{self.clean_path(Path(meta.source).name)} ({self.clean(meta.framework)})"
         self.events.append({"ph": "M", "name": "process_name", "pid": self.pid, "tid": 0,
-                            "args": {"name": self.clean(name)}})
+                            "args": {"name": name}})
         self.events.append({"ph": "M", "name": "process_sort_index", "pid": self.pid, "tid": 0,
                             "args": {"sort_index": self.pid}})
         steps_tid = self._new_thread(STEPS_TRACK)
