@@ -106,6 +106,36 @@ def test_query_output_formats_and_escaping(two_ranks):
     assert csv.stdout.splitlines() == ["rank,n", "0,5", "1,5"]
 
 
+def test_query_table_aligns_columns_and_cuts_only_long_cells(two_ranks):
+    _, out = two_ranks
+    sql = ("SELECT rank, count(*) AS n, repeat('é', 70) AS long_text, '漢字' AS wide "
+           "FROM steps GROUP BY rank ORDER BY rank")
+    table = run_cli("query", str(out), sql)
+    assert table.returncode == 0, table.stderr
+    header, rule, *rows, count = table.stdout.splitlines()
+    assert header.split() == ["rank", "n", "long_text", "wide"] and count == "(2 rows)"
+    assert set(rule.replace(" ", "")) == {"─"}
+    assert [row.split()[:2] for row in rows] == [["0", "5"], ["1", "5"]]
+    cut = "é" * 59 + "…"  # 60 columns at most in the table; csv and json give it whole
+    assert all(cut in row and row.endswith("漢字") for row in rows)
+    # Numbers to the right of their column, text to the left: every column starts where its header does.
+    assert rows[0].index(cut) == header.index("long_text") and rows[0].index("漢字") - header.index("wide") == 0
+    whole = run_cli("query", str(out), sql, "-f", "csv").stdout
+    assert "é" * 70 in whole
+
+
+def test_query_runs_every_statement_and_shows_every_query(two_ranks):
+    _, out = two_ranks
+    both = run_cli("query", str(out), "SELECT 1 AS a; SELECT 'x' AS b")
+    assert both.returncode == 0 and both.stdout.split() == ["a", "─", "1", "(1", "row)", "b", "─", "x", "(1", "row)"]
+    # Statements that only answer with a status (SET, CREATE … AS) show nothing beside a query.
+    setup = run_cli("query", str(out), "SET threads = 1; CREATE TABLE t AS SELECT 7 AS x; SELECT x FROM t",
+                    "-f", "json")
+    assert setup.returncode == 0 and orjson.loads(setup.stdout) == [{"x": 7}]
+    two = run_cli("query", str(out), "SELECT 1; SELECT 2", "-f", "csv")
+    assert two.returncode == 2 and "takes one result" in two.stderr and not two.stdout
+
+
 @pytest.mark.parametrize("args, message", [
     (["SELECT nope FROM events"], "query failed"),
     (["SELECT 1", "--format", "xml"], "--format"),
