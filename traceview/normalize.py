@@ -299,8 +299,8 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
     """The parts of the selected rows' intervals not covered by their direct (host) children:
     where each row is the innermost event on its thread.
 
-    Returned as (starts, ends, row of each piece), empty pieces removed — except where no selected
-    row has a child: then each selected row is its own piece, as it is. The rows are int32 when the
+    Returned as (starts, ends, row of each piece), empty pieces removed (where no selected row has
+    a child, each selected row of some length is its own piece, as it is). The rows are int32 when the
     table has fewer than 2^31 rows (int64 otherwise): a trace's pieces number twice its events, and
     every array of them is memory the process faults in.
     """
@@ -311,7 +311,7 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
     child = np.flatnonzero((events["device"].to_numpy() < 0) & (parent >= 0))
     child = child[rows_mask[parent[child]]]
     if not len(child):
-        selected = np.flatnonzero(rows_mask)
+        selected = np.flatnonzero(rows_mask & (end > ts))
         return ts[selected], end[selected], selected.astype(index_type)
     # Children grouped by parent, in time order within each (rows are sorted by ts, so a stable
     # sort on the parent alone keeps it).
