@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SAMPLES
 
 GOOD = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}
 STEP = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100}
@@ -109,3 +109,15 @@ def test_a_max_bytes_variable_that_is_not_a_positive_number_is_one_line_and_exit
     assert result.returncode == 2 and not result.stdout
     assert len(result.stderr.strip().splitlines()) == 1
     assert f"TRACEVIEW_MAX_BYTES is {value!r}" in result.stderr and "unset it" in result.stderr
+
+
+def test_a_max_bytes_variable_is_checked_whatever_the_command_reads():
+    # An XPlane file is not inflated, yet the mistyped limit is named all the same.
+    xplane = next(SAMPLES.rglob("*.xplane.pb"), None)
+    if xplane is None:
+        pytest.skip("no sample XPlane")
+    result = subprocess.run([sys.executable, "-m", "traceview", "diagnose", str(xplane), "--format", "json"],
+                            capture_output=True, text=True, cwd=REPO, timeout=120,
+                            env={"NO_COLOR": "1", "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                 "TRACEVIEW_MAX_BYTES": "lots"})
+    assert result.returncode == 2 and "TRACEVIEW_MAX_BYTES is 'lots'" in result.stderr

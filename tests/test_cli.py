@@ -189,7 +189,7 @@ def test_a_full_standard_output_is_one_line_and_exit_2(command: str) -> None:
     assert result.stderr.strip().splitlines() == [result.stderr.strip()] and "cannot write" in result.stderr
 
 
-@pytest.mark.parametrize("case", ["error", "usage error", "warning"])
+@pytest.mark.parametrize("case", ["error", "usage error", "warning", "export"])
 def test_a_full_standard_error_keeps_the_exit_status(tmp_path, case: str) -> None:
     # A message that cannot be written is lost (there is nowhere left to say so); the command's
     # exit status stays its own: 2 for an error, 0 for a report written beside a warning.
@@ -202,13 +202,16 @@ def test_a_full_standard_error_keeps_the_exit_status(tmp_path, case: str) -> Non
         (tmp_path / "runs" / trace.name).write_bytes(trace.read_bytes())
         (tmp_path / "runs" / "gone.pt.trace.json").symlink_to(tmp_path / "missing.json")
     args = {"error": ["diagnose", str(tmp_path / "missing.json")], "usage error": ["diagnose", "--no-such-option"],
-            "warning": ["diagnose", str(tmp_path / "runs"), "--format", "json", "-o", str(report)]}[case]
+            "warning": ["diagnose", str(tmp_path / "runs"), "--format", "json", "-o", str(report)],
+            "export": ["export", str(trace), "--perfetto", str(report)]}[case]  # ("wrote …" on stderr)
     with open("/dev/full", "w") as full:
         result = subprocess.run([sys.executable, "-m", "traceview", *args], stdout=subprocess.PIPE, stderr=full,
                                 cwd=REPO, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
-    assert result.returncode == (0 if case == "warning" else 2)
+    assert result.returncode == (0 if case in ("warning", "export") else 2)
     if case == "warning":
         assert orjson.loads(report.read_bytes())["steps"]
+    if case == "export":
+        assert orjson.loads(report.read_bytes())["traceEvents"]
 
 
 @pytest.mark.parametrize("link", ["same path", "hard link"])

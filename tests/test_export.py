@@ -340,6 +340,10 @@ def test_a_short_host_name_goes_where_a_value_is_the_host_and_stays_in_words():
     assert redact_text("vm vmap llvm_pass", secrets) == "vm vmap llvm_pass"
     assert redact_path("vmap_1.json", secrets) == "vmap_1.json"
     assert secrets_from(hosts=["localhost"]) == {}
+    # The short form of a long host name is a host name too, and a field's spaces do not hide it.
+    dotted = secrets_from(hosts=["vm.corp.example"])
+    assert redact_path("vm_123.1.pt.trace.json", dotted) == "<host>_123.1.pt.trace.json"
+    assert host_field(" vm ", secrets) == "<host>"
 
 
 def test_names_redaction_makes_equal_stay_distinct_whatever_is_already_there():

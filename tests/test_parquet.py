@@ -108,32 +108,45 @@ def test_query_output_formats_and_escaping(two_ranks):
 
 def test_query_table_aligns_columns_and_cuts_only_long_cells(two_ranks):
     _, out = two_ranks
-    sql = ("SELECT rank, count(*) AS n, repeat('é', 70) AS long_text, '漢字' AS wide "
-           "FROM steps GROUP BY rank ORDER BY rank")
+    # A wide-character column first (each character two terminal columns), cut past 60 columns;
+    # a line break and a tab in a value written as escapes, never breaking the row.
+    sql = ("SELECT repeat('漢', 40) AS wide, rank, count(*) AS n, repeat('é', 70) AS long_text, "
+           "'a' || chr(10) || 'b' || chr(9) || 'c' AS odd FROM steps GROUP BY rank ORDER BY rank")
     table = run_cli("query", str(out), sql)
     assert table.returncode == 0, table.stderr
     header, rule, *rows, count = table.stdout.splitlines()
-    assert header.split() == ["rank", "n", "long_text", "wide"] and count == "(2 rows)"
+    assert header.split() == ["wide", "rank", "n", "long_text", "odd"] and count == "(2 rows)"
     assert set(rule.replace(" ", "")) == {"─"}
-    assert [row.split()[:2] for row in rows] == [["0", "5"], ["1", "5"]]
-    cut = "é" * 59 + "…"  # 60 columns at most in the table; csv and json give it whole
-    assert all(cut in row and row.endswith("漢字") for row in rows)
-    # Numbers to the right of their column, text to the left: every column starts where its header does.
-    assert rows[0].index(cut) == header.index("long_text") and rows[0].index("漢字") - header.index("wide") == 0
+    wide_cut = "漢" * 29 + "…"  # 59 columns: a 30th wide character would make 61
+    assert all(row.startswith(wide_cut + "  ") for row in rows)
+    # Every column starts, in terminal columns, where its header does: numbers end at its right edge.
+    from rich.cells import cell_len
+
+    def column_of(line: str, text: str) -> int:
+        return cell_len(line[: line.index(text)])
+
+    rank_right = header.index("rank") + len("rank")
+    assert [column_of(row, f" {r}  ") + 1 + len(str(r)) for r, row in enumerate(rows)] == [rank_right] * 2
+    assert all(column_of(row, "é" * 59 + "…") == header.index("long_text") for row in rows)
+    assert all(row.endswith("a\\nb\\tc") for row in rows)
     whole = run_cli("query", str(out), sql, "-f", "csv").stdout
-    assert "é" * 70 in whole
+    assert "é" * 70 in whole and "漢" * 40 in whole
 
 
 def test_query_runs_every_statement_and_shows_every_query(two_ranks):
     _, out = two_ranks
     both = run_cli("query", str(out), "SELECT 1 AS a; SELECT 'x' AS b")
     assert both.returncode == 0 and both.stdout.split() == ["a", "─", "1", "(1", "row)", "b", "─", "x", "(1", "row)"]
-    # Statements that only answer with a status (SET, CREATE … AS) show nothing beside a query.
+    # Statements that only answer with a status (SET, CREATE … AS) show nothing beside a query;
+    # rows an INSERT … RETURNING gives are asked for.
     setup = run_cli("query", str(out), "SET threads = 1; CREATE TABLE t AS SELECT 7 AS x; SELECT x FROM t",
                     "-f", "json")
     assert setup.returncode == 0 and orjson.loads(setup.stdout) == [{"x": 7}]
+    returning = run_cli("query", str(out), "CREATE TABLE t (x INT); INSERT INTO t VALUES (1), (2) RETURNING x; "
+                                           "SET threads = 1", "-f", "json")
+    assert returning.returncode == 0 and orjson.loads(returning.stdout) == [{"x": 1}, {"x": 2}]
     two = run_cli("query", str(out), "SELECT 1; SELECT 2", "-f", "csv")
-    assert two.returncode == 2 and "takes one result" in two.stderr and not two.stdout
+    assert two.returncode == 2 and "take one result" in two.stderr and not two.stdout
 
 
 @pytest.mark.parametrize("args, message", [

@@ -778,6 +778,31 @@ def test_find_xplanes(tmp_path: Path) -> None:
     assert "no .xplane.pb files found" in str(info.value) and "\n" not in str(info.value)
 
 
+def test_unreadable_host_files_are_named_for_the_run_read_only(tmp_path: Path) -> None:
+    import warnings
+
+    from traceview.errors import TraceviewWarning
+
+    logdir = make_logdir(tmp_path / "logs", {"2026_11_22_02_43_17": ["vm"], "2026_11_22_02_50_01": ["vm"]})
+    profile = logdir / "plugins" / "profile"
+    (profile / "2026_11_22_02_43_17" / "w1.xplane.pb").symlink_to(tmp_path / "gone")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # The newest run is read: a broken host of an older run is no concern of this command.
+        assert xplane_runs.find_xplanes(logdir, None) == [profile / "2026_11_22_02_50_01" / "vm.xplane.pb"]
+        assert not caught
+        # The older run read by name: its broken host is named.
+        assert xplane_runs.find_xplanes(logdir, "2026_11_22_02_43_17") == [profile / "2026_11_22_02_43_17" / "vm.xplane.pb"]
+    assert [str(w.message) for w in caught if issubclass(w.category, TraceviewWarning)] == [
+        f"{profile / '2026_11_22_02_43_17' / 'w1.xplane.pb'}: not a readable regular file (skipped)"]
+    # A newest run whose every host is unreadable is refused, naming it; the older run is not read instead.
+    (profile / "2026_11_23_00_00_00").mkdir()
+    (profile / "2026_11_23_00_00_00" / "vm.xplane.pb").symlink_to(tmp_path / "gone")
+    for where in (logdir, profile / "2026_11_23_00_00_00"):
+        with pytest.raises(InputError, match="2026_11_23_00_00_00: its .xplane.pb files are not readable"):
+            xplane_runs.find_xplanes(where, None)
+
+
 def test_space_without_timed_events(tmp_path: Path) -> None:
     b = SpaceBuilder()
     env = b.plane("Task Environment")

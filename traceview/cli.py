@@ -55,6 +55,10 @@ def _root(
     if max_bytes is not None:
         # Read by traceview.readers._io.max_bytes (also settable as TRACEVIEW_MAX_BYTES).
         os.environ["TRACEVIEW_MAX_BYTES"] = str(max_bytes)
+    else:
+        from traceview.readers._io import max_bytes as limit_in_force
+
+        limit_in_force()  # a mistyped TRACEVIEW_MAX_BYTES is refused by every command, whatever it reads
 
 
 class PlaceholderHelpCommand(TyperCommand):
@@ -206,7 +210,7 @@ def _main(argv: Optional[list[str]], console: bool = False) -> bool:
     retain_freed_memory()  # before the first large array: see traceview/heap.py
     arguments = _trace_arguments(sys.argv[1:] if argv is None else argv)
     _start_reading(arguments or [])
-    if console and arguments is not None:
+    if console and arguments:  # (not for --help, nor a usage error without a trace)
         import_pandas_without_pyarrow()  # (while the traces are read): see traceview/pandas_import.py
     try:
         with warnings.catch_warnings():

@@ -97,7 +97,7 @@ def secrets_from(hosts: Iterable[str] = (), users: Iterable[str] = ()) -> dict[s
         label = _placeholder(HOST_PLACEHOLDER, i, len(host_names))
         secrets.setdefault(host, label)
         short = host.split(".", 1)[0]
-        if _usable(short):
+        if short and short.lower() not in _NOT_SECRET:  # (a short one is for fields: see the module's doc)
             secrets.setdefault(short, label)
     user_names = _distinct(u for u in users if _usable(u) and u not in secrets)
     for i, user in enumerate(user_names):
@@ -120,7 +120,7 @@ def _is_host(name: str, secrets: Mapping[str, str]) -> bool:
 
 def host_field(host: str, secrets: Mapping[str, str]) -> str:
     """A value that is a host's name and nothing else, redacted whatever the name's length."""
-    return secrets.get(host) or redact_text(host, secrets)
+    return secrets.get(host.strip()) or redact_text(host, secrets)
 
 
 def _replace_secrets(text: str, secrets: Mapping[str, str]) -> str:

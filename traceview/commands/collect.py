@@ -30,7 +30,8 @@ def collect(
     ),
     device: str = typer.Option("cpu", "--device", metavar="DEVICE", help="cpu, or cuda where the framework sees a GPU."),
     output: Optional[Path] = typer.Option(
-        None, "-o", "--output", metavar="DIR", parser=path_from_text, help="Folder to write into; one subfolder per framework-mode."
+        None, "-o", "--output", metavar="DIR", parser=path_from_text,
+        help="Folder to write into; one subfolder per framework-mode."
     ),
     steps: Optional[int] = typer.Option(None, "--steps", metavar="N", help="Steady steps to profile (default: the workload's)."),
     warmup: Optional[int] = typer.Option(

@@ -13,7 +13,8 @@ from traceview.commands.output import (COLOR_OPTION, DISPATCH_GAP_OPTION, FORMAT
 
 
 def compare(
-    baseline: Path = typer.Argument(..., metavar="BASELINE", parser=path_from_text, help="The reference trace (or a folder with one trace)."),
+    baseline: Path = typer.Argument(..., metavar="BASELINE", parser=path_from_text,
+                                    help="The reference trace (or a folder with one trace)."),
     candidate: Path = typer.Argument(..., metavar="CANDIDATE", parser=path_from_text,
                                      help="The trace to explain (or a folder with one trace)."),
     format: str = FORMAT_OPTION,

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from traceview.commands.output import DISPATCH_GAP_HELP, RUN_OPTION, path_from_text
+from traceview.commands.output import DISPATCH_GAP_HELP, RUN_OPTION, path_from_text, say
 
 
 def export(
-    traces: list[Path] = typer.Argument(..., metavar="TRACE...", parser=path_from_text, help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
-                                                   "folders written by `traceview collect`; one process each."),
-    perfetto: Path = typer.Option(..., "--perfetto", metavar="FILE", parser=path_from_text, help="Write a Chrome trace-event JSON here (gzip-compressed "
-                                                          "when the name ends in .gz)."),
+    traces: list[Path] = typer.Argument(..., metavar="TRACE...", parser=path_from_text,
+                                        help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
+                                             "folders written by `traceview collect`; one process each."),
+    perfetto: Path = typer.Option(..., "--perfetto", metavar="FILE", parser=path_from_text,
+                                  help="Write a Chrome trace-event JSON here (gzip-compressed when the name ends "
+                                       "in .gz)."),
     redact: bool = typer.Option(False, "--redact", help="Replace file paths, host names and user names with "
                                                         "placeholders (<path>, <host>, <user>)."),
     run: Optional[str] = RUN_OPTION,
@@ -34,5 +35,5 @@ def export(
 
     written = api.export(traces, perfetto, run=run, redact=redact, dispatch_gap_us=dispatch_gap_us)
     count = len(written.sources)
-    sys.stderr.write(f"wrote {written.path} ({count} trace{'s' if count != 1 else ''}, {written.events:,} events, "
-                     f"{written.bytes / 1e6:.1f} MB): open it in https://ui.perfetto.dev or chrome://tracing\n")
+    say(f"wrote {written.path} ({count} trace{'s' if count != 1 else ''}, {written.events:,} events, "
+        f"{written.bytes / 1e6:.1f} MB): open it in https://ui.perfetto.dev or chrome://tracing\n")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from traceview.commands.output import RUN_OPTION, path_from_text
+from traceview.commands.output import RUN_OPTION, path_from_text, say
 from traceview.errors import UsageError
 
 if TYPE_CHECKING:  # the analyzers import pandas: not at command-line start-up
@@ -21,9 +20,11 @@ _TRACE_SUFFIXES = (".gz", ".json", ".pb")
 
 
 def normalize(
-    traces: list[Path] = typer.Argument(..., metavar="TRACE...", parser=path_from_text, help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
-                                                   "folders of rank traces."),
-    output: Path = typer.Option(..., "--output", "-o", metavar="DIR", parser=path_from_text, help="Folder for the Parquet files (created when missing)."),
+    traces: list[Path] = typer.Argument(..., metavar="TRACE...", parser=path_from_text,
+                                        help="Trace files (.json, .json.gz, .xplane.pb), TensorBoard logdirs or "
+                                             "folders of rank traces."),
+    output: Path = typer.Option(..., "--output", "-o", metavar="DIR", parser=path_from_text,
+                                help="Folder for the Parquet files (created when missing)."),
     run: Optional[str] = RUN_OPTION,
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
                                        help="Traces read at once, one process each (default: one per core)."),
@@ -59,8 +60,8 @@ def normalize(
                          min(jobs or default_jobs(), len(paths)))
     events = sum(e for e, _ in written)
     steps = sum(s for _, s in written)
-    sys.stderr.write(f"wrote {len(paths)} trace{'s' if len(paths) != 1 else ''} ({events:,} events, {steps:,} steps) "
-                     f"to {output}: query it with `traceview query {output} \"SELECT …\"`\n")
+    say(f"wrote {len(paths)} trace{'s' if len(paths) != 1 else ''} ({events:,} events, {steps:,} steps) "
+        f"to {output}: query it with `traceview query {output} \"SELECT …\"`\n")
 
 
 def _write_one(path: Path, directory: Path, stems: dict[Path, str], fallback: dict[Path, RankInfo]) -> tuple[int, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import sys
@@ -19,6 +20,7 @@ DISPATCH_GAP_HELP = ("Unrecorded gaps on the step's thread up to this long count
 STRICT_HELP = ("Exit 2, after writing the report, when a trace has a trace-quality problem (lost events, "
                "clock skew, overlaps, duplicated correlation ids, empty steps: docs/bad_input.md).")
 
+
 def path_from_text(text: str) -> Path:
     """A path argument or option as pathlib would take it, except that an empty one is refused:
     ``Path("")`` is the current folder, so ``traceview diagnose "$TRACE"`` with the variable unset
@@ -29,6 +31,7 @@ def path_from_text(text: str) -> Path:
     if not text:
         raise typer.BadParameter('an empty path; name a file or folder ("." for the current one)')
     return Path(text)
+
 
 # The options diagnose and compare share, declared once (typer reads them as the parameters' defaults).
 FORMAT_OPTION = typer.Option("terminal", "--format", "-f", metavar="FORMAT", help=FORMAT_HELP)
@@ -44,12 +47,20 @@ COLOR_OPTION = typer.Option(None, "--color/--no-color", help="Force colours on o
 REDACT_OPTION = typer.Option(False, "--redact", help="Replace file paths, host names and user names.")
 DISPATCH_GAP_OPTION = typer.Option(None, "--dispatch-gap-us", metavar="MICROSECONDS", help=DISPATCH_GAP_HELP)
 STRICT_OPTION = typer.Option(False, "--strict", help=STRICT_HELP)
-
-
 def stderr_console() -> Any:  # noqa: ANN401 - rich imported lazily
     from traceview.renderers.console import console
 
-    return console(file=None if sys.stderr is None else _MessageStream(sys.stderr), highlight=False)
+    # (Where standard error was closed at start, messages go nowhere: rich, given no file, would
+    # write them on standard output, into a report.)
+    return console(file=io.StringIO() if sys.stderr is None else _MessageStream(sys.stderr), highlight=False)
+
+
+def say(text: str) -> None:
+    """A line for the user on standard error (what a command wrote, where), written as messages
+    are: one that standard error cannot take is lost, not an exit status of its own."""
+    stream = _MessageStream(sys.stderr) if sys.stderr is not None else io.StringIO()
+    stream.write(text)
+    stream.flush()
 
 
 class _MessageStream:

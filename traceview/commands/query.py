@@ -19,7 +19,8 @@ FORMATS = ("table", "csv", "json")
 
 
 def query(
-    folder: Path = typer.Argument(..., metavar="DIR", parser=path_from_text, help="A folder written by `traceview normalize`."),
+    folder: Path = typer.Argument(..., metavar="DIR", parser=path_from_text,
+                                  help="A folder written by `traceview normalize`."),
     sql: str = typer.Argument(..., metavar="SQL", help="SQL (DuckDB dialect) over the views `events` and `steps`."),
     format: str = typer.Option("table", "--format", "-f", metavar="FORMAT", help="Output: table (default), csv or json."),
 ) -> None:
@@ -51,37 +52,50 @@ def query(
         except duckdb.Error as err:
             raise InputError(f"{folder}: cannot read its *{suffix} files ({str(err).strip().splitlines()[0]}); "
                              f"write them again with `traceview normalize TRACE... -o {folder}`") from None
-    results = _run_statements(connection, sql, duckdb.Error)
-    if len(results) > 1 and format != "table":
-        raise UsageError(f"--format {format} takes one result and the SQL gave {len(results)}; "
-                         f"run one query at a time, or use the table format")
+    results = _run_statements(connection, sql, duckdb.Error, one_query=format != "table")
     emit("\n".join(_format(columns, rows, format) for columns, rows in results), None, takes_output_option=False)
 
 
-def _run_statements(connection: Any, sql: str, failure: type[Exception]) -> list[tuple[list[str], list[tuple[Any, ...]]]]:  # noqa: ANN401
-    """Run each statement of ``sql`` in order; (columns, rows) of each one that gives rows (a
-    ``SET`` gives none). Every result is kept: the text "SELECT a; SELECT b" shows both."""
+def _run_statements(connection: Any, sql: str,  # noqa: ANN401 - a duckdb connection
+                    failure: type[Exception],  # (duckdb.Error: duckdb is imported only when a query runs)
+                    one_query: bool) -> list[tuple[list[str], list[tuple[Any, ...]]]]:
+    """Run each statement of ``sql`` in order; (columns, rows) of each one whose result is rows
+    the user asked for. Every such result is kept: "SELECT a; SELECT b" shows both; with
+    ``one_query`` (csv, json) a second one is refused, before anything runs where the statements
+    say so."""
     try:
         statements = connection.extract_statements(sql)
         if not statements:  # empty, blank, only ";" or a comment
             raise UsageError(f"no SQL statement in {visible(sql)!r}; give one, e.g. \"SELECT count(*) FROM events\"")
-        results, queries = [], []
+        if one_query:
+            _refuse_several(sum(statement.type.name in _QUERY_STATEMENTS for statement in statements))
+        results, asked = [], []
         for statement in statements:
             cursor = connection.execute(statement)
             if cursor is not None and cursor.description:
-                results.append(([d[0] for d in cursor.description], cursor.fetchall()))
-                queries.append(statement.type.name in _QUERY_STATEMENTS)
+                columns = [d[0] for d in cursor.description]
+                results.append((columns, cursor.fetchall()))
+                # Other statements (SET, CREATE, COPY …) answer with a status: a "Success" flag, a
+                # "Count" of rows written (an INSERT … RETURNING gives rows: those are asked for).
+                if statement.type.name in _QUERY_STATEMENTS or columns not in _STATUS_COLUMNS:
+                    asked.append(results[-1])
     except failure as err:
         raise UsageError(f"query failed: {str(err).strip().splitlines()[0]}") from None
-    # Other statements (SET, CREATE, INSERT, COPY …) answer with a status ("Success", a "Count"
-    # of rows written): shown only when the SQL has no query to show.
-    asked = [result for result, is_query in zip(results, queries) if is_query]
-    return asked or results[-1:] or [([], [])]
+    if one_query:
+        _refuse_several(len(asked))
+    return asked or results[-1:] or [([], [])]  # a status only when there is nothing else to show
+
+
+def _refuse_several(queries: int) -> None:
+    if queries > 1:
+        raise UsageError(f"csv and json take one result and the SQL has {queries} queries; "
+                         f"run one at a time, or use the table format")
 
 
 # DuckDB statement types (duckdb.StatementType) whose result is rows the user asked for;
 # SELECT covers DESCRIBE, SHOW and SUMMARIZE, which DuckDB parses as selects.
 _QUERY_STATEMENTS = frozenset({"SELECT", "EXPLAIN", "PRAGMA", "CALL", "EXECUTE"})
+_STATUS_COLUMNS = (["Success"], ["Count"])
 
 
 def _format(columns: list[str], rows: list[tuple[Any, ...]], format: str) -> str:
@@ -111,8 +125,8 @@ def _text_table(columns: list[str], rows: list[tuple[Any, ...]], text_rows: list
     numbers to the right, two spaces between columns; a row per line at any terminal width,
     as psql and the DuckDB shell print them. (Built with string operations: a rich table took
     ~3 ms a row.)"""
-    headers = [_fit(visible(name)) for name in columns]
-    body = [[_fit(cell) for cell in row] for row in text_rows]
+    headers = [_fit(_one_line(visible(name))) for name in columns]
+    body = [[_fit(_one_line(cell)) for cell in row] for row in text_rows]
     widths = [max([_width(h)] + [_width(row[i]) for row in body]) for i, h in enumerate(headers)]
     right = [bool(rows) and all(isinstance(row[i], _NUMBERS) or row[i] is None for row in rows)
              and any(isinstance(row[i], _NUMBERS) for row in rows) for i in range(len(columns))]
@@ -124,6 +138,14 @@ def _text_table(columns: list[str], rows: list[tuple[Any, ...]], text_rows: list
     out = [line(headers), line(["─" * w for w in widths])]
     out.extend(line(row) for row in body)
     return "".join(out)
+
+
+# Line breaks and tabs in a value would break its row or shift its columns: written as escapes.
+_LINE_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def _one_line(text: str) -> str:
+    return text.translate(_LINE_BREAKS)
 
 
 def _width(text: str) -> int:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from traceview.commands.output import COLOR_OPTION, FORMAT_OPTION, WIDTH_OPTION, path_from_text
+from traceview.commands.output import COLOR_OPTION, FORMAT_OPTION, WIDTH_OPTION, path_from_text, say
 from traceview.errors import UsageError
 
 # Everything after the command's first word is the command's, options included.
@@ -34,7 +33,8 @@ def run(
                                           help="Folder for the trace and manifest.json "
                                                "(default traceview-runs/<script>-<date>-<time>)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a capture already in the -o folder."),
-    report: Optional[Path] = typer.Option(None, "--report", metavar="FILE", parser=path_from_text, help="Write the report to this file instead of stdout."),
+    report: Optional[Path] = typer.Option(None, "--report", metavar="FILE", parser=path_from_text,
+                                          help="Write the report to this file instead of stdout."),
     format: str = FORMAT_OPTION,
     width: Optional[int] = WIDTH_OPTION,
     color: Optional[bool] = COLOR_OPTION,
@@ -122,8 +122,7 @@ def _script_stem(command: list[str]) -> str:
 
 
 def _say(message: str) -> None:
-    sys.stderr.write(f"traceview: {message}\n")
-    sys.stderr.flush()
+    say(f"traceview: {message}\n")
 
 
 def _report(trace: Path, format: str, report: Optional[Path], width: Optional[int], color: Optional[bool]) -> None:

@@ -49,14 +49,15 @@ def discover(path: Path, run: str | None = None) -> list[Path]:
         return [path]
     found: list[Path] = []
     xplane_runs = importlib.import_module("traceview.readers.xplane_runs")
-    xplanes = xplane_runs.xplane_files(path, recursive=True)
-    logdirs = sorted({_logdir_of(f, path) for f in xplanes})
+    unreadable: list[Path] = []  # (their runs compete too: find_xplanes names them)
+    xplanes = xplane_runs.xplane_files(path, recursive=True, unreadable=unreadable)
+    logdirs = sorted({_logdir_of(f, path) for f in xplanes + unreadable})
     if logdirs:
         for logdir in logdirs:
             found.extend(xplane_runs.find_xplanes(logdir, run))
     # A JSON trace beside an XPlane file in a profile run folder (JAX writes <host>.trace.json.gz
     # there) is the trace viewer's rendering of that same XPlane: the XPlane is read instead.
-    xplane_run_folders = {f.parent for f in xplanes}
+    xplane_run_folders = {f.parent for f in xplanes + unreadable}
     for candidate in sorted(path.rglob("*")):
         if candidate.parent in xplane_run_folders or not candidate.name.endswith(_JSON_SUFFIXES):
             continue

@@ -175,7 +175,7 @@ class _Interner:
         for i, value in enumerate(uniques):
             if self.whole_floats:
                 value = _whole(value)
-            key = (type(value), value)  # 1, 1.0, True and "1" stay apart
+            key = (type(value), value)  # 1, True and "1" stay apart (1.0 is 1 in pid and tid: whole_floats)
             code = self.index.get(key)
             if code is None:
                 code = self.index[key] = len(self.values)

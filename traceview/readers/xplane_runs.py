@@ -22,18 +22,31 @@ def is_xplane_name(path: Path) -> bool:
     return path.name.endswith(XPLANE_SUFFIXES)
 
 
-def xplane_files(folder: Path, recursive: bool) -> list[Path]:
-    """The XPlane files in ``folder`` (and below it, when ``recursive``). One with an XPlane's
-    name that is not a regular file (a broken link, a FIFO: reading could fail or block) is left
-    out with a warning naming it: a host missing from a run is never silence."""
+def xplane_files(folder: Path, recursive: bool, unreadable: list[Path] | None = None) -> list[Path]:
+    """The XPlane files in ``folder`` (and below it, when ``recursive``). Paths with an XPlane's
+    name that are not regular files (a broken link, a FIFO: reading could fail or block) are left
+    out, and added to ``unreadable`` when given."""
     found = folder.rglob("*.xplane.pb*") if recursive else folder.glob("*.xplane.pb*")
     files = []
     for path in sorted(p for p in found if is_xplane_name(p)):
         if path.is_file():
             files.append(path)
-        elif not path.is_dir():
-            warnings.warn(f"{path}: not a readable regular file (skipped)", TraceviewWarning, stacklevel=2)
+        elif not path.is_dir() and unreadable is not None:
+            unreadable.append(path)
     return files
+
+
+def _readable_run(folder: Path, files: list[Path], unreadable: list[Path]) -> list[Path]:
+    """The chosen run's files. Its hosts that cannot be read are named in a warning (a host missing
+    from a run is never silence); a run none of whose files can be read is refused, naming it (an
+    older run is not read in its place without a word)."""
+    lost = [p for p in unreadable if p.parent == folder]
+    if not files:
+        raise InputError(f"{folder}: its {XPLANE_SUFFIX} files are not readable regular files "
+                         f"({', '.join(p.name for p in lost)}); capture the profile again or pick a run with --run")
+    for path in lost:
+        warnings.warn(f"{path}: not a readable regular file (skipped)", TraceviewWarning, stacklevel=3)
+    return sorted(files)
 
 
 _RUN_NAME = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}")
@@ -56,17 +69,20 @@ def find_xplanes(path: Path, run: str | None = None) -> list[Path]:
         if is_xplane_name(path):
             return [path]
         raise InputError(f"{path}: not an {XPLANE_SUFFIX} file; point at a trace or a TensorBoard logdir")
-    direct = xplane_files(path, recursive=False)
-    if direct:  # a run folder
+    unreadable: list[Path] = []
+    direct = xplane_files(path, recursive=False, unreadable=unreadable)
+    if direct or unreadable:  # a run folder
         if run is not None and run != path.name:
             raise InputError(
                 f"{path}: is the run folder '{path.name}', not run '{run}'; "
                 f"point at its plugins/profile folder or drop --run"
             )
-        return direct
+        return _readable_run(path, direct, unreadable)
     runs: dict[Path, list[Path]] = {}
-    for file in xplane_files(path, recursive=True):
+    for file in xplane_files(path, recursive=True, unreadable=unreadable):
         runs.setdefault(file.parent, []).append(file)
+    for file in unreadable:  # a run whose hosts are all unreadable is still a run (the newest, maybe)
+        runs.setdefault(file.parent, [])
     if not runs:
         raise InputError(
             f"{path}: no {XPLANE_SUFFIX} files found (searched this folder and below, e.g. "
@@ -81,9 +97,9 @@ def find_xplanes(path: Path, run: str | None = None) -> list[Path]:
         if len(chosen) > 1:
             where = ", ".join(str(folder) for folder in sorted(chosen))
             raise InputError(f"{path}: run '{run}' exists in several profile folders ({where}); point at one")
-        return sorted(runs[chosen[0]])
+        return _readable_run(chosen[0], runs[chosen[0]], unreadable)
     newest = max(runs, key=_run_order)
-    return sorted(runs[newest])
+    return _readable_run(newest, runs[newest], unreadable)
 
 
 def _run_order(folder: Path) -> tuple[int, str, float]:

@@ -114,7 +114,10 @@ def trace_document(diagnoses: list[Any], redact: bool = False) -> dict[str, Any]
     }
 
 
-def _cleaners(metas: list[Any], redact: bool) -> tuple[Callable[[str], str], Callable[[str], str], Callable[[str], str]]:
+_Cleaner = Callable[[str], str]
+
+
+def _cleaners(metas: list[Any], redact: bool) -> tuple[_Cleaner, _Cleaner, _Cleaner]:
     """Text and path cleaners: control characters out (old viewers reject escapes), secrets too when redacting."""
     secrets = secrets_of(*metas) if redact else {}
 
