@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traceview.arrays import order_by_start_then_longest
+from traceview.arrays import is_one_value, one_value, order_by_start_then_longest
 
 # 1.1: role column; XPlane fn_call, Kineto elements. 1.2: role device_communication (collective kernels
 # were device_kernel before: a filter on device_kernel no longer sees them). 1.3: memory table columns
@@ -201,6 +201,11 @@ def empty_events() -> pd.DataFrame:
     return build_events({})
 
 
+# Integer columns that often hold one value on every row (a host-only trace's device, stream,
+# correlation and bytes; one thread's pid and tid): held once (arrays.one_value).
+_OFTEN_ONE_VALUE = frozenset({"pid", "tid", "device", "stream", "correlation", "bytes"})
+
+
 def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -> pd.DataFrame:
     """Assemble an event table from column arrays; missing columns get their default.
 
@@ -235,22 +240,27 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
     for col, dtype in COLUMNS.items():
         value = columns.get(col)
         if value is None:
-            value = np.full(n, defaults[col], dtype=object if dtype == "category" else dtype)
+            value = np.full(n, defaults[col], dtype=object) if dtype == "category" else one_value(defaults[col], n, dtype)
         if dtype == "category":
             levels = CATEGORY_LEVELS.get(col)
             if isinstance(value, pd.Categorical) and (levels is None or value.dtype == level_dtype(col)):
                 data[col] = value
             else:
                 data[col] = categorical(value, levels)
+        elif isinstance(value, np.ndarray) and is_one_value(value):
+            data[col] = one_value(value[0], n, dtype)  # (np.asarray to another dtype would fill every row)
         else:
             data[col] = np.asarray(value, dtype=dtype)
+            if col in _OFTEN_ONE_VALUE and len(data[col]) > 1 and data[col].min() == data[col].max():
+                data[col] = one_value(data[col][0], n, dtype)  # (the full array is let go)
     for col, value in (extra or {}).items():
         data[col] = value if isinstance(value, pd.Categorical) else np.asarray(value)
     columns.clear()  # the caller's references go: each column below is held once, then sorted
     order = order_by_start_then_longest(data["ts"], data["dur"])
     if order is not None:
         for col in list(data):  # one column at a time, each unsorted one let go when replaced
-            data[col] = data[col][order]
+            if not (isinstance(data[col], np.ndarray) and is_one_value(data[col])):  # (the same in any order)
+                data[col] = data[col][order]
     # copy=False: the columns stay separate arrays; consolidating them into one 2-D block copies
     # every integer column (a second or more on a gigabyte trace) for nothing.
     return pd.DataFrame(data, copy=False)

@@ -81,7 +81,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import joined, order_by_start_then_longest, unique_inverse
+from traceview.arrays import joined, order_by_start_then_longest, per_group, unique_inverse
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
 from traceview.normalize import nest_tracks, record_overlaps
@@ -626,8 +626,9 @@ class _Builder:
         ts -= origin_raw  # in place: the reader's own array, not needed on the old clock any more
 
         def per_row(values: np.ndarray) -> np.ndarray:
-            """A per-line value on each row: rows still in line order take it line by line."""
-            return np.repeat(values, cols.line_counts) if order is None else values[line_idx]
+            """A per-line value on each row: rows still in line order take it line by line (one
+            value held once where every line has the same)."""
+            return per_group(values, cols.line_counts) if order is None else values[line_idx]
 
         return build(RawTrace(
             columns={

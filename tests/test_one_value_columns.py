@@ -1,0 +1,48 @@
+"""Columns with one value on every row are held once (arrays.one_value): the same values, no
+memory of their own, and no analysis writes into them (a read-only view would refuse it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import sample_xplane_traces
+from traceview.arrays import is_one_value, one_value, per_group
+from traceview.schema import build_events
+
+
+def test_per_group_is_np_repeat_and_one_value_when_every_group_agrees() -> None:
+    same = per_group(np.array([-1, -1, -1], dtype=np.int64), [2, 0, 3])
+    assert is_one_value(same) and same.tolist() == [-1] * 5 and not same.flags.writeable
+    mixed = per_group(np.array([4, 5], dtype=np.int64), [2, 1])
+    assert not is_one_value(mixed) and mixed.tolist() == [4, 4, 5]
+    assert per_group(np.array([], dtype=np.int64), []).tolist() == []
+
+
+def test_the_event_table_holds_one_value_columns_once_and_sorts_the_others() -> None:
+    n = 5
+    frame = build_events({"ts": np.array([40, 10, 30, 20, 0]), "dur": np.full(n, 5), "pid": np.full(n, 7),
+                          "tid": np.array([1, 2, 1, 2, 1]), "device": per_group(np.array([-1]), [n]),
+                          "name": ["e", "b", "d", "c", "a"]})
+    assert frame["name"].astype(str).tolist() == ["a", "b", "c", "d", "e"]  # sorted by ts
+    assert frame["tid"].tolist() == [1, 2, 2, 1, 1]
+    for column, value in (("pid", 7), ("device", -1), ("stream", -1), ("correlation", -1), ("bytes", -1)):
+        held = frame[column].to_numpy()
+        assert is_one_value(held) and held.tolist() == [value] * n, column
+    assert frame["device"].dtype == np.int32 and frame["pid"].dtype == np.int64
+    assert not is_one_value(frame["tid"].to_numpy())
+    with pytest.raises(ValueError):  # what an in-place write would meet
+        frame["pid"].to_numpy()[0] = 1
+    assert one_value(3, 0, np.int64).tolist() == []
+
+
+def test_a_host_only_xplane_holds_its_constant_columns_once() -> None:
+    from traceview.analyzers.diagnosis import diagnose
+
+    traces = sample_xplane_traces()
+    if not traces:
+        pytest.skip("no sample XPlane")
+    diagnosis = diagnose(traces[0])  # every analysis runs on the table: none writes into a held column
+    events = diagnosis.timeline.events
+    assert is_one_value(events["device"].to_numpy()) and (events["device"] == -1).all()
+    assert diagnosis.steps.table.shape[0] > 0
