@@ -110,7 +110,13 @@ def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
                             other.cancel()
                 if on_done is not None:
                     on_done(done, total)
-    except BrokenProcessPool:
+    except BrokenProcessPool as err:
+        if err.__cause__ is not None:
+            # The worker lived, but its result could not be read back here: a defect, not the
+            # memory a smaller --jobs would spare (the cause is the reading's traceback, as text).
+            lines = [line for line in str(err.__cause__).splitlines() if line.strip(" '")]
+            detail = lines[-1] if lines else "no detail"
+            raise RuntimeError(f"a worker's result could not be read back ({detail})") from None
         raise InputError(f"a worker process died while reading traces (out of memory?); "
                          f"retry with fewer --jobs (was {jobs})") from None
     if first_failure < total:
