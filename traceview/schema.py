@@ -240,7 +240,8 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
     for col, dtype in COLUMNS.items():
         value = columns.get(col)
         if value is None:
-            value = np.full(n, defaults[col], dtype=object) if dtype == "category" else one_value(defaults[col], n, dtype)
+            default = defaults[col]
+            value = np.full(n, default, dtype=object) if dtype == "category" else one_value(default, n, dtype)
         if dtype == "category":
             levels = CATEGORY_LEVELS.get(col)
             if isinstance(value, pd.Categorical) and (levels is None or value.dtype == level_dtype(col)):
