@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.cells import cell_len
 
 from traceview.commands.output import emit, path_from_text
 from traceview.errors import InputError, MissingExtraError, UsageError
@@ -150,7 +149,11 @@ def _one_line(text: str) -> str:
 
 def _width(text: str) -> int:
     """Terminal columns of ``text`` (wide East Asian characters take two)."""
-    return len(text) if text.isascii() else cell_len(text)
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len  # (imported here: every command imports this module)
+
+    return cell_len(text)
 
 
 def _fit(text: str) -> str:
