@@ -1,5 +1,6 @@
-"""Columns with one value on every row are held once (arrays.one_value): the same values, no
-memory of their own, and no analysis writes into them (a read-only view would refuse it)."""
+"""Columns with one value on every row are held once (arrays.one_value) in the command line's
+processes: the same values, no memory of their own, and no analysis writes into them (a read-only
+view would refuse it). A program using traceview as a library gets writable columns."""
 
 from __future__ import annotations
 
@@ -7,11 +8,18 @@ import numpy as np
 import pytest
 
 from tests.conftest import sample_xplane_traces
+from traceview import arrays
 from traceview.arrays import is_one_value, one_value, per_group
 from traceview.schema import build_events
 
 
-def test_per_group_is_np_repeat_and_one_value_when_every_group_agrees() -> None:
+@pytest.fixture
+def shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One-value columns held once, as the command line has them (arrays.share_one_values)."""
+    monkeypatch.setattr(arrays, "_ONE_VALUES_SHARED", [True])
+
+
+def test_per_group_is_np_repeat_and_one_value_when_every_group_agrees(shared: None) -> None:
     same = per_group(np.array([-1, -1, -1], dtype=np.int64), [2, 0, 3])
     assert is_one_value(same) and same.tolist() == [-1] * 5 and not same.flags.writeable
     mixed = per_group(np.array([4, 5], dtype=np.int64), [2, 1])
@@ -19,7 +27,7 @@ def test_per_group_is_np_repeat_and_one_value_when_every_group_agrees() -> None:
     assert per_group(np.array([], dtype=np.int64), []).tolist() == []
 
 
-def test_the_event_table_holds_one_value_columns_once_and_sorts_the_others() -> None:
+def test_the_event_table_holds_one_value_columns_once_and_sorts_the_others(shared: None) -> None:
     n = 5
     frame = build_events({"ts": np.array([40, 10, 30, 20, 0]), "dur": np.full(n, 5), "pid": np.full(n, 7),
                           "tid": np.array([1, 2, 1, 2, 1]), "device": per_group(np.array([-1]), [n]),
@@ -36,7 +44,7 @@ def test_the_event_table_holds_one_value_columns_once_and_sorts_the_others() -> 
     assert one_value(3, 0, np.int64).tolist() == []
 
 
-def test_a_host_only_xplane_holds_its_constant_columns_once() -> None:
+def test_a_host_only_xplane_holds_its_constant_columns_once(shared: None) -> None:
     from traceview.analyzers.diagnosis import diagnose
 
     traces = sample_xplane_traces()
@@ -46,3 +54,15 @@ def test_a_host_only_xplane_holds_its_constant_columns_once() -> None:
     events = diagnosis.timeline.events
     assert is_one_value(events["device"].to_numpy()) and (events["device"] == -1).all()
     assert diagnosis.steps.table.shape[0] > 0
+
+
+def test_a_library_caller_gets_columns_it_can_write() -> None:
+    import traceview
+
+    traces = sample_xplane_traces()
+    if not traces:
+        pytest.skip("no sample XPlane")
+    events = traceview.load(traces[0]).events
+    assert not is_one_value(events["device"].to_numpy())
+    events.loc[events.index[:2], "device"] = 5  # as pandas users do
+    assert events["device"].tolist()[:3] == [5, 5, -1]

@@ -135,23 +135,40 @@ def _longest_first_within_starts(order: np.ndarray, sorted_ts: np.ndarray, dur: 
     return order
 
 
+# Whether this process's event tables hold one-value columns once (:func:`one_value`). Only the
+# command line turns it on, for its own process and its worker processes: its analyses never write
+# into a column; a program using traceview as a library gets writable columns, as DataFrames are.
+_ONE_VALUES_SHARED = [False]
+
+
+def share_one_values() -> None:
+    """From now on, :func:`one_value` columns are read-only views held once (the command line)."""
+    _ONE_VALUES_SHARED[0] = True
+
+
+def one_values_shared() -> bool:
+    return _ONE_VALUES_SHARED[0]
+
+
 def one_value(value: Any, n: int, dtype: Any) -> np.ndarray:  # noqa: ANN401 - a scalar
-    """``value`` on each of ``n`` rows, held once: a read-only view with no memory of its own.
+    """``value`` on each of ``n`` rows; where :func:`share_one_values` is on, held once: a
+    read-only view with no memory of its own.
 
     A host-only trace's device, stream, correlation and bytes columns hold -1 on every row, and a
     one-thread trace's pid and tid one value: as full arrays, 260 MB of a 5.9 M-event XPlane's
-    535 MB table, memory this machine faults in page by page. Nothing writes into an event
-    table's columns in place (a change replaces the column), so the view is never written to."""
+    535 MB table, memory this machine faults in page by page."""
+    if not _ONE_VALUES_SHARED[0]:
+        return np.full(n, value, dtype=dtype)
     return np.broadcast_to(np.array([value], dtype=dtype), (n,))
 
 
 def is_one_value(column: np.ndarray) -> bool:
-    """Whether ``column`` is a :func:`one_value` view."""
+    """Whether ``column`` is a shared :func:`one_value` view."""
     return column.ndim == 1 and len(column) > 1 and column.strides == (0,)
 
 
 def per_group(values: np.ndarray, counts: Any) -> np.ndarray:  # noqa: ANN401 - a sequence of ints
-    """``np.repeat(values, counts)``; a :func:`one_value` view when every group has the same value."""
-    if len(values) and (values == values[0]).all():
+    """``np.repeat(values, counts)``; a :func:`one_value` when every group has the same value."""
+    if _ONE_VALUES_SHARED[0] and len(values) and (values == values[0]).all():
         return one_value(values[0], int(np.sum(counts)), values.dtype)
     return np.repeat(values, counts)

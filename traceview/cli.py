@@ -212,6 +212,9 @@ def _main(argv: Optional[list[str]], console: bool = False) -> bool:
     _start_reading(arguments or [])
     if console and arguments:  # (not for --help, nor a usage error without a trace)
         import_pandas_without_pyarrow()  # (while the traces are read): see traceview/pandas_import.py
+        from traceview.arrays import share_one_values  # (numpy: imported once the reading has started)
+
+        share_one_values()  # see traceview/arrays.py: this process's analyses never write into a column
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

@@ -46,11 +46,16 @@ def pyarrow_withheld() -> bool:
     return _withheld
 
 
-def prepare_worker(withhold_pyarrow: bool) -> None:
+def prepare_worker(withhold_pyarrow: bool, one_values_shared: bool) -> None:
     """A worker process's first call (pool.py): the command line's allocator settings
-    (traceview/heap.py), and pandas imported as the command line imported it. (This module does
-    not import pandas, so a spawned worker gets here before it does; a worker forked from the
-    fork server had pandas imported there, by traceview/_pandas_without_pyarrow.py.)"""
+    (traceview/heap.py), pandas imported as the command line imported it, and one-value columns
+    held as it holds them (arrays.share_one_values). (This module does not import pandas, so a
+    spawned worker gets here before it does; a worker forked from the fork server had pandas
+    imported there, by traceview/_pandas_without_pyarrow.py.)"""
     retain_freed_memory()
     if withhold_pyarrow:
         import_pandas_without_pyarrow()
+    if one_values_shared:
+        from traceview.arrays import share_one_values  # (numpy, after pandas' own import above)
+
+        share_one_values()

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traceview.arrays import is_one_value, one_value, order_by_start_then_longest
+from traceview.arrays import is_one_value, one_value, one_values_shared, order_by_start_then_longest
 
 # 1.1: role column; XPlane fn_call, Kineto elements. 1.2: role device_communication (collective kernels
 # were device_kernel before: a filter on device_kernel no longer sees them). 1.3: memory table columns
@@ -252,7 +252,8 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
             data[col] = one_value(value[0], n, dtype)  # (np.asarray to another dtype would fill every row)
         else:
             data[col] = np.asarray(value, dtype=dtype)
-            if col in _OFTEN_ONE_VALUE and len(data[col]) > 1 and data[col].min() == data[col].max():
+            if (col in _OFTEN_ONE_VALUE and one_values_shared() and len(data[col]) > 1
+                    and data[col].min() == data[col].max()):
                 data[col] = one_value(data[col][0], n, dtype)  # (the full array is let go)
     for col, value in (extra or {}).items():
         data[col] = value if isinstance(value, pd.Categorical) else np.asarray(value)
