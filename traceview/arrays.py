@@ -147,6 +147,7 @@ def share_one_values() -> None:
 
 
 def one_values_shared() -> bool:
+    """Whether :func:`share_one_values` was called in this process."""
     return _ONE_VALUES_SHARED[0]
 
 
