@@ -189,6 +189,15 @@ def test_a_full_standard_output_is_one_line_and_exit_2(command: str) -> None:
     assert result.stderr.strip().splitlines() == [result.stderr.strip()] and "cannot write" in result.stderr
 
 
+def test_a_closed_standard_error_sends_no_message_to_standard_output(tmp_path) -> None:
+    # rich, given no file, writes to standard output: a message would land in a report or a pipe.
+    result = subprocess.run([sys.executable, "-m", "traceview", "diagnose", str(tmp_path / "missing.json")],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO,
+                            env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}, timeout=300,
+                            preexec_fn=lambda: os.close(2))
+    assert result.returncode == 2 and result.stdout == b""
+
+
 @pytest.mark.parametrize("case", ["error", "usage error", "warning", "export"])
 def test_a_full_standard_error_keeps_the_exit_status(tmp_path, case: str) -> None:
     # A message that cannot be written is lost (there is nowhere left to say so); the command's
