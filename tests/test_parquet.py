@@ -136,7 +136,8 @@ def test_query_table_aligns_columns_and_cuts_only_long_cells(two_ranks):
 def test_query_runs_every_statement_and_shows_every_query(two_ranks):
     _, out = two_ranks
     both = run_cli("query", str(out), "SELECT 1 AS a; SELECT 'x' AS b")
-    assert both.returncode == 0 and both.stdout.split() == ["a", "─", "1", "(1", "row)", "b", "─", "x", "(1", "row)"]
+    assert both.returncode == 0
+    assert both.stdout.split() == ["a", "─", "1", "(1", "row)", "b", "─", "x", "(1", "row)"]
     # Statements that only answer with a status (SET, CREATE … AS) show nothing beside a query;
     # rows an INSERT … RETURNING gives are asked for.
     setup = run_cli("query", str(out), "SET threads = 1; CREATE TABLE t AS SELECT 7 AS x; SELECT x FROM t",

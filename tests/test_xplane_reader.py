@@ -792,7 +792,8 @@ def test_unreadable_host_files_are_named_for_the_run_read_only(tmp_path: Path) -
         assert xplane_runs.find_xplanes(logdir, None) == [profile / "2026_11_22_02_50_01" / "vm.xplane.pb"]
         assert not caught
         # The older run read by name: its broken host is named.
-        assert xplane_runs.find_xplanes(logdir, "2026_11_22_02_43_17") == [profile / "2026_11_22_02_43_17" / "vm.xplane.pb"]
+        older = profile / "2026_11_22_02_43_17"
+        assert xplane_runs.find_xplanes(logdir, "2026_11_22_02_43_17") == [older / "vm.xplane.pb"]
     assert [str(w.message) for w in caught if issubclass(w.category, TraceviewWarning)] == [
         f"{profile / '2026_11_22_02_43_17' / 'w1.xplane.pb'}: not a readable regular file (skipped)"]
     # A newest run whose every host is unreadable is refused, naming it; the older run is not read instead.

@@ -163,9 +163,9 @@ def one_value(value: Any, n: int, dtype: Any) -> np.ndarray:  # noqa: ANN401 - a
     return np.broadcast_to(np.array([value], dtype=dtype), (n,))
 
 
-def is_one_value(column: np.ndarray) -> bool:
+def is_one_value(column: Any) -> bool:  # noqa: ANN401 - any column a reader hands over
     """Whether ``column`` is a shared :func:`one_value` view."""
-    return column.ndim == 1 and len(column) > 1 and column.strides == (0,)
+    return isinstance(column, np.ndarray) and column.ndim == 1 and len(column) > 1 and column.strides == (0,)
 
 
 def per_group(values: np.ndarray, counts: Any) -> np.ndarray:  # noqa: ANN401 - a sequence of ints

@@ -92,8 +92,8 @@ def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
     first_failure = total
     done = 0
     try:
-        with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=_context(),
-                                 initializer=prepare_worker, initargs=(pyarrow_withheld(), one_values_shared())) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=_context(), initializer=prepare_worker,
+                                 initargs=(pyarrow_withheld(), one_values_shared())) as pool:
             futures = {pool.submit(_guarded, fn, path): i for i, path in enumerate(paths)}
             for future in as_completed(futures):
                 index = futures[future]

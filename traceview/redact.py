@@ -92,12 +92,12 @@ def secrets_from(hosts: Iterable[str] = (), users: Iterable[str] = ()) -> dict[s
     """Placeholders for explicit host and user names (host ``a.b.c`` also covers ``a``). A host
     name too short to replace in free text is still in the map, for the fields that hold it."""
     secrets: dict[str, str] = {}
-    host_names = _distinct(h for h in hosts if h and h.lower() not in _NOT_SECRET)
+    host_names = _distinct(h for h in hosts if _nameable(h))
     for i, host in enumerate(host_names):
         label = _placeholder(HOST_PLACEHOLDER, i, len(host_names))
         secrets.setdefault(host, label)
         short = host.split(".", 1)[0]
-        if short and short.lower() not in _NOT_SECRET:  # (a short one is for fields: see the module's doc)
+        if _nameable(short):  # (one too short for free text is for fields: see the module's doc)
             secrets.setdefault(short, label)
     user_names = _distinct(u for u in users if _usable(u) and u not in secrets)
     for i, user in enumerate(user_names):
@@ -154,8 +154,14 @@ def _meta_texts(meta: Any) -> list[str]:
     return texts
 
 
+def _nameable(name: str) -> bool:
+    """Whether a name can be a secret at all (not empty, not a generic one)."""
+    return bool(name) and name.lower() not in _NOT_SECRET
+
+
 def _usable(name: str) -> bool:
-    return len(name) >= _MIN_SECRET_LEN and name.lower() not in _NOT_SECRET
+    """Whether a name is a secret to replace in free text too (long enough not to mangle words)."""
+    return len(name) >= _MIN_SECRET_LEN and _nameable(name)
 
 
 def _distinct(values: Iterable[str]) -> list[str]:

@@ -248,7 +248,7 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
                 data[col] = value
             else:
                 data[col] = categorical(value, levels)
-        elif isinstance(value, np.ndarray) and is_one_value(value):
+        elif is_one_value(value):
             data[col] = one_value(value[0], n, dtype)  # (np.asarray to another dtype would fill every row)
         else:
             data[col] = np.asarray(value, dtype=dtype)
@@ -261,7 +261,7 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
     order = order_by_start_then_longest(data["ts"], data["dur"])
     if order is not None:
         for col in list(data):  # one column at a time, each unsorted one let go when replaced
-            if not (isinstance(data[col], np.ndarray) and is_one_value(data[col])):  # (the same in any order)
+            if not is_one_value(data[col]):  # (one value is the same in any order)
                 data[col] = data[col][order]
     # copy=False: the columns stay separate arrays; consolidating them into one 2-D block copies
     # every integer column (a second or more on a gigabyte trace) for nothing.

@@ -47,20 +47,26 @@ COLOR_OPTION = typer.Option(None, "--color/--no-color", help="Force colours on o
 REDACT_OPTION = typer.Option(False, "--redact", help="Replace file paths, host names and user names.")
 DISPATCH_GAP_OPTION = typer.Option(None, "--dispatch-gap-us", metavar="MICROSECONDS", help=DISPATCH_GAP_HELP)
 STRICT_OPTION = typer.Option(False, "--strict", help=STRICT_HELP)
+
+
 def stderr_console() -> Any:  # noqa: ANN401 - rich imported lazily
     from traceview.renderers.console import console
 
-    # (Where standard error was closed at start, messages go nowhere: rich, given no file, would
-    # write them on standard output, into a report.)
-    return console(file=io.StringIO() if sys.stderr is None else _MessageStream(sys.stderr), highlight=False)
+    return console(file=_message_stream(), highlight=False)
 
 
 def say(text: str) -> None:
     """A line for the user on standard error (what a command wrote, where), written as messages
     are: one that standard error cannot take is lost, not an exit status of its own."""
-    stream = _MessageStream(sys.stderr) if sys.stderr is not None else io.StringIO()
+    stream = _message_stream()
     stream.write(text)
     stream.flush()
+
+
+def _message_stream() -> Any:  # noqa: ANN401 - a text stream
+    """Where messages go: standard error, or nowhere where it was closed at start (rich, given
+    no file, would write them on standard output, into a report)."""
+    return io.StringIO() if sys.stderr is None else _MessageStream(sys.stderr)
 
 
 class _MessageStream:
