@@ -70,6 +70,24 @@ def test_merged_runs_are_apart_and_drop_empty_intervals() -> None:
     assert run_end.tolist() == [3, 7, 15]
 
 
+@settings(max_examples=300, deadline=None)
+@given(layer, st.booleans())
+def test_merged_runs_are_the_union(pairs: list[tuple[int, int]], in_order: bool) -> None:
+    """In order or not (the two ways merged_runs takes), the runs are the union of the non-empty
+    intervals, apart: checked against a walk in (start, end) order."""
+    if in_order:
+        pairs = sorted(pairs)
+    starts, ends = _arrays(pairs)
+    expected: list[list[int]] = []
+    for start, end in sorted((s, e) for s, e in zip(starts.tolist(), ends.tolist()) if e > s):
+        if expected and start <= expected[-1][1]:
+            expected[-1][1] = max(expected[-1][1], end)
+        else:
+            expected.append([start, end])
+    run_start, run_end = merged_runs(starts, ends)
+    assert [[s, e] for s, e in zip(run_start.tolist(), run_end.tolist())] == expected
+
+
 def test_highest_bits() -> None:
     masks = np.array([1 << 31, 1 << 63, 0, (1 << 63) | (1 << 40)], dtype=np.uint64)
     assert _first_layer(masks, np.array([31, 40, 63])).tolist() == [31, 63, -1, 40]

@@ -57,6 +57,13 @@ def column_codes(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
     return codes, list(uniques)
 
 
+def values_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """A column's values at ``rows``, as ``column.to_numpy()[rows]`` gives them, without making
+    the whole column's: a categorical's values are taken through its codes at those rows only,
+    not one Python object per row of the table."""
+    return np.asarray(column.array[rows])
+
+
 def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
     """A reader's per-batch (per-block, per-line) arrays of one field as one array. The list is
     left holding only the joined array, so a field is never held twice, and asking again gives

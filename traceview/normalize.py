@@ -223,7 +223,7 @@ def _launchers(events: pd.DataFrame) -> None:
     if not device_mask.any() or not host_mask.any():
         return
     host_rows = np.flatnonzero(host_mask)
-    ops = nearest_ancestor(events, host_rows, events["kind"].to_numpy() == Kind.HOST_OP.value)
+    ops = nearest_ancestor(events, host_rows, membership(events["kind"].array)([Kind.HOST_OP.value]))
     # Names as codes throughout: no per-row string is made, and the column is rebuilt from codes.
     names = events["name"].array
     name_codes = np.asarray(names.codes, dtype=np.int64)

@@ -336,9 +336,15 @@ def merged_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.nd
     if not len(starts):
         return starts, ends
     if len(starts) > 1 and (starts[1:] < starts[:-1]).any():
-        order = np.argsort(starts, kind="stable")
-        starts, ends = starts[order], ends[order]
-    reach = np.maximum.accumulate(ends)
+        # Out of order: the starts and the ends are sorted each on its own, which is all the union
+        # needs (no gather of one array by the other's order). With both sorted, the i-th start
+        # begins a run exactly when the i smallest ends all lie before it: an interval ending
+        # before a start began before it (none is empty), so those ends are those of the i
+        # intervals that start first, and the largest of them, the (i - 1)-th end, is where the
+        # run before it ends.
+        starts, reach = np.sort(starts), np.sort(ends)
+    else:
+        reach = np.maximum.accumulate(ends)
     # A run begins at a start beyond everything before it; it ends at the reach just before the next.
     begins = np.empty(len(starts), dtype=bool)
     begins[0] = True
@@ -409,13 +415,19 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
     per_step["total"] = per_step[list(BUCKETS)].sum(axis=1)
 
     # Details: time of each detail layer ("memcpy.H2D", "launch_overhead.queued" …) that won its segment.
+    # (One count over (step, layer) for all of them, not a pass over the segments per layer.)
     detail_cols: dict[str, np.ndarray] = {}
-    for i, name in enumerate(seg.layer_names):
-        if "." not in name:
-            continue
-        won = sel & (seg.winner_layer == i)
-        column = int_bincount(seg.step[won], seg.length[won], n_steps)
-        detail_cols[name] = detail_cols.get(name, 0) + column
+    n_layers = len(seg.layer_names)
+    detail_layers = [i for i, name in enumerate(seg.layer_names) if "." in name]
+    if detail_layers:
+        is_detail = np.zeros(n_layers + 1, dtype=bool)  # (the last entry: winner -1, no layer)
+        is_detail[detail_layers] = True
+        won = sel & is_detail[seg.winner_layer]
+        per_layer = int_bincount(seg.step[won] * n_layers + seg.winner_layer[won], seg.length[won],
+                                 n_steps * n_layers).reshape(n_steps, n_layers)
+        for i in detail_layers:
+            name = seg.layer_names[i]
+            detail_cols[name] = detail_cols.get(name, 0) + per_layer[:, i]
     details = pd.DataFrame(dict(sorted(detail_cols.items())), index=per_step.index)
     return Attribution(per_step=per_step, details=details, mode=mode, options=options,
                        gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule,

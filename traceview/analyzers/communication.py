@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from traceview.analyzers.attribution import covered, int_bincount, window_segments
+from traceview.arrays import membership
 from traceview.results import CommOverlap, Steps
 from traceview.roles import Role
 from traceview.schema import Timeline
@@ -33,12 +34,12 @@ def comm_overlap(timeline: Timeline, steps: Steps) -> CommOverlap | None:
     """Communication vs compute per step and over the whole trace; ``None`` when the trace runs no
     communication kernel (the reports then say nothing about it)."""
     ev = timeline.events
-    role = ev["role"].to_numpy()
+    role_in = membership(ev["role"].array)
     on_device = ev["device"].to_numpy() >= 0
-    comm = on_device & (role == Role.DEVICE_COMMUNICATION.value)
+    comm = on_device & role_in([Role.DEVICE_COMMUNICATION.value])
     if not comm.any():
         return None
-    compute = on_device & (role == Role.DEVICE_KERNEL.value)
+    compute = on_device & role_in([Role.DEVICE_KERNEL.value])
     ts = ev["ts"].to_numpy()
     end = ts + ev["dur"].to_numpy()
     table = steps.table

@@ -34,6 +34,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from traceview.arrays import membership
 from traceview.schema import Kind, Timeline
 
 _BUSY_KINDS = (Kind.KERNEL.value, Kind.MEMCPY.value, Kind.MEMSET.value, Kind.DEVICE_SYNC.value)
@@ -61,19 +62,20 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
 def device_time(timeline: Timeline) -> pd.DataFrame:
     """One row per device: span_ns, busy_ns, idle_ns, compute_ns, non_compute_ns and shares."""
     ev = timeline.events
-    kind = ev["kind"].to_numpy()
+    kind_in = membership(ev["kind"].array)
+    busy_kind, kernel = kind_in(_BUSY_KINDS), kind_in([Kind.KERNEL.value])
     device = ev["device"].to_numpy()
     ts = ev["ts"].to_numpy()
     end = ts + ev["dur"].to_numpy()
     communication = _communication_kernels(ev)
     rows = []
     for dev in sorted(int(d) for d in np.unique(device[device >= 0])):
-        busy_mask = (device == dev) & np.isin(kind, _BUSY_KINDS)
+        busy_mask = (device == dev) & busy_kind
         if not busy_mask.any():
             continue
         span = int(end[busy_mask].max() - ts[busy_mask].min())
         busy = union_length(ts[busy_mask], end[busy_mask])
-        kmask = busy_mask & (kind == Kind.KERNEL.value) & ~communication
+        kmask = busy_mask & kernel & ~communication
         compute = union_length(ts[kmask], end[kmask])
         rows.append(
             {
@@ -97,4 +99,4 @@ def _communication_kernels(events: pd.DataFrame) -> np.ndarray:
     hits = np.fromiter((COMMUNICATION_KERNEL.match(str(c)) is not None for c in categories), bool, len(categories))
     codes = names.cat.codes.to_numpy()
     is_comm = np.append(hits, False)[codes]  # code -1 (missing name) picks the appended False
-    return is_comm & (events["kind"].to_numpy() == Kind.KERNEL.value)
+    return is_comm & membership(events["kind"].array)([Kind.KERNEL.value])

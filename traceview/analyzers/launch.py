@@ -16,6 +16,7 @@ import dataclasses
 import numpy as np
 
 from traceview.analyzers.pauses import without_pauses
+from traceview.arrays import membership
 from traceview.normalize import launch_rows, top_level_ops
 from traceview.results import LaunchStats, Steps
 from traceview.schema import Kind, Timeline
@@ -41,9 +42,8 @@ def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.
     )
     if not timeline.has_device:
         return stats
-    kind = ev["kind"].to_numpy()
     rows = launch_rows(ev)
-    kernels = np.flatnonzero((kind == Kind.KERNEL.value) & (rows >= 0))
+    kernels = np.flatnonzero(membership(ev["kind"].array)([Kind.KERNEL.value]) & (rows >= 0))
     launches = rows[kernels]
     keep = in_steady[launches]
     kernels, launches = kernels[keep], launches[keep]

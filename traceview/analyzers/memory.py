@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from traceview.arrays import membership, values_at
 from traceview.normalize import top_level_ops
 from traceview.results import MemoryUse, Steps
 from traceview.schema import Timeline
@@ -94,8 +95,7 @@ def _enclosing_ops(timeline: Timeline, memory: pd.DataFrame, rows: np.ndarray) -
     has = enclosing >= 0
     if has.any():
         op_rows[has] = _outermost(events, enclosing[has], top_level_ops(events))
-    names = events["name"].to_numpy()
-    return np.where(op_rows >= 0, names[np.maximum(op_rows, 0)], OUTSIDE_OPS).astype(object)
+    return np.where(op_rows >= 0, values_at(events["name"], np.maximum(op_rows, 0)), OUTSIDE_OPS).astype(object)
 
 
 def _enclosing_events(timeline: Timeline, memory: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
@@ -108,11 +108,11 @@ def _enclosing_events(timeline: Timeline, memory: pd.DataFrame, rows: np.ndarray
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()
     parent = events["parent"].to_numpy()
-    track = events["track"].astype(object).to_numpy()
+    track_in = membership(events["track"].array)
     sample_track = memory["track"].astype(object).to_numpy()[rows]
     sample_ts = memory["ts"].to_numpy()[rows]
     for label in pd.unique(sample_track):
-        on_track = np.flatnonzero(host & (track == label))  # rows sorted by ts
+        on_track = np.flatnonzero(host & track_in([label]))  # rows sorted by ts
         mine = np.flatnonzero(sample_track == label)
         if not len(on_track):
             continue

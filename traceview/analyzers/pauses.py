@@ -71,7 +71,12 @@ def excess(lengths: np.ndarray) -> np.ndarray:
     # Work the program does every few steps (a log line every N steps) stretches the same place in
     # each step that does it; a place stretched in two steps or more is that, not a pause.
     paused &= np.count_nonzero(paused, axis=0) == 1
-    return np.where(paused, over, 0).astype(np.int64)
+    # Pauses are rare: the excess is written into the few cells that hold one, not selected and
+    # cast over the whole matrix.
+    pause = np.zeros(lengths.shape, dtype=np.int64)
+    cells = np.nonzero(paused)
+    pause[cells] = over[cells].astype(np.int64)
+    return pause
 
 
 def event_pauses(rows: np.ndarray, step: np.ndarray, codes: np.ndarray, own: np.ndarray

@@ -181,7 +181,7 @@ def sync_each_step(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     ev = diag.timeline.events
     steady = diag.steps.in_steady(ev)
-    calls = int((steady & (ev["kind"].to_numpy() == Kind.SYNC.value)).sum()) / max(len(diag.steady_positions), 1)
+    calls = int((steady & membership(ev["kind"].array)([Kind.SYNC.value])).sum()) / max(len(diag.steady_positions), 1)
     share = shares["sync_wait"]
     return Finding(
         "sync_each_step", "host-device synchronization in every step", _grade(share, 0.02, 0.10),
@@ -305,8 +305,8 @@ def compute_bound(diag: Diagnosis) -> Finding:
     if kernels is not None and diag.communication is not None:
         # The kernel bucket is compute: name the top compute kernel, not a collective.
         ev = diag.timeline.events
-        collective = ev["name"].to_numpy()[ev["role"].to_numpy() == Role.DEVICE_COMMUNICATION.value]
-        kernels = kernels[~kernels["name"].isin(np.unique(collective.astype(str)))]
+        collective = ev["name"].array[membership(ev["role"].array)([Role.DEVICE_COMMUNICATION.value])]
+        kernels = kernels[~kernels["name"].isin(np.unique(np.asarray(collective).astype(str)))]
     top = "" if kernels is None or kernels.empty else str(kernels.iloc[0]["name"])
     top_share = 0.0 if kernels is None or kernels.empty else float(kernels.iloc[0]["share"])
     threads = (diag.timeline.meta.extra.get("capture") or {}).get("intra_op_threads")

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import membership
+from traceview.arrays import membership, values_at
 from traceview.normalize import launch_rows
 from traceview.results import Steps
 from traceview.schema import DEVICE_KINDS, Kind, Timeline
@@ -47,22 +47,21 @@ def find_steps(timeline: Timeline) -> Steps:
     events = timeline.events
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()
-    kind = events["kind"].to_numpy()
-    names = events["name"].to_numpy()
+    names = events["name"]
 
-    markers = np.flatnonzero(kind == Kind.STEP.value)
+    markers = np.flatnonzero(membership(events["kind"].array)([Kind.STEP.value]))
     if len(markers):
-        tracks = events["track"].to_numpy()[markers]
+        tracks = values_at(events["track"], markers)
         counts = pd.Series(tracks).value_counts(sort=False)
         best = counts.index[np.argmax(counts.to_numpy())]
         markers = markers[tracks == best]
         rule = "markers"
         driver = str(best)
         numbers = _marker_numbers(events, markers)
-        detail = f"{len(markers)} step markers ({_marker_label(names[markers])}) on track '{best}'"
+        detail = f"{len(markers)} step markers ({_marker_label(values_at(names, markers))}) on track '{best}'"
     else:
         markers, detail = _repeated_top_level(events)
-        driver = str(events["track"].to_numpy()[markers[0]]) if len(markers) else _busiest_loop_track(events)
+        driver = str(values_at(events["track"], markers[:1])[0]) if len(markers) else _busiest_loop_track(events)
         if len(markers):
             rule = "repeated-top-level"
             numbers = np.arange(len(markers), dtype=np.int64)
@@ -78,7 +77,7 @@ def find_steps(timeline: Timeline) -> Steps:
     else:
         starts = ts[markers]
         host_ends = end[markers]
-        step_names = names[markers]
+        step_names = values_at(names, markers)
         # Markers with the same number (a marker split by the profiler) are merged.
         frame = pd.DataFrame({"number": numbers, "start": starts, "host_end": host_ends, "name": step_names})
         frame = frame.groupby("number", sort=True).agg(start=("start", "min"), host_end=("host_end", "max"),
@@ -158,7 +157,7 @@ def _busiest_loop_track(events: pd.DataFrame) -> str:
     rows = np.flatnonzero((events["device"].to_numpy() < 0) & (events["depth"].to_numpy() == 0))
     if not len(rows):
         return ""
-    frame = pd.DataFrame({"track": events["track"].to_numpy()[rows].astype(str), "dur": events["dur"].to_numpy()[rows]})
+    frame = pd.DataFrame({"track": values_at(events["track"], rows).astype(str), "dur": events["dur"].to_numpy()[rows]})
     busy = frame.groupby("track", sort=True)["dur"].sum()
     loop = busy[busy.index.str.contains(cat.USER_LOOP_TRACK)]
     pick = loop if len(loop) else busy
@@ -171,7 +170,7 @@ def _marker_numbers(events: pd.DataFrame, markers: np.ndarray) -> np.ndarray:
         nums = events["step_num"].to_numpy()[markers]
         if (nums >= 0).all():
             return nums.astype(np.int64)
-    names = events["name"].to_numpy()[markers]
+    names = values_at(events["name"], markers)
     out = np.empty(len(markers), dtype=np.int64)
     for i, name in enumerate(names):
         m = _STEP_NUMBER.search(str(name))
@@ -197,7 +196,7 @@ def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str]:
     if not len(rows):
         return rows, ""
     frame = pd.DataFrame(
-        {"name": events["name"].to_numpy()[rows].astype(str), "track": events["track"].to_numpy()[rows].astype(str),
+        {"name": values_at(events["name"], rows).astype(str), "track": values_at(events["track"], rows).astype(str),
          "dur": events["dur"].to_numpy()[rows]}
     )
     agg = frame.groupby(["track", "name"], sort=True)["dur"].agg(["count", "sum"]).reset_index()
