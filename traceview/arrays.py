@@ -36,14 +36,29 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)``: distinct sorted values and each row's index into them."""
     if not len(values):
         return values.copy(), np.zeros(0, dtype=np.int64)
+    order, ordered, starts = _sorted_runs(values)
+    inverse = np.empty(len(values), dtype=np.int64)
+    inverse[order] = np.cumsum(starts) - 1
+    return ordered[starts], inverse
+
+
+def first_of_each(values: np.ndarray) -> np.ndarray:
+    """The position of each distinct value's first occurrence in ``values``, in order of value."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    order, _, starts = _sorted_runs(values)
+    return order[starts]
+
+
+def _sorted_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(stable sorting order, the values so sorted, where each run of equal values starts) of a
+    non-empty array."""
     order = np.argsort(values, kind="stable")
     ordered = values[order]
     starts = np.empty(len(ordered), dtype=bool)
     starts[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
-    inverse = np.empty(len(values), dtype=np.int64)
-    inverse[order] = np.cumsum(starts) - 1
-    return ordered[starts], inverse
+    return order, ordered, starts
 
 
 def column_codes(column: pd.Series) -> tuple[np.ndarray, list[Any]]:

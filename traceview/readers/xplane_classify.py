@@ -14,7 +14,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import unique_sorted
+from traceview.arrays import first_of_each, unique_sorted
 from traceview.readers.xplane_stats import StatColumn
 from traceview.schema import CATEGORY_LEVELS, Kind, categorical_from_codes, level_dtype, leveled
 
@@ -190,15 +190,7 @@ def copies_and_bytes(
     if len(copies):
         # The launching API call (same correlation id) may name the direction (hipMemcpyHtoDAsync)
         # and carry the size when the device event does not.
-        api_direction: dict[int, str] = {}
-        api_bytes: dict[int, int] = {}
-        for row in np.flatnonzero(~is_device & (correlation >= 0)).tolist():
-            corr = int(correlation[row])
-            m = cat.API_COPY_DIRECTION.search(str(names[row]))
-            if m:
-                api_direction.setdefault(corr, _API_DIRECTION[m.group(1)])
-            if nbytes[row] > 0:
-                api_bytes.setdefault(corr, int(nbytes[row]))
+        api_direction, api_bytes = _api_copy_facts(names, correlation, nbytes, is_device)
         for row in copies.tolist():
             corr = int(correlation[row])
             direction = _detail_direction(details.get(row))
@@ -214,6 +206,29 @@ def copies_and_bytes(
 
 
 _API_DIRECTION = {"HtoD": "H2D", "DtoH": "D2H", "DtoD": "D2D", "HtoH": "H2H", "Peer": "P2P"}
+
+
+def _api_copy_facts(names: pd.Categorical, correlation: np.ndarray, nbytes: np.ndarray, is_device: np.ndarray
+                    ) -> tuple[dict[int, str], dict[int, int]]:
+    """Per correlation id, the copy direction an API call's name gives and the bytes it carries:
+    each from the first host call of that id that has it (a trace launches millions of calls, so
+    a name is matched once per distinct name and an id is looked up once)."""
+    api = np.flatnonzero(~is_device & (correlation >= 0))
+    codes = np.asarray(names.codes, dtype=np.int64)[api]
+    values = list(names.categories)
+    direction_of: dict[int, str] = {}
+    for code in unique_sorted(codes).tolist():
+        m = cat.API_COPY_DIRECTION.search(str(values[code] if code >= 0 else np.nan))
+        if m:
+            direction_of[code] = _API_DIRECTION[m.group(1)]
+    named = api[np.isin(codes, np.array(list(direction_of), dtype=np.int64))]
+    named = named[first_of_each(correlation[named])]
+    api_direction = {int(correlation[row]): direction_of[int(code)]
+                     for row, code in zip(named.tolist(), np.asarray(names.codes)[named].tolist())}
+    sized = api[nbytes[api] > 0]
+    sized = sized[first_of_each(correlation[sized])]
+    api_bytes = dict(zip(correlation[sized].tolist(), nbytes[sized].tolist()))
+    return api_direction, api_bytes
 
 
 def _parse_details(text: str) -> dict[str, str]:
