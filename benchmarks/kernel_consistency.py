@@ -18,7 +18,7 @@ import numpy as np
 
 from traceview.analyzers.diagnosis import diagnose
 from traceview.loader import trace_paths
-from traceview.normalize import compute_ops, op_names, self_time
+from traceview.normalize import compute_ops, op_name_codes, self_time
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 MODES = ("tf-eager", "tf-function", "tf-fit", "tf-graph-v1")
@@ -34,7 +34,8 @@ def profile(folder: Path) -> dict[str, object]:
     ev = diag.timeline.events
     steady = diag.steps.in_steady(ev) & compute_ops(ev)
     n = max(len(diag.steady_positions), 1)
-    names = op_names(ev)[steady].astype(str)
+    codes, values = op_name_codes(ev)
+    names = [str(values[code]) if code >= 0 else "nan" for code in codes[steady].tolist()]
     times = self_time(ev)[steady]
     types: dict[str, float] = {}
     calls: dict[str, int] = {}

@@ -74,9 +74,16 @@ def column_codes(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
 
 def values_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:
     """A column's values at ``rows``, as ``column.to_numpy()[rows]`` gives them, without making
-    the whole column's: a categorical's values are taken through its codes at those rows only,
-    not one Python object per row of the table."""
-    return np.asarray(column.array[rows])
+    the whole column's where the column is a categorical of Python objects (as the readers make
+    names and tracks): its values are taken through its codes at those rows only, not one Python
+    object per row of the table. (Other columns go through ``to_numpy``, whose dtype can depend
+    on rows not taken: a missing value anywhere makes integers floats.)"""
+    import pandas as pd
+
+    values = column.array
+    if isinstance(values, pd.Categorical) and values.categories.dtype == object:
+        return np.asarray(values[rows])
+    return column.to_numpy()[rows]
 
 
 def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:

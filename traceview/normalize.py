@@ -372,19 +372,10 @@ def self_time(events: pd.DataFrame, children: np.ndarray | None = None) -> np.nd
     return np.maximum(dur - covered, 0)
 
 
-def op_names(events: pd.DataFrame) -> np.ndarray:
-    """Event names, with the framework op (XPlane ``fw_op``: tf_op / eager_op / hlo_op) where known
-    (an object array; NaN where the name is missing)."""
-    codes, values = op_name_codes(events)
-    lookup = np.empty(len(values) + 1, dtype=object)
-    lookup[:-1] = values
-    lookup[-1] = np.nan  # code -1
-    return lookup[codes]
-
-
 def op_name_codes(events: pd.DataFrame) -> tuple[np.ndarray, list[Any]]:
-    """:func:`op_names` as codes into a list of values (-1: missing; two codes may hold the same
-    text, a framework op named like an event): no per-row string is made."""
+    """Event names, with the framework op (XPlane ``fw_op``: tf_op / eager_op / hlo_op) where
+    known, as codes into a list of values (-1: missing; two codes may hold the same text, a
+    framework op named like an event): no per-row string is made."""
     codes, values = column_codes(events["name"])
     if "fw_op" not in events.columns:
         return codes, values

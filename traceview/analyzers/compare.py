@@ -37,7 +37,8 @@ from traceview import categories as cat
 from traceview.analyzers.diagnosis import diagnose
 from traceview.analyzers.rules import comparison_findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
-from traceview.normalize import compute_ops, nearest_ancestor, op_names, self_time, top_level_ops
+from traceview.arrays import column_codes, first_of_each, membership
+from traceview.normalize import compute_ops, nearest_ancestor, op_name_codes, self_time, top_level_ops
 from traceview.results import (OP_DIFF_COLUMNS, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
                                Diagnosis, shown_buckets)
 from traceview.schema import Kind
@@ -129,19 +130,21 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
     ev = diag.timeline.events
     steady = diag.steps.in_steady(ev)
     n = max(len(diag.steady_positions), 1)
-    codes, uniques = pd.factorize(op_names(ev))
-    family = np.array([cat.op_family(str(u)) for u in uniques], dtype=object)[codes]
-    family = np.where(_under_optimizer_scope(ev), "optimizer", family)
+    # Families as positions in FAMILIES, each name's decided once per distinct name.
+    codes, values = op_name_codes(ev)
+    family = _family_codes([str(value) for value in values] + [str(np.nan)])[codes]  # (the last: code -1, no name)
+    family[_under_optimizer_scope(ev)] = FAMILIES.index("optimizer")
     inclusive = ev["dur"].to_numpy()
 
     family = _family_from_first_compute(ev, family, compute_ops(ev))
     top = steady & top_level_ops(ev)
-    kind = ev["kind"].to_numpy()
     if diag.timeline.has_device:
-        compute_rows = steady & (kind == Kind.KERNEL.value)
-        launcher = ev["launcher"].astype(str).to_numpy()
-        launcher_family = np.array([cat.op_family(x) if x else "" for x in launcher], dtype=object)
-        compute_family = np.where(launcher_family != "", launcher_family, family)
+        compute_rows = steady & membership(ev["kind"].array)([Kind.KERNEL.value])
+        # A kernel takes its launcher's family; one without a launcher (an empty name), its own name's.
+        launcher_codes, launchers = column_codes(ev["launcher"])
+        launcher_names = [str(x) for x in launchers] + [str(np.nan)]
+        has_launcher = np.array([name != "" for name in launcher_names], dtype=bool)[launcher_codes]
+        compute_family = np.where(has_launcher, _family_codes(launcher_names)[launcher_codes], family)
         compute_time = inclusive
         compute_inside = np.zeros(len(ev), dtype=np.int64)  # device work does not block host dispatch
     else:
@@ -150,9 +153,9 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
         compute_time = self_time(ev)  # on CPU an op computes during its self time
         compute_inside = _compute_inside_top(ev, compute_ops(ev), compute_time)
     rows = []
-    for fam in FAMILIES:
-        ops = top & (family == fam)
-        comp = compute_rows & (compute_family == fam)
+    for position, fam in enumerate(FAMILIES):
+        ops = top & (family == position)
+        comp = compute_rows & (compute_family == position)
         count = int(ops.sum())
         dispatch = float((inclusive[ops] - compute_inside[ops]).sum())
         rows.append(
@@ -165,6 +168,11 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
         )
     frame = pd.DataFrame(rows).set_index("family")
     return frame[(frame != 0).any(axis=1)]
+
+
+def _family_codes(names: list[str]) -> np.ndarray:
+    """Each name's family (:func:`categories.op_family`) as its position in FAMILIES."""
+    return np.array([FAMILIES.index(cat.op_family(name)) for name in names], dtype=np.int8)
 
 
 def _under_optimizer_scope(ev: pd.DataFrame) -> np.ndarray:
@@ -195,12 +203,14 @@ def _family_from_first_compute(ev: pd.DataFrame, family: np.ndarray, compute: np
     rows = np.flatnonzero(compute)  # rows are in ts order, so the first hit per owner is the earliest
     owner = _top_owner(ev, rows)
     ok = owner >= 0
-    first_of_owner = pd.Series(family[rows[ok]], index=owner[ok])
-    first_of_owner = first_of_owner[~first_of_owner.index.duplicated(keep="first")]
+    rows, owner = rows[ok], owner[ok]
+    first = first_of_each(owner)
+    first_family = np.full(len(family), -1, dtype=np.int8)  # per owner row; -1: runs no compute op
+    first_family[owner[first]] = family[rows[first]]
     result = family.copy()
-    generic = np.flatnonzero((family == "other") & top_level_ops(ev))
-    found = first_of_owner.reindex(generic).to_numpy()
-    has = pd.notna(found)
+    generic = np.flatnonzero((family == FAMILIES.index("other")) & top_level_ops(ev))
+    found = first_family[generic]
+    has = found >= 0
     result[generic[has]] = found[has]
     return result
 
