@@ -86,6 +86,34 @@ def values_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:
     return column.to_numpy()[rows]
 
 
+# Up to this deep, one pass per level over every row beats grouping the children by a sort (5.9 M
+# rows of a TF eager trace, 6 levels: 0.09 s against 0.19 s; even at about 16 levels).
+_SCANNED_LEVELS = 12
+
+
+def child_levels(parent: np.ndarray, depth: np.ndarray) -> list[np.ndarray]:
+    """The rows with a parent, grouped by depth (1, 2, … the deepest), each group in row order:
+    computed once for every rule that walks the nesting from the top."""
+    has_parent = (parent >= 0) & (depth >= 1)
+    level_of = np.where(has_parent, depth, 0)
+    deepest = int(level_of.max()) if len(level_of) else 0
+    if deepest <= _SCANNED_LEVELS:
+        return [np.flatnonzero(level_of == d) for d in range(1, deepest + 1)]
+    children = np.flatnonzero(has_parent)
+    return _by_level(children, level_of[children])
+
+
+def _by_level(rows: np.ndarray, level_of: np.ndarray) -> list[np.ndarray]:
+    """``rows`` grouped by level (1, 2, … the deepest), each group in row order: a stable sort of
+    small integers (a radix sort on 8 or 16 bits), then one slice per level."""
+    deepest = int(level_of.max())
+    small = np.int8 if deepest < 2**7 else np.int16 if deepest < 2**15 else level_of.dtype
+    order = np.argsort(level_of.astype(small, copy=False), kind="stable")
+    rows, level_of = rows[order], level_of[order]
+    bounds = np.searchsorted(level_of, np.arange(1, deepest + 2))
+    return [rows[lo:hi] for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+
+
 def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
     """A reader's per-batch (per-block, per-line) arrays of one field as one array. The list is
     left holding only the joined array, so a field is never held twice, and asking again gives

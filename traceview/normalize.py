@@ -107,12 +107,13 @@ def _nest_track(ts: np.ndarray, end: np.ndarray, loose: np.ndarray | None) -> tu
     n = len(ts)
     depth = _open_before(ts, end)
     parent = np.full(n, -1, dtype=np.int64)
+    below = np.flatnonzero(depth == 0)  # (each level's rows are then the next one's parents)
     for level in range(1, int(depth.max()) + 1 if n else 0):
-        below = np.flatnonzero(depth == level - 1)
         here = np.flatnonzero(depth == level)
         if not len(here) or not len(below):
             break
         parent[here] = below[np.maximum(np.searchsorted(below, here) - 1, 0)]
+        below = here
     unsound = _unsound(ts, end, parent, depth)
     if not unsound.any():
         return parent, depth, 0

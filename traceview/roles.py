@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import membership
+from traceview.arrays import child_levels, membership
 from traceview.schema import Kind, first_rows
 
 
@@ -456,9 +456,7 @@ def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], nam
     thunk_name = _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
     in_tracing = tracing.copy()
     role[in_tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
-    max_depth = int(depth.max()) if len(depth) else 0
-    for d in range(1, max_depth + 1):
-        rows = np.flatnonzero((depth == d) & (parent >= 0))
+    for rows in child_levels(parent, depth):  # (depth 1, 2, …: parents before their children)
         if not len(rows):
             continue
         par_role = role[parent[rows]]

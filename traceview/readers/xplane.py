@@ -81,14 +81,14 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import joined, order_by_start_then_longest, per_group, unique_inverse
+from traceview.arrays import child_levels, joined, order_by_start_then_longest, per_group, unique_inverse
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
 from traceview.normalize import nest_tracks, record_overlaps
 from traceview.readers import xplane_memory
 from traceview.readers._io import read_bytes
 from traceview.readers.xplane_classify import (
-    LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, StringCodes, base_kinds, child_levels,
+    LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, StringCodes, base_kinds,
     copies_and_bytes, fw_op_codes, has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names,
     refine_by_nesting, str_stat_codes)
 from traceview.readers.xplane_events import INSTANT, NEGATIVE, OUT_OF_RANGE, LineEvents, event_times
