@@ -1,4 +1,5 @@
-"""Which steps are cold: the warm-up that lasts several steps with nothing recorded to show it."""
+"""Which steps are cold (the warm-up that lasts several steps with nothing recorded to show it),
+and where the steps of a trace without step markers are."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import numpy as np
 import pytest
 
 import traceview
-from traceview.analyzers.steps import WARMUP_FACTOR, _still_warming_up
+from traceview.analyzers.steps import WARMUP_FACTOR, _loop_numbers, _still_warming_up
+from traceview.loader import load_with_steps
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 TORCHSCRIPT = sorted(SAMPLES.glob("*/torch-torchscript"))
+UNMARKED = Path(__file__).resolve().parent / "data" / "torch_cpu_unmarked"  # (how: capture.py there)
 
 
 def _warming(durations: list[float], cold: list[bool]) -> list[int]:
@@ -45,3 +48,34 @@ def test_torchscript_optimizing_call_is_not_steady(folder: Path) -> None:
     steady = table["duration"].to_numpy()[diagnosis.steady_positions]
     assert steady.max() < WARMUP_FACTOR * np.median(steady), table[["number", "duration", "cold"]]
     assert sum(diagnosis.steady_attribution().values()) == pytest.approx(steady.mean(), rel=1e-6)
+
+
+def test_a_one_step_capture_is_one_step_not_its_repeated_ops() -> None:
+    """One training step under profile(), no loop: its two aten::linear repeat at the top level,
+    but hold a small part of the thread's time; the whole trace is the step."""
+    timeline, steps = load_with_steps(UNMARKED / "one_step.json.gz")
+    assert steps.rule == "whole-trace" and len(steps.table) == 1
+    assert "step loop" in steps.rule_detail
+    ev = timeline.events
+    assert steps.table["start"].iloc[0] <= ev["ts"].min()
+    assert steps.table["end"].iloc[0] >= (ev["ts"] + ev["dur"]).max()
+
+
+def test_numbered_record_functions_are_the_steps() -> None:
+    """record_function(f"train_step_{i}") around each step: the names differ only in their
+    number, so the eight runs are the steps, numbered as named."""
+    _, steps = load_with_steps(UNMARKED / "numbered_steps.json.gz")
+    assert steps.rule == "repeated-top-level"
+    assert steps.table["number"].tolist() == list(range(8))
+    assert steps.table["name"].tolist() == [f"train_step_{i}" for i in range(8)]
+    assert "'train_step_0' … 'train_step_7'" in steps.rule_detail
+
+
+def test_loop_numbers_come_from_names_only_when_every_run_has_a_rising_one() -> None:
+    names = np.array(["step_3", "step_4", "step-9"], dtype=object)
+    assert _loop_numbers(names).tolist() == [3, 4, 9]
+    # A name without a number after a separator (an op's own digit is not one), or numbers that
+    # do not rise: the runs' positions.
+    assert _loop_numbers(np.array(["AddmmBackward0", "AddmmBackward0"], dtype=object)).tolist() == [0, 1]
+    assert _loop_numbers(np.array(["step_2", "step_1"], dtype=object)).tolist() == [0, 1]
+    assert _loop_numbers(np.array(["step_1", "step"], dtype=object)).tolist() == [0, 1]

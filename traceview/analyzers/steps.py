@@ -6,7 +6,13 @@ Rules, tried in order; the report names the one that found the steps:
    ``Trace('train', step_num=N)``, JAX ``StepTraceAnnotation``. When markers sit on several host
    tracks, the track with most markers is used.
 2. ``repeated-top-level``: no markers; the top-level host event name that repeats (≥ 2 times)
-   and covers the most time is taken as one step per occurrence.
+   and covers the most time is taken as one step per occurrence — names that differ only in a
+   trailing number after a separator (``train_step_0``, ``train_step_1``: a user's numbered
+   ``record_function``) count as one name, the number as the step's. The runs must hold at
+   least ``LOOP_COVERAGE`` of their track's top-level time (waits such as ``block_until_ready``
+   not counted): the event that marks a step loop holds the work of its track, where an event
+   that merely repeats inside one step (the two ``aten::linear`` of a one-step capture, 16 % of
+   their thread's time) would cut that step into pieces.
 3. ``whole-trace``: neither; the whole trace is one step (and the report says so).
 
 A step window starts at its marker and ends at the later of the marker's end and the end of the
@@ -40,6 +46,12 @@ COLD_FACTOR = 1.5
 # than this × the median of the steps after it (beyond the 2× a busy machine alone can cause).
 WARMUP_FACTOR = 3.0
 _STEP_NUMBER = re.compile(r"#(\d+)$")
+# A number that ends a name after a separator: "train_step_3", "step 3", "iteration-3", "batch#3"
+# (not the digit of an op's own name: "AddmmBackward0").
+_TRAILING_NUMBER = re.compile(r"[_\-#:. ](\d+)$")
+# Runs of a repeated top-level event taken as the steps hold at least this share of their track's
+# top-level time, waits not counted (see rule 2 above).
+LOOP_COVERAGE = 0.5
 
 
 def find_steps(timeline: Timeline) -> Steps:
@@ -64,11 +76,12 @@ def find_steps(timeline: Timeline) -> Steps:
         driver = str(values_at(events["track"], markers[:1])[0]) if len(markers) else _busiest_loop_track(events)
         if len(markers):
             rule = "repeated-top-level"
-            numbers = np.arange(len(markers), dtype=np.int64)
+            numbers = _loop_numbers(values_at(names, markers))
         else:
             rule = "whole-trace"
             numbers = np.zeros(1, dtype=np.int64)
-            detail = "no step markers and no repeated top-level event: the whole trace is one step"
+            detail = ("no step markers, and no repeated top-level event that holds most of its thread's time (a "
+                      "step loop): the whole trace is one step")
 
     if rule == "whole-trace":
         starts = np.array([ts.min() if len(ts) else 0], dtype=np.int64)
@@ -195,22 +208,39 @@ def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str]:
     rows = np.flatnonzero(host)
     if not len(rows):
         return rows, ""
+    names = values_at(events["name"], rows).astype(str)
     frame = pd.DataFrame(
-        {"name": values_at(events["name"], rows).astype(str), "track": values_at(events["track"], rows).astype(str),
-         "dur": events["dur"].to_numpy()[rows]}
+        {"name": names, "loop_name": pd.Series(names).str.replace(_TRAILING_NUMBER, "", regex=True).to_numpy(),
+         "track": values_at(events["track"], rows).astype(str), "dur": events["dur"].to_numpy()[rows]}
     )
-    agg = frame.groupby(["track", "name"], sort=True)["dur"].agg(["count", "sum"]).reset_index()
-    agg = agg[(agg["count"] >= 2) & ~agg["name"].str.contains(cat.NOT_A_STEP)]
+    agg = frame.groupby(["track", "loop_name"], sort=True)["dur"].agg(["count", "sum"]).reset_index()
+    waits = agg["loop_name"].str.contains(cat.NOT_A_STEP)
+    track_time = agg[~waits].groupby("track")["sum"].sum()
+    agg["share"] = agg["sum"] / agg["track"].map(track_time).fillna(0).clip(lower=1)
+    agg = agg[(agg["count"] >= 2) & ~waits & (agg["share"] >= LOOP_COVERAGE)]
     if agg.empty:
         return np.array([], dtype=np.int64), ""
     user_loop = agg["track"].str.contains(cat.USER_LOOP_TRACK)
     if user_loop.any():
         agg = agg[user_loop]
-    best = agg.sort_values(["sum", "track", "name"], ascending=[False, True, True], kind="stable").iloc[0]
-    chosen = rows[(frame["name"].to_numpy() == best["name"]) & (frame["track"].to_numpy() == best["track"])]
-    detail = (f"no step markers; each of the {len(chosen)} runs of the top-level event '{best['name']}' "
-              f"on '{best['track']}' is taken as one step")
+    best = agg.sort_values(["sum", "track", "loop_name"], ascending=[False, True, True], kind="stable").iloc[0]
+    picked = (frame["loop_name"].to_numpy() == best["loop_name"]) & (frame["track"].to_numpy() == best["track"])
+    chosen = rows[picked]
+    first, last = names[picked][0], names[picked][-1]
+    what = f"event '{first}'" if first == last else f"events '{first}' … '{last}'"
+    detail = (f"no step markers; each of the {len(chosen)} runs of the top-level {what} on '{best['track']}' "
+              f"({best['share']:.0%} of that thread's top-level time) is taken as one step")
     return chosen, detail
+
+
+def _loop_numbers(names: np.ndarray) -> np.ndarray:
+    """Step numbers of the runs of a repeated top-level event: the number each name ends with
+    (``train_step_3`` → 3) when every run has one and they rise, else the runs' positions."""
+    found = [_TRAILING_NUMBER.search(str(name)) for name in names]
+    numbers = [int(m.group(1)) for m in found if m]
+    if len(numbers) == len(names) and all(b > a for a, b in zip(numbers, numbers[1:])) and max(numbers) < 2**62:
+        return np.array(numbers, dtype=np.int64)
+    return np.arange(len(names), dtype=np.int64)
 
 
 def _device_work_end(events: pd.DataFrame, starts: np.ndarray, host_ends: np.ndarray) -> np.ndarray:

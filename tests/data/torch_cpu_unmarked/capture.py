@@ -1,0 +1,52 @@
+"""How the traces beside this file were captured (torch 2.13 CPU): torch.profiler runs a user
+would write without traceview's collectors, whose steps carry no ProfilerStep markers.
+
+- ``one_step.json.gz``: one training step of a two-layer MLP under ``profile()``: no loop at all,
+  so the whole trace is the step (its two ``aten::linear`` repeat, and are not steps).
+- ``numbered_steps.json.gz``: eight steps, each in ``record_function(f"train_step_{i}")``.
+
+    python tests/data/torch_cpu_unmarked/capture.py tests/data/torch_cpu_unmarked
+"""
+
+import gzip
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.profiler import ProfilerActivity, profile, record_function
+
+
+def main(out: Path) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+
+    def step() -> None:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+    step()  # (warm: the captures hold no first-call work)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step()
+    _export(prof, out / "one_step.json.gz")
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for i in range(8):
+            with record_function(f"train_step_{i}"):
+                step()
+    _export(prof, out / "numbered_steps.json.gz")
+
+
+def _export(prof: profile, path: Path) -> None:
+    plain = path.with_suffix("")
+    prof.export_chrome_trace(str(plain))
+    with plain.open("rb") as src, gzip.open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    plain.unlink()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
