@@ -10,11 +10,12 @@ import pytest
 
 import traceview
 from traceview.analyzers.steps import WARMUP_FACTOR, _loop_numbers, _still_warming_up
-from traceview.loader import load_with_steps
+from traceview.loader import load_with_steps, trace_paths
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 TORCHSCRIPT = sorted(SAMPLES.glob("*/torch-torchscript"))
 UNMARKED = Path(__file__).resolve().parent / "data" / "torch_cpu_unmarked"  # (how: capture.py there)
+UNMARKED_TF = Path(__file__).resolve().parent / "data" / "tf_cpu_unmarked"  # (how: capture.py there)
 
 
 def _warming(durations: list[float], cold: list[bool]) -> list[int]:
@@ -52,7 +53,7 @@ def test_torchscript_optimizing_call_is_not_steady(folder: Path) -> None:
 
 def test_a_one_step_capture_is_one_step_not_its_repeated_ops() -> None:
     """One training step under profile(), no loop: its two aten::linear repeat at the top level,
-    but hold a small part of the thread's time; the whole trace is the step."""
+    but a framework op is no unit of a loop; the whole trace is the step."""
     timeline, steps = load_with_steps(UNMARKED / "one_step.json.gz")
     assert steps.rule == "whole-trace" and len(steps.table) == 1
     assert "step loop" in steps.rule_detail
@@ -69,6 +70,17 @@ def test_numbered_record_functions_are_the_steps() -> None:
     assert steps.table["number"].tolist() == list(range(8))
     assert steps.table["name"].tolist() == [f"train_step_{i}" for i in range(8)]
     assert "'train_step_0' … 'train_step_7'" in steps.rule_detail
+
+
+@pytest.mark.parametrize(("run", "name", "count"), [("fit", "multi_step_on_iterator", 16), ("loop", "train_step", 10)])
+def test_tensorflow_step_calls_are_the_steps(run: str, name: str, count: int) -> None:
+    """A user's own tf.profiler capture has no step markers: Keras 3 fit's step function calls
+    (not the eager ops it runs between them, which take more time) and a custom tf.function's
+    calls are the steps."""
+    _, steps = load_with_steps(trace_paths(UNMARKED_TF / run)[0])
+    assert steps.rule == "repeated-top-level"
+    assert len(steps.table) == count
+    assert set(steps.table["name"]) == {name}
 
 
 def test_loop_numbers_come_from_names_only_when_every_run_has_a_rising_one() -> None:

@@ -8,11 +8,12 @@ Rules, tried in order; the report names the one that found the steps:
 2. ``repeated-top-level``: no markers; the top-level host event name that repeats (≥ 2 times)
    and covers the most time is taken as one step per occurrence — names that differ only in a
    trailing number after a separator (``train_step_0``, ``train_step_1``: a user's numbered
-   ``record_function``) count as one name, the number as the step's. The runs must hold at
-   least ``LOOP_COVERAGE`` of their track's top-level time (waits such as ``block_until_ready``
-   not counted): the event that marks a step loop holds the work of its track, where an event
-   that merely repeats inside one step (the two ``aten::linear`` of a one-step capture, 16 % of
-   their thread's time) would cut that step into pieces.
+   ``record_function``) count as one name, the number as the step's. Only events whose role
+   makes them a unit of the user's loop can be steps (``LOOP_ROLES``: a user's range, a user's
+   Python function, a call of a compiled or traced function) — not a framework op, a runtime
+   call or framework machinery, which repeat inside any one step (the two ``aten::linear`` of a
+   one-step capture would cut that step into pieces; TF's eager-op dispatch
+   ``TFE_Py_FastPathExecute_C`` runs between Keras ``fit``'s step calls).
 3. ``whole-trace``: neither; the whole trace is one step (and the report says so).
 
 A step window starts at its marker and ends at the later of the marker's end and the end of the
@@ -39,6 +40,7 @@ from traceview import categories as cat
 from traceview.arrays import membership, values_at
 from traceview.normalize import launch_rows
 from traceview.results import Steps
+from traceview.roles import Role
 from traceview.schema import DEVICE_KINDS, Kind, Timeline
 
 COLD_FACTOR = 1.5
@@ -49,9 +51,11 @@ _STEP_NUMBER = re.compile(r"#(\d+)$")
 # A number that ends a name after a separator: "train_step_3", "step 3", "iteration-3", "batch#3"
 # (not the digit of an op's own name: "AddmmBackward0").
 _TRAILING_NUMBER = re.compile(r"[_\-#:. ](\d+)$")
-# Runs of a repeated top-level event taken as the steps hold at least this share of their track's
-# top-level time, waits not counted (see rule 2 above).
-LOOP_COVERAGE = 0.5
+# The roles (roles.py) of events that can be the steps of a loop without markers (rule 2 above): a
+# user's range (record_function, tf.profiler Trace without step_num), a user's Python frame, a call
+# of a tf.function / jitted function / compiled region, tracing or not.
+LOOP_ROLES = (Role.ANNOTATION.value, Role.PYTHON_USER.value, Role.CALL.value, Role.CALL_TRACING.value,
+              Role.COMPILED_CODE.value)
 
 
 def find_steps(timeline: Timeline) -> Steps:
@@ -80,8 +84,8 @@ def find_steps(timeline: Timeline) -> Steps:
         else:
             rule = "whole-trace"
             numbers = np.zeros(1, dtype=np.int64)
-            detail = ("no step markers, and no repeated top-level event that holds most of its thread's time (a "
-                      "step loop): the whole trace is one step")
+            detail = ("no step markers, and no repeated top-level range, user function or function call (a step "
+                      "loop): the whole trace is one step")
 
     if rule == "whole-trace":
         starts = np.array([ts.min() if len(ts) else 0], dtype=np.int64)
@@ -205,6 +209,7 @@ def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str]:
     candidates there, the name covering the most time wins.
     """
     host = (events["device"].to_numpy() < 0) & (events["depth"].to_numpy() == 0)
+    host &= membership(events["role"].array)(LOOP_ROLES)
     rows = np.flatnonzero(host)
     if not len(rows):
         return rows, ""
@@ -214,10 +219,7 @@ def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str]:
          "track": values_at(events["track"], rows).astype(str), "dur": events["dur"].to_numpy()[rows]}
     )
     agg = frame.groupby(["track", "loop_name"], sort=True)["dur"].agg(["count", "sum"]).reset_index()
-    waits = agg["loop_name"].str.contains(cat.NOT_A_STEP)
-    track_time = agg[~waits].groupby("track")["sum"].sum()
-    agg["share"] = agg["sum"] / agg["track"].map(track_time).fillna(0).clip(lower=1)
-    agg = agg[(agg["count"] >= 2) & ~waits & (agg["share"] >= LOOP_COVERAGE)]
+    agg = agg[(agg["count"] >= 2) & ~agg["loop_name"].str.contains(cat.NOT_A_STEP)]
     if agg.empty:
         return np.array([], dtype=np.int64), ""
     user_loop = agg["track"].str.contains(cat.USER_LOOP_TRACK)
@@ -228,8 +230,7 @@ def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str]:
     chosen = rows[picked]
     first, last = names[picked][0], names[picked][-1]
     what = f"event '{first}'" if first == last else f"events '{first}' … '{last}'"
-    detail = (f"no step markers; each of the {len(chosen)} runs of the top-level {what} on '{best['track']}' "
-              f"({best['share']:.0%} of that thread's top-level time) is taken as one step")
+    detail = f"no step markers; each of the {len(chosen)} runs of the top-level {what} on '{best['track']}' is taken as one step"
     return chosen, detail
 
 
