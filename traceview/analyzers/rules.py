@@ -34,15 +34,18 @@ finding is the largest cause. A rule may return ``None`` when the trace has noth
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from traceview.analyzers.modes import advice
-from traceview.arrays import membership
+from traceview.arrays import column_codes, membership, unique_sorted
 from traceview.results import GRADES, PAUSED_DETAIL, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role
 from traceview.schema import Kind
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # cold_compile is ranked as its extra time spread over this many steps (or the captured steps,
 # when more): the shortest run in which one compile is worth weighing against per-step causes.
@@ -271,16 +274,29 @@ def host_compute(diag: Diagnosis) -> Finding:
     # Without Python calls in the trace, unrecorded time on the step's thread is the user's code or
     # the framework's own Python around its calls (TF's Session.run wrapper, Keras layers): the
     # summary says so (the grade stays the share's).
-    python_events = bool(membership(diag.timeline.events["kind"].array)([Kind.PYTHON.value]).any())
+    ev = diag.timeline.events
+    python_rows = membership(ev["kind"].array)([Kind.PYTHON.value])
+    python_events = bool(python_rows.any())
     return Finding(
         "host_compute", "the step's thread runs the user's own host work (Python, GC) between framework calls",
         _grade(share, 0.05, 0.20),
-        {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred, "python_events": python_events},
+        {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred, "python_events": python_events,
+         "python_paths": python_events and _names_a_path(ev, python_rows)},
         "move per-step Python work (metrics, logging, data munging, object churn that triggers garbage "
         "collection) out of the step, vectorize it, or run it in the input pipeline",
         "≥ 5 % moderate, ≥ 20 % high",
         share * total,
     )
+
+
+def _names_a_path(ev: pd.DataFrame, rows: np.ndarray) -> bool:
+    """Whether any of these Python frames names its file with a directory. Frameworks' frames are
+    told from the user's by their package's path (roles.py); JAX's and TensorFlow's Python tracers
+    record a file's base name only (``$api.py:466 grad_f``), so there the framework's own Python
+    counts as the user's."""
+    codes, values = column_codes(ev["name"])
+    return any(("/" in str(values[code]) or "\\" in str(values[code])) for code in unique_sorted(codes[rows]).tolist()
+               if code >= 0)
 
 
 @rule
