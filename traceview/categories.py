@@ -127,6 +127,17 @@ TF_HOST_OP = re.compile(
 TF_OP_KERNEL = re.compile(r"^[^\s:]+:[A-Za-z_][\w]*$")
 # The host waits for XLA work it enqueued (XLA CPU runs thunks on Eigen threads; PJRT buffers).
 XLA_SYNC = re.compile(r"^(BlockUntilReady|BlockHostUntilReady|\w+::BlockHostUntilReady|\w+::BlockUntilReady)$")
+# Python frames as JAX's and TensorFlow's Python tracers name them: "$<file base name>:<line> <function>"
+# (no folder: a framework's files cannot be told from the user's by their package's path).
+BASE_NAME_FRAME = re.compile(r"^\$([^/\\:]+):\d+ ")
+PATH_IN_NAME = re.compile(r"[/\\]")  # a frame named with its file's folder
+# The wrapper frame every public API call of a framework runs in, named so: JAX wraps its API
+# functions with jax/_src/traceback_util.py api_boundary (frame reraise_with_filtered_traceback);
+# TensorFlow (tensorflow/python/util/traceback_utils.py) and Keras 3 (keras/src/utils/
+# traceback_utils.py) with filter_traceback's error_handler. What runs inside one is the framework's
+# work, and a file whose frames run there is the framework's (roles.py).
+PYTHON_API_BOUNDARY = re.compile(r"^\$traceback_utils?\.py:\d+ (reraise_with_filtered_traceback|api_boundary|"
+                                 r"error_handler)$")
 # Host ranges inside which XLA runs its thunks; a child named like an HLO instruction
 # ("custom-call.1", "loop_convert_fusion", "wrapped_transpose") is a thunk (kind host_op).
 XLA_MODULE_EXECUTION = re.compile(r"(:XLA (CPU|GPU|TPU) module$|^ThunkExecutor::Execute$|^GpuExecutable::ExecuteThunks$)")

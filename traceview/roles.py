@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import child_levels, membership
+from traceview.arrays import child_levels, membership, unique_sorted
 from traceview.schema import Kind, first_rows
 
 
@@ -330,6 +330,7 @@ def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
     role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
     python = kind_in([Kind.PYTHON.value])
     host_op = kind_in([Kind.HOST_OP.value])
+    role = _framework_files_by_api_calls(events, role, name_values, name_codes, python)
     role = _nesting(events, role, name_values, name_codes, tracing, python, host_op)
     return _loose_thunks(events, role, name_values, name_codes, host_op)
 
@@ -384,6 +385,56 @@ def _rule_roles(kind_codes: np.ndarray, kind_values: list[str], name_codes: np.n
     for k, r in KIND_ROLES.items():
         role[kind_in({k}) & (role < 0)] = _ROLE_CODE[r.value]
     role[role < 0] = _ROLE_CODE[Role.ANNOTATION.value]
+    return role
+
+
+def frames_name_paths(name_values: list[str], name_codes: np.ndarray, python: np.ndarray) -> bool:
+    """Whether any of the ``python`` frames names its file with a folder (torch's Python tracer
+    does, ``torch/nn/modules/module.py(1751): _call_impl``; JAX's and TensorFlow's do not)."""
+    return any(cat.PATH_IN_NAME.search(name_values[code]) for code in unique_sorted(name_codes[python]).tolist()
+               if code >= 0)
+
+
+def _framework_files_by_api_calls(events: pd.DataFrame, role: np.ndarray, name_values: list[str],
+                                  name_codes: np.ndarray, python: np.ndarray) -> np.ndarray:
+    """The framework's own Python, where the trace names Python files without their folders.
+
+    JAX's and TensorFlow's Python tracers record a frame as ``$api.py:466 grad_f``: the rule that
+    tells a framework's frames by their package's path (``jax/``, ``tensorflow/``) cannot apply, and
+    every frame would count as the user's (an un-jitted ``jax.grad`` step as 86 % user Python). What
+    runs inside one of the framework's API calls is told by its wrapper frame
+    (:data:`categories.PYTHON_API_BOUNDARY`), and a file is the framework's when its frames run
+    inside such a call and it is not a file of the user's own loop — the files of the outermost
+    frames outside every such call — or when it holds what a wrapper directly calls (the API's own
+    implementation: ``api.py``, whose ``block_until_ready`` the loop may also call without a
+    wrapper). Frames of the framework's files become ``python_framework``,
+    inside an API call or not (a jax.numpy operator on arrays runs the same files). A user's module
+    reached only through the framework (a loss in its own file, called by ``jax.grad``) is counted
+    as the framework's: its own time is the Python glue between array calls."""
+    code = _ROLE_CODE
+    boundary = python & _lookup(cat.PYTHON_API_BOUNDARY, name_values, name_codes)
+    if not boundary.any():
+        return role
+    if frames_name_paths(name_values, name_codes, python):
+        return role  # (the path rules decide)
+    file_of = [cat.BASE_NAME_FRAME.match(value) for value in name_values]  # (builtins, "$builtins len": none)
+    files = sorted({m.group(1) for m in file_of if m is not None})
+    file_index = {name: i for i, name in enumerate(files)}
+    file = np.array([file_index[m.group(1)] if m is not None else -1 for m in file_of] + [-1], dtype=np.int64)[name_codes]
+    parent = events["parent"].to_numpy()
+    inside = boundary.copy()  # the frame, or a frame around it, is an API call's wrapper
+    for rows in child_levels(parent, events["depth"].to_numpy()):
+        inside[rows] |= inside[parent[rows]] & python[parent[rows]]
+    has_parent = parent >= 0
+    outermost = python & ~inside & (~has_parent | ~python[np.maximum(parent, 0)])
+    below_wrapper = python & has_parent & boundary[np.maximum(parent, 0)]  # the API's own implementation
+    framework = np.zeros(len(files) + 1, dtype=bool)  # (the last entry: no file)
+    framework[file[python & inside]] = True
+    framework[file[outermost]] = False
+    framework[file[below_wrapper | boundary]] = True
+    framework[-1] = False
+    chosen = python & framework[file] & (role == code[Role.PYTHON_USER.value])
+    role[chosen] = code[Role.PYTHON_FRAMEWORK.value]
     return role
 
 

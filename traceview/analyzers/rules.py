@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from traceview.analyzers.modes import advice
-from traceview.arrays import column_codes, membership, unique_sorted
+from traceview.arrays import column_codes, membership
 from traceview.results import GRADES, PAUSED_DETAIL, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
-from traceview.roles import Role
+from traceview.roles import Role, frames_name_paths
 from traceview.schema import Kind
 
 if TYPE_CHECKING:
@@ -281,7 +281,7 @@ def host_compute(diag: Diagnosis) -> Finding:
         "host_compute", "the step's thread runs the user's own host work (Python, GC) between framework calls",
         _grade(share, 0.05, 0.20),
         {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred, "python_events": python_events,
-         "python_paths": python_events and _names_a_path(ev, python_rows)},
+         "python_paths": python_events and frames_name_paths(*_name_codes(ev), python_rows)},
         "move per-step Python work (metrics, logging, data munging, object churn that triggers garbage "
         "collection) out of the step, vectorize it, or run it in the input pipeline",
         "≥ 5 % moderate, ≥ 20 % high",
@@ -289,14 +289,12 @@ def host_compute(diag: Diagnosis) -> Finding:
     )
 
 
-def _names_a_path(ev: pd.DataFrame, rows: np.ndarray) -> bool:
-    """Whether any of these Python frames names its file with a directory. Frameworks' frames are
-    told from the user's by their package's path (roles.py); JAX's and TensorFlow's Python tracers
-    record a file's base name only (``$api.py:466 grad_f``), so there the framework's own Python
-    counts as the user's."""
+def _name_codes(ev: pd.DataFrame) -> tuple[list[str], np.ndarray]:
+    """The name column's values (as text) and codes. Where frames are named without folders
+    (``python_paths`` false: JAX's and TensorFlow's Python tracers), the framework's own frames are
+    told from the user's only by its API calls (roles.py), and the rest count as the user's."""
     codes, values = column_codes(ev["name"])
-    return any(("/" in str(values[code]) or "\\" in str(values[code])) for code in unique_sorted(codes[rows]).tolist()
-               if code >= 0)
+    return [str(value) for value in values], codes
 
 
 @rule

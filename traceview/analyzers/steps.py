@@ -8,7 +8,11 @@ Rules, tried in order; the report names the one that found the steps:
 2. ``repeated-top-level``: no markers; the top-level host event name that repeats (≥ 2 times)
    and covers the most time is taken as one step per occurrence — names that differ only in a
    trailing number after a separator (``train_step_0``, ``train_step_1``: a user's numbered
-   ``record_function``) count as one name, the number as the step's. Only events whose role
+   ``record_function``) count as one name, the number as the step's. A step runs from its run's
+   start to the next run's (the last, to its own end), as ``ProfilerStep#N`` runs from one
+   ``step()`` to the next: what the loop does between the runs — Keras ``fit``'s own eager work
+   between its step calls, a wait for the result, an un-jitted ``jax.grad`` call before the
+   update that was taken as the run — is the step's too. Only events whose role
    makes them a unit of the user's loop can be steps (``LOOP_ROLES``: a user's range, a user's
    Python function, a call of a compiled or traced function) — not a framework op, a runtime
    call or framework machinery, which repeat inside any one step (the two ``aten::linear`` of a
@@ -104,6 +108,10 @@ def find_steps(timeline: Timeline) -> Steps:
         starts = frame["start"].to_numpy()
         host_ends = frame["host_end"].to_numpy()
         step_names = frame["name"].to_numpy()
+        if rule == "repeated-top-level":
+            # A run is the step's start; the step runs on to the next run (as ProfilerStep#N runs from
+            # one step() to the next): what the loop does between its runs is the step's too.
+            host_ends = np.concatenate((np.maximum(host_ends[:-1], starts[1:]), host_ends[-1:]))
 
     device_end = _device_work_end(events, starts, host_ends)
     ends = np.maximum(host_ends, device_end)

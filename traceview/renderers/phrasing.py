@@ -168,7 +168,8 @@ def _host_compute(e: Mapping[str, Any], explains: float) -> str:
               "Python around its calls" if e["inferred_ns"] and not e.get("python_events", True) else "")
     if e["python_ns"] and not e.get("python_paths", True):
         caveat += ("; the trace names Python files without their folders (JAX's and TensorFlow's Python tracers), so "
-                   "the framework's own Python frames cannot be told from yours and are counted here too")
+                   "the framework's own Python is told from yours only by what runs inside its API calls, and the rest "
+                   "of it is counted here")
     return (f"host work outside the framework is {fmt_pct(e['host_compute_share'])} of the step ({fmt_ns(explains)}): "
             f"{fmt_ns(e['python_ns'])} in the user's Python frames, {fmt_ns(e['inferred_ns'])} in unrecorded "
             f"stretches longer than the dispatch-gap threshold{caveat}")
