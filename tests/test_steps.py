@@ -70,6 +70,9 @@ def test_numbered_record_functions_are_the_steps() -> None:
     assert steps.table["number"].tolist() == list(range(8))
     assert steps.table["name"].tolist() == [f"train_step_{i}" for i in range(8)]
     assert "'train_step_0' … 'train_step_7'" in steps.rule_detail
+    # Each step runs on to the next run, as ProfilerStep#N runs to the next step(): the windows abut.
+    table = steps.table
+    assert (table["end"].to_numpy()[:-1] == table["start"].to_numpy()[1:]).all()
 
 
 @pytest.mark.parametrize(("run", "name", "count"), [("fit", "multi_step_on_iterator", 16), ("loop", "train_step", 10)])
