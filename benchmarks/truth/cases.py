@@ -122,6 +122,7 @@ class Case:
     python_events: bool = True  # torch: record Python calls (with_stack)
     python_events_reason: str = ""
     record_shapes: bool = True  # torch: input shapes on every op (off where thousands of ops would bloat the trace)
+    python_tracer: bool = False  # JAX: its Python tracer on (jax.profiler.trace's default; traceview's collector turns it off)
     warmup: int = 3  # unprofiled warm-up steps before measuring / profiling (steady window)
     rounds: int = 10  # measurement rounds (each: one block per variant, order rotating)
     block: int = 6  # steps per variant per round; the first of each block is dropped
@@ -158,6 +159,8 @@ class Case:
         }
         if self.second is not None:
             out["second"] = self.second.spec()
+        if self.python_tracer:
+            out["python_tracer"] = True
         if self.framework == "torch":
             out["python_events"] = self.python_events
             out["record_shapes"] = self.record_shapes
@@ -829,6 +832,25 @@ def jax_tiny_ops(variant: str, knob: int) -> StepProgram:
     return JaxStep(mid=mid)
 
 
+def jax_eager_grad(variant: str, knob: int) -> StepProgram:
+    import jax
+    import jax.numpy as jnp
+
+    small = jax.device_put(jnp.ones(16, jnp.float32), jax.devices("cpu")[0])
+    n = _amount(variant, knob)
+
+    def tiny_loss(w: Any) -> Any:
+        return jnp.sum(jnp.tanh(w) ** 2)
+
+    def mid(i: int) -> None:
+        g = small
+        for _ in range(n):  # each one an un-jitted jax.grad call: JAX traces and differentiates in Python
+            g = jax.grad(tiny_loss)(g)
+        np.asarray(g)  # the result brought back, as a user's loop reads it
+
+    return JaxStep(mid=mid)
+
+
 def jax_user_python(variant: str, knob: int) -> StepProgram:
     n = _amount(variant, knob)
     return JaxStep(mid=lambda i: python_work(n) and None)
@@ -940,6 +962,13 @@ CASES: tuple[Case, ...] = (
          "launch_overhead", "launch_bound", "steady", jax_tiny_ops, knob=Knob(start=200, target_ms=3.0), profiled_steady=2,
          notes="JAX's profiler records ~18 events per tiny op (the jitted call, argument parsing, buffer-hold "
          "waits, the executable's run): a lower target and 2 steady steps keep the trace under 200 KB"),
+    Case("jax-eager-grad", "jax", "jitted step plus N un-jitted jax.grad calls of a tiny function after the step's result, "
+         "with JAX's Python tracer on (jax.profiler.trace's default)",
+         "launch_overhead", "launch_bound", "steady", jax_eager_grad, knob=Knob(start=4, target_ms=4.0), profiled_steady=2,
+         python_tracer=True,
+         notes="the Python tracer names frames by file base name ($api.py:466 grad_f): JAX's own Python is told "
+         "from the user's by what runs inside its API calls (roles.py); each call records ~2,000 frames, so "
+         "a low target and 2 steady steps keep the trace small"),
     Case("jax-user-python", "jax", "pure-Python loop (no framework calls) after the jitted step's result, inside the step marker",
          "host_compute", "host_compute", "steady", jax_user_python, knob=Knob(start=100_000)),
     Case("jax-retrace", "jax", "jitted step given a new Python float as a static argument every step (retraces and recompiles each call) vs the same value",

@@ -278,7 +278,8 @@ def mode_profile(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str, 
     elif case.framework == "jax":
         from traceview.collectors.jax_collector import JaxProfilerSession
 
-        session = JaxProfilerSession(tmp)  # Python tracer and HLO protos off, as traceview captures JAX
+        # Python tracer (unless the case asks for it) and HLO protos off, as traceview captures JAX.
+        session = JaxProfilerSession(tmp, python_events=case.python_tracer)
     else:
         from traceview.collectors.tf_collector import TFProfilerSession
 
