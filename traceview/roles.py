@@ -330,8 +330,10 @@ def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
     role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
     python = kind_in([Kind.PYTHON.value])
     host_op = kind_in([Kind.HOST_OP.value])
-    role = _framework_files_by_api_calls(events, role, name_values, name_codes, python)
-    role = _nesting(events, role, name_values, name_codes, tracing, python, host_op)
+    # The nesting levels, computed once for both rules that walk them from the top.
+    levels = child_levels(events["parent"].to_numpy(), events["depth"].to_numpy())
+    role = _framework_files_by_api_calls(events, role, name_values, name_codes, python, levels)
+    role = _nesting(events, role, name_values, name_codes, tracing, python, host_op, levels)
     return _loose_thunks(events, role, name_values, name_codes, host_op)
 
 
@@ -388,15 +390,15 @@ def _rule_roles(kind_codes: np.ndarray, kind_values: list[str], name_codes: np.n
     return role
 
 
-def frames_name_paths(name_values: list[str], name_codes: np.ndarray, python: np.ndarray) -> bool:
+def frames_name_paths(name_values: list[Any], name_codes: np.ndarray, python: np.ndarray) -> bool:
     """Whether any of the ``python`` frames names its file with a folder (torch's Python tracer
     does, ``torch/nn/modules/module.py(1751): _call_impl``; JAX's and TensorFlow's do not)."""
-    return any(cat.PATH_IN_NAME.search(name_values[code]) for code in unique_sorted(name_codes[python]).tolist()
+    return any(cat.PATH_IN_NAME.search(str(name_values[code])) for code in unique_sorted(name_codes[python]).tolist()
                if code >= 0)
 
 
 def _framework_files_by_api_calls(events: pd.DataFrame, role: np.ndarray, name_values: list[str],
-                                  name_codes: np.ndarray, python: np.ndarray) -> np.ndarray:
+                                  name_codes: np.ndarray, python: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
     """The framework's own Python, where the trace names Python files without their folders.
 
     JAX's and TensorFlow's Python tracers record a frame as ``$api.py:466 grad_f``: the rule that
@@ -423,7 +425,7 @@ def _framework_files_by_api_calls(events: pd.DataFrame, role: np.ndarray, name_v
     file = np.array([file_index[m.group(1)] if m is not None else -1 for m in file_of] + [-1], dtype=np.int64)[name_codes]
     parent = events["parent"].to_numpy()
     inside = boundary.copy()  # the frame, or a frame around it, is an API call's wrapper
-    for rows in child_levels(parent, events["depth"].to_numpy()):
+    for rows in levels:
         inside[rows] |= inside[parent[rows]] & python[parent[rows]]
     has_parent = parent >= 0
     outermost = python & ~inside & (~has_parent | ~python[np.maximum(parent, 0)])
@@ -487,8 +489,9 @@ _FRAMEWORK_PARENT_CODES = np.array([_ROLE_CODE[v] for v in _FRAMEWORK_PARENTS], 
 
 
 def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
-             tracing: np.ndarray, python: np.ndarray, host_op: np.ndarray) -> np.ndarray:
-    """Nesting rules, top-down so they flow through whole subtrees:
+             tracing: np.ndarray, python: np.ndarray, host_op: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
+    """Nesting rules, top-down (``levels``: :func:`traceview.arrays.child_levels`) so they flow
+    through whole subtrees:
 
     - inside graph building → graph_build; inside compilation → compile (ops run while tracing, the
       passes inside a compile range); inside input → input (map functions' ops);
@@ -501,13 +504,12 @@ def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], nam
     """
     code = _ROLE_CODE
     parent = events["parent"].to_numpy()
-    depth = events["depth"].to_numpy()
     builtin = (_lookup(_BUILTIN, name_values, name_codes) | _lookup(_STDLIB_FRAME, name_values, name_codes))
     builtin &= python
     thunk_name = _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
     in_tracing = tracing.copy()
     role[in_tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
-    for rows in child_levels(parent, depth):  # (depth 1, 2, …: parents before their children)
+    for rows in levels:  # (depth 1, 2, …: parents before their children)
         if not len(rows):
             continue
         par_role = role[parent[rows]]

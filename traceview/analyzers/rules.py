@@ -34,7 +34,7 @@ finding is the largest cause. A rule may return ``None`` when the trace has noth
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -43,10 +43,6 @@ from traceview.arrays import column_codes, membership
 from traceview.results import GRADES, PAUSED_DETAIL, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role, frames_name_paths
 from traceview.schema import Kind
-
-if TYPE_CHECKING:
-    import pandas as pd
-
 # cold_compile is ranked as its extra time spread over this many steps (or the captured steps,
 # when more): the shortest run in which one compile is worth weighing against per-step causes.
 COLD_RUN_STEPS = 100
@@ -277,24 +273,19 @@ def host_compute(diag: Diagnosis) -> Finding:
     ev = diag.timeline.events
     python_rows = membership(ev["kind"].array)([Kind.PYTHON.value])
     python_events = bool(python_rows.any())
+    # Frames named without folders (JAX's and TensorFlow's Python tracers): the framework's own Python
+    # is told from the user's only by what runs inside its API calls (roles.py); the summary says so.
+    name_codes, name_values = column_codes(ev["name"])
     return Finding(
         "host_compute", "the step's thread runs the user's own host work (Python, GC) between framework calls",
         _grade(share, 0.05, 0.20),
         {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred, "python_events": python_events,
-         "python_paths": python_events and frames_name_paths(*_name_codes(ev), python_rows)},
+         "python_paths": python_events and frames_name_paths(name_values, name_codes, python_rows)},
         "move per-step Python work (metrics, logging, data munging, object churn that triggers garbage "
         "collection) out of the step, vectorize it, or run it in the input pipeline",
         "≥ 5 % moderate, ≥ 20 % high",
         share * total,
     )
-
-
-def _name_codes(ev: pd.DataFrame) -> tuple[list[str], np.ndarray]:
-    """The name column's values (as text) and codes. Where frames are named without folders
-    (``python_paths`` false: JAX's and TensorFlow's Python tracers), the framework's own frames are
-    told from the user's only by its API calls (roles.py), and the rest count as the user's."""
-    codes, values = column_codes(ev["name"])
-    return [str(value) for value in values], codes
 
 
 @rule

@@ -305,8 +305,8 @@ def _code_table(code: dict[str, int], kinds: frozenset[str]) -> np.ndarray:
 
 def inherit(values: np.ndarray, parent: np.ndarray, levels: list[np.ndarray], should: Any) -> np.ndarray:
     """Copy a parent's value onto children where ``should(child_values, parent_values)`` (a
-    vectorized mask), level by level from the top (``levels``: :func:`traceview.arrays.child_levels`) so that
-    values flow down whole subtrees."""
+    vectorized mask), level by level from the top (``levels``: :func:`traceview.arrays.child_levels`)
+    so that values flow down whole subtrees."""
     values = values.copy()
     for level in levels:
         par = parent[level]
