@@ -1,10 +1,11 @@
-"""Build step for the compiled decoders: the Kineto event scanner (traceview/readers/_kineto_scan.c)
-and the XPlane event decoder (traceview/readers/_xplane_wire.c).
+"""Build step for the compiled parts: the Kineto event scanner (traceview/readers/_kineto_scan.c),
+the XPlane event decoder (traceview/readers/_xplane_wire.c) and the builder's nesting pass
+(traceview/_nesting.c).
 
 Everything else is declared in pyproject.toml. The extensions are optional: where they cannot be
 compiled (no C compiler), the install goes on and traces are decoded in Python (msgspec for
-Kineto JSON, array passes over the wire bytes for XPlane), which gives the same timelines, only
-slower.
+Kineto JSON, array passes over the wire bytes for XPlane) and nested by array passes, which give
+the same timelines, only slower.
 """
 
 from setuptools import Extension, setup
@@ -12,11 +13,11 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            f"traceview.readers.{name}",
-            sources=[f"traceview/readers/{name}.c"],
+            module,
+            sources=[module.replace(".", "/") + ".c"],
             extra_compile_args=["-O3"],
             optional=True,
         )
-        for name in ("_kineto_scan", "_xplane_wire")
+        for module in ("traceview.readers._kineto_scan", "traceview.readers._xplane_wire", "traceview._nesting")
     ]
 )

@@ -12,9 +12,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "traceview"
 
 
 def modules(package: Path) -> dict[str, tuple[Path, bool]]:
-    """Dotted module name -> (file, is a package __init__), for every .py file under ``package``."""
+    """Dotted module name -> (file, is a package __init__), for every .py file under ``package``
+    and every compiled module (its .c source: setup.py builds each as the module of its path)."""
     out: dict[str, tuple[Path, bool]] = {}
-    for path in sorted(package.rglob("*.py")):
+    for path in sorted([*package.rglob("*.py"), *package.rglob("*.c")]):
         parts = list(path.relative_to(package.parent).with_suffix("").parts)
         is_package = parts[-1] == "__init__"
         out[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
@@ -50,6 +51,9 @@ def import_graph(package: Path) -> dict[str, set[str]]:
     for name, (path, is_package) in known.items():
         parent = name if is_package else name.rpartition(".")[0]
         edges: set[str] = set()
+        if path.suffix == ".c":  # (a compiled module imports nothing of the package)
+            graph[name] = edges
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             for module, imported in _imported(node, parent):
                 target = f"{module}.{imported}" if imported and f"{module}.{imported}" in known else resolve(module)

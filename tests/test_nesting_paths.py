@@ -1,13 +1,22 @@
-"""nest_tracks nests a lone host track in place exactly as it nests a track among others."""
+"""nest_tracks nests a lone host track in place exactly as it nests a track among others, and
+the compiled walk (traceview/_nesting.c) nests and cuts own pieces exactly as the array passes do."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from traceview import normalize
 from traceview.arrays import order_by_start_then_longest
 from traceview.normalize import nest_tracks
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "traces"
 
 events = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 12), st.booleans()), min_size=1, max_size=40)
 
@@ -39,8 +48,6 @@ def test_one_track_alone_and_among_others(rows: list[tuple[int, int, bool]]) -> 
 @settings(max_examples=300, deadline=None)
 @given(events, st.integers(0, 2**16))
 def test_own_pieces_are_the_time_no_child_covers(rows: list[tuple[int, int, bool]], pick: int) -> None:
-    import pandas as pd
-
     from traceview.normalize import own_pieces
 
     ts = np.array([r[0] for r in rows], dtype=np.int64)
@@ -62,3 +69,93 @@ def test_own_pieces_are_the_time_no_child_covers(rows: list[tuple[int, int, bool
             covered[ts[child] - ts[row]: ts[child] + dur[child] - ts[row]] = True
         mine = piece_row == row
         assert int((ends[mine] - starts[mine]).sum()) == int((~covered).sum())
+
+
+# The compiled walk (traceview/_nesting.c) against the array passes it stands in for.
+tracks = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 12), st.booleans(), st.integers(-1, 2), st.booleans(),
+                            st.booleans()), min_size=1, max_size=50)
+
+
+def _rows(rows: list[tuple[int, int, bool, int, bool, bool]]) -> tuple[np.ndarray, ...]:
+    """(ts, end, loose, track, host, selected), in table order."""
+    columns = [np.array([r[i] for r in rows]) for i in range(6)]
+    ts, dur = columns[0].astype(np.int64), columns[1].astype(np.int64)
+    order = order_by_start_then_longest(ts, dur)
+    if order is not None:
+        columns = [c[order] for c in columns]
+        ts, dur = ts[order], dur[order]
+    return ts, ts + dur, columns[2].astype(bool), columns[3].astype(np.int64), columns[4].astype(bool), columns[5].astype(bool)
+
+
+def _array_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(normalize, "_nesting", None)
+
+
+@pytest.mark.skipif(normalize._nesting is None, reason="the compiled nesting is not built")
+@settings(max_examples=400, deadline=None)
+@given(tracks, st.booleans())
+def test_compiled_nesting_is_the_array_passes(rows: list[tuple[int, int, bool, int, bool, bool]], with_loose: bool) -> None:
+    ts, end, loose, track, host, _ = _rows(rows)
+    compiled = nest_tracks(track, ts, end, host, loose=loose if with_loose else None)
+    with pytest.MonkeyPatch.context() as patch:
+        _array_passes(patch)
+        reference = nest_tracks(track, ts, end, host, loose=loose if with_loose else None)
+    assert np.array_equal(compiled[0], reference[0]) and np.array_equal(compiled[1], reference[1])
+    assert compiled[2] == reference[2]
+    assert compiled[0].dtype == reference[0].dtype and compiled[1].dtype == reference[1].dtype
+
+
+@pytest.mark.skipif(normalize._nesting is None, reason="the compiled nesting is not built")
+@settings(max_examples=400, deadline=None)
+@given(tracks)
+def test_compiled_own_pieces_are_the_array_passes(rows: list[tuple[int, int, bool, int, bool, bool]]) -> None:
+    ts, end, loose, track, host, selected = _rows(rows)
+    parent, _, _ = nest_tracks(track, ts, end, host, loose=loose)
+    events = pd.DataFrame({"ts": ts, "dur": end - ts, "parent": parent, "device": np.where(host, -1, 0)})
+    compiled = normalize.own_pieces(events, selected)
+    with pytest.MonkeyPatch.context() as patch:
+        _array_passes(patch)
+        reference = normalize.own_pieces(events, selected)
+    for mine, theirs in zip(compiled, reference):  # the same pieces, in the same order, of the same types
+        assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs)
+
+
+def _trace_files() -> list[Path]:
+    found = [p for p in sorted((ROOT / "sample_traces").rglob("*")) if p.is_file() and p.name != "manifest.json"
+             and (p.name.endswith((".json", ".json.gz", ".xplane.pb")))]
+    if SHARED.is_dir():
+        found += sorted(SHARED.rglob("*.json.gz")) + sorted(SHARED.rglob("*.xplane.pb"))
+    return found
+
+
+@pytest.mark.skipif(normalize._nesting is None, reason="the compiled nesting is not built")
+@pytest.mark.parametrize("path", _trace_files(), ids=lambda p: str(p.relative_to(ROOT.parent)))
+def test_real_traces_nest_the_same_either_way(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every sample and shared trace: the compiled walk gives the array passes' nesting, own
+    pieces, and so the same diagnosis, number for number."""
+    from traceview import api
+
+    compiled = api.diagnose(path)
+    _array_passes(monkeypatch)
+    reference = api.diagnose(path)
+    for mine, theirs in zip(_timelines(compiled), _timelines(reference)):
+        for column in ("parent", "depth"):
+            assert np.array_equal(mine.events[column].to_numpy(), theirs.events[column].to_numpy()), column
+        assert mine.meta.extra == theirs.meta.extra
+        host = mine.events["device"].to_numpy() < 0
+        _, _, reference_rows = normalize.own_pieces(theirs.events, host)
+        monkeypatch.undo()
+        _, _, compiled_rows = normalize.own_pieces(mine.events, host)
+        _array_passes(monkeypatch)
+        assert np.array_equal(compiled_rows, reference_rows)
+    assert compiled.to_dict() == reference.to_dict()
+
+
+def _timelines(result: object) -> list[object]:
+    return [result.timeline] if hasattr(result, "timeline") else [d.timeline for d in result.diagnoses]
+
+
+def test_the_compiled_nesting_is_built() -> None:
+    """The install builds the extension (setup.py); without it every trace would silently be
+    nested by the slower array passes."""
+    assert normalize._nesting is not None

@@ -18,6 +18,11 @@ from traceview.arrays import column_codes, membership, unique_sorted
 from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
 from traceview.schema import DEVICE_KINDS, Kind, Timeline, TraceMeta, categorical_from_codes
 
+try:  # the compiled stack walk (traceview/_nesting.c); the array passes below where it is not built
+    from traceview import _nesting
+except ImportError:  # pragma: no cover - a build without a C compiler
+    _nesting = None
+
 
 def normalize(timeline: Timeline) -> Timeline:
     """Compute nesting and launchers, and record the kept counts per kind."""
@@ -78,11 +83,14 @@ def nest_tracks(
     async range) is not nested under it; ``overlaps`` counts those, except where one of the two is
     a ``loose`` row: Python frames, which a separate tracer records around the ranges they open
     and close (torch's ``_record_function_enter_new`` returns after its range began), so that
-    their edges cross is expected, not a fault of the trace. Tracks whose events nest
-    properly (the usual case: scoped ranges) are done with array operations, level by level;
-    a track with a partial overlap falls back to a stack walk.
+    their edges cross is expected, not a fault of the trace. Compiled, one stack walk over all
+    rows (traceview/_nesting.c); otherwise tracks whose events nest properly (the usual case:
+    scoped ranges) are done with array operations, level by level, and a track with a partial
+    overlap falls back to a stack walk — the same parents, depths and count either way.
     """
     n = len(ts)
+    if _nesting is not None:
+        return _nest_compiled(track, ts, end, host, loose)
     if n and host.all() and (track == track[0]).all():
         # One host track (a CPU-only trace): nested in place, without regrouping the rows by track.
         return _nest_track(ts, end, loose)
@@ -100,6 +108,21 @@ def nest_tracks(
         depth[rows] = d
         overlaps += o
     return parent, depth, overlaps
+
+
+def _nest_compiled(
+    track: np.ndarray, ts: np.ndarray, end: np.ndarray, host: np.ndarray, loose: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """nest_tracks by the compiled walk: every track's stack held at once, the rows in their order."""
+    n = len(ts)
+    parent = np.empty(n, dtype=np.int64)
+    depth = np.empty(n, dtype=np.int64)
+    track = track.astype(np.int64) + 1  # (a missing track, code -1, is a track of its own, as in the array passes)
+    n_tracks = int(track.max()) + 1 if n else 0
+    flags = np.zeros(n, dtype=np.uint8) if loose is None else np.ascontiguousarray(loose, dtype=np.uint8)
+    overlaps = _nesting.nest(track, np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64),
+                             np.ascontiguousarray(host, dtype=np.uint8), flags, n_tracks, parent, depth)
+    return parent, depth, int(overlaps)
 
 
 def _nest_track(ts: np.ndarray, end: np.ndarray, loose: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
@@ -309,6 +332,8 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
     end = ts + events["dur"].to_numpy()
     parent = events["parent"].to_numpy()
     index_type = np.int32 if len(ts) < 2**31 else np.int64
+    if _nesting is not None:
+        return _own_pieces_compiled(ts, end, parent, events["device"].to_numpy() < 0, rows_mask, index_type)
     child = np.flatnonzero((events["device"].to_numpy() < 0) & (parent >= 0))
     child = child[rows_mask[parent[child]]]
     if not len(child):
@@ -358,6 +383,21 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
     np.take(ts, childless, out=starts[n_gap + n_tail:], mode="clip")  # (clip: unbuffered; the rows are valid)
     np.take(end, childless, out=ends[n_gap + n_tail:], mode="clip")
     rows[n_gap + n_tail:] = childless
+    return starts, ends, rows
+
+
+def _own_pieces_compiled(ts: np.ndarray, end: np.ndarray, parent: np.ndarray, host: np.ndarray, rows_mask: np.ndarray,
+                         index_type: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """own_pieces by the compiled walk (traceview/_nesting.c): counted, then written in place."""
+    columns = (np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64),
+               np.ascontiguousarray(parent, dtype=np.int64), np.ascontiguousarray(host, dtype=np.uint8),
+               np.ascontiguousarray(rows_mask, dtype=np.uint8))
+    empty = np.empty(0, dtype=np.int64)
+    size = sum(_nesting.own_pieces(*columns, empty, empty, np.empty(0, dtype=index_type)))
+    starts, ends = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+    rows = np.empty(size, dtype=index_type)
+    if size and sum(_nesting.own_pieces(*columns, starts, ends, rows)) != size:
+        raise AssertionError("own_pieces: the compiled walk counted two different sizes")  # (the same walk twice)
     return starts, ends, rows
 
 
