@@ -1,5 +1,6 @@
 """nest_tracks nests a lone host track in place exactly as it nests a track among others, and
-the compiled walk (traceview/_nesting.c) nests and cuts own pieces exactly as the array passes do."""
+the compiled passes (traceview/_nesting.c) nest, cut own pieces and sum own time exactly as the
+array passes do."""
 
 from __future__ import annotations
 
@@ -118,6 +119,21 @@ def test_compiled_own_pieces_are_the_array_passes(rows: list[tuple[int, int, boo
         reference = normalize.own_pieces(events, selected)
     for mine, theirs in zip(compiled, reference):  # the same pieces, in the same order, of the same types
         assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs)
+
+
+@pytest.mark.skipif(normalize._nesting is None, reason="the compiled nesting is not built")
+@settings(max_examples=300, deadline=None)
+@given(tracks, st.integers(0, 2**16))
+def test_compiled_own_time_is_the_array_passes(rows: list[tuple[int, int, bool, int, bool, bool]], pick: int) -> None:
+    ts, end, loose, track, host, _ = _rows(rows)
+    parent, _, _ = nest_tracks(track, ts, end, host, loose=loose)
+    events = pd.DataFrame({"ts": ts, "dur": end - ts, "parent": parent})
+    children = np.array([(pick >> (i % 16)) & 1 == 1 for i in range(len(ts))], dtype=bool)
+    compiled = normalize.self_time(events, children=children)
+    with pytest.MonkeyPatch.context() as patch:
+        _array_passes(patch)
+        reference = normalize.self_time(events, children=children)
+    assert compiled.dtype == reference.dtype and np.array_equal(compiled, reference)
 
 
 def _trace_files() -> list[Path]:

@@ -1,4 +1,7 @@
-/* Nest host events on their tracks in one sequential pass (normalize.nest_tracks).
+/* Passes over the nesting of host events (normalize.py): nest them on their tracks, cut their own
+ * pieces, sum their own time — each one sequential pass (or two) over the rows.
+ *
+ * nest: parents and depths (normalize.nest_tracks).
  *
  * Rows come sorted by (ts, -dur), the tracks interleaved. Each track keeps a stack of the events
  * still open on it; the stack under an event is exactly its chain of parents, so a track's stack
@@ -187,9 +190,43 @@ static PyObject *own_pieces(PyObject *self, PyObject *args) {
     return Py_BuildValue("nnn", n_gap, n_tail, n_whole);
 }
 
+/* Each row's own time (normalize.self_time): its duration less its children's, at least 0.
+ *
+ * own_time(dur, parent, children, own_out)
+ *   dur, parent int64[n]; children uint8[n] (the rows that count as children); own_out int64[n]
+ */
+static PyObject *own_time(PyObject *self, PyObject *args) {
+    Py_buffer dur, parent, children, own;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*", &dur, &parent, &children, &own)) return NULL;
+    Py_buffer *held[] = {&dur, &parent, &children, &own};
+    const Py_ssize_t item[] = {8, 8, 1, 8};
+    Py_ssize_t n = dur.len / 8;
+    int ok = same_length(held, 4, n, item);
+    if (ok) {
+        const int64_t *length = dur.buf, *up = parent.buf;
+        const uint8_t *counts = children.buf;
+        int64_t *out = own.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t row = 0; row < n; row++) out[row] = length[row];
+        for (Py_ssize_t row = 0; row < n; row++)
+            if (counts[row] && up[row] >= 0 && up[row] < n) out[up[row]] -= length[row];
+        for (Py_ssize_t row = 0; row < n; row++)
+            if (out[row] < 0) out[row] = 0;
+        Py_END_ALLOW_THREADS
+    }
+    for (int i = 0; i < 4; i++) PyBuffer_Release(held[i]);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "own_time: columns of different lengths or types");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"nest", nest, METH_VARARGS, "Parent row and depth of every host event on its track; returns the overlaps."},
     {"own_pieces", own_pieces, METH_VARARGS, "The own pieces of selected rows: counted, or written where there is room."},
+    {"own_time", own_time, METH_VARARGS, "Each row's duration less its children's, at least 0."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -408,6 +408,11 @@ def self_time(events: pd.DataFrame, children: np.ndarray | None = None) -> np.nd
     parent = events["parent"].to_numpy()
     if children is None:
         children = membership(events["kind"].array)([Kind.HOST_OP.value])
+    if _nesting is not None:  # (exact integer sums, one pass: traceview/_nesting.c)
+        own = np.empty(len(dur), dtype=np.int64)
+        _nesting.own_time(np.ascontiguousarray(dur, dtype=np.int64), np.ascontiguousarray(parent, dtype=np.int64),
+                          np.ascontiguousarray(children, dtype=np.uint8), own)
+        return own
     child = np.flatnonzero(children & (parent >= 0))
     covered = np.bincount(parent[child], weights=dur[child], minlength=len(dur)).astype(np.int64)
     return np.maximum(dur - covered, 0)

@@ -94,7 +94,9 @@ class Steps:
 
     def in_steady(self, events: pd.DataFrame) -> np.ndarray:
         """Per event: whether it belongs to a steady-state step."""
-        return np.isin(events["step"].to_numpy(), self.steady_positions)
+        steady = np.zeros(len(self.table) + 1, dtype=bool)  # the last entry: step -1 (no step)
+        steady[self.steady_positions] = True
+        return steady[events["step"].to_numpy()]
 
     @property
     def cold(self) -> pd.DataFrame:

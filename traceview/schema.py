@@ -323,9 +323,19 @@ def categorical_from_codes(codes: np.ndarray, values: Any) -> pd.Categorical:
     values = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
     used = np.flatnonzero(np.bincount(codes, minlength=len(values))) if len(codes) else np.zeros(0, dtype=np.int64)
     small = categorical(values[used])
-    lookup = np.full(len(values), -1, dtype=np.int64)
+    # The per-row codes are gathered straight into the narrowest type that holds them, the one
+    # pandas keeps a categorical's codes in (from_codes then takes the array as it is, no copy).
+    lookup = np.full(len(values), -1, dtype=_code_type(len(small.categories)))
     lookup[used] = small.codes
     return pd.Categorical.from_codes(lookup[codes] if len(codes) else codes.astype(np.int64), dtype=small.dtype)
+
+
+def _code_type(n_categories: int) -> type:
+    """The integer type pandas holds codes of this many categories in (its coerce_indexer_dtype)."""
+    for kind in (np.int8, np.int16, np.int32):
+        if n_categories < np.iinfo(kind).max:
+            return kind
+    return np.int64
 
 
 def validate(timeline: Timeline) -> list[str]:
