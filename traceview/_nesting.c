@@ -1,5 +1,6 @@
 /* Passes over the nesting of host events (normalize.py): nest them on their tracks, cut their own
- * pieces, sum their own time — each one sequential pass (or two) over the rows.
+ * pieces, sum their own time — each one sequential pass over the rows (own pieces: a second to
+ * write what the first counted).
  *
  * nest: parents and depths (normalize.nest_tracks).
  *
@@ -85,109 +86,108 @@ static PyObject *nest(PyObject *self, PyObject *args) {
 }
 
 /* The own pieces of selected rows (normalize.own_pieces): the gaps between a row's direct host
- * children, the tail after its last child, and a childless row whole. Two passes over the rows
- * in table order, the same walk in both: the first counts, the second writes.
+ * children, the tail after its last child, and a childless row whole — each track's pieces in
+ * time order.
  *
- * A row's children come in table order (by start). cursor[p] is how far p's children seen so
- * far reach (the running maximum of their ends; children of one event may overlap slightly),
- * ts[p] before the first; the gap before a child is [cursor, child start), kept when not empty.
- * The output is in the order the array passes give: the gaps grouped by parent (parents
- * ascending, each parent's in time order), then the tails (parents ascending), then the
- * childless rows (ascending).
+ * One sweep over the rows in table order, with each track's stack of open rows held as in nest()
+ * (its top row; the parent column below it). cursor[p] is how far p's children seen so far reach
+ * (the running maximum of their ends; children of one event may overlap slightly), ts[p] before
+ * the first. When a row arrives, the rows on its track's stack above its parent are over: each
+ * gives its tail [cursor, end), innermost first; then its parent gives the gap [cursor, start)
+ * before it. Every piece is written once it can no longer grow, so where a track's events nest,
+ * its pieces come out in time order: those written at a row's arrival end by its start, those
+ * written later start after it. (Where they do not nest, the pieces are the same, the order
+ * perhaps not; attribution.merged_runs checks the order it is given.) The rows still open at the
+ * end give their tails last, track by track.
  *
- * own_pieces(ts, end, parent, host, selected, starts, ends, rows) -> (n_gap, n_tail, n_whole)
- *   ts, end, parent int64[n]; host, selected uint8[n] (a row on a host track; a row whose pieces are wanted)
- *   starts, ends int64[m], rows int32[m] or int64[m]: written when m is the number of pieces (the
- *   first call, with m = 0, counts them; the second, with room for exactly that many, writes)
+ * own_pieces(ts, end, parent, track, host, selected, n_tracks, starts, ends, rows) -> pieces
+ *   ts, end, parent, track int64[n] (track codes 0 <= code < n_tracks on host rows);
+ *   host, selected uint8[n] (a row on a host track; a row whose pieces are wanted)
+ *   starts, ends int64[m], rows int32[m] or int64[m]: the first m pieces written (a first call
+ *   with m = 0 counts them; the second, with room for that many, writes them all)
  */
-static void walk_children(Py_ssize_t n, const int64_t *ts, const int64_t *end, const int64_t *parent,
-                          const uint8_t *host, const uint8_t *selected, int64_t *cursor, int64_t *gaps,
-                          int64_t *starts, int64_t *ends, void *rows, int wide) {
-    /* INT64_MIN: no child seen yet (no end is that small: ends are starts plus durations >= 0) */
-    for (Py_ssize_t p = 0; p < n; p++) cursor[p] = INT64_MIN;
-    for (Py_ssize_t row = 0; row < n; row++) {
-        int64_t p = parent[row];
-        if (!host[row] || p < 0 || p >= n || !selected[p]) continue;
-        int64_t gap_start = cursor[p] == INT64_MIN ? ts[p] : cursor[p];
-        if (ts[row] > gap_start) {
-            if (starts) {
-                int64_t at = gaps[p]++;
-                starts[at] = gap_start;
-                ends[at] = ts[row];
-                if (wide) ((int64_t *)rows)[at] = p; else ((int32_t *)rows)[at] = (int32_t)p;
-            } else {
-                gaps[p]++;
-            }
-        }
-        cursor[p] = cursor[p] == INT64_MIN || end[row] > cursor[p] ? end[row] : cursor[p];
+typedef struct {
+    const int64_t *ts, *end;
+    const uint8_t *selected;
+    int64_t *cursor;
+    int64_t *starts, *ends;
+    void *rows;
+    int wide;
+    Py_ssize_t room, count;  /* pieces there is room for (0: only counted); pieces so far */
+} Pieces;
+
+static void piece(Pieces *out, int64_t row, int64_t from, int64_t to) {
+    if (to <= from) return;
+    if (out->count < out->room) {
+        out->starts[out->count] = from;
+        out->ends[out->count] = to;
+        if (out->wide) ((int64_t *)out->rows)[out->count] = row;
+        else ((int32_t *)out->rows)[out->count] = (int32_t)row;
     }
+    out->count++;
+}
+
+static void tail(Pieces *out, int64_t row) {
+    if (out->selected[row]) piece(out, row, out->cursor[row], out->end[row]);
+}
+
+static void sweep(Py_ssize_t n, const int64_t *parent, const int64_t *track, const uint8_t *host, int64_t *top,
+                  Py_ssize_t n_tracks, Pieces *out) {
+    for (Py_ssize_t t = 0; t < n_tracks; t++) top[t] = -1;
+    for (Py_ssize_t row = 0; row < n; row++) {
+        int64_t t = track[row], up = parent[row];
+        if (!host[row] || t < 0 || t >= n_tracks) {  /* off the host tracks: no children, its whole span */
+            if (out->selected[row]) piece(out, row, out->ts[row], out->end[row]);
+            continue;
+        }
+        while (top[t] >= 0 && top[t] != up) {  /* over: every row above the parent */
+            tail(out, top[t]);
+            top[t] = parent[top[t]];
+        }
+        if (up >= 0 && up < n && out->selected[up]) {
+            piece(out, up, out->cursor[up], out->ts[row]);  /* the gap before this child */
+            if (out->end[row] > out->cursor[up]) out->cursor[up] = out->end[row];
+        }
+        out->cursor[row] = out->ts[row];
+        top[t] = row;
+    }
+    for (Py_ssize_t t = 0; t < n_tracks; t++)
+        for (int64_t open = top[t]; open >= 0; open = parent[open]) tail(out, open);
 }
 
 static PyObject *own_pieces(PyObject *self, PyObject *args) {
-    Py_buffer ts, end, parent, host, selected, starts, ends, rows;
+    Py_buffer ts, end, parent, track, host, selected, starts, ends, rows;
+    Py_ssize_t n_tracks;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*w*w*", &ts, &end, &parent, &host, &selected, &starts, &ends, &rows))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*nw*w*w*", &ts, &end, &parent, &track, &host, &selected, &n_tracks, &starts,
+                          &ends, &rows))
         return NULL;
-    Py_buffer *held[] = {&ts, &end, &parent, &host, &selected, &starts, &ends, &rows};
+    Py_buffer *held[] = {&ts, &end, &parent, &track, &host, &selected, &starts, &ends, &rows};
     Py_ssize_t n = ts.len / 8, m = starts.len / 8;
-    const Py_ssize_t item[] = {8, 8, 8, 1, 1};
-    int wide = m > 0 && rows.len == m * 8;
-    int ok = same_length(held, 5, n, item) && ends.len == m * 8 && (rows.len == m * 4 || rows.len == m * 8);
-    Py_ssize_t n_gap = 0, n_tail = 0, n_whole = 0;
-    /* Per row: how far its children reach, and its gap count (then its first gap's position). */
-    int64_t *reach = NULL, *count = NULL;
+    const Py_ssize_t item[] = {8, 8, 8, 8, 1, 1};
+    int ok = n_tracks >= 0 && same_length(held, 6, n, item) && ends.len == m * 8 &&
+             (rows.len == m * 4 || rows.len == m * 8);
+    Pieces out = {ts.buf, end.buf, selected.buf, NULL, starts.buf, ends.buf, rows.buf, rows.len == m * 8, m, 0};
+    int64_t *top = NULL;
     if (ok) {
-        reach = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
-        count = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
-        ok = reach && count;
+        out.cursor = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+        top = malloc(sizeof(int64_t) * (size_t)(n_tracks > 0 ? n_tracks : 1));
+        ok = out.cursor && top;
         if (!ok) PyErr_NoMemory();
     }
     if (ok) {
-        const int64_t *start_of = ts.buf, *end_of = end.buf, *up = parent.buf;
-        const uint8_t *is_host = host.buf, *wanted = selected.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t p = 0; p < n; p++) count[p] = 0;
-        walk_children(n, start_of, end_of, up, is_host, wanted, reach, count, NULL, NULL, NULL, 0);
-        for (Py_ssize_t p = 0; p < n; p++) {
-            if (reach[p] != INT64_MIN) {
-                n_gap += count[p];
-                n_tail += end_of[p] > reach[p];
-            } else {
-                n_whole += wanted[p] && end_of[p] > start_of[p];
-            }
-        }
-        if (m == n_gap + n_tail + n_whole && m > 0) {
-            int64_t *out_start = starts.buf, *out_end = ends.buf;
-            /* Each parent's first gap position: the gaps of the parents before it. */
-            int64_t at = 0;
-            for (Py_ssize_t p = 0; p < n; p++) {
-                int64_t here = count[p];
-                count[p] = at;
-                at += here;
-            }
-            walk_children(n, start_of, end_of, up, is_host, wanted, reach, count, out_start, out_end, rows.buf, wide);
-            Py_ssize_t tail = n_gap, whole = n_gap + n_tail;
-            for (Py_ssize_t p = 0; p < n; p++) {
-                Py_ssize_t *next;
-                if (reach[p] != INT64_MIN && end_of[p] > reach[p]) next = &tail;  /* after the last child */
-                else if (reach[p] == INT64_MIN && wanted[p] && end_of[p] > start_of[p]) next = &whole;  /* childless */
-                else continue;
-                out_start[*next] = next == &tail ? reach[p] : start_of[p];
-                out_end[*next] = end_of[p];
-                if (wide) ((int64_t *)rows.buf)[*next] = p; else ((int32_t *)rows.buf)[*next] = (int32_t)p;
-                (*next)++;
-            }
-        }
+        sweep(n, parent.buf, track.buf, host.buf, top, n_tracks, &out);
         Py_END_ALLOW_THREADS
     }
-    free(reach);
-    free(count);
-    for (int i = 0; i < 8; i++) PyBuffer_Release(held[i]);
+    free(out.cursor);
+    free(top);
+    for (int i = 0; i < 9; i++) PyBuffer_Release(held[i]);
     if (!ok) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "own_pieces: columns of different lengths or types");
         return NULL;
     }
-    return Py_BuildValue("nnn", n_gap, n_tail, n_whole);
+    return PyLong_FromSsize_t(out.count);
 }
 
 /* Each row's own time (normalize.self_time): its duration less its children's, at least 0.

@@ -324,16 +324,19 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
     where each row is the innermost event on its thread.
 
     Returned as (starts, ends, row of each piece), empty pieces removed (where no selected row has
-    a child, each selected row of some length is its own piece, as it is). The rows are int32 when the
-    table has fewer than 2^31 rows (int64 otherwise): a trace's pieces number twice its events, and
-    every array of them is memory the process faults in.
+    a child, each selected row of some length is its own piece, as it is), each row's pieces in
+    their time order. Compiled (traceview/_nesting.c), every track's pieces come in time order
+    where its events nest, so the union of any of them needs no sort (attribution.merged_runs);
+    the array passes group them by row instead. The rows are int32 when the table has fewer than
+    2^31 rows (int64 otherwise): a trace's pieces number twice its events, and every array of them
+    is memory the process faults in.
     """
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()
     parent = events["parent"].to_numpy()
     index_type = np.int32 if len(ts) < 2**31 else np.int64
-    if _nesting is not None:
-        return _own_pieces_compiled(ts, end, parent, events["device"].to_numpy() < 0, rows_mask, index_type)
+    if _nesting is not None and "track" in events.columns:
+        return _own_pieces_compiled(events, ts, end, parent, rows_mask, index_type)
     child = np.flatnonzero((events["device"].to_numpy() < 0) & (parent >= 0))
     child = child[rows_mask[parent[child]]]
     if not len(child):
@@ -386,18 +389,21 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
     return starts, ends, rows
 
 
-def _own_pieces_compiled(ts: np.ndarray, end: np.ndarray, parent: np.ndarray, host: np.ndarray, rows_mask: np.ndarray,
-                         index_type: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """own_pieces by the compiled walk (traceview/_nesting.c): counted, then written in place."""
+def _own_pieces_compiled(events: pd.DataFrame, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
+                         rows_mask: np.ndarray, index_type: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """own_pieces by the compiled sweep (traceview/_nesting.c): counted, then written; each
+    track's pieces in time order where its events nest."""
+    track = events["track"].cat.codes.to_numpy().astype(np.int64) + 1  # (code -1, no track: a track of its own)
     columns = (np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64),
-               np.ascontiguousarray(parent, dtype=np.int64), np.ascontiguousarray(host, dtype=np.uint8),
-               np.ascontiguousarray(rows_mask, dtype=np.uint8))
+               np.ascontiguousarray(parent, dtype=np.int64), track,
+               (events["device"].to_numpy() < 0).view(np.uint8), np.ascontiguousarray(rows_mask, dtype=np.uint8),
+               int(track.max()) + 1 if len(track) else 0)
     empty = np.empty(0, dtype=np.int64)
-    size = sum(_nesting.own_pieces(*columns, empty, empty, np.empty(0, dtype=index_type)))
+    size = _nesting.own_pieces(*columns, empty, empty, np.empty(0, dtype=index_type))
     starts, ends = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
     rows = np.empty(size, dtype=index_type)
-    if size and sum(_nesting.own_pieces(*columns, starts, ends, rows)) != size:
-        raise AssertionError("own_pieces: the compiled walk counted two different sizes")  # (the same walk twice)
+    if _nesting.own_pieces(*columns, starts, ends, rows) != size:
+        raise AssertionError("own_pieces: the compiled sweep counted two different sizes")  # (the same sweep twice)
     return starts, ends, rows
 
 
