@@ -1,5 +1,5 @@
 """nest_tracks nests a lone host track in place exactly as it nests a track among others, and
-the compiled passes (traceview/_nesting.c) nest, cut own pieces and sum own time exactly as the
+the compiled passes (traceview/_passes.c) nest, cut own pieces and sum own time exactly as the
 array passes do."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview import normalize
+from traceview import compiled, normalize
 from traceview.arrays import order_by_start_then_longest
 from traceview.normalize import nest_tracks
 
@@ -72,7 +72,7 @@ def test_own_pieces_are_the_time_no_child_covers(rows: list[tuple[int, int, bool
         assert int((ends[mine] - starts[mine]).sum()) == int((~covered).sum())
 
 
-# The compiled walk (traceview/_nesting.c) against the array passes it stands in for.
+# The compiled walk (traceview/_passes.c) against the array passes it stands in for.
 tracks = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 12), st.booleans(), st.integers(-1, 2), st.booleans(),
                             st.booleans()), min_size=1, max_size=50)
 
@@ -89,10 +89,10 @@ def _rows(rows: list[tuple[int, int, bool, int, bool, bool]]) -> tuple[np.ndarra
 
 
 def _array_passes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(normalize, "_nesting", None)
+    monkeypatch.setattr(compiled, "passes", None)
 
 
-@pytest.mark.skipif(normalize._nesting is None, reason="the compiled nesting is not built")
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
 @settings(max_examples=400, deadline=None)
 @given(tracks, st.booleans())
 def test_compiled_nesting_is_the_array_passes(rows: list[tuple[int, int, bool, int, bool, bool]], with_loose: bool) -> None:
@@ -106,7 +106,7 @@ def test_compiled_nesting_is_the_array_passes(rows: list[tuple[int, int, bool, i
     assert compiled[0].dtype == reference[0].dtype and compiled[1].dtype == reference[1].dtype
 
 
-@pytest.mark.skipif(normalize._nesting is None, reason="the compiled nesting is not built")
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
 @settings(max_examples=400, deadline=None)
 @given(tracks)
 def test_compiled_own_pieces_are_the_array_passes(rows: list[tuple[int, int, bool, int, bool, bool]]) -> None:
@@ -131,13 +131,30 @@ def test_compiled_own_pieces_are_the_array_passes(rows: list[tuple[int, int, boo
             assert (on_track[1:] >= on_track[:-1]).all()
 
 
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(-3, 12)), max_size=40), st.booleans())
+def test_compiled_merged_runs_are_the_array_passes(intervals: list[tuple[int, int]], in_order: bool) -> None:
+    from traceview.analyzers.attribution import merged_runs
+
+    if in_order:
+        intervals = sorted(intervals)
+    starts = np.array([s for s, _ in intervals], dtype=np.int64)
+    ends = starts + np.array([d for _, d in intervals], dtype=np.int64)  # (some empty, some negative)
+    mine = merged_runs(starts, ends)
+    with pytest.MonkeyPatch.context() as patch:
+        _array_passes(patch)
+        theirs = merged_runs(starts, ends)
+    assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(mine, theirs))
+
+
 def _as_set(starts: np.ndarray, ends: np.ndarray, rows: np.ndarray) -> set[tuple[int, int, int]]:
     pieces = list(zip(starts.tolist(), ends.tolist(), rows.tolist()))
     assert len(set(pieces)) == len(pieces)  # (no piece twice)
     return set(pieces)
 
 
-@pytest.mark.skipif(normalize._nesting is None, reason="the compiled nesting is not built")
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
 @settings(max_examples=300, deadline=None)
 @given(tracks, st.integers(0, 2**16))
 def test_compiled_own_time_is_the_array_passes(rows: list[tuple[int, int, bool, int, bool, bool]], pick: int) -> None:
@@ -160,7 +177,7 @@ def _trace_files() -> list[Path]:
     return found
 
 
-@pytest.mark.skipif(normalize._nesting is None, reason="the compiled nesting is not built")
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
 @pytest.mark.parametrize("path", _trace_files(), ids=lambda p: str(p.relative_to(ROOT.parent)))
 def test_real_traces_nest_the_same_either_way(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every sample and shared trace: the compiled walk gives the array passes' nesting, own
@@ -187,7 +204,7 @@ def _timelines(result: object) -> list[object]:
     return [result.timeline] if hasattr(result, "timeline") else [d.timeline for d in result.diagnoses]
 
 
-def test_the_compiled_nesting_is_built() -> None:
+def test_the_compiled_passes_are_built() -> None:
     """The install builds the extension (setup.py); without it every trace would silently be
-    nested by the slower array passes."""
-    assert normalize._nesting is not None
+    nested, cut and merged by the slower array passes."""
+    assert compiled.passes is not None

@@ -14,14 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from traceview import compiled
 from traceview.arrays import column_codes, membership, unique_sorted
 from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
 from traceview.schema import DEVICE_KINDS, Kind, Timeline, TraceMeta, categorical_from_codes
 
-try:  # the compiled stack walk (traceview/_nesting.c); the array passes below where it is not built
-    from traceview import _nesting
-except ImportError:  # pragma: no cover - a build without a C compiler
-    _nesting = None
 
 
 def normalize(timeline: Timeline) -> Timeline:
@@ -84,12 +81,12 @@ def nest_tracks(
     a ``loose`` row: Python frames, which a separate tracer records around the ranges they open
     and close (torch's ``_record_function_enter_new`` returns after its range began), so that
     their edges cross is expected, not a fault of the trace. Compiled, one stack walk over all
-    rows (traceview/_nesting.c); otherwise tracks whose events nest properly (the usual case:
+    rows (traceview/_passes.c); otherwise tracks whose events nest properly (the usual case:
     scoped ranges) are done with array operations, level by level, and a track with a partial
     overlap falls back to a stack walk — the same parents, depths and count either way.
     """
     n = len(ts)
-    if _nesting is not None:
+    if compiled.passes is not None:
         return _nest_compiled(track, ts, end, host, loose)
     if n and host.all() and (track == track[0]).all():
         # One host track (a CPU-only trace): nested in place, without regrouping the rows by track.
@@ -120,7 +117,7 @@ def _nest_compiled(
     track = track.astype(np.int64) + 1  # (a missing track, code -1, is a track of its own, as in the array passes)
     n_tracks = int(track.max()) + 1 if n else 0
     flags = np.zeros(n, dtype=np.uint8) if loose is None else np.ascontiguousarray(loose, dtype=np.uint8)
-    overlaps = _nesting.nest(track, np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64),
+    overlaps = compiled.passes.nest(track, np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64),
                              np.ascontiguousarray(host, dtype=np.uint8), flags, n_tracks, parent, depth)
     return parent, depth, int(overlaps)
 
@@ -325,7 +322,7 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
 
     Returned as (starts, ends, row of each piece), empty pieces removed (where no selected row has
     a child, each selected row of some length is its own piece, as it is), each row's pieces in
-    their time order. Compiled (traceview/_nesting.c), every track's pieces come in time order
+    their time order. Compiled (traceview/_passes.c), every track's pieces come in time order
     where its events nest, so the union of any of them needs no sort (attribution.merged_runs);
     the array passes group them by row instead. The rows are int32 when the table has fewer than
     2^31 rows (int64 otherwise): a trace's pieces number twice its events, and every array of them
@@ -335,7 +332,7 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
     end = ts + events["dur"].to_numpy()
     parent = events["parent"].to_numpy()
     index_type = np.int32 if len(ts) < 2**31 else np.int64
-    if _nesting is not None and "track" in events.columns:
+    if compiled.passes is not None and "track" in events.columns:
         return _own_pieces_compiled(events, ts, end, parent, rows_mask, index_type)
     child = np.flatnonzero((events["device"].to_numpy() < 0) & (parent >= 0))
     child = child[rows_mask[parent[child]]]
@@ -391,7 +388,7 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
 
 def _own_pieces_compiled(events: pd.DataFrame, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
                          rows_mask: np.ndarray, index_type: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """own_pieces by the compiled sweep (traceview/_nesting.c): counted, then written; each
+    """own_pieces by the compiled sweep (traceview/_passes.c): counted, then written; each
     track's pieces in time order where its events nest."""
     track = events["track"].cat.codes.to_numpy().astype(np.int64) + 1  # (code -1, no track: a track of its own)
     columns = (np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64),
@@ -399,10 +396,10 @@ def _own_pieces_compiled(events: pd.DataFrame, ts: np.ndarray, end: np.ndarray, 
                (events["device"].to_numpy() < 0).view(np.uint8), np.ascontiguousarray(rows_mask, dtype=np.uint8),
                int(track.max()) + 1 if len(track) else 0)
     empty = np.empty(0, dtype=np.int64)
-    size = _nesting.own_pieces(*columns, empty, empty, np.empty(0, dtype=index_type))
+    size = compiled.passes.own_pieces(*columns, empty, empty, np.empty(0, dtype=index_type))
     starts, ends = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
     rows = np.empty(size, dtype=index_type)
-    if _nesting.own_pieces(*columns, starts, ends, rows) != size:
+    if compiled.passes.own_pieces(*columns, starts, ends, rows) != size:
         raise AssertionError("own_pieces: the compiled sweep counted two different sizes")  # (the same sweep twice)
     return starts, ends, rows
 
@@ -414,9 +411,9 @@ def self_time(events: pd.DataFrame, children: np.ndarray | None = None) -> np.nd
     parent = events["parent"].to_numpy()
     if children is None:
         children = membership(events["kind"].array)([Kind.HOST_OP.value])
-    if _nesting is not None:  # (exact integer sums, one pass: traceview/_nesting.c)
+    if compiled.passes is not None:  # (exact integer sums, one pass: traceview/_passes.c)
         own = np.empty(len(dur), dtype=np.int64)
-        _nesting.own_time(np.ascontiguousarray(dur, dtype=np.int64), np.ascontiguousarray(parent, dtype=np.int64),
+        compiled.passes.own_time(np.ascontiguousarray(dur, dtype=np.int64), np.ascontiguousarray(parent, dtype=np.int64),
                           np.ascontiguousarray(children, dtype=np.uint8), own)
         return own
     child = np.flatnonzero(children & (parent >= 0))

@@ -63,6 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from traceview import compiled
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
 from traceview.arrays import membership, order_by_start_then_longest, unique_sorted
 from traceview.normalize import compute_ops, launch_rows, own_pieces, self_time
@@ -330,6 +331,8 @@ def merged_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.nd
     """The union of intervals [starts, ends) as disjoint runs, sorted, apart (a run ends strictly
     before the next begins); empty intervals are left out. Events nest and abut, so there are far
     fewer runs than intervals."""
+    if compiled.passes is not None:
+        return _merged_runs_compiled(starts, ends)
     keep = ends > starts
     if not keep.all():
         starts, ends = starts[keep], ends[keep]
@@ -354,6 +357,21 @@ def merged_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.nd
     last[:-1] = first[1:] - 1
     last[-1] = len(starts) - 1
     return starts[first], reach[last]
+
+
+def _merged_runs_compiled(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """merged_runs in one compiled pass over intervals in start order (traceview/_passes.c); out of
+    order, over the starts and the ends each sorted (the union is the same: see merged_runs)."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    run_starts, run_ends = np.empty(len(starts), dtype=np.int64), np.empty(len(starts), dtype=np.int64)
+    runs = compiled.passes.merged_runs(starts, ends, run_starts, run_ends)
+    if runs < 0:
+        keep = ends > starts
+        kept = int(np.count_nonzero(keep))
+        runs = compiled.passes.merged_runs(np.sort(starts[keep]), np.sort(ends[keep]), run_starts[:kept],
+                                           run_ends[:kept])
+    return run_starts[:runs].copy(), run_ends[:runs].copy()  # (copies: the buffers held room for every interval)
 
 
 def _windows(points: np.ndarray, window_start: np.ndarray, window_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

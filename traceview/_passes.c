@@ -1,6 +1,7 @@
-/* Passes over the nesting of host events (normalize.py): nest them on their tracks, cut their own
- * pieces, sum their own time — each one sequential pass over the rows (own pieces: a second to
- * write what the first counted).
+/* Compiled passes over the timeline's columns, each one sequential pass: nest host events on
+ * their tracks, cut their own pieces, sum their own time (normalize.py), and merge intervals that
+ * come sorted into runs (analyzers/attribution.py). Where the extension is not built, array passes
+ * give the same results (tests/test_nesting_paths.py).
  *
  * nest: parents and depths (normalize.nest_tracks).
  *
@@ -223,16 +224,61 @@ static PyObject *own_time(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The union of intervals sorted by start as disjoint runs (attribution.merged_runs): an interval
+ * joins the run before it when it starts at or before where that run reaches; empty ones are left
+ * out. The intervals need not be disjoint or nested, only sorted by start.
+ *
+ * merged_runs(starts, ends, run_starts, run_ends) -> runs  (int64[n] each; the first runs written),
+ *   or -1 when a (non-empty) interval starts before the one before it: then nothing is certain
+ */
+static PyObject *merged_runs(PyObject *self, PyObject *args) {
+    Py_buffer starts, ends, run_starts, run_ends;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*w*w*", &starts, &ends, &run_starts, &run_ends)) return NULL;
+    Py_buffer *held[] = {&starts, &ends, &run_starts, &run_ends};
+    const Py_ssize_t item[] = {8, 8, 8, 8};
+    Py_ssize_t n = starts.len / 8, runs = 0;
+    int ok = same_length(held, 4, n, item);
+    if (ok) {
+        const int64_t *from = starts.buf, *to = ends.buf;
+        int64_t *run_from = run_starts.buf, *run_to = run_ends.buf, last_from = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (to[i] <= from[i]) continue;
+            if (runs && from[i] < last_from) {
+                runs = -1;  /* out of order */
+                break;
+            }
+            last_from = from[i];
+            if (runs && from[i] <= run_to[runs - 1]) {
+                if (to[i] > run_to[runs - 1]) run_to[runs - 1] = to[i];
+            } else {
+                run_from[runs] = from[i];
+                run_to[runs] = to[i];
+                runs++;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    for (int i = 0; i < 4; i++) PyBuffer_Release(held[i]);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "merged_runs: columns of different lengths or types");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(runs);
+}
+
 static PyMethodDef methods[] = {
     {"nest", nest, METH_VARARGS, "Parent row and depth of every host event on its track; returns the overlaps."},
     {"own_pieces", own_pieces, METH_VARARGS, "The own pieces of selected rows: counted, or written where there is room."},
     {"own_time", own_time, METH_VARARGS, "Each row's duration less its children's, at least 0."},
+    {"merged_runs", merged_runs, METH_VARARGS, "The union of intervals sorted by start, as disjoint runs."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_nesting", "Compiled nesting of host events on their tracks.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_passes", "Compiled passes over the timeline's columns.", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__nesting(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__passes(void) { return PyModule_Create(&module); }
