@@ -148,6 +148,32 @@ def test_compiled_merged_runs_are_the_array_passes(intervals: list[tuple[int, in
     assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(mine, theirs))
 
 
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(-2, 9), st.integers(-1, 4), st.booleans()), max_size=40),
+       st.lists(st.booleans(), min_size=6, max_size=6), st.sampled_from(["driver", "others", "any"]), st.booleans(),
+       st.booleans())
+def test_compiled_selected_runs_are_the_selected_pieces_merged(
+    pieces: list[tuple[int, int, int, bool]], table: list[bool], scope: str, in_order: bool, wide: bool
+) -> None:
+    from traceview.analyzers.attribution import _selected_runs, merged_runs
+
+    if in_order:
+        pieces = sorted(pieces)
+    start = np.array([p[0] for p in pieces], dtype=np.int64)
+    end = start + np.array([p[1] for p in pieces], dtype=np.int64)
+    role = np.array([p[2] for p in pieces], dtype=np.int16 if wide else np.int8)
+    driver = np.array([p[3] for p in pieces], dtype=bool)
+    wanted = np.array(table, dtype=bool)  # (the last entry: code -1)
+    chosen = wanted[role] & (driver if scope == "driver" else ~driver if scope == "others" else True)
+    expected = merged_runs(start[chosen], end[chosen])
+    runs = _selected_runs(start, end, role, driver, wanted, scope, int(chosen.sum()))
+    if runs is None:  # out of order, or nothing selected: the pieces are gathered instead
+        assert not chosen.any() or (np.diff(start[chosen & (end > start)]) < 0).any()
+    else:
+        assert np.array_equal(runs[0], expected[0]) and np.array_equal(runs[1], expected[1])
+
+
 def _as_set(starts: np.ndarray, ends: np.ndarray, rows: np.ndarray) -> set[tuple[int, int, int]]:
     pieces = list(zip(starts.tolist(), ends.tolist(), rows.tolist()))
     assert len(set(pieces)) == len(pieces)  # (no piece twice)

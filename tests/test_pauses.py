@@ -53,7 +53,7 @@ def test_steps_are_compared_only_with_steps_of_the_same_shape() -> None:
     codes = np.array([7, 8, 7, 8, 7, 9, 7, 8, 7, 8])
     groups = shape_groups(step, codes)
     assert len(groups) == 1
-    assert groups[0].tolist() == [[0, 1], [2, 3], [6, 7], [8, 9]]
+    assert groups[0].positions().tolist() == [[0, 1], [2, 3], [6, 7], [8, 9]]
     # Fewer steps of a shape than MIN_ALIGNED_STEPS: nothing is compared.
     few = np.repeat(np.arange(MIN_ALIGNED_STEPS - 1), 2)
     assert shape_groups(few, np.tile([1, 2], MIN_ALIGNED_STEPS - 1)) == []
@@ -121,3 +121,18 @@ def test_pauses_are_kept_out_of_the_op_tables() -> None:
         a, b = (getattr(d, table).set_index("name")["time_per_step_ns"] for d in (clean, injected))
         top = a.index[0]
         assert abs(b[top] / a[top] - 1) < 0.25, (table, top, a[top], b[top])
+
+
+def test_places_read_and_written_as_a_stretch_are_the_gathered_ones() -> None:
+    from traceview.analyzers.pauses import Places
+
+    values = np.arange(40) * 3
+    for places in (Places([4, 7, 10], 3), Places([4, 8, 20], 3)):  # steps one after another, and apart
+        assert np.array_equal(places.take(values), values[places.positions()])
+        target, expected = np.zeros(40, dtype=np.int64), np.zeros(40, dtype=np.int64)
+        matrix = np.arange(9).reshape(3, 3) + 1
+        places.put(target, matrix)
+        expected[places.positions()] = matrix
+        assert np.array_equal(target, expected)
+        places.put(target, 0)
+        assert not target.any()

@@ -224,6 +224,29 @@ static PyObject *own_time(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Runs being merged from intervals in start order: an interval joins the last run when it starts
+ * at or before where that run reaches, else begins the next. */
+typedef struct {
+    int64_t *from, *to;
+    Py_ssize_t room, count;
+    int64_t last_start;
+} Runs;
+
+/* Add a non-empty interval; 0, or -1 when it starts before the one added before it (or no room). */
+static int add_run(Runs *runs, int64_t from, int64_t to) {
+    if (runs->count && from < runs->last_start) return -1;
+    runs->last_start = from;
+    if (runs->count && from <= runs->to[runs->count - 1]) {
+        if (to > runs->to[runs->count - 1]) runs->to[runs->count - 1] = to;
+        return 0;
+    }
+    if (runs->count >= runs->room) return -1;
+    runs->from[runs->count] = from;
+    runs->to[runs->count] = to;
+    runs->count++;
+    return 0;
+}
+
 /* The union of intervals sorted by start as disjoint runs (attribution.merged_runs): an interval
  * joins the run before it when it starts at or before where that run reaches; empty ones are left
  * out. The intervals need not be disjoint or nested, only sorted by start.
@@ -241,23 +264,11 @@ static PyObject *merged_runs(PyObject *self, PyObject *args) {
     int ok = same_length(held, 4, n, item);
     if (ok) {
         const int64_t *from = starts.buf, *to = ends.buf;
-        int64_t *run_from = run_starts.buf, *run_to = run_ends.buf, last_from = 0;
+        Runs merged = {run_starts.buf, run_ends.buf, n, 0, 0};
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (to[i] <= from[i]) continue;
-            if (runs && from[i] < last_from) {
-                runs = -1;  /* out of order */
-                break;
-            }
-            last_from = from[i];
-            if (runs && from[i] <= run_to[runs - 1]) {
-                if (to[i] > run_to[runs - 1]) run_to[runs - 1] = to[i];
-            } else {
-                run_from[runs] = from[i];
-                run_to[runs] = to[i];
-                runs++;
-            }
-        }
+        for (Py_ssize_t i = 0; i < n && runs >= 0; i++)
+            if (to[i] > from[i] && add_run(&merged, from[i], to[i]) < 0) runs = -1;  /* out of order */
+        if (runs >= 0) runs = merged.count;
         Py_END_ALLOW_THREADS
     }
     for (int i = 0; i < 4; i++) PyBuffer_Release(held[i]);
@@ -268,11 +279,58 @@ static PyObject *merged_runs(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(runs);
 }
 
+/* The runs of the pieces one attribution layer selects (attribution._layer_intervals): pieces
+ * whose code the table marks, on the step's thread, off it, or either, merged as merged_runs does
+ * — without the selected pieces being gathered first.
+ *
+ * selected_runs(starts, ends, codes, on_driver, table, scope, run_starts, run_ends) -> runs, or -1
+ *   when a selected piece starts before the one selected before it (then nothing is certain)
+ *   starts, ends int64[n]; codes int8[n] or int16[n] (-1: the table's last entry); on_driver uint8[n]
+ *   table uint8[codes + 1]; scope 0 either, 1 the step's thread, 2 the others
+ *   run_starts, run_ends int64[m], m at least the number of selected pieces
+ */
+static PyObject *selected_runs(PyObject *self, PyObject *args) {
+    Py_buffer starts, ends, codes, driver, table, run_starts, run_ends;
+    int scope;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*iw*w*", &starts, &ends, &codes, &driver, &table, &scope, &run_starts,
+                          &run_ends))
+        return NULL;
+    Py_buffer *held[] = {&starts, &ends, &codes, &driver, &table, &run_starts, &run_ends};
+    Py_ssize_t n = starts.len / 8, m = run_starts.len / 8, runs = 0;
+    int wide = codes.len == n * 2;
+    int ok = ends.len == n * 8 && (codes.len == n || wide) && driver.len == n && table.len >= 1 &&
+             run_ends.len == m * 8 && scope >= 0 && scope <= 2;
+    if (ok) {
+        const int64_t *from = starts.buf, *to = ends.buf;
+        const uint8_t *on_driver = driver.buf, *wanted = table.buf;
+        Runs merged = {run_starts.buf, run_ends.buf, m, 0, 0};
+        Py_ssize_t missing = table.len - 1;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n && runs >= 0; i++) {
+            Py_ssize_t code = wide ? ((const int16_t *)codes.buf)[i] : ((const int8_t *)codes.buf)[i];
+            if (code < 0 || code > missing) code = missing;
+            if (!wanted[code] || (scope == 1 && !on_driver[i]) || (scope == 2 && on_driver[i]) || to[i] <= from[i])
+                continue;
+            if (add_run(&merged, from[i], to[i]) < 0) runs = -1;  /* out of order (or no room) */
+        }
+        if (runs >= 0) runs = merged.count;
+        Py_END_ALLOW_THREADS
+    }
+    for (int i = 0; i < 7; i++) PyBuffer_Release(held[i]);
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "selected_runs: columns of different lengths or types");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(runs);
+}
+
 static PyMethodDef methods[] = {
     {"nest", nest, METH_VARARGS, "Parent row and depth of every host event on its track; returns the overlaps."},
     {"own_pieces", own_pieces, METH_VARARGS, "The own pieces of selected rows: counted, or written where there is room."},
     {"own_time", own_time, METH_VARARGS, "Each row's duration less its children's, at least 0."},
     {"merged_runs", merged_runs, METH_VARARGS, "The union of intervals sorted by start, as disjoint runs."},
+    {"selected_runs", selected_runs, METH_VARARGS, "The runs of the pieces an attribution layer selects."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -594,6 +594,11 @@ def _layer_intervals(
             if not (table[:-1] & (present[1:] > 0)).any():
                 out.append(empty)
                 continue
+            selected = int(present[1:][table[:-1]].sum() + (present[0] if table[-1] else 0))
+            runs = _selected_runs(host_start, host_end, piece_role, piece_driver, table, layer.scope, selected)
+            if runs is not None:
+                out.append(runs)
+                continue
             wanted = table[piece_role]
             if layer.scope == "driver":
                 wanted &= piece_driver
@@ -601,6 +606,26 @@ def _layer_intervals(
                 wanted &= ~piece_driver
             out.append((host_start[wanted], host_end[wanted]))
     return out, threshold, rule, tuple(sorted(shape_of_step)), paused_events
+
+
+# A layer's scope as the compiled selection takes it (traceview/_passes.c selected_runs).
+_SCOPE_CODE = {"driver": 1, "others": 2}
+
+
+def _selected_runs(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver: np.ndarray, table: np.ndarray,
+                   scope: str, selected: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The merged runs of the pieces a layer selects (``selected`` of them), in one compiled pass
+    where those pieces come in start order (the step thread's, from normalize.own_pieces); None
+    where the pass is not built or the pieces are out of order (then they are gathered, and
+    merged_runs sorts them). The union is the layer's, either way."""
+    if compiled.passes is None or not selected:
+        return None
+    run_starts, run_ends = np.empty(selected, dtype=np.int64), np.empty(selected, dtype=np.int64)
+    runs = compiled.passes.selected_runs(start, end, role, driver.view(np.uint8), table.view(np.uint8),
+                                         _SCOPE_CODE.get(scope, 0), run_starts, run_ends)
+    if runs < 0:
+        return None
+    return run_starts[:runs].copy(), run_ends[:runs].copy()
 
 
 def _split_call_cost(
@@ -669,7 +694,9 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
     rows = np.flatnonzero(on_thread & steady[step_all])
     if len(rows) < MIN_ALIGNED_STEPS:
         return none
-    rows = rows[np.argsort(step_all[rows], kind="stable")]  # by step, then time (the table's order)
+    step = step_all[rows]
+    if (step[1:] < step[:-1]).any():  # (steps follow one another in time: as a rule, already so)
+        rows = rows[np.argsort(step, kind="stable")]  # by step, then time (the table's order)
     own = self_time(ev, children=on_thread)  # less every child on the thread: Python frames, ranges too
     step = step_all[rows]
     pause, group_of = event_pauses(rows, step, ev["name"].cat.codes.to_numpy()[rows], own)

@@ -25,6 +25,8 @@ the shapes differ (a data-dependent step), nothing is called a pause.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 # The shortest pause: a scheduler tick is 1–10 ms (CONFIG_HZ 1000–100); op-to-op jitter of a
@@ -42,22 +44,51 @@ def _runs(step: np.ndarray) -> tuple[list[int], list[int]]:
     return first.tolist(), np.diff(np.concatenate((first, [len(step)]))).tolist()
 
 
-def _places(begins: list[int], n: int) -> np.ndarray:
-    """The (steps × n) matrix of positions: row i the n places from ``begins[i]`` on."""
-    return np.asarray(begins, dtype=np.int64)[:, None] + np.arange(n, dtype=np.int64)[None, :]
+@dataclass(frozen=True)
+class Places:
+    """A (steps × n) matrix of positions into the thread's arrays: row i the n places from
+    ``begins[i]`` on. Where the steps follow one another (every step of a loop of one shape), the
+    matrix is one stretch of the arrays and is read and written as a slice, not gathered."""
+
+    begins: list[int]
+    n: int
+
+    def positions(self) -> np.ndarray:
+        return np.asarray(self.begins, dtype=np.int64)[:, None] + np.arange(self.n, dtype=np.int64)[None, :]
+
+    def _stretch(self) -> slice | None:
+        first, count = self.begins[0], len(self.begins)
+        if self.begins == list(range(first, first + count * self.n, self.n)):
+            return slice(first, first + count * self.n)
+        return None
+
+    def take(self, values: np.ndarray) -> np.ndarray:
+        """``values`` at the places, as the (steps × n) matrix."""
+        stretch = self._stretch()
+        if stretch is None:
+            return values[self.positions()]
+        return values[stretch].reshape(len(self.begins), self.n)
+
+    def put(self, target: np.ndarray, matrix: np.ndarray | int) -> None:
+        """Write a (steps × n) matrix (or one value) at the places of ``target``."""
+        stretch = self._stretch()
+        if stretch is None:
+            target[self.positions()] = matrix
+        else:
+            target[stretch] = matrix if np.isscalar(matrix) else np.asarray(matrix).reshape(-1)
 
 
-def shape_groups(step: np.ndarray, codes: np.ndarray) -> list[np.ndarray]:
+def shape_groups(step: np.ndarray, codes: np.ndarray) -> list[Places]:
     """Groups of steps of one shape: ``step`` and ``codes`` (event-name codes) are the step's
-    thread's events, sorted by step, then time. Each group is a (steps × events) matrix of
-    positions into those arrays — row i the events of one step, column k the k-th event of each —
-    for every shape shared by at least ``MIN_ALIGNED_STEPS`` steps."""
+    thread's events, sorted by step, then time. Each group's places are a (steps × events) matrix
+    of positions into those arrays — row i the events of one step, column k the k-th event of
+    each — for every shape shared by at least ``MIN_ALIGNED_STEPS`` steps."""
     if not len(step):
         return []
     shapes: dict[tuple[int, bytes], list[int]] = {}
     for begin, n in zip(*_runs(step)):  # one entry per step, not per event
         shapes.setdefault((n, codes[begin:begin + n].tobytes()), []).append(begin)
-    return [_places(begins, n) for (n, _), begins in shapes.items() if len(begins) >= MIN_ALIGNED_STEPS and n]
+    return [Places(begins, n) for (n, _), begins in shapes.items() if len(begins) >= MIN_ALIGNED_STEPS and n]
 
 
 def excess(lengths: np.ndarray) -> np.ndarray:
@@ -88,9 +119,9 @@ def event_pauses(rows: np.ndarray, step: np.ndarray, codes: np.ndarray, own: np.
     of each event, -1 where its step was not compared)."""
     pause = np.zeros(len(rows), dtype=np.int64)
     group_of = np.full(len(rows), -1, dtype=np.int64)
-    for g, positions in enumerate(shape_groups(step, codes)):
-        pause[positions] = excess(own[rows[positions]])
-        group_of[positions] = g
+    for g, places in enumerate(shape_groups(step, codes)):
+        places.put(pause, excess(own[places.take(rows)]))
+        places.put(group_of, g)
     return pause, group_of
 
 
@@ -111,8 +142,8 @@ def gap_pauses(gap_step: np.ndarray, length: np.ndarray, group_of_step: dict[int
         sizes = {n for _, n in spans}
         if len(spans) < MIN_ALIGNED_STEPS or len(sizes) != 1:
             continue
-        positions = _places([b for b, _ in spans], sizes.pop())
-        pause[positions] = excess(length[positions])
+        places = Places([b for b, _ in spans], sizes.pop())
+        places.put(pause, excess(places.take(length)))
     return pause
 
 
