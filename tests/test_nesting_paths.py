@@ -234,3 +234,26 @@ def test_the_compiled_passes_are_built() -> None:
     """The install builds the extension (setup.py); without it every trace would silently be
     nested, cut and merged by the slower array passes."""
     assert compiled.passes is not None
+
+
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-2**63, 2**63 - 1) | st.integers(-3, 3), max_size=300))
+def test_compiled_combination_codes_are_pandas_factorize(keys: list[int]) -> None:
+    from traceview.arrays import combination_codes
+
+    key = np.array(keys, dtype=np.int64)
+    codes, first = combination_codes(key)
+    expected, _ = pd.factorize(key)
+    assert np.array_equal(codes, expected) and codes.dtype == np.int64
+    assert np.array_equal(first, [int(np.flatnonzero(expected == c)[0]) for c in range(len(first))])
+
+
+def test_combination_codes_grow_past_the_first_table() -> None:
+    """More distinct keys than the compiled table starts with (4,096 slots): it grows as it fills."""
+    from traceview.arrays import combination_codes
+
+    key = np.repeat(np.arange(20_000, dtype=np.int64) * 7919, 3)[::-1].copy()
+    codes, first = combination_codes(key)
+    expected, _ = pd.factorize(key)
+    assert np.array_equal(codes, expected) and len(first) == 20_000

@@ -1,6 +1,7 @@
 /* Compiled passes over the timeline's columns, each one sequential pass: nest host events on
- * their tracks, cut their own pieces, sum their own time (normalize.py), and merge intervals that
- * come sorted into runs (analyzers/attribution.py). Where the extension is not built, array passes
+ * their tracks, cut their own pieces, sum their own time (normalize.py), merge intervals that
+ * come sorted into runs (analyzers/attribution.py), and number the combinations of columns that
+ * rules run once for (arrays.combination_codes). Where the extension is not built, array passes
  * give the same results (tests/test_nesting_paths.py).
  *
  * nest: parents and depths (normalize.nest_tracks).
@@ -325,12 +326,90 @@ static PyObject *selected_runs(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(runs);
 }
 
+/* Number integer keys in order of first appearance (pd.factorize's numbering) and note the first
+ * row of each: one pass with an open-addressing table of the distinct keys (a trace's millions of
+ * rows have a few thousand combinations of the columns a key packs), doubled as it fills.
+ *
+ * factorize(keys, codes_out, first_out) -> distinct keys  (int64[n] each; first_out's first entries)
+ */
+static PyObject *factorize(PyObject *self, PyObject *args) {
+    Py_buffer keys, codes, first;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*w*w*", &keys, &codes, &first)) return NULL;
+    Py_buffer *held[] = {&keys, &codes, &first};
+    const Py_ssize_t item[] = {8, 8, 8};
+    Py_ssize_t n = keys.len / 8, distinct = 0;
+    int ok = same_length(held, 3, n, item);
+    size_t size = 1 << 12;  /* slots, a power of two; each holds a code + 1 (0: empty) */
+    int shift = 64 - 12;    /* a slot is the top bits of the key times 2^64 / golden ratio */
+    int64_t *slot_key = NULL, *slot_code = NULL;
+    if (ok) {
+        slot_key = malloc(sizeof(int64_t) * size);
+        slot_code = calloc(size, sizeof(int64_t));
+        ok = slot_key && slot_code;
+        if (!ok) PyErr_NoMemory();
+    }
+    if (ok) {
+        const int64_t *key = keys.buf;
+        int64_t *code = codes.buf, *first_row = first.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t row = 0; row < n && ok; row++) {
+            uint64_t hash = (uint64_t)key[row] * 0x9E3779B97F4A7C15ULL;
+            size_t at = (size_t)(hash >> shift);
+            while (slot_code[at] && slot_key[at] != key[row]) at = (at + 1) & (size - 1);
+            if (!slot_code[at]) {  /* a new key */
+                slot_key[at] = key[row];
+                slot_code[at] = ++distinct;
+                first_row[distinct - 1] = row;
+                if ((size_t)distinct * 2 > size) {  /* half full: twice the slots, the keys placed again */
+                    size_t grown = size * 2;
+                    int64_t *new_key = malloc(sizeof(int64_t) * grown), *new_code = calloc(grown, sizeof(int64_t));
+                    if (!new_key || !new_code) {
+                        free(new_key);
+                        free(new_code);
+                        ok = 0;
+                        break;
+                    }
+                    for (size_t old = 0; old < size; old++) {
+                        if (!slot_code[old]) continue;
+                        uint64_t h = (uint64_t)slot_key[old] * 0x9E3779B97F4A7C15ULL;
+                        size_t to = (size_t)(h >> (shift - 1));
+                        while (new_code[to]) to = (to + 1) & (grown - 1);
+                        new_key[to] = slot_key[old];
+                        new_code[to] = slot_code[old];
+                    }
+                    free(slot_key);
+                    free(slot_code);
+                    slot_key = new_key;
+                    slot_code = new_code;
+                    size = grown;
+                    shift--;
+                }
+                code[row] = distinct - 1;
+                continue;
+            }
+            code[row] = slot_code[at] - 1;
+        }
+        Py_END_ALLOW_THREADS
+        if (!ok) PyErr_NoMemory();
+    }
+    free(slot_key);
+    free(slot_code);
+    for (int i = 0; i < 3; i++) PyBuffer_Release(held[i]);
+    if (!ok) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "factorize: columns of different lengths or types");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(distinct);
+}
+
 static PyMethodDef methods[] = {
     {"nest", nest, METH_VARARGS, "Parent row and depth of every host event on its track; returns the overlaps."},
     {"own_pieces", own_pieces, METH_VARARGS, "The own pieces of selected rows: counted, or written where there is room."},
     {"own_time", own_time, METH_VARARGS, "Each row's duration less its children's, at least 0."},
     {"merged_runs", merged_runs, METH_VARARGS, "The union of intervals sorted by start, as disjoint runs."},
     {"selected_runs", selected_runs, METH_VARARGS, "The runs of the pieces an attribution layer selects."},
+    {"factorize", factorize, METH_VARARGS, "Integer keys numbered in order of first appearance, and each one's first row."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -21,6 +21,37 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def first_rows(codes: np.ndarray) -> np.ndarray:
+    """The first row of each code, for codes numbered in order of first appearance (as
+    ``pd.factorize`` numbers them): where the running maximum rises. O(n), no sort or hash."""
+    if not len(codes):
+        return np.zeros(0, dtype=np.int64)
+    running = np.maximum.accumulate(codes)
+    rises = np.empty(len(codes), dtype=bool)
+    rises[0] = True
+    rises[1:] = running[1:] > running[:-1]
+    return np.flatnonzero(rises)
+
+
+def combination_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's code for its integer ``key`` (keys numbered in order of first appearance, as
+    ``pd.factorize`` numbers them) and the first row of each code. Rules that read a few columns
+    run once per distinct combination of them, packed into one key per row: a trace's millions of
+    rows have a few thousand. Compiled, one pass with a table of the distinct keys
+    (traceview/_passes.c); else hashed by pandas, then the first rows found in one more pass."""
+    from traceview import compiled
+
+    key = np.ascontiguousarray(key, dtype=np.int64)
+    if compiled.passes is not None:
+        codes, first = np.empty(len(key), dtype=np.int64), np.empty(len(key), dtype=np.int64)
+        distinct = compiled.passes.factorize(key, codes, first)
+        return codes, first[:distinct].copy()
+    import pandas as pd
+
+    codes, _ = pd.factorize(key)
+    return codes.astype(np.int64, copy=False), first_rows(codes)
+
+
 def unique_sorted(values: np.ndarray) -> np.ndarray:
     """The distinct values, sorted (``np.unique(values)``) by one sort and a neighbour compare."""
     if not len(values):

@@ -21,7 +21,9 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.schema import Kind, first_rows
+from traceview import compiled
+from traceview.arrays import combination_codes
+from traceview.schema import Kind
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,8 @@ _DENSE_KEYS_PER_ROW = 4
 
 def _combinations(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
     """Each row's combination (a code per distinct key) and one row of each combination."""
+    if compiled.passes is not None:
+        return combination_codes(key)  # (one compiled pass, whatever the key space)
     if space <= _DENSE_KEYS_PER_ROW * len(key) + 2**16:
         # A row of each key, whichever write lands: every row of a key has the same class, name,
         # default and stats, so any one of them stands for it.
@@ -161,8 +165,7 @@ def _combinations(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
         present = row_of_key >= 0
         code_of_key = np.cumsum(present) - 1
         return code_of_key[key], row_of_key[present]
-    key_codes, _ = pd.factorize(key)
-    return key_codes, first_rows(key_codes)
+    return combination_codes(key)
 
 
 def _codes(column: Any) -> tuple[np.ndarray, int]:

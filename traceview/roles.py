@@ -57,8 +57,8 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import child_levels, membership, unique_sorted
-from traceview.schema import Kind, first_rows
+from traceview.arrays import child_levels, combination_codes, membership, unique_sorted
+from traceview.schema import Kind
 
 
 class Role(str, Enum):
@@ -349,8 +349,7 @@ def _combinations(columns: tuple[np.ndarray, ...], values: tuple[list[str], ...]
         key *= size
         key += codes
         key += 1
-    combination, _ = pd.factorize(key)
-    return combination, first_rows(combination)
+    return combination_codes(key)
 
 
 def _rule_roles(kind_codes: np.ndarray, kind_values: list[str], name_codes: np.ndarray, name_values: list[str],

@@ -285,18 +285,6 @@ def categorical(values: Any, categories: Any = None) -> pd.Categorical:
     return _on_levels(list(categories), uniques, codes)
 
 
-def first_rows(codes: np.ndarray) -> np.ndarray:
-    """The first row of each code, for codes numbered in order of first appearance (as
-    ``pd.factorize`` numbers them): where the running maximum rises. O(n), no sort or hash."""
-    if not len(codes):
-        return np.zeros(0, dtype=np.int64)
-    running = np.maximum.accumulate(codes)
-    rises = np.empty(len(codes), dtype=bool)
-    rises[0] = True
-    rises[1:] = running[1:] > running[:-1]
-    return np.flatnonzero(rises)
-
-
 def level_dtype(column: str) -> pd.CategoricalDtype:
     """The dtype of a column with fixed levels (``kind``, ``copy_kind``): its levels, in order."""
     return pd.CategoricalDtype(pd.Index(CATEGORY_LEVELS[column], dtype=object))

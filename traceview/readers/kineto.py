@@ -34,7 +34,7 @@ import orjson
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import joined
+from traceview.arrays import combination_codes, joined
 from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import read_bytes
@@ -45,7 +45,7 @@ from traceview.readers.kineto_fields import (BAD_TID, EXACT_FLOAT_LIMIT_US, EXAC
                                              scan_fields)
 from traceview.builder import RawTrace, build
 from traceview.schema import (KIND_VALUES, MEMORY_SAMPLE_REASON, Device, Kind, Timeline, TraceMeta,
-                              categorical_from_codes, first_rows, leveled, memory_frame)
+                              categorical_from_codes, leveled, memory_frame)
 
 FORMAT_NAME = "kineto-json"
 
@@ -429,9 +429,7 @@ def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """(code of each row's (a, b) pair, the first row of each pair) for two int code arrays."""
     if not len(a):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    key = a.astype(np.int64) * (int(b.max()) + 1) + b
-    codes, _ = pd.factorize(key)
-    return codes, first_rows(codes)
+    return combination_codes(a.astype(np.int64) * (int(b.max()) + 1) + b)
 
 
 def _track_names(fields: Fields) -> tuple[dict[Any, str], dict[tuple[Any, Any], str]]:
