@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 
 from tests.conftest import SAMPLES, cached_diagnosis
@@ -136,3 +138,22 @@ def test_places_read_and_written_as_a_stretch_are_the_gathered_ones() -> None:
         assert np.array_equal(target, expected)
         places.put(target, 0)
         assert not target.any()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 9), st.integers(0, 6), st.lists(st.integers(-2**40, 2**40) | st.integers(0, 3), min_size=54,
+                                                       max_size=54))
+def test_column_medians_are_numpy_medians(rows: int, columns: int, values: list[int]) -> None:
+    from traceview.analyzers.pauses import _column_medians
+
+    matrix = np.array(values[:rows * columns], dtype=np.int64).reshape(rows, columns)
+    assert np.array_equal(_column_medians(matrix), np.median(matrix, axis=0))
+
+
+def test_column_medians_of_many_equal_and_sorted_values() -> None:
+    from traceview.analyzers.pauses import _column_medians
+
+    for matrix in (np.full((4000, 3), 7, dtype=np.int64), np.arange(8000, dtype=np.int64).reshape(4000, 2),
+                   np.arange(8000, dtype=np.int64)[::-1].reshape(4000, 2).copy(),
+                   np.tile(np.array([[1], [5]], dtype=np.int64), (1001, 4))):
+        assert np.array_equal(_column_medians(matrix), np.median(matrix, axis=0))

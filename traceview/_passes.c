@@ -1,7 +1,8 @@
 /* Compiled passes over the timeline's columns, each one sequential pass: nest host events on
  * their tracks, cut their own pieces, sum their own time (normalize.py), merge intervals that
- * come sorted into runs (analyzers/attribution.py), and number the combinations of columns that
- * rules run once for (arrays.combination_codes). Where the extension is not built, array passes
+ * come sorted into runs (analyzers/attribution.py), number the combinations of columns that
+ * rules run once for (arrays.combination_codes), and take the median of each place over the
+ * steps (analyzers/pauses.py). Where the extension is not built, array passes
  * give the same results (tests/test_nesting_paths.py).
  *
  * nest: parents and depths (normalize.nest_tracks).
@@ -403,12 +404,101 @@ static PyObject *factorize(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(distinct);
 }
 
+/* The k-th smallest of values[0..n) (values are reordered): quickselect on a median-of-three
+ * pivot, Hoare's partition (runs of equal values split evenly); past 64 rounds, the rest sorted. */
+static int compare_int64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int64_t kth_smallest(int64_t *values, Py_ssize_t n, Py_ssize_t k) {
+    Py_ssize_t low = 0, high = n - 1;
+    for (int round = 0; low < high; round++) {
+        if (round == 64) {
+            qsort(values + low, (size_t)(high - low + 1), sizeof(int64_t), compare_int64);
+            break;
+        }
+        Py_ssize_t middle = low + (high - low) / 2;
+        int64_t a = values[low], b = values[middle], c = values[high];
+        int64_t pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        Py_ssize_t i = low, j = high;
+        while (i <= j) {
+            while (values[i] < pivot) i++;
+            while (values[j] > pivot) j--;
+            if (i <= j) {
+                int64_t swap = values[i];
+                values[i] = values[j];
+                values[j] = swap;
+                i++;
+                j--;
+            }
+        }
+        if (k <= j) high = j;
+        else if (k >= i) low = i;
+        else break;  /* between the two halves: equal to the pivot */
+    }
+    return values[k];
+}
+
+/* The median of each column of a (rows x columns) int64 matrix, as np.median(matrix, axis=0)
+ * gives it: the middle value, or the mean of the two middle values, as float64.
+ *
+ * column_medians(matrix, rows, columns, out)   matrix int64[rows * columns] (C order), out float64[columns]
+ */
+static PyObject *column_medians(PyObject *self, PyObject *args) {
+    Py_buffer matrix, out;
+    Py_ssize_t rows, columns;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nnw*", &matrix, &rows, &columns, &out)) return NULL;
+    int ok = rows > 0 && columns >= 0 && matrix.len == rows * columns * 8 && out.len == columns * 8;
+    enum { BLOCK = 64 };  /* columns copied out together: each row's cells of a block are one read */
+    int64_t *block = NULL;
+    if (ok) {
+        block = malloc(sizeof(int64_t) * (size_t)rows * BLOCK);
+        ok = block != NULL;
+        if (!ok) PyErr_NoMemory();
+    }
+    if (ok) {
+        const int64_t *cell = matrix.buf;
+        double *median = out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t c = 0; c < columns; c++) {
+            Py_ssize_t within = c % BLOCK;
+            if (!within) {
+                Py_ssize_t width = columns - c < BLOCK ? columns - c : BLOCK;
+                for (Py_ssize_t r = 0; r < rows; r++)
+                    for (Py_ssize_t j = 0; j < width; j++) block[j * rows + r] = cell[r * columns + c + j];
+            }
+            int64_t *column = block + within * rows;
+            int64_t upper = kth_smallest(column, rows, rows / 2);
+            if (rows % 2) {
+                median[c] = (double)upper;
+            } else {  /* the lower middle: the largest of the values left below the upper one */
+                int64_t lower = column[0];
+                for (Py_ssize_t r = 1; r < rows / 2; r++)
+                    if (column[r] > lower) lower = column[r];
+                median[c] = ((double)lower + (double)upper) / 2.0;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    free(block);
+    PyBuffer_Release(&matrix);
+    PyBuffer_Release(&out);
+    if (!ok) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "column_medians: a matrix and an output that do not fit");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"nest", nest, METH_VARARGS, "Parent row and depth of every host event on its track; returns the overlaps."},
     {"own_pieces", own_pieces, METH_VARARGS, "The own pieces of selected rows: counted, or written where there is room."},
     {"own_time", own_time, METH_VARARGS, "Each row's duration less its children's, at least 0."},
     {"merged_runs", merged_runs, METH_VARARGS, "The union of intervals sorted by start, as disjoint runs."},
     {"selected_runs", selected_runs, METH_VARARGS, "The runs of the pieces an attribution layer selects."},
+    {"column_medians", column_medians, METH_VARARGS, "The median of each column of an int64 matrix, as np.median(axis=0)."},
     {"factorize", factorize, METH_VARARGS, "Integer keys numbered in order of first appearance, and each one's first row."},
     {NULL, NULL, 0, NULL},
 };

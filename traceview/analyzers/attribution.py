@@ -65,7 +65,7 @@ import pandas as pd
 
 from traceview import compiled
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
-from traceview.arrays import membership, order_by_start_then_longest, unique_sorted
+from traceview.arrays import combination_codes, membership, order_by_start_then_longest, unique_sorted
 from traceview.normalize import compute_ops, launch_rows, own_pieces, self_time
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
 from traceview.roles import Role
@@ -669,12 +669,10 @@ def _split_call_cost(
     pieces = compute_pieces[ok]
     if not len(pieces):
         return none
-    # The first piece of each call carries the split.
-    order = np.lexsort((start[pieces], row[pieces]))
-    pieces, cost = pieces[order], cost[ok][order].astype(np.int64)
-    first = np.ones(len(pieces), dtype=bool)
-    first[1:] = row[pieces][1:] != row[pieces][:-1]
-    pieces, cost = pieces[first], cost[first]
+    # The first piece of each call carries the split: its first in the pieces' order, which keeps
+    # each row's pieces in time order (normalize.own_pieces).
+    _, first = combination_codes(row[pieces])
+    pieces, cost = pieces[first], cost[ok][first].astype(np.int64)
     cut = np.minimum(start[pieces] + cost, end[pieces])
     cost_start = start[pieces]
     start[pieces] = cut
@@ -702,8 +700,9 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
     pause, group_of = event_pauses(rows, step, ev["name"].cat.codes.to_numpy()[rows], own)
     pause[~membership(ev["role"].array)(_RUNS_ON_THE_THREAD)[rows]] = 0
     # One entry per compared step (its first event gives the group), not one per event.
-    compared_steps, first = np.unique(step[group_of >= 0], return_index=True)
-    shape_of_step = dict(zip(compared_steps.tolist(), group_of[group_of >= 0][first].tolist()))
+    compared, compared_group = step[group_of >= 0], group_of[group_of >= 0]  # (by step: rows are)
+    first = np.flatnonzero(np.diff(compared, prepend=-2) != 0)  # each compared step's first event
+    shape_of_step = dict(zip(compared[first].tolist(), compared_group[first].tolist()))
     hit = pause > 0
     return rows[hit].astype(np.int64), pause[hit], shape_of_step
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from traceview import compiled
+
 # The shortest pause: a scheduler tick is 1–10 ms (CONFIG_HZ 1000–100); op-to-op jitter of a
 # quiet machine is tens of µs.
 PAUSE_MIN_NS = 1_000_000
@@ -96,7 +98,7 @@ def excess(lengths: np.ndarray) -> np.ndarray:
     of its place (column) where that is a pause (see the module's rule), else 0."""
     if not lengths.size:
         return np.zeros(lengths.shape, dtype=np.int64)
-    typical = np.median(lengths, axis=0)
+    typical = _column_medians(lengths)
     over = lengths - typical
     paused = (over >= PAUSE_MIN_NS) & (lengths >= PAUSE_FACTOR * typical)
     # Work the program does every few steps (a log line every N steps) stretches the same place in
@@ -145,6 +147,17 @@ def gap_pauses(gap_step: np.ndarray, length: np.ndarray, group_of_step: dict[int
         places = Places([b for b, _ in spans], sizes.pop())
         places.put(pause, excess(places.take(length)))
     return pause
+
+
+def _column_medians(lengths: np.ndarray) -> np.ndarray:
+    """``np.median(lengths, axis=0)``: compiled, a selection per column (traceview/_passes.c)
+    instead of numpy's partition of a copy of the whole matrix."""
+    if compiled.passes is None or lengths.ndim != 2:
+        return np.median(lengths, axis=0)
+    matrix = np.ascontiguousarray(lengths, dtype=np.int64)
+    typical = np.empty(matrix.shape[1], dtype=np.float64)
+    compiled.passes.column_medians(matrix, matrix.shape[0], matrix.shape[1], typical)
+    return typical
 
 
 def without_pauses(times: np.ndarray, parent: np.ndarray, holders: np.ndarray,
