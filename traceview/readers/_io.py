@@ -13,6 +13,7 @@ from pathlib import Path
 from traceview.errors import FormatError, InputError, UsageError
 
 GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @contextmanager

@@ -29,7 +29,7 @@ import msgspec
 import orjson
 
 from traceview.errors import InputError
-from traceview.readers._io import GZIP_MAGIC, InflatedText, max_bytes, user_errors
+from traceview.readers._io import GZIP_MAGIC, UTF8_BOM, InflatedText, max_bytes, user_errors
 
 # Raw text decoded per batch. Large enough that the per-batch overhead vanishes, small enough
 # that a batch's decoded events (a few hundred bytes each) stay far below the trace's columns.
@@ -38,7 +38,6 @@ _MAX_CUT_TRIES = 16  # candidate cuts tried per batch before giving up on the fa
 _ARRAY_OPEN = re.compile(rb'"traceEvents"\s*:\s*\[')
 # A UTF-8 byte-order mark, which editors and Windows tools put at the start of a JSON file they
 # save; JSON parsers reject it (RFC 8259 §8.1 lets them ignore it), so it is skipped here.
-UTF8_BOM = b"\xef\xbb\xbf"
 _LEADING_SPACE = re.compile(rb"(?:\xef\xbb\xbf)?\s*")  # a byte-order mark, then what bytes.lstrip() takes away
 _ELEMENT_END = re.compile(rb"\}\s*,")
 _HEAD_LIMIT = 64 * 2**20  # the array must open within this many bytes (top-level keys come first)

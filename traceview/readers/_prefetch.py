@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from traceview.errors import UsageError
-from traceview.readers._io import GZIP_MAGIC, InflatedText, head_bytes, max_bytes
+from traceview.readers._io import GZIP_MAGIC, UTF8_BOM, InflatedText, head_bytes, max_bytes
 
 if TYPE_CHECKING:
     from traceview.readers.kineto_fields import ScannedFields
@@ -87,7 +87,10 @@ def start(path_text: str) -> None:
     size = key[3]
     try:
         with path.open("rb") as handle:
-            gzipped = handle.read(2) == GZIP_MAGIC
+            head = handle.read(_HEAD_BYTES)
+            gzipped = head[:2] == GZIP_MAGIC
+            if not gzipped and head.removeprefix(UTF8_BOM).lstrip()[:1] not in (b"{", b"["):
+                return  # not JSON (an XPlane): its reader reads it; no thread to contend with the imports
             if gzipped:
                 handle.seek(-4, os.SEEK_END)
                 (inflated_mod_4gib,) = struct.unpack("<I", handle.read(4))  # the gzip trailer's ISIZE
