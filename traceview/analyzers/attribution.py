@@ -65,7 +65,7 @@ import pandas as pd
 
 from traceview import compiled
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
-from traceview.arrays import combination_codes, membership, order_by_start_then_longest, unique_sorted
+from traceview.arrays import combination_codes, membership, order_by_start_then_longest, unique_sorted, values_at
 from traceview.normalize import compute_ops, launch_rows, own_pieces, self_time
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
 from traceview.roles import Role
@@ -697,14 +697,10 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
         rows = rows[np.argsort(step, kind="stable")]  # by step, then time (the table's order)
     own = self_time(ev, children=on_thread)  # less every child on the thread: Python frames, ranges too
     step = step_all[rows]
-    pause, group_of = event_pauses(rows, step, ev["name"].cat.codes.to_numpy()[rows], own)
-    pause[~membership(ev["role"].array)(_RUNS_ON_THE_THREAD)[rows]] = 0
-    # One entry per compared step (its first event gives the group), not one per event.
-    compared, compared_group = step[group_of >= 0], group_of[group_of >= 0]  # (by step: rows are)
-    first = np.flatnonzero(np.diff(compared, prepend=-2) != 0)  # each compared step's first event
-    shape_of_step = dict(zip(compared[first].tolist(), compared_group[first].tolist()))
-    hit = pause > 0
-    return rows[hit].astype(np.int64), pause[hit], shape_of_step
+    position, pause, shape_of_step = event_pauses(rows, step, ev["name"].cat.codes.to_numpy()[rows], own)
+    paused = rows[position]
+    runs_here = np.isin(values_at(ev["role"], paused), list(_RUNS_ON_THE_THREAD))  # (the few paused rows only)
+    return paused[runs_here].astype(np.int64), pause[runs_here], shape_of_step
 
 
 def _carve_pauses(start: np.ndarray, end: np.ndarray, row: np.ndarray, paused_rows: np.ndarray,

@@ -50,7 +50,7 @@ def _runs(step: np.ndarray) -> tuple[list[int], list[int]]:
 class Places:
     """A (steps × n) matrix of positions into the thread's arrays: row i the n places from
     ``begins[i]`` on. Where the steps follow one another (every step of a loop of one shape), the
-    matrix is one stretch of the arrays and is read and written as a slice, not gathered."""
+    matrix is one stretch of the arrays and is read as a slice, not gathered."""
 
     begins: list[int]
     n: int
@@ -71,13 +71,9 @@ class Places:
             return values[self.positions()]
         return values[stretch].reshape(len(self.begins), self.n)
 
-    def put(self, target: np.ndarray, matrix: np.ndarray | int) -> None:
-        """Write a (steps × n) matrix (or one value) at the places of ``target``."""
-        stretch = self._stretch()
-        if stretch is None:
-            target[self.positions()] = matrix
-        else:
-            target[stretch] = matrix if np.isscalar(matrix) else np.asarray(matrix).reshape(-1)
+    def at(self, step_row: np.ndarray, place: np.ndarray) -> np.ndarray:
+        """The positions of the cells (step row, place column)."""
+        return np.asarray(self.begins, dtype=np.int64)[step_row] + place
 
 
 def shape_groups(step: np.ndarray, codes: np.ndarray) -> list[Places]:
@@ -93,38 +89,58 @@ def shape_groups(step: np.ndarray, codes: np.ndarray) -> list[Places]:
     return [Places(begins, n) for (n, _), begins in shapes.items() if len(begins) >= MIN_ALIGNED_STEPS and n]
 
 
-def excess(lengths: np.ndarray) -> np.ndarray:
-    """The pause in each cell of a (steps × places) matrix of lengths: its excess over the median
-    of its place (column) where that is a pause (see the module's rule), else 0."""
+# Steps tested at a time: the block's temporaries stay in cache, where whole-matrix ones would
+# each be a fresh allocation the size of the step thread's events.
+_BLOCK_STEPS = 256
+
+
+def paused_cells(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cells of a (steps × places) matrix of lengths that hold a pause (see the module's rule):
+    (step row, place column, pause ns — the excess over the median of its place), in row order."""
     if not lengths.size:
-        return np.zeros(lengths.shape, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     typical = _column_medians(lengths)
-    over = lengths - typical
-    paused = (over >= PAUSE_MIN_NS) & (lengths >= PAUSE_FACTOR * typical)
+    floor = PAUSE_FACTOR * typical
+    paused = np.empty(lengths.shape, dtype=bool)
+    for low in range(0, len(lengths), _BLOCK_STEPS):
+        block = lengths[low:low + _BLOCK_STEPS]
+        np.logical_and(block - typical >= PAUSE_MIN_NS, block >= floor, out=paused[low:low + _BLOCK_STEPS])
     # Work the program does every few steps (a log line every N steps) stretches the same place in
     # each step that does it; a place stretched in two steps or more is that, not a pause.
     paused &= np.count_nonzero(paused, axis=0) == 1
-    # Pauses are rare: the excess is written into the few cells that hold one, not selected and
-    # cast over the whole matrix.
+    step_row, place = np.nonzero(paused)
+    return step_row, place, (lengths[step_row, place] - typical[place]).astype(np.int64)
+
+
+def excess(lengths: np.ndarray) -> np.ndarray:
+    """The pause in each cell of a (steps × places) matrix of lengths, 0 where there is none."""
     pause = np.zeros(lengths.shape, dtype=np.int64)
-    cells = np.nonzero(paused)
-    pause[cells] = over[cells].astype(np.int64)
+    step_row, place, ns = paused_cells(lengths)
+    pause[step_row, place] = ns
     return pause
 
 
 def event_pauses(rows: np.ndarray, step: np.ndarray, codes: np.ndarray, own: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """The paused part of each event's own time (``own``, ns) on the step's thread.
+                 ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
+    """The paused part of the events' own time (``own``, ns, per table row) on the step's thread.
 
     ``rows``, ``step``, ``codes``: the thread's events (table rows) sorted by step, then time, with
-    their step and name code. Returns (pause per event, in ``rows`` order; the step-shape group
-    of each event, -1 where its step was not compared)."""
-    pause = np.zeros(len(rows), dtype=np.int64)
-    group_of = np.full(len(rows), -1, dtype=np.int64)
+    their step and name code. Returns the positions (into ``rows``, ascending) of the events that
+    hold a pause, the pause of each, and the shape group of each step that was compared (step →
+    group). Pauses are rare: only their cells are written, no array per event."""
+    positions: list[np.ndarray] = []
+    amounts: list[np.ndarray] = []
+    group_of_step: dict[int, int] = {}
     for g, places in enumerate(shape_groups(step, codes)):
-        places.put(pause, excess(own[places.take(rows)]))
-        places.put(group_of, g)
-    return pause, group_of
+        step_row, place, ns = paused_cells(own[places.take(rows)])
+        positions.append(places.at(step_row, place))
+        amounts.append(ns)
+        group_of_step.update(dict.fromkeys(step[np.asarray(places.begins, dtype=np.int64)].tolist(), g))
+    if not positions:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), {}
+    position, amount = np.concatenate(positions), np.concatenate(amounts)
+    order = np.argsort(position, kind="stable")
+    return position[order], amount[order], dict(sorted(group_of_step.items()))
 
 
 def gap_pauses(gap_step: np.ndarray, length: np.ndarray, group_of_step: dict[int, int]) -> np.ndarray:
@@ -145,7 +161,8 @@ def gap_pauses(gap_step: np.ndarray, length: np.ndarray, group_of_step: dict[int
         if len(spans) < MIN_ALIGNED_STEPS or len(sizes) != 1:
             continue
         places = Places([b for b, _ in spans], sizes.pop())
-        places.put(pause, excess(places.take(length)))
+        step_row, place, ns = paused_cells(places.take(length))
+        pause[places.at(step_row, place)] = ns
     return pause
 
 
