@@ -257,3 +257,23 @@ def test_combination_codes_grow_past_the_first_table() -> None:
     codes, first = combination_codes(key)
     expected, _ = pd.factorize(key)
     assert np.array_equal(codes, expected) and len(first) == 20_000
+
+
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 5), st.integers(-1, 300), st.booleans(), st.integers(0, 2)), min_size=1,
+                max_size=200))
+def test_compiled_column_combinations_are_the_packed_keys(rows: list[tuple[int, int, bool, int]]) -> None:
+    from traceview.arrays import column_combinations
+
+    columns = [np.array([r[0] for r in rows], dtype=np.int8), np.array([r[1] for r in rows], dtype=np.int16),
+               np.array([r[2] for r in rows], dtype=bool), np.array([r[3] for r in rows], dtype=np.int64)]
+    shifts, sizes = [1, 1, 0, 0], [7, 302, 2, 3]
+    mine = column_combinations(columns, shifts, sizes)
+    with pytest.MonkeyPatch.context() as patch:
+        _array_passes(patch)
+        theirs = column_combinations(columns, shifts, sizes)
+    assert np.array_equal(mine[0], theirs[0]) and np.array_equal(mine[1], theirs[1])
+    with pytest.raises(ValueError):  # a digit outside its size is refused, not packed into another key
+        column_combinations(columns, shifts, [7, 302, 2, 1]) if (columns[3] > 0).any() else column_combinations(
+            columns, [1, 1, 0, -1], sizes)

@@ -31,6 +31,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int same_length(Py_buffer *buffers[], int count, Py_ssize_t rows, const Py_ssize_t item[]) {
     for (int i = 0; i < count; i++)
@@ -327,81 +328,178 @@ static PyObject *selected_runs(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(runs);
 }
 
-/* Number integer keys in order of first appearance (pd.factorize's numbering) and note the first
- * row of each: one pass with an open-addressing table of the distinct keys (a trace's millions of
- * rows have a few thousand combinations of the columns a key packs), doubled as it fills.
- *
- * factorize(keys, codes_out, first_out) -> distinct keys  (int64[n] each; first_out's first entries)
- */
+/* Integer keys numbered in order of first appearance (pd.factorize's numbering), each one's first
+ * row noted: an open-addressing table of the distinct keys (a trace's millions of rows have a few
+ * thousand combinations of the columns a key packs), doubled as it fills. */
+typedef struct {
+    int64_t *key, *code;  /* per slot: the key, its code + 1 (0: empty) */
+    size_t size;          /* a power of two */
+    int shift;            /* a key's slot: the top bits of the key times 2^64 / golden ratio */
+    Py_ssize_t distinct;
+} KeyTable;
+
+static int table_init(KeyTable *table) {
+    table->size = 1 << 12;
+    table->shift = 64 - 12;
+    table->distinct = 0;
+    table->key = malloc(sizeof(int64_t) * table->size);
+    table->code = calloc(table->size, sizeof(int64_t));
+    return table->key && table->code ? 0 : -1;
+}
+
+static void table_free(KeyTable *table) {
+    free(table->key);
+    free(table->code);
+}
+
+static size_t slot_of(int64_t key, int shift) { return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> shift); }
+
+/* The code of ``key`` (a new one numbered next, its row noted in first_row); -1 out of memory. */
+static int64_t table_number(KeyTable *table, int64_t key, Py_ssize_t row, int64_t *first_row) {
+    size_t at = slot_of(key, table->shift);
+    while (table->code[at] && table->key[at] != key) at = (at + 1) & (table->size - 1);
+    if (table->code[at]) return table->code[at] - 1;
+    table->key[at] = key;
+    table->code[at] = ++table->distinct;
+    first_row[table->distinct - 1] = row;
+    if ((size_t)table->distinct * 2 > table->size) {  /* half full: twice the slots, the keys placed again */
+        size_t grown = table->size * 2;
+        int64_t *new_key = malloc(sizeof(int64_t) * grown), *new_code = calloc(grown, sizeof(int64_t));
+        if (!new_key || !new_code) {
+            free(new_key);
+            free(new_code);
+            return -1;
+        }
+        for (size_t old = 0; old < table->size; old++) {
+            if (!table->code[old]) continue;
+            size_t to = slot_of(table->key[old], table->shift - 1);
+            while (new_code[to]) to = (to + 1) & (grown - 1);
+            new_key[to] = table->key[old];
+            new_code[to] = table->code[old];
+        }
+        table_free(table);
+        table->key = new_key;
+        table->code = new_code;
+        table->size = grown;
+        table->shift--;
+    }
+    return table->distinct - 1;
+}
+
+/* factorize(keys, codes_out, first_out) -> distinct keys  (int64[n] each; first_out's first entries) */
 static PyObject *factorize(PyObject *self, PyObject *args) {
     Py_buffer keys, codes, first;
     (void)self;
     if (!PyArg_ParseTuple(args, "y*w*w*", &keys, &codes, &first)) return NULL;
     Py_buffer *held[] = {&keys, &codes, &first};
     const Py_ssize_t item[] = {8, 8, 8};
-    Py_ssize_t n = keys.len / 8, distinct = 0;
+    Py_ssize_t n = keys.len / 8;
+    KeyTable table = {NULL, NULL, 0, 0, 0};
     int ok = same_length(held, 3, n, item);
-    size_t size = 1 << 12;  /* slots, a power of two; each holds a code + 1 (0: empty) */
-    int shift = 64 - 12;    /* a slot is the top bits of the key times 2^64 / golden ratio */
-    int64_t *slot_key = NULL, *slot_code = NULL;
-    if (ok) {
-        slot_key = malloc(sizeof(int64_t) * size);
-        slot_code = calloc(size, sizeof(int64_t));
-        ok = slot_key && slot_code;
-        if (!ok) PyErr_NoMemory();
+    if (ok && table_init(&table) < 0) {
+        ok = 0;
+        PyErr_NoMemory();
     }
     if (ok) {
         const int64_t *key = keys.buf;
         int64_t *code = codes.buf, *first_row = first.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t row = 0; row < n && ok; row++) {
-            uint64_t hash = (uint64_t)key[row] * 0x9E3779B97F4A7C15ULL;
-            size_t at = (size_t)(hash >> shift);
-            while (slot_code[at] && slot_key[at] != key[row]) at = (at + 1) & (size - 1);
-            if (!slot_code[at]) {  /* a new key */
-                slot_key[at] = key[row];
-                slot_code[at] = ++distinct;
-                first_row[distinct - 1] = row;
-                if ((size_t)distinct * 2 > size) {  /* half full: twice the slots, the keys placed again */
-                    size_t grown = size * 2;
-                    int64_t *new_key = malloc(sizeof(int64_t) * grown), *new_code = calloc(grown, sizeof(int64_t));
-                    if (!new_key || !new_code) {
-                        free(new_key);
-                        free(new_code);
-                        ok = 0;
-                        break;
-                    }
-                    for (size_t old = 0; old < size; old++) {
-                        if (!slot_code[old]) continue;
-                        uint64_t h = (uint64_t)slot_key[old] * 0x9E3779B97F4A7C15ULL;
-                        size_t to = (size_t)(h >> (shift - 1));
-                        while (new_code[to]) to = (to + 1) & (grown - 1);
-                        new_key[to] = slot_key[old];
-                        new_code[to] = slot_code[old];
-                    }
-                    free(slot_key);
-                    free(slot_code);
-                    slot_key = new_key;
-                    slot_code = new_code;
-                    size = grown;
-                    shift--;
-                }
-                code[row] = distinct - 1;
-                continue;
-            }
-            code[row] = slot_code[at] - 1;
-        }
+        for (Py_ssize_t row = 0; row < n && ok; row++)
+            if ((code[row] = table_number(&table, key[row], row, first_row)) < 0) ok = 0;
         Py_END_ALLOW_THREADS
         if (!ok) PyErr_NoMemory();
     }
-    free(slot_key);
-    free(slot_code);
+    table_free(&table);
     for (int i = 0; i < 3; i++) PyBuffer_Release(held[i]);
     if (!ok) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "factorize: columns of different lengths or types");
         return NULL;
     }
-    return PyLong_FromSsize_t(distinct);
+    return PyLong_FromSsize_t(table.distinct);
+}
+
+/* The combinations of integer columns, numbered as factorize numbers their packed keys, without
+ * the key column: each row's digits (a column's value plus its shift, in [0, size)) are packed in
+ * mixed radix as the row is read. The sizes' product must stay below 2^63 (the caller checks).
+ *
+ * combine(columns, shifts, sizes, codes_out, first_out) -> combinations
+ *   columns: a sequence of integer arrays (1, 2, 4 or 8 bytes, signed) of n rows; shifts, sizes:
+ *   a sequence of ints each; codes_out, first_out int64[n]
+ */
+enum { MAX_COLUMNS = 16 };
+
+static PyObject *combine(PyObject *self, PyObject *args) {
+    PyObject *columns, *shifts, *sizes;
+    Py_buffer codes, first, view[MAX_COLUMNS];
+    int64_t shift_of[MAX_COLUMNS], size_of[MAX_COLUMNS];
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOw*w*", &columns, &shifts, &sizes, &codes, &first)) return NULL;
+    Py_ssize_t n = codes.len / 8, count = PySequence_Check(columns) ? PySequence_Size(columns) : -1;
+    Py_ssize_t held = 0;
+    int ok = count > 0 && count <= MAX_COLUMNS && first.len == codes.len && PySequence_Check(shifts) &&
+             PySequence_Check(sizes) && PySequence_Size(shifts) == count && PySequence_Size(sizes) == count;
+    for (Py_ssize_t i = 0; ok && i < count; i++, held++) {
+        PyObject *column = PySequence_GetItem(columns, i), *shift = PySequence_GetItem(shifts, i),
+                 *size = PySequence_GetItem(sizes, i);
+        ok = column && shift && size && PyObject_GetBuffer(column, &view[i], PyBUF_ND | PyBUF_FORMAT) == 0;
+        if (ok) {
+            shift_of[i] = PyLong_AsLongLong(shift);
+            size_of[i] = PyLong_AsLongLong(size);
+            Py_ssize_t width = view[i].itemsize;
+            ok = !PyErr_Occurred() && view[i].ndim == 1 && view[i].len == n * width && size_of[i] > 0 &&
+                 (width == 1 || width == 2 || width == 4 || width == 8) && view[i].format &&
+                 strchr("bhilq", view[i].format[0]) != NULL;
+        } else {
+            held--;  /* (no buffer was taken) */
+        }
+        Py_XDECREF(column);
+        Py_XDECREF(shift);
+        Py_XDECREF(size);
+    }
+    KeyTable table = {NULL, NULL, 0, 0, 0};
+    if (ok && table_init(&table) < 0) {
+        ok = 0;
+        PyErr_NoMemory();
+    }
+    int out_of_range = 0;
+    if (ok) {
+        int64_t *code = codes.buf, *first_row = first.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t row = 0; row < n && ok; row++) {
+            int64_t key = 0;
+            for (Py_ssize_t i = 0; i < count; i++) {
+                const char *base = view[i].buf;
+                int64_t value;
+                switch (view[i].itemsize) {
+                    case 1: value = ((const int8_t *)base)[row]; break;
+                    case 2: value = ((const int16_t *)base)[row]; break;
+                    case 4: value = ((const int32_t *)base)[row]; break;
+                    default: value = ((const int64_t *)base)[row]; break;
+                }
+                int64_t digit = value + shift_of[i];
+                if (digit < 0 || digit >= size_of[i]) {
+                    out_of_range = 1;
+                    ok = 0;
+                    break;
+                }
+                key = key * size_of[i] + digit;
+            }
+            if (ok && (code[row] = table_number(&table, key, row, first_row)) < 0) ok = 0;
+        }
+        Py_END_ALLOW_THREADS
+        if (!ok && !out_of_range) PyErr_NoMemory();
+    }
+    table_free(&table);
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&view[i]);
+    PyBuffer_Release(&codes);
+    PyBuffer_Release(&first);
+    if (!ok) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, out_of_range ? "combine: a value outside its column's size"
+                                                           : "combine: columns of different lengths or types");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(table.distinct);
 }
 
 /* The k-th smallest of values[0..n) (values are reordered): quickselect on a median-of-three
@@ -499,6 +597,7 @@ static PyMethodDef methods[] = {
     {"merged_runs", merged_runs, METH_VARARGS, "The union of intervals sorted by start, as disjoint runs."},
     {"selected_runs", selected_runs, METH_VARARGS, "The runs of the pieces an attribution layer selects."},
     {"column_medians", column_medians, METH_VARARGS, "The median of each column of an int64 matrix, as np.median(axis=0)."},
+    {"combine", combine, METH_VARARGS, "The combinations of integer columns, numbered in order of first appearance."},
     {"factorize", factorize, METH_VARARGS, "Integer keys numbered in order of first appearance, and each one's first row."},
     {NULL, NULL, 0, NULL},
 };

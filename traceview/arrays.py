@@ -12,7 +12,7 @@ main thread is still importing pandas (readers/_prefetch.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,6 +50,29 @@ def combination_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     codes, _ = pd.factorize(key)
     return codes.astype(np.int64, copy=False), first_rows(codes)
+
+
+def column_combinations(columns: Sequence[np.ndarray], shifts: Sequence[int], sizes: Sequence[int]
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`combination_codes` of the columns' rows packed into one key: each column's value
+    plus its shift is a digit in [0, size), the digits in mixed radix (the sizes' product must
+    stay below 2**63). Compiled, the key is packed as each row is read (no key column, no pass per
+    column); else built in place, a pass or two per column."""
+    from traceview import compiled
+
+    n = len(columns[0])
+    if compiled.passes is not None:
+        codes, first = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        distinct = compiled.passes.combine([c.view(np.int8) if c.dtype == bool else c for c in columns],
+                                           [int(x) for x in shifts], [int(x) for x in sizes], codes, first)
+        return codes, first[:distinct].copy()
+    key = np.zeros(n, dtype=np.int64)
+    for column, shift, size in zip(columns, shifts, sizes):
+        key *= size
+        key += column
+        if shift:
+            key += shift
+    return combination_codes(key)
 
 
 def unique_sorted(values: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import compiled
-from traceview.arrays import combination_codes
+from traceview.arrays import column_combinations, combination_codes
 from traceview.schema import Kind
 
 
@@ -127,23 +127,22 @@ def kind_rules_by_combination(
         return np.full(0, "", dtype=object), np.zeros(0, dtype=np.int64)
     stats = has_stat or {}
     stat_names = sorted({rule.stat for rule in rules if rule.stat is not None})
-    # One integer key per row for the combination; its positional parts stay far below 2**62
-    # (a few classes × the distinct names × the kinds × 2 per stat). Built in place: each step
-    # of a new 8-byte column per row costs as much as the arithmetic on a large trace.
-    key = np.zeros(n, dtype=np.int64)
-    space = 1
+    # One integer key per row for the combination; its digits stay far below 2**62 together (a
+    # few classes × the distinct names × the kinds × 2 per stat).
+    digits: list[np.ndarray] = []
+    shifts: list[int] = []
+    sizes: list[int] = []
     for column in (classes, names, default):
-        codes, size = _codes(column)
-        key *= size
-        key += codes
-        space *= size
+        codes, shift, size = _codes(column)
+        digits.append(codes)
+        shifts.append(shift)
+        sizes.append(size)
     for stat in stat_names:
-        key <<= 1
         mask = stats.get(stat)
-        if mask is not None:
-            key |= mask
-        space *= 2
-    key_codes, first = _combinations(key, space)
+        digits.append(mask if mask is not None else np.zeros(n, dtype=bool))
+        shifts.append(0)
+        sizes.append(2)
+    key_codes, first = _combinations(digits, shifts, sizes)
     kinds = _apply_to_distinct(rules, _at(classes, first), _at(names, first), _at(default, first),
                                {s: stats[s][first] for s in stat_names if s in stats})
     return kinds, key_codes
@@ -153,30 +152,37 @@ def kind_rules_by_combination(
 _DENSE_KEYS_PER_ROW = 4
 
 
-def _combinations(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+def _combinations(digits: list[np.ndarray], shifts: list[int], sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Each row's combination (a code per distinct key) and one row of each combination."""
     if compiled.passes is not None:
-        return combination_codes(key)  # (one compiled pass, whatever the key space)
-    if space <= _DENSE_KEYS_PER_ROW * len(key) + 2**16:
+        return column_combinations(digits, shifts, sizes)  # (one compiled pass, whatever the key space)
+    n = len(digits[0])
+    key = np.zeros(n, dtype=np.int64)
+    for column, shift, size in zip(digits, shifts, sizes):
+        key *= size
+        key += column
+        if shift:
+            key += shift
+    space = int(np.prod(np.array(sizes, dtype=np.float64)))
+    if space <= _DENSE_KEYS_PER_ROW * n + 2**16:
         # A row of each key, whichever write lands: every row of a key has the same class, name,
         # default and stats, so any one of them stands for it.
         row_of_key = np.full(space, -1, dtype=np.int64)
-        row_of_key[key] = np.arange(len(key), dtype=np.int64)
+        row_of_key[key] = np.arange(n, dtype=np.int64)
         present = row_of_key >= 0
         code_of_key = np.cumsum(present) - 1
         return code_of_key[key], row_of_key[present]
     return combination_codes(key)
 
 
-def _codes(column: Any) -> tuple[np.ndarray, int]:
-    """Each row's code (≥ 0) and how many codes there can be: a categorical's own codes (no
-    hashing of its values), else the values factorized."""
+def _codes(column: Any) -> tuple[np.ndarray, int, int]:
+    """Each row's code, the shift that makes it ≥ 0, and how many codes there can be: a
+    categorical's own codes (no hashing of its values; -1, missing, shifted to 0), else the
+    values factorized."""
     if isinstance(column, pd.Categorical):
-        codes, size = column.codes, len(column.categories) + 1  # -1 (missing) → 0
-    else:
-        codes, uniques = pd.factorize(column)
-        size = len(uniques) + 1
-    return np.add(codes, 1, dtype=np.int32 if size < 2**31 else np.int64), size
+        return column.codes, 1, len(column.categories) + 1
+    codes, uniques = pd.factorize(column)
+    return codes, 1, len(uniques) + 1
 
 
 def _at(column: Any, rows: np.ndarray) -> np.ndarray:

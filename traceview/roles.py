@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import child_levels, combination_codes, membership, unique_sorted
+from traceview.arrays import child_levels, column_combinations, membership, unique_sorted
 from traceview.schema import Kind
 
 
@@ -339,17 +339,12 @@ def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
 
 def _combinations(columns: tuple[np.ndarray, ...], values: tuple[list[str], ...]) -> tuple[np.ndarray, np.ndarray]:
     """Each row's combination of codes (numbered in order of first appearance) and the first row of
-    each combination. The codes (-1: missing) are packed into one integer key, built in place."""
+    each combination. The codes (-1: missing) are packed into one integer key per row."""
     n = len(columns[0])
     sizes = [len(v) + 1 for v in values]  # code -1 → 0
     if not n or float(np.prod(np.array(sizes, dtype=float))) >= 2**62:
         return np.arange(n), np.arange(n)  # (a key would not fit: every row its own combination)
-    key = np.zeros(n, dtype=np.int64)
-    for codes, size in zip(columns, sizes):
-        key *= size
-        key += codes
-        key += 1
-    return combination_codes(key)
+    return column_combinations(columns, [1] * len(columns), sizes)
 
 
 def _rule_roles(kind_codes: np.ndarray, kind_values: list[str], name_codes: np.ndarray, name_values: list[str],
