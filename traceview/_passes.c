@@ -1,9 +1,9 @@
 /* Compiled passes over the timeline's columns, each one sequential pass: nest host events on
  * their tracks, cut their own pieces, sum their own time (normalize.py), merge intervals that
  * come sorted into runs (analyzers/attribution.py), number the combinations of columns that
- * rules run once for (arrays.combination_codes), and take the median of each place over the
- * steps (analyzers/pauses.py). Where the extension is not built, array passes
- * give the same results (tests/test_nesting_paths.py).
+ * rules run once for (arrays.combination_codes, arrays.column_combinations), and take the median
+ * of each place over the steps (analyzers/pauses.py). Where the extension is not built, array
+ * passes give the same results (tests/test_nesting_paths.py, tests/test_pauses.py).
  *
  * nest: parents and depths (normalize.nest_tracks).
  *
