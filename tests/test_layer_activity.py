@@ -91,3 +91,28 @@ def test_merged_runs_are_the_union(pairs: list[tuple[int, int]], in_order: bool)
 def test_highest_bits() -> None:
     masks = np.array([1 << 31, 1 << 63, 0, (1 << 63) | (1 << 40)], dtype=np.uint64)
     assert _first_layer(masks, np.array([31, 40, 63])).tolist() == [31, 63, -1, 40]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(layer, min_size=0, max_size=40), st.lists(st.integers(0, 8), min_size=0, max_size=4), st.booleans())
+def test_compiled_merge_is_the_sorted_edges(layers: list[list[tuple[int, int]]], window_gaps: list[int],
+                                            shuffled_windows: bool) -> None:
+    """The compiled merge of the edge streams (traceview/_passes.c) gives the points and masks the
+    array passes give, over 32 layers (64-bit masks) too, and windows out of order fall back."""
+    import pytest
+
+    from traceview import compiled
+
+    if compiled.passes is None:
+        pytest.skip("the compiled passes are not built")
+    intervals = [_arrays(pairs) for pairs in layers]
+    edges = np.cumsum(np.array([0, *window_gaps], dtype=np.int64) + 5)
+    window_start, window_end = edges[:-1], edges[:-1] + 4
+    if shuffled_windows:
+        window_start, window_end = window_start[::-1].copy(), window_end[::-1].copy()
+    mine = layer_activity(window_start, window_end, intervals)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiled, "passes", None)
+        theirs = layer_activity(window_start, window_end, intervals)
+    assert mine[0].dtype == theirs[0].dtype and mine[1].dtype == theirs[1].dtype
+    assert np.array_equal(mine[0], theirs[0]) and np.array_equal(mine[1], theirs[1])

@@ -590,6 +590,105 @@ static PyObject *column_medians(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The cut points of edge streams and the bit mask active after each (attribution.layer_activity):
+ * the streams are each sorted (the windows' starts, their ends, and per layer its runs' starts and
+ * ends alternating); they are merged through a heap of their heads, each edge adds its stream's
+ * increment (a layer's bit at a run's start, minus it at its end, modulo 2^64; 0 for windows), and
+ * a point is written once every edge at it is in.
+ *
+ * merge_edges(streams, increments, points_out, masks_out) -> points
+ *   streams: a sequence of int64 arrays, each sorted; increments: per stream (start, end)
+ *   increments as a sequence of 2-tuples of ints (an edge at an even place of its stream adds the
+ *   first, at an odd place the second); points_out int64[m], masks_out uint64[m], m at least the
+ *   number of edges. Returns the number of points, or -1 when a stream is out of order.
+ */
+enum { MAX_STREAMS = 72 };
+
+typedef struct {
+    const int64_t *edge;
+    Py_ssize_t at, count;
+    uint64_t add[2];
+} Stream;
+
+static void sift_down(int *heap, int size, Stream *streams, int from) {
+    for (;;) {
+        int smallest = from, left = 2 * from + 1, right = left + 1;
+        if (left < size && streams[heap[left]].edge[streams[heap[left]].at] <
+                               streams[heap[smallest]].edge[streams[heap[smallest]].at])
+            smallest = left;
+        if (right < size && streams[heap[right]].edge[streams[heap[right]].at] <
+                                streams[heap[smallest]].edge[streams[heap[smallest]].at])
+            smallest = right;
+        if (smallest == from) return;
+        int swap = heap[from];
+        heap[from] = heap[smallest];
+        heap[smallest] = swap;
+        from = smallest;
+    }
+}
+
+static PyObject *merge_edges(PyObject *self, PyObject *args) {
+    PyObject *stream_list, *increment_list;
+    Py_buffer points, masks, view[MAX_STREAMS];
+    Stream streams[MAX_STREAMS];
+    int heap[MAX_STREAMS];
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOw*w*", &stream_list, &increment_list, &points, &masks)) return NULL;
+    Py_ssize_t count = PySequence_Check(stream_list) ? PySequence_Size(stream_list) : -1, held = 0, total = 0;
+    Py_ssize_t room = points.len / 8, written = 0;
+    int ok = count >= 0 && count <= MAX_STREAMS && masks.len == room * 8 && PySequence_Check(increment_list) &&
+             PySequence_Size(increment_list) == count;
+    for (Py_ssize_t i = 0; ok && i < count; i++) {
+        PyObject *stream = PySequence_GetItem(stream_list, i), *pair = PySequence_GetItem(increment_list, i);
+        ok = stream && pair && PyArg_ParseTuple(pair, "KK", &streams[i].add[0], &streams[i].add[1]) &&
+             PyObject_GetBuffer(stream, &view[i], PyBUF_ND) == 0;
+        Py_XDECREF(stream);
+        Py_XDECREF(pair);
+        if (!ok) break;
+        held++;
+        ok = view[i].len % 8 == 0;
+        streams[i].edge = view[i].buf;
+        streams[i].at = 0;
+        streams[i].count = view[i].len / 8;
+        total += streams[i].count;
+    }
+    ok = ok && total <= room;
+    if (ok) {
+        int64_t *point = points.buf;
+        uint64_t *mask = masks.buf, active = 0;
+        int size = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < count; i++) {
+            const int64_t *edge = streams[i].edge;
+            for (Py_ssize_t k = 1; k < streams[i].count && written >= 0; k++)
+                if (edge[k] < edge[k - 1]) written = -1;  /* out of order */
+            if (streams[i].count) heap[size++] = (int)i;
+        }
+        for (int from = size / 2 - 1; from >= 0 && written >= 0; from--) sift_down(heap, size, streams, from);
+        while (size && written >= 0) {
+            Stream *head = &streams[heap[0]];
+            int64_t at = head->edge[head->at];
+            active += head->add[head->at & 1];
+            if (++head->at == head->count) heap[0] = heap[--size];
+            if (size) sift_down(heap, size, streams, 0);
+            if (!size || streams[heap[0]].edge[streams[heap[0]].at] != at) {  /* every edge at this point is in */
+                point[written] = at;
+                mask[written] = active;
+                written++;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&view[i]);
+    PyBuffer_Release(&points);
+    PyBuffer_Release(&masks);
+    if (!ok) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "merge_edges: streams that do not fit");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(written);
+}
+
 static PyMethodDef methods[] = {
     {"nest", nest, METH_VARARGS, "Parent row and depth of every host event on its track; returns the overlaps."},
     {"own_pieces", own_pieces, METH_VARARGS, "The own pieces of selected rows: counted, or written where there is room."},
@@ -597,6 +696,7 @@ static PyMethodDef methods[] = {
     {"merged_runs", merged_runs, METH_VARARGS, "The union of intervals sorted by start, as disjoint runs."},
     {"selected_runs", selected_runs, METH_VARARGS, "The runs of the pieces an attribution layer selects."},
     {"column_medians", column_medians, METH_VARARGS, "The median of each column of an int64 matrix, as np.median(axis=0)."},
+    {"merge_edges", merge_edges, METH_VARARGS, "The cut points of sorted edge streams and the bit mask after each."},
     {"combine", combine, METH_VARARGS, "The combinations of integer columns, numbered in order of first appearance."},
     {"factorize", factorize, METH_VARARGS, "Integer keys numbered in order of first appearance, and each one's first row."},
     {NULL, NULL, 0, NULL},

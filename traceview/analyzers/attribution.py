@@ -290,21 +290,22 @@ def layer_activity(
     two of them has one set of active layers, which is all that attribution reads (cutting also at
     the edges inside a run would split segments without changing any sum). Each run contributes
     +2^i at its start and -2^i at its end; the runs of one layer are disjoint, so a running sum in
-    sorted order is the bit mask. Every layer's edges come sorted, and a stable argsort (timsort)
-    of the concatenation merges them in a few passes: no per-layer search over the points and no
-    layers × segments matrix.
+    sorted order is the bit mask. Every layer's edges come sorted: compiled, the streams are
+    merged through a heap of their heads in one pass; otherwise a stable argsort (timsort) of the
+    concatenation merges them in a few passes. No per-layer search over the points and no
+    layers × segments matrix either way.
     """
     if len(intervals) > 64:
         raise ValueError(f"{len(intervals)} layers do not fit a 64-bit mask")
     mask_type = np.uint32 if len(intervals) <= 32 else np.uint64
+    layer_edges = _run_edges(intervals)
+    if compiled.passes is not None:
+        found = _layer_activity_compiled(window_start, window_end, layer_edges, mask_type)
+        if found is not None:
+            return found
     edges: list[np.ndarray] = [window_start, window_end]
     increments: list[np.ndarray] = [np.zeros(len(window_start) + len(window_end), dtype=mask_type)]
-    for i, (starts, ends) in enumerate(intervals):
-        run_start, run_end = merged_runs(starts, ends)
-        if not len(run_start):
-            continue
-        edge = np.empty(2 * len(run_start), dtype=np.int64)
-        edge[0::2], edge[1::2] = run_start, run_end
+    for i, edge in layer_edges:
         increment = np.empty(len(edge), dtype=mask_type)
         increment[0::2] = 1 << i
         increment[1::2] = (1 << np.iinfo(mask_type).bits) - (1 << i)  # -2^i, modulo the mask width
@@ -325,6 +326,39 @@ def layer_activity(
     last_at_point[-1] = True
     points = position[last_at_point]
     return points, active[last_at_point][:-1]  # after the last point: no segment (nothing is active)
+
+
+def _run_edges(intervals: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[int, np.ndarray]]:
+    """Each layer's merged runs as one sorted stream of edges (start, end, start, end …), with the
+    layer's index; layers with no run are left out."""
+    out = []
+    for i, (starts, ends) in enumerate(intervals):
+        run_start, run_end = merged_runs(starts, ends)
+        if len(run_start):
+            edge = np.empty(2 * len(run_start), dtype=np.int64)
+            edge[0::2], edge[1::2] = run_start, run_end
+            out.append((i, edge))
+    return out
+
+
+def _layer_activity_compiled(window_start: np.ndarray, window_end: np.ndarray,
+                             layer_edges: list[tuple[int, np.ndarray]], mask_type: type
+                             ) -> tuple[np.ndarray, np.ndarray] | None:
+    """layer_activity by a compiled merge of the sorted edge streams (traceview/_passes.c): the
+    windows' starts and ends, and each layer's runs; None where a window stream is out of order
+    (then the edges are sorted together)."""
+    full = 1 << 64
+    streams = [np.ascontiguousarray(window_start, dtype=np.int64), np.ascontiguousarray(window_end, dtype=np.int64)]
+    increments = [(0, 0), (0, 0)]
+    for i, edge in layer_edges:
+        streams.append(edge)
+        increments.append((1 << i, full - (1 << i)))  # +2^i at a run's start, -2^i at its end (mod 2^64)
+    total = sum(len(edge) for edge in streams)
+    points, masks = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.uint64)
+    written = compiled.passes.merge_edges(streams, increments, points, masks)
+    if written < 0:
+        return None
+    return points[:written].copy(), masks[:max(written - 1, 0)].astype(mask_type)
 
 
 def merged_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
