@@ -85,7 +85,8 @@ def _rows(rows: list[tuple[int, int, bool, int, bool, bool]]) -> tuple[np.ndarra
     if order is not None:
         columns = [c[order] for c in columns]
         ts, dur = ts[order], dur[order]
-    return ts, ts + dur, columns[2].astype(bool), columns[3].astype(np.int64), columns[4].astype(bool), columns[5].astype(bool)
+    return (ts, ts + dur, columns[2].astype(bool), columns[3].astype(np.int64), columns[4].astype(bool),
+            columns[5].astype(bool))
 
 
 def _array_passes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,7 +96,8 @@ def _array_passes(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
 @settings(max_examples=400, deadline=None)
 @given(tracks, st.booleans())
-def test_compiled_nesting_is_the_array_passes(rows: list[tuple[int, int, bool, int, bool, bool]], with_loose: bool) -> None:
+def test_compiled_nesting_is_the_array_passes(rows: list[tuple[int, int, bool, int, bool, bool]],
+                                             with_loose: bool) -> None:
     ts, end, loose, track, host, _ = _rows(rows)
     compiled = nest_tracks(track, ts, end, host, loose=loose if with_loose else None)
     with pytest.MonkeyPatch.context() as patch:

@@ -584,7 +584,8 @@ static PyObject *column_medians(PyObject *self, PyObject *args) {
     PyBuffer_Release(&matrix);
     PyBuffer_Release(&out);
     if (!ok) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "column_medians: a matrix and an output that do not fit");
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "column_medians: a matrix and an output that do not fit");
         return NULL;
     }
     Py_RETURN_NONE;
@@ -691,14 +692,14 @@ static PyObject *merge_edges(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"nest", nest, METH_VARARGS, "Parent row and depth of every host event on its track; returns the overlaps."},
-    {"own_pieces", own_pieces, METH_VARARGS, "The own pieces of selected rows: counted, or written where there is room."},
+    {"own_pieces", own_pieces, METH_VARARGS, "The own pieces of selected rows: counted, or written."},
     {"own_time", own_time, METH_VARARGS, "Each row's duration less its children's, at least 0."},
     {"merged_runs", merged_runs, METH_VARARGS, "The union of intervals sorted by start, as disjoint runs."},
     {"selected_runs", selected_runs, METH_VARARGS, "The runs of the pieces an attribution layer selects."},
-    {"column_medians", column_medians, METH_VARARGS, "The median of each column of an int64 matrix, as np.median(axis=0)."},
+    {"column_medians", column_medians, METH_VARARGS, "The median of each column of an int64 matrix."},
     {"merge_edges", merge_edges, METH_VARARGS, "The cut points of sorted edge streams and the bit mask after each."},
     {"combine", combine, METH_VARARGS, "The combinations of integer columns, numbered in order of first appearance."},
-    {"factorize", factorize, METH_VARARGS, "Integer keys numbered in order of first appearance, and each one's first row."},
+    {"factorize", factorize, METH_VARARGS, "Integer keys numbered in order of first appearance, with first rows."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview import compiled
-from traceview.arrays import column_combinations, combination_codes
+from traceview.arrays import column_combinations
 from traceview.schema import Kind
 
 
@@ -142,37 +141,10 @@ def kind_rules_by_combination(
         digits.append(mask if mask is not None else np.zeros(n, dtype=bool))
         shifts.append(0)
         sizes.append(2)
-    key_codes, first = _combinations(digits, shifts, sizes)
+    key_codes, first = column_combinations(digits, shifts, sizes)
     kinds = _apply_to_distinct(rules, _at(classes, first), _at(names, first), _at(default, first),
                                {s: stats[s][first] for s in stat_names if s in stats})
     return kinds, key_codes
-
-
-# Keys below this many times the rows are numbered through a table indexed by key (no hashing).
-_DENSE_KEYS_PER_ROW = 4
-
-
-def _combinations(digits: list[np.ndarray], shifts: list[int], sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's combination (a code per distinct key) and one row of each combination."""
-    if compiled.passes is not None:
-        return column_combinations(digits, shifts, sizes)  # (one compiled pass, whatever the key space)
-    n = len(digits[0])
-    key = np.zeros(n, dtype=np.int64)
-    for column, shift, size in zip(digits, shifts, sizes):
-        key *= size
-        key += column
-        if shift:
-            key += shift
-    space = int(np.prod(np.array(sizes, dtype=np.float64)))
-    if space <= _DENSE_KEYS_PER_ROW * n + 2**16:
-        # A row of each key, whichever write lands: every row of a key has the same class, name,
-        # default and stats, so any one of them stands for it.
-        row_of_key = np.full(space, -1, dtype=np.int64)
-        row_of_key[key] = np.arange(n, dtype=np.int64)
-        present = row_of_key >= 0
-        code_of_key = np.cumsum(present) - 1
-        return code_of_key[key], row_of_key[present]
-    return combination_codes(key)
 
 
 def _codes(column: Any) -> tuple[np.ndarray, int, int]:

@@ -20,7 +20,6 @@ from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
 from traceview.schema import DEVICE_KINDS, Kind, Timeline, TraceMeta, categorical_from_codes
 
 
-
 def normalize(timeline: Timeline) -> Timeline:
     """Compute nesting and launchers, and record the kept counts per kind."""
     events = timeline.events
@@ -117,8 +116,9 @@ def _nest_compiled(
     track = track.astype(np.int64) + 1  # (a missing track, code -1, is a track of its own, as in the array passes)
     n_tracks = int(track.max()) + 1 if n else 0
     flags = np.zeros(n, dtype=np.uint8) if loose is None else np.ascontiguousarray(loose, dtype=np.uint8)
-    overlaps = compiled.passes.nest(track, np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64),
-                             np.ascontiguousarray(host, dtype=np.uint8), flags, n_tracks, parent, depth)
+    overlaps = compiled.passes.nest(track, np.ascontiguousarray(ts, dtype=np.int64),
+                                    np.ascontiguousarray(end, dtype=np.int64),
+                                    np.ascontiguousarray(host, dtype=np.uint8), flags, n_tracks, parent, depth)
     return parent, depth, int(overlaps)
 
 
@@ -413,8 +413,9 @@ def self_time(events: pd.DataFrame, children: np.ndarray | None = None) -> np.nd
         children = membership(events["kind"].array)([Kind.HOST_OP.value])
     if compiled.passes is not None:  # (exact integer sums, one pass: traceview/_passes.c)
         own = np.empty(len(dur), dtype=np.int64)
-        compiled.passes.own_time(np.ascontiguousarray(dur, dtype=np.int64), np.ascontiguousarray(parent, dtype=np.int64),
-                          np.ascontiguousarray(children, dtype=np.uint8), own)
+        compiled.passes.own_time(np.ascontiguousarray(dur, dtype=np.int64),
+                                 np.ascontiguousarray(parent, dtype=np.int64),
+                                 np.ascontiguousarray(children, dtype=np.uint8), own)
         return own
     child = np.flatnonzero(children & (parent >= 0))
     covered = np.bincount(parent[child], weights=dur[child], minlength=len(dur)).astype(np.int64)
