@@ -10,12 +10,20 @@ from hypothesis import strategies as st
 import pytest
 
 from tests.conftest import SAMPLES, cached_diagnosis
-from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, PAUSE_MIN_NS, excess, gap_pauses, shape_groups
+from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, PAUSE_MIN_NS, gap_pauses, paused_cells, shape_groups
 
 MS = 1_000_000
 
 
 # --- the rule, on small hand-built matrices (steps × places, ns)
+
+def excess(lengths: np.ndarray) -> np.ndarray:
+    """The pause in each cell of a (steps × places) matrix of lengths, 0 where there is none."""
+    pause = np.zeros(lengths.shape, dtype=np.int64)
+    step_row, place, ns = paused_cells(lengths)
+    pause[step_row, place] = ns
+    return pause
+
 
 def test_a_place_stretched_in_one_step_is_a_pause_of_its_excess() -> None:
     lengths = np.array([[10_000, 2 * MS], [10_000, 2 * MS], [4 * MS + 10_000, 2 * MS]])

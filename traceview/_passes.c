@@ -39,6 +39,14 @@ static int same_length(Py_buffer *buffers[], int count, Py_ssize_t rows, const P
     return 1;
 }
 
+/* Every call's end: the buffers it held released; ``ok``, or 0 with an error set (the one already
+ * raised, else that the call's columns do not fit). */
+static int released(Py_buffer *held[], int count, int ok, const char *call) {
+    for (int i = 0; i < count; i++) PyBuffer_Release(held[i]);
+    if (!ok && !PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: columns of different lengths or types", call);
+    return ok;
+}
+
 static PyObject *nest(PyObject *self, PyObject *args) {
     Py_buffer track, ts, end, host, loose, parent, depth;
     Py_ssize_t n_tracks;
@@ -81,11 +89,7 @@ static PyObject *nest(PyObject *self, PyObject *args) {
         Py_END_ALLOW_THREADS
         free(top);
     }
-    for (int i = 0; i < 7; i++) PyBuffer_Release(held[i]);
-    if (!ok) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "nest: columns of different lengths or types");
-        return NULL;
-    }
+    if (!released(held, 7, ok, "nest")) return NULL;
     return PyLong_FromLongLong(overlaps);
 }
 
@@ -186,11 +190,7 @@ static PyObject *own_pieces(PyObject *self, PyObject *args) {
     }
     free(out.cursor);
     free(top);
-    for (int i = 0; i < 9; i++) PyBuffer_Release(held[i]);
-    if (!ok) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "own_pieces: columns of different lengths or types");
-        return NULL;
-    }
+    if (!released(held, 9, ok, "own_pieces")) return NULL;
     return PyLong_FromSsize_t(out.count);
 }
 
@@ -219,11 +219,7 @@ static PyObject *own_time(PyObject *self, PyObject *args) {
             if (out[row] < 0) out[row] = 0;
         Py_END_ALLOW_THREADS
     }
-    for (int i = 0; i < 4; i++) PyBuffer_Release(held[i]);
-    if (!ok) {
-        PyErr_SetString(PyExc_ValueError, "own_time: columns of different lengths or types");
-        return NULL;
-    }
+    if (!released(held, 4, ok, "own_time")) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -274,11 +270,7 @@ static PyObject *merged_runs(PyObject *self, PyObject *args) {
         if (runs >= 0) runs = merged.count;
         Py_END_ALLOW_THREADS
     }
-    for (int i = 0; i < 4; i++) PyBuffer_Release(held[i]);
-    if (!ok) {
-        PyErr_SetString(PyExc_ValueError, "merged_runs: columns of different lengths or types");
-        return NULL;
-    }
+    if (!released(held, 4, ok, "merged_runs")) return NULL;
     return PyLong_FromSsize_t(runs);
 }
 
@@ -320,11 +312,7 @@ static PyObject *selected_runs(PyObject *self, PyObject *args) {
         if (runs >= 0) runs = merged.count;
         Py_END_ALLOW_THREADS
     }
-    for (int i = 0; i < 7; i++) PyBuffer_Release(held[i]);
-    if (!ok) {
-        PyErr_SetString(PyExc_ValueError, "selected_runs: columns of different lengths or types");
-        return NULL;
-    }
+    if (!released(held, 7, ok, "selected_runs")) return NULL;
     return PyLong_FromSsize_t(runs);
 }
 
@@ -410,11 +398,7 @@ static PyObject *factorize(PyObject *self, PyObject *args) {
         if (!ok) PyErr_NoMemory();
     }
     table_free(&table);
-    for (int i = 0; i < 3; i++) PyBuffer_Release(held[i]);
-    if (!ok) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "factorize: columns of different lengths or types");
-        return NULL;
-    }
+    if (!released(held, 3, ok, "factorize")) return NULL;
     return PyLong_FromSsize_t(table.distinct);
 }
 

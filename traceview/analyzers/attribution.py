@@ -728,9 +728,9 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
         return none
     step = step_all[rows]
     if (step[1:] < step[:-1]).any():  # (steps follow one another in time: as a rule, already so)
-        rows = rows[np.argsort(step, kind="stable")]  # by step, then time (the table's order)
+        order = np.argsort(step, kind="stable")  # by step, then time (the table's order)
+        rows, step = rows[order], step[order]
     own = self_time(ev, children=on_thread)  # less every child on the thread: Python frames, ranges too
-    step = step_all[rows]
     position, pause, shape_of_step = event_pauses(rows, step, ev["name"].cat.codes.to_numpy()[rows], own)
     paused = rows[position]
     runs_here = np.isin(values_at(ev["role"], paused), list(_RUNS_ON_THE_THREAD))  # (the few paused rows only)

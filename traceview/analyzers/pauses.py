@@ -112,14 +112,6 @@ def paused_cells(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return step_row, place, (lengths[step_row, place] - typical[place]).astype(np.int64)
 
 
-def excess(lengths: np.ndarray) -> np.ndarray:
-    """The pause in each cell of a (steps × places) matrix of lengths, 0 where there is none."""
-    pause = np.zeros(lengths.shape, dtype=np.int64)
-    step_row, place, ns = paused_cells(lengths)
-    pause[step_row, place] = ns
-    return pause
-
-
 def event_pauses(rows: np.ndarray, step: np.ndarray, codes: np.ndarray, own: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
     """The paused part of the events' own time (``own``, ns, per table row) on the step's thread.
