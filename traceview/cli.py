@@ -19,7 +19,7 @@ from typer.core import TyperCommand
 
 from traceview.commands.output import discard_standard_output, stderr_console
 from traceview.errors import TraceviewError, TraceviewWarning, one_line
-from traceview.heap import retain_freed_memory
+from traceview.heap import retain_freed_memory, without_huge_page_advice
 from traceview.pandas_import import import_pandas_without_pyarrow
 
 app = typer.Typer(
@@ -211,6 +211,7 @@ def _main(argv: Optional[list[str]], console: bool = False) -> bool:
     arguments = _trace_arguments(sys.argv[1:] if argv is None else argv)
     _start_reading(arguments or [])
     if console and arguments:  # (not for --help, nor a usage error without a trace)
+        without_huge_page_advice()  # (numpy: the reading thread imports it too): see traceview/heap.py
         import_pandas_without_pyarrow()  # (while the traces are read): see traceview/pandas_import.py
         from traceview.arrays import share_one_values  # (numpy: imported once the reading has started)
 

@@ -30,6 +30,7 @@ import pandas as pd
 
 from traceview.arrays import one_values_shared
 from traceview.errors import InputError, TraceviewError
+from traceview.heap import huge_page_advice_off
 from traceview.pandas_import import prepare_worker, pyarrow_withheld
 from traceview.schema import CATEGORY_LEVELS, Timeline
 
@@ -93,7 +94,7 @@ def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
     done = 0
     try:
         with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=_context(), initializer=prepare_worker,
-                                 initargs=(pyarrow_withheld(), one_values_shared())) as pool:
+                                 initargs=(pyarrow_withheld(), one_values_shared(), huge_page_advice_off())) as pool:
             futures = {pool.submit(_guarded, fn, path): i for i, path in enumerate(paths)}
             for future in as_completed(futures):
                 index = futures[future]
