@@ -5,6 +5,7 @@ array passes do."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from traceview import compiled, normalize
-from traceview.arrays import order_by_start_then_longest
+from traceview.arrays import Nesting, order_by_start_then_longest
 from traceview.normalize import nest_tracks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -197,6 +198,77 @@ def test_compiled_own_time_is_the_array_passes(rows: list[tuple[int, int, bool, 
     assert compiled.dtype == reference.dtype and np.array_equal(compiled, reference)
 
 
+# Trees for the passes that carry values down the nesting (arrays.Nesting): each row's parent is
+# an earlier row or none; shuffled, a parent may come after its child (the compiled pass then
+# declines and the levels decide).
+trees = st.lists(st.tuples(st.integers(-1, 40), st.integers(-2, 6), st.integers(0, 7)), min_size=1, max_size=60)
+
+
+def _tree(rows: list[tuple[int, int, int]], shuffle: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(parent, depth, values, states) of a tree whose row i hangs under an earlier row or none,
+    the rows then permuted when ``shuffle`` is not 0."""
+    n = len(rows)
+    parent = np.array([-1 if up < 0 or i == 0 else up % i for i, (up, _, _) in enumerate(rows)], dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        depth[i] = depth[parent[i]] + 1 if parent[i] >= 0 else 0
+    values = np.array([r[1] for r in rows], dtype=np.int16)
+    states = np.array([r[2] for r in rows], dtype=np.int32)
+    if shuffle:
+        order = np.random.default_rng(shuffle).permutation(n)
+        place = np.empty(n, dtype=np.int64)
+        place[order] = np.arange(n)
+        parent = np.where(parent[order] >= 0, place[np.maximum(parent[order], 0)], -1)
+        depth, values, states = depth[order], values[order], states[order]
+    return parent, depth, values, states
+
+
+def _walked(parent: np.ndarray, depth: np.ndarray, start: np.ndarray, own: np.ndarray, rule: Any) -> np.ndarray:
+    """The reference: every row starts at ``start``; then, parents first (by depth), a row with a
+    parent becomes rule(the parent's result, its own)."""
+    out = start.copy()
+    for row in np.argsort(depth, kind="stable").tolist():
+        if parent[row] >= 0:
+            out[row] = rule(out[parent[row]], own[row])
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(trees, st.integers(0, 3), st.lists(st.booleans(), min_size=6, max_size=6),
+       st.lists(st.booleans(), min_size=6, max_size=6))
+def test_copy_down_is_the_walk_from_the_top(rows: list[tuple[int, int, int]], shuffle: int, takes: list[bool],
+                                            gives: list[bool]) -> None:
+    parent, depth, values, _ = _tree(rows, shuffle)
+    take, give = np.array(takes), np.array(gives)
+
+    def rule(up: int, mine: int) -> int:
+        inside = 0 <= mine < len(take) and 0 <= up < len(give)  # (values outside the tables: no change)
+        return up if inside and take[mine] and give[up] else mine
+
+    expected = _walked(parent, depth, values, values, rule)
+    for passes in (compiled.passes, None):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(compiled, "passes", passes)
+            got = Nesting(parent, depth).copy_down(values, take, give)
+        assert got.dtype == values.dtype and np.array_equal(got, expected), passes
+
+
+@settings(max_examples=400, deadline=None)
+@given(trees, st.integers(0, 3), st.lists(st.integers(0, 4), min_size=5 * 8, max_size=5 * 8),
+       st.lists(st.integers(0, 4), min_size=8, max_size=8))
+def test_states_down_is_the_walk_from_the_top(rows: list[tuple[int, int, int]], shuffle: int, table: list[int],
+                                              top: list[int]) -> None:
+    parent, depth, _, own = _tree(rows, shuffle)
+    after, alone = np.array(table).reshape(5, 8), np.array(top)
+    expected = _walked(parent, depth, alone[own], own, lambda up, mine: after[up, mine])
+    for passes in (compiled.passes, None):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(compiled, "passes", passes)
+            got = Nesting(parent, depth).states_down(own, 8, 5, step=lambda up, mine: after[up, mine],
+                                                     alone=lambda mine: alone[mine])
+        assert np.array_equal(got, expected), passes
+
+
 def _trace_files() -> list[Path]:
     found = [p for p in sorted((ROOT / "sample_traces").rglob("*")) if p.is_file() and p.name != "manifest.json"
              and (p.name.endswith((".json", ".json.gz", ".xplane.pb")))]
@@ -218,6 +290,9 @@ def test_real_traces_nest_the_same_either_way(path: Path, monkeypatch: pytest.Mo
     for mine, theirs in zip(_timelines(compiled), _timelines(reference)):
         for column in ("parent", "depth"):
             assert np.array_equal(mine.events[column].to_numpy(), theirs.events[column].to_numpy()), column
+        for column in ("kind", "role", "fw_op"):  # (the rules that carry values down the nesting)
+            if column in theirs.events.columns:
+                assert mine.events[column].equals(theirs.events[column]), column
         assert mine.meta.extra == theirs.meta.extra
         host = mine.events["device"].to_numpy() < 0
         reference_pieces = normalize.own_pieces(theirs.events, host)

@@ -2,7 +2,8 @@
  * their tracks, cut their own pieces, sum their own time (normalize.py), merge intervals that
  * come sorted into runs (analyzers/attribution.py), number the combinations of columns that
  * rules run once for (arrays.combination_codes, arrays.column_combinations), and take the median
- * of each place over the steps (analyzers/pauses.py). Where the extension is not built, array
+ * of each place over the steps (analyzers/pauses.py), and carry values and states down the nesting
+ * tree (arrays.copy_down, arrays.states_down). Where the extension is not built, array
  * passes give the same results (tests/test_nesting_paths.py, tests/test_pauses.py).
  *
  * nest: parents and depths (normalize.nest_tracks).
@@ -674,6 +675,97 @@ static PyObject *merge_edges(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(written);
 }
 
+/* Values carried down the nesting tree (arrays.copy_down): a row takes its parent's value where
+ * the row's own value may take one (takes[own]) and the parent's may be given (gives[parent's]).
+ * Rows in table order, where a parent comes before its children, so each parent's value is final
+ * when its children read it: the same as the array pass that goes level by level from the top.
+ *
+ * copy_down(values, parent, takes, gives) -> 1, or 0 where a parent does not come before its child
+ *   values int8/16/32/64[n], changed in place (values outside the tables take and give nothing);
+ *   parent int64[n] (-1: none); takes, gives uint8[k] indexed by value */
+static int64_t value_at(const void *values, Py_ssize_t width, Py_ssize_t row) {
+    switch (width) {
+        case 1: return ((const int8_t *)values)[row];
+        case 2: return ((const int16_t *)values)[row];
+        case 4: return ((const int32_t *)values)[row];
+        default: return ((const int64_t *)values)[row];
+    }
+}
+
+static void set_value(void *values, Py_ssize_t width, Py_ssize_t row, int64_t value) {
+    switch (width) {
+        case 1: ((int8_t *)values)[row] = (int8_t)value; break;
+        case 2: ((int16_t *)values)[row] = (int16_t)value; break;
+        case 4: ((int32_t *)values)[row] = (int32_t)value; break;
+        default: ((int64_t *)values)[row] = value;
+    }
+}
+
+static PyObject *copy_down(PyObject *self, PyObject *args) {
+    Py_buffer values, parent, takes, gives;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "w*y*y*y*", &values, &parent, &takes, &gives)) return NULL;
+    Py_buffer *held[] = {&values, &parent, &takes, &gives};
+    Py_ssize_t n = parent.len / 8, width = n ? values.len / n : 0;
+    int ok = (width == 1 || width == 2 || width == 4 || width == 8 || n == 0) && values.len == n * width &&
+             parent.len == n * 8 && takes.len == gives.len;
+    int in_order = 1;
+    if (ok && n) {
+        const int64_t *up = parent.buf;
+        const uint8_t *take = takes.buf, *give = gives.buf;
+        const int64_t tables = takes.len;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t row = 0; row < n; row++) {
+            int64_t p = up[row];
+            if (p < 0) continue;
+            if (p >= row) { in_order = 0; break; }
+            int64_t own = value_at(values.buf, width, row), given = value_at(values.buf, width, p);
+            if (own >= 0 && own < tables && take[own] && given >= 0 && given < tables && give[given])
+                set_value(values.buf, width, row, given);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    if (!released(held, 4, ok, "copy_down")) return NULL;
+    return PyLong_FromLong(in_order);
+}
+
+/* States carried down the nesting tree (arrays.states_down): a row's final state is
+ * table[parent's final state][its own state], or top[own state] for a row without a parent;
+ * rows in table order, as in copy_down.
+ *
+ * states_down(own, parent, table, top, out) -> 1, or 0 where a parent does not come before its
+ * child or a state is outside the tables
+ *   own int32[n] (0 <= own < k); parent int64[n] (-1: none); table int32[m * k]; top int32[k];
+ *   out int32[n] (0 <= final < m) */
+static PyObject *states_down(PyObject *self, PyObject *args) {
+    Py_buffer own, parent, table, top, out;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*", &own, &parent, &table, &top, &out)) return NULL;
+    Py_buffer *held[] = {&own, &parent, &table, &top, &out};
+    Py_ssize_t n = parent.len / 8, k = top.len / 4;
+    int ok = own.len == n * 4 && parent.len == n * 8 && out.len == n * 4 && top.len == k * 4 && k > 0 &&
+             table.len % (k * 4) == 0;
+    int fits = 1;
+    if (ok) {
+        const int32_t *mine = own.buf, *after = table.buf, *alone = top.buf;
+        const int64_t *up = parent.buf;
+        int32_t *state = out.buf;
+        const int64_t finals = table.len / (k * 4);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t row = 0; row < n; row++) {
+            int32_t o = mine[row];
+            int64_t p = up[row];
+            if (o < 0 || o >= k || p >= row) { fits = 0; break; }
+            int32_t s = p < 0 ? alone[o] : after[(int64_t)state[p] * k + o];
+            if (s < 0 || s >= finals) { fits = 0; break; }
+            state[row] = s;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    if (!released(held, 5, ok, "states_down")) return NULL;
+    return PyLong_FromLong(fits);
+}
+
 static PyMethodDef methods[] = {
     {"nest", nest, METH_VARARGS, "Parent row and depth of every host event on its track; returns the overlaps."},
     {"own_pieces", own_pieces, METH_VARARGS, "The own pieces of selected rows: counted, or written."},
@@ -684,6 +776,8 @@ static PyMethodDef methods[] = {
     {"merge_edges", merge_edges, METH_VARARGS, "The cut points of sorted edge streams and the bit mask after each."},
     {"combine", combine, METH_VARARGS, "The combinations of integer columns, numbered in order of first appearance."},
     {"factorize", factorize, METH_VARARGS, "Integer keys numbered in order of first appearance, with first rows."},
+    {"copy_down", copy_down, METH_VARARGS, "Parents' values carried down to the children that take them."},
+    {"states_down", states_down, METH_VARARGS, "Each row's state from its parent's and its own, through a table."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -157,6 +157,73 @@ def child_levels(parent: np.ndarray, depth: np.ndarray) -> list[np.ndarray]:
     return _by_level(children, level_of[children])
 
 
+class Nesting:
+    """A table's nesting tree (its parent and depth columns), for the rules that carry something
+    from parents down to their children, through whole subtrees.
+
+    Compiled (traceview/_passes.c), each rule is one pass over the rows in table order, where a
+    parent comes before its children (rows sorted by start, the longer first), so a parent's
+    value is final when its children read it. Otherwise — no extension, or a parent that does
+    not come first — level by level from the top (:func:`child_levels`, computed once, on first
+    need), which gives the same values."""
+
+    def __init__(self, parent: np.ndarray, depth: np.ndarray) -> None:
+        self.parent = np.ascontiguousarray(parent, dtype=np.int64)
+        self.depth = depth
+        self._levels: list[np.ndarray] | None = None
+
+    @property
+    def levels(self) -> list[np.ndarray]:
+        if self._levels is None:
+            self._levels = child_levels(self.parent, self.depth)
+        return self._levels
+
+    def copy_down(self, values: np.ndarray, takes: np.ndarray, gives: np.ndarray) -> np.ndarray:
+        """A copy of the integer ``values`` in which each row takes its parent's (final) value where
+        ``takes[its own value]`` and ``gives[the parent's value]`` (bool tables indexed by value; a
+        value outside them takes and gives nothing)."""
+        from traceview import compiled
+
+        takes, gives = np.asarray(takes, dtype=bool), np.asarray(gives, dtype=bool)
+        if compiled.passes is not None and values.dtype.kind == "i" and len(takes) == len(gives):
+            out = np.ascontiguousarray(values).copy()
+            if compiled.passes.copy_down(out, self.parent, takes.view(np.uint8), gives.view(np.uint8)):
+                return out
+        out = values.copy()
+        for rows in self.levels:
+            own, given = out[rows], out[self.parent[rows]]
+            chosen = _table_at(takes, own) & _table_at(gives, given)
+            out[rows[chosen]] = given[chosen]
+        return out
+
+    def states_down(self, own: np.ndarray, own_states: int, final_states: int,
+                    step: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                    alone: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """Each row's final state (int32, in [0, final_states)): ``alone(own state)`` for a row
+        without a parent, ``step(the parent's final state, its own state)`` for the others (both
+        vectorized functions; ``own``: each row's own state, in [0, own_states)). Compiled, the rule
+        runs once on every pair of states, and the pass looks each row's up in that table."""
+        from traceview import compiled
+
+        if compiled.passes is not None:
+            finals, owns = np.divmod(np.arange(final_states * own_states, dtype=np.int64), own_states)
+            table = np.ascontiguousarray(step(finals, owns), dtype=np.int32)
+            top = np.ascontiguousarray(alone(np.arange(own_states, dtype=np.int64)), dtype=np.int32)
+            out = np.empty(len(own), dtype=np.int32)
+            if compiled.passes.states_down(np.ascontiguousarray(own, dtype=np.int32), self.parent, table, top, out):
+                return out
+        state = alone(own).astype(np.int32)
+        for rows in self.levels:
+            state[rows] = step(state[self.parent[rows]], own[rows])
+        return state
+
+
+def _table_at(table: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``table[values]``, False for values outside the table."""
+    inside = (values >= 0) & (values < len(table))
+    return np.where(inside, table[np.where(inside, values, 0)], False) if len(table) else np.zeros(len(values), bool)
+
+
 def _by_level(rows: np.ndarray, level_of: np.ndarray) -> list[np.ndarray]:
     """``rows`` grouped by level (1, 2, … the deepest), each group in row order: a stable sort of
     small integers (a radix sort on 8 or 16 bits), then one slice per level."""

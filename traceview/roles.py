@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import child_levels, column_combinations, membership, unique_sorted
+from traceview.arrays import Nesting, column_combinations, membership, unique_sorted
 from traceview.schema import Kind
 
 
@@ -330,10 +330,10 @@ def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
     role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
     python = kind_in([Kind.PYTHON.value])
     host_op = kind_in([Kind.HOST_OP.value])
-    # The nesting levels, computed once for both rules that walk them from the top.
-    levels = child_levels(events["parent"].to_numpy(), events["depth"].to_numpy())
-    role = _framework_files_by_api_calls(events, role, name_values, name_codes, python, levels)
-    role = _nesting(events, role, name_values, name_codes, tracing, python, host_op, levels)
+    # The nesting, for both rules that walk it from the top.
+    nesting = Nesting(events["parent"].to_numpy(), events["depth"].to_numpy())
+    role = _framework_files_by_api_calls(role, name_values, name_codes, python, nesting)
+    role = _nesting(role, name_values, name_codes, tracing, python, host_op, nesting)
     return _loose_thunks(events, role, name_values, name_codes, host_op)
 
 
@@ -391,8 +391,8 @@ def frames_name_paths(name_values: list[Any], name_codes: np.ndarray, python: np
                if code >= 0)
 
 
-def _framework_files_by_api_calls(events: pd.DataFrame, role: np.ndarray, name_values: list[str],
-                                  name_codes: np.ndarray, python: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
+def _framework_files_by_api_calls(role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
+                                  python: np.ndarray, nesting: Nesting) -> np.ndarray:
     """The framework's own Python, where the trace names Python files without their folders.
 
     JAX's and TensorFlow's Python tracers record a frame as ``$api.py:466 grad_f``: the rule that
@@ -417,10 +417,12 @@ def _framework_files_by_api_calls(events: pd.DataFrame, role: np.ndarray, name_v
     files = sorted({m.group(1) for m in file_of if m is not None})
     file_index = {name: i for i, name in enumerate(files)}
     file = np.array([file_index[m.group(1)] if m is not None else -1 for m in file_of] + [-1], dtype=np.int64)[name_codes]
-    parent = events["parent"].to_numpy()
-    inside = boundary.copy()  # the frame, or a frame around it, is an API call's wrapper
-    for rows in levels:
-        inside[rows] |= inside[parent[rows]] & python[parent[rows]]
+    parent = nesting.parent
+    # The frame, or a Python frame around it, is an API call's wrapper: states (inside, python) as
+    # 2 * inside + python, a frame inside where it is a wrapper or its parent is a frame inside.
+    own = 2 * boundary.astype(np.int32) + python
+    inside = nesting.states_down(own, 4, 4, step=lambda up, mine: mine | (2 * ((up >> 1) & up & 1)),
+                                 alone=lambda mine: mine) >= 2
     has_parent = parent >= 0
     outermost = python & ~inside & (~has_parent | ~python[np.maximum(parent, 0)])
     below_wrapper = python & has_parent & boundary[np.maximum(parent, 0)]  # the API's own implementation
@@ -482,49 +484,55 @@ _PARENTS_OF_BUILTINS = _role_codes(Role.PYTHON_USER, Role.PYTHON_FRAMEWORK, Role
 _FRAMEWORK_PARENT_CODES = np.array([_ROLE_CODE[v] for v in _FRAMEWORK_PARENTS], dtype=np.int8)
 
 
-def _nesting(events: pd.DataFrame, role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
-             tracing: np.ndarray, python: np.ndarray, host_op: np.ndarray, levels: list[np.ndarray]) -> np.ndarray:
-    """Nesting rules, top-down (``levels``: :func:`traceview.arrays.child_levels`) so they flow
-    through whole subtrees:
+def _nesting(role: np.ndarray, name_values: list[str], name_codes: np.ndarray, tracing: np.ndarray,
+             python: np.ndarray, host_op: np.ndarray, nesting: Nesting) -> np.ndarray:
+    """Nesting rules, from the top down so they flow through whole subtrees (each row's role from
+    its own and its parent's final one: :func:`_nested_role`)."""
+    code = _ROLE_CODE
+    builtin = (_lookup(_BUILTIN, name_values, name_codes) | _lookup(_STDLIB_FRAME, name_values, name_codes))
+    builtin &= python
+    thunk = host_op & _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
+    role[tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
+    # A row's own state packs its role and three flags; a final state, its role and in_tracing.
+    own = ((role.astype(np.int32) * 2 + builtin) * 2 + thunk) * 2 + tracing
+    del builtin, thunk
+
+    def step(up: np.ndarray, mine: np.ndarray) -> np.ndarray:
+        new_role, in_tracing = _nested_role(up >> 1, (up & 1) == 1, mine >> 3, ((mine >> 2) & 1) == 1,
+                                            ((mine >> 1) & 1) == 1, (mine & 1) == 1)
+        return new_role.astype(np.int32) * 2 + in_tracing
+
+    final = nesting.states_down(own, 8 * len(ROLE_VALUES), 2 * len(ROLE_VALUES), step,
+                                alone=lambda mine: (mine >> 3) * 2 + (mine & 1))
+    return (final >> 1).astype(role.dtype)
+
+
+def _nested_role(par_role: Any, par_tracing: np.ndarray, own_role: Any, builtin: np.ndarray, thunk: np.ndarray,
+                 own_tracing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A nested row's role and whether it is inside tracing, from its parent's final role and
+    tracing and its own role, builtin / thunk flags and tracing:
 
     - inside graph building → graph_build; inside compilation → compile (ops run while tracing, the
       passes inside a compile range); inside input → input (map functions' ops);
     - a framework op directly inside compiled code is compute (XLA thunks; aten ops it calls);
     - a call anywhere inside a call that traces (``call_tracing``) is ``call_tracing`` too;
     - a range (annotation) opened inside a framework op or call is the framework's runtime scope:
-      ``dispatch``;
+      ``dispatch`` (PJRT_LoadedExecutable_Execute, ThenExecuteCallback inside PjitFunction(f));
     - a Python builtin of no framework, or a standard-library frame, takes the role of the Python
       frame that called it.
     """
     code = _ROLE_CODE
-    parent = events["parent"].to_numpy()
-    builtin = (_lookup(_BUILTIN, name_values, name_codes) | _lookup(_STDLIB_FRAME, name_values, name_codes))
-    builtin &= python
-    thunk_name = _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
-    in_tracing = tracing.copy()
+    flow = np.isin(par_role, _INHERITING) & np.isin(own_role, _HOST_ROLES) & (own_role != code[Role.SYNC.value])
+    role = np.where(flow, par_role, own_role)
+    on_compiled_code = ~flow & (par_role == code[Role.COMPILED_CODE.value]) & thunk
+    role[on_compiled_code & (own_role == code[Role.DISPATCH.value])] = code[Role.COMPUTE.value]
+    runtime_scope = ~flow & (role == code[Role.ANNOTATION.value]) & np.isin(par_role, _FRAMEWORK_PARENT_CODES)
+    role[runtime_scope] = code[Role.DISPATCH.value]
+    in_tracing = own_tracing | par_tracing
     role[in_tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
-    for rows in levels:  # (depth 1, 2, …: parents before their children)
-        if not len(rows):
-            continue
-        par_role = role[parent[rows]]
-        own = role[rows]
-        flow = np.isin(par_role, _INHERITING) & np.isin(own, _HOST_ROLES) & (own != code[Role.SYNC.value])
-        role[rows[flow]] = par_role[flow]
-        thunk = ~flow & (par_role == code[Role.COMPILED_CODE.value]) & host_op[rows]
-        thunk &= (own == code[Role.DISPATCH.value]) & thunk_name[rows]
-        role[rows[thunk]] = code[Role.COMPUTE.value]
-        # A range opened inside a framework op or call is the framework's own runtime scope
-        # (PJRT_LoadedExecutable_Execute, ThenExecuteCallback inside PjitFunction(f)), not the user's.
-        runtime_scope = ~flow & (role[rows] == code[Role.ANNOTATION.value])
-        runtime_scope &= np.isin(par_role, _FRAMEWORK_PARENT_CODES)
-        role[rows[runtime_scope]] = code[Role.DISPATCH.value]
-        in_tracing[rows] |= in_tracing[parent[rows]]
-        tracing_call = in_tracing[rows] & (role[rows] == code[Role.CALL.value])
-        role[rows[tracing_call]] = code[Role.CALL_TRACING.value]
-        inherit = ~flow & builtin[rows] & (role[rows] == code[Role.PYTHON_USER.value])
-        inherit &= np.isin(par_role, _PARENTS_OF_BUILTINS)
-        role[rows[inherit]] = par_role[inherit]
-    return role
+    inherit = ~flow & builtin & (role == code[Role.PYTHON_USER.value]) & np.isin(par_role, _PARENTS_OF_BUILTINS)
+    role[inherit] = par_role[inherit]
+    return role, in_tracing
 
 
 def roles_markdown() -> str:

@@ -81,7 +81,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import child_levels, joined, order_by_start_then_longest, per_group, unique_inverse
+from traceview.arrays import Nesting, joined, order_by_start_then_longest, per_group, unique_inverse
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
 from traceview.normalize import nest_tracks, record_overlaps
@@ -89,7 +89,7 @@ from traceview.readers import xplane_memory
 from traceview.readers._io import read_bytes
 from traceview.readers.xplane_classify import (
     LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, StringCodes, base_kinds,
-    copies_and_bytes, fw_op_codes, has_any_stat, inherit, int_stat, launchers_from_fw_op, match_names,
+    copies_and_bytes, fw_op_codes, has_any_stat, int_stat, launchers_from_fw_op, match_names,
     refine_by_nesting, str_stat_codes)
 from traceview.readers.xplane_events import INSTANT, NEGATIVE, OUT_OF_RANGE, LineEvents, event_times
 from traceview.readers.xplane_space import LineSource, PlaneSource, SpaceSource, read_space
@@ -601,10 +601,12 @@ class _Builder:
 
         parent, depth, overlaps = nest_tracks(line_idx, ts, end, ~is_device)
         record_overlaps(meta, overlaps)
-        levels = child_levels(parent, depth)
-        kinds = refine_by_nesting(kinds, names, parent, levels, has_stats)
-        fw_op = inherit(fw_op, parent, levels, lambda child, par: (child == 0) & (par != 0))
-        del levels
+        nesting = Nesting(parent, depth)
+        kinds = refine_by_nesting(kinds, names, nesting, has_stats)
+        # An event without a framework op of its own (code 0) takes its parent's.
+        has_op = np.arange(len(strings.values)) != 0
+        fw_op = nesting.copy_down(fw_op, takes=~has_op, gives=has_op)
+        del nesting
         launcher = launchers_from_fw_op(fw_op, correlation, is_device)
 
         if len(ts):

@@ -14,7 +14,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import first_of_each, unique_sorted
+from traceview.arrays import Nesting, first_of_each, unique_sorted
 from traceview.readers.xplane_stats import StatColumn
 from traceview.schema import CATEGORY_LEVELS, Kind, categorical_from_codes, level_dtype, leveled
 
@@ -260,10 +260,10 @@ def _detail_direction(parsed: dict[str, str] | None) -> str:
     return {"HD": "H2D", "DH": "D2H", "DD": "D2D", "HH": "H2H"}[s + d]
 
 
-def refine_by_nesting(
-    kinds: pd.Categorical, names: pd.Categorical, parent: np.ndarray, levels: list[np.ndarray], has_stats: np.ndarray
-) -> pd.Categorical:
+def refine_by_nesting(kinds: pd.Categorical, names: pd.Categorical, nesting: Nesting, has_stats: np.ndarray
+                      ) -> pd.Categorical:
     """Nesting rules of the module docstring: thunks, HLO passes next to compile events, inheritance."""
+    parent = nesting.parent
     code = {kind: i for i, kind in enumerate(kinds.categories)}
     codes = kinds.codes.copy()
     child = np.flatnonzero(parent >= 0)
@@ -286,7 +286,7 @@ def refine_by_nesting(
     # Children of compile / graph-building / input ranges take the parent's kind.
     inheriting = _code_table(code, _INHERITING)
     inheritable = _code_table(code, _INHERITABLE)
-    codes = inherit(codes, parent, levels, lambda c, p: inheriting[p] & inheritable[c])
+    codes = nesting.copy_down(codes, takes=inheritable, gives=inheriting)
     return pd.Categorical.from_codes(codes, dtype=kinds.dtype)
 
 
@@ -301,19 +301,6 @@ def _code_table(code: dict[str, int], kinds: frozenset[str]) -> np.ndarray:
     for kind in kinds:
         table[code[kind]] = True
     return table
-
-
-def inherit(values: np.ndarray, parent: np.ndarray, levels: list[np.ndarray], should: Any) -> np.ndarray:
-    """Copy a parent's value onto children where ``should(child_values, parent_values)`` (a
-    vectorized mask), level by level from the top (``levels``: :func:`traceview.arrays.child_levels`)
-    so that values flow down whole subtrees."""
-    values = values.copy()
-    for level in levels:
-        par = parent[level]
-        mask = should(values[level], values[par])
-        if mask.any():
-            values[level[mask]] = values[par[mask]]
-    return values
 
 
 def launchers_from_fw_op(fw_op: np.ndarray, correlation: np.ndarray, is_device: np.ndarray) -> np.ndarray:
