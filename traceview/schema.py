@@ -309,7 +309,13 @@ def categorical_from_codes(codes: np.ndarray, values: Any) -> pd.Categorical:
     """``categorical(values[codes])`` without building the per-row array of values: categories are
     the used values, deduplicated and sorted."""
     values = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
-    used = np.flatnonzero(np.bincount(codes, minlength=len(values))) if len(codes) else np.zeros(0, dtype=np.int64)
+    if len(codes) and codes.min() < 0:
+        raise ValueError("categorical_from_codes: a negative code")
+    # Which values the rows use: a table marked through the codes (a third of np.bincount's time,
+    # which first widens the codes to int64 and counts).
+    seen = np.zeros(len(values), dtype=bool)
+    seen[codes] = True
+    used = np.flatnonzero(seen)
     small = categorical(values[used])
     # The per-row codes are gathered straight into the narrowest type that holds them, the one
     # pandas keeps a categorical's codes in (from_codes then takes the array as it is, no copy).
