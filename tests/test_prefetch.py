@@ -51,10 +51,69 @@ def test_a_plain_json_trace_is_scanned_from_the_disk(tmp_path: Path) -> None:
     assert ahead.scanned.events_seen == kineto_fields.scan_fields(SAMPLE).events_seen > 0
 
 
-def test_another_format_is_left_to_its_reader() -> None:
-    xplane = next(iter(sorted((ROOT / "sample_traces").rglob("*.xplane.pb"))))
-    _prefetch.start(str(xplane))
-    assert _prefetch.take(xplane) is None  # no thread started at all: its first bytes are not JSON
+XPLANES = sorted((ROOT / "sample_traces").rglob("*.xplane.pb"))
+
+
+def test_a_file_of_no_format_is_left_to_the_readers(tmp_path: Path) -> None:
+    other = tmp_path / "t.bin"
+    other.write_bytes(b"\x00\x01 not a trace")
+    _prefetch.start(str(other))
+    ahead = _prefetch.take(other)
+    assert ahead is None or (_nothing_made(ahead) and ahead.space is None)
+
+
+def _read_all_ahead(path: Path) -> _prefetch.ReadAhead:
+    """Start reading ``path`` ahead and let the thread finish (every line decoded) before taking it."""
+    _prefetch.start(str(path))
+    thread, _ = next(iter(_prefetch._pending.values()))
+    thread.join()
+    ahead = _prefetch.take(path)
+    assert ahead is not None
+    return ahead
+
+
+@pytest.mark.parametrize("xplane", XPLANES[:3], ids=lambda p: str(p.relative_to(ROOT / "sample_traces")))
+def test_an_xplane_read_ahead_gives_the_timeline_its_reader_gives(xplane: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    from traceview.readers import xplane as reader
+
+    direct = reader.read(xplane)
+    ahead = _read_all_ahead(xplane)
+    lines = [line for plane in ahead.space.planes for line in plane.lines if line.count]
+    assert lines and all(line.ahead is not None for line in lines)  # the skeleton, every line decoded
+    monkeypatch.setattr(_prefetch, "take", lambda path: ahead)
+    prefetched = reader.read(xplane)
+    assert all(line.ahead is None for line in lines)  # each handed over, once
+    assert prefetched.events.equals(direct.events)
+    assert prefetched.meta == direct.meta
+    monkeypatch.undo()
+    _prefetch.start(str(xplane))  # taken at once: the reader decodes what the thread had not
+    assert reader.read(xplane).events.equals(direct.events)
+
+
+def test_a_further_xplane_is_left_to_its_reader(tmp_path: Path) -> None:
+    first, second = XPLANES[:2]
+    _prefetch.start(str(first))
+    _prefetch.start(str(second))  # (held while the first is analysed: its reader reads it then)
+    assert _prefetch.take(second) is None
+    assert _prefetch.take(first) is not None
+
+
+def test_a_damaged_xplane_gets_its_readers_error(tmp_path: Path) -> None:
+    from traceview.errors import FormatError
+    from traceview.readers import xplane as reader
+
+    damaged = tmp_path / "t.xplane.pb"
+    raw = XPLANES[0].read_bytes()
+    damaged.write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(FormatError) as unprefetched:
+        reader.read(damaged)
+    assert _read_all_ahead(damaged).space is None
+    _prefetch.start(str(damaged))
+    with pytest.raises(FormatError) as prefetched:
+        reader.read(damaged)
+    assert str(prefetched.value) == str(unprefetched.value)
+    assert not _prefetch._pending
 
 
 def test_a_document_the_scanner_declines_goes_to_the_other_decodings(tmp_path: Path) -> None:
@@ -105,10 +164,11 @@ def test_a_further_trace_is_read_ahead_only_within_the_budget(tmp_path: Path, mo
 
 
 def test_without_the_scanner_or_a_thread_nothing_is_started(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_prefetch, "_scanner_built", lambda: False)
+    monkeypatch.setattr(_prefetch, "_built", lambda module: False)
     _prefetch.start(str(SAMPLE))
+    _prefetch.start(str(XPLANES[0]))
     assert not _prefetch._pending
-    monkeypatch.setattr(_prefetch, "_scanner_built", lambda: True)
+    monkeypatch.setattr(_prefetch, "_built", lambda module: True)
 
     def refuse(self: object) -> None:
         raise RuntimeError("can't start new thread")
@@ -123,11 +183,12 @@ def _diagnose(*args: str) -> subprocess.CompletedProcess[str]:
                           cwd=ROOT)
 
 
-def test_the_report_is_the_same_with_and_without(tmp_path: Path) -> None:
-    with_prefetch = _diagnose(str(SAMPLE), "--format", "json")
+@pytest.mark.parametrize("trace", [SAMPLE, XPLANES[0]], ids=["kineto", "xplane"])
+def test_the_report_is_the_same_with_and_without(trace: Path) -> None:
+    with_prefetch = _diagnose(str(trace), "--format", "json")
     without = subprocess.run(
         [sys.executable, "-c", "import sys, traceview.cli as c; c._start_reading = lambda arguments: None; c.main()",
-         "diagnose", str(SAMPLE), "--format", "json"], capture_output=True, text=True, cwd=ROOT)
+         "diagnose", str(trace), "--format", "json"], capture_output=True, text=True, cwd=ROOT)
     assert with_prefetch.returncode == without.returncode == 0, with_prefetch.stderr + without.stderr
     assert with_prefetch.stdout == without.stdout
 

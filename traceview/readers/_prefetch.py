@@ -7,9 +7,11 @@ while it scans), so the command line starts the reading on a thread before anyth
 (:func:`start`): a Chrome-trace JSON file (told by its first bytes) is inflated into memory when
 gzipped, then scanned into the reader's fields (readers/kineto_fields.py, which needs numpy but
 not pandas), so the trace is usually read by the time the analyses are imported. The scan keeps
-to one core until the reader waits for it. The Kineto reader takes what the thread made
-(:func:`take`) instead of doing that work again; other formats, and installs without the
-compiled scanner, are not read ahead.
+to one core until the reader waits for it. An XPlane (the first trace named only) has its
+skeleton parsed and its lines' events decoded one line after another (readers/xplane_space.py)
+until the reader waits; the reader decodes the lines left. The readers take what the thread
+made (:func:`take`) instead of doing that work again; other formats, and installs without the
+compiled scanner or decoder, are not read ahead.
 
 What is taken is the same file (same resolved path, device, inode, size, and modification and
 change times) read within the size limit in force when it is taken; anything unusual (a
@@ -27,15 +29,17 @@ import os
 import struct
 import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from traceview.errors import UsageError
-from traceview.readers._io import GZIP_MAGIC, UTF8_BOM, InflatedText, head_bytes, max_bytes
+from traceview.readers._io import GZIP_MAGIC, UTF8_BOM, InflatedText, head_bytes, max_bytes, read_bytes
 
 if TYPE_CHECKING:
     from traceview.readers.kineto_fields import ScannedFields
+    from traceview.readers.xplane_space import SpaceSource
 
 # Bytes read ahead at most, all files together, beyond the first trace's fields: inflated gzip
 # text, and the fields of further traces (counted at their file's size).
@@ -51,6 +55,7 @@ class ReadAhead:
     """What the thread made of one file."""
 
     scanned: ScannedFields | None = None  # the scanner's reading of it
+    space: SpaceSource | None = None  # an XPlane's skeleton, lines decoded ahead (readers/xplane_space.py)
     declined: str | None = None  # why the scanner did not take the document
     size: int = 0  # inflated bytes of a gzip file, for the limit in force when the reader takes it
     cost: int = 0  # bytes charged to the budget
@@ -70,10 +75,10 @@ def _key(path: Path) -> _Key | None:
     return (str(path.resolve()), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
-def _scanner_built() -> bool:
-    """Whether the compiled scanner is installed (found, not imported: that would load numpy)."""
+def _built(module: str) -> bool:
+    """Whether a compiled module is installed (found, not imported: that would load numpy)."""
     try:
-        return importlib.util.find_spec("traceview.readers._kineto_scan") is not None
+        return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
 
@@ -82,7 +87,7 @@ def start(path_text: str) -> None:
     """Begin reading ``path_text`` on a thread, when it is a regular file the budget allows."""
     path = Path(path_text)
     key = _key(path)
-    if key is None or key in _pending or not os.path.isfile(path) or not _scanner_built():
+    if key is None or key in _pending or not os.path.isfile(path):
         return
     size = key[3]
     try:
@@ -90,7 +95,10 @@ def start(path_text: str) -> None:
             head = handle.read(_HEAD_BYTES)
             gzipped = head[:2] == GZIP_MAGIC
             if not gzipped and head.removeprefix(UTF8_BOM).lstrip()[:1] not in (b"{", b"["):
-                return  # not JSON (an XPlane): its reader reads it; no thread to contend with the imports
+                _start_binary(path, key)
+                return
+            if not _built("traceview.readers._kineto_scan"):
+                return
             if gzipped:
                 handle.seek(-4, os.SEEK_END)
                 (inflated_mod_4gib,) = struct.unpack("<I", handle.read(4))  # the gzip trailer's ISIZE
@@ -110,14 +118,23 @@ def start(path_text: str) -> None:
         cost = size if _pending else 0  # (the first trace's fields: what its reader holds anyway)
     if cost > _budget[0]:
         return
-    result = ReadAhead(cost=cost)
-    thread = threading.Thread(target=_read_ahead, args=(path, expected, result), daemon=True,
-                              name="traceview-prefetch")
+    _start_thread(key, _read_ahead, (path, expected), ReadAhead(cost=cost))
+
+
+def _start_binary(path: Path, key: _Key) -> None:
+    """Begin reading a file that is not JSON: an XPlane's skeleton and events (what its reader
+    holds anyway), for the first trace only, where the compiled decoder is installed."""
+    if not _pending and _built("traceview.readers._xplane_wire"):
+        _start_thread(key, _read_xplane_ahead, (path,), ReadAhead())
+
+
+def _start_thread(key: _Key, target: Callable[..., None], args: tuple[object, ...], result: ReadAhead) -> None:
+    thread = threading.Thread(target=target, args=(*args, result), daemon=True, name="traceview-prefetch")
     try:
         thread.start()
     except RuntimeError:  # no thread to be had: the reader reads it as ever
         return
-    _budget[0] -= cost
+    _budget[0] -= result.cost
     _pending[key] = (thread, result)
 
 
@@ -148,6 +165,30 @@ def _read_ahead(path: Path, expected: int | None, result: ReadAhead) -> None:
                 result.declined = str(why)
     except Exception:  # noqa: BLE001 - an unreadable or oversized file: the reader meets it again and says so
         result.scanned = result.declined = None
+
+
+def _read_xplane_ahead(path: Path, result: ReadAhead) -> None:
+    """Parse the skeleton of the file if it is an XPlane (readers/xplane_space.py), then decode
+    its lines' events one by one until the reader waits for them (it decodes the rest); whatever
+    fails is left to the reader."""
+    try:
+        raw = read_bytes(path)
+        from traceview.readers import xplane_space
+
+        if not xplane_space.sniff(raw[:_HEAD_BYTES]):
+            return
+        from traceview.readers.proto.xplane_descriptor import message_classes
+
+        classes = message_classes()
+        space = xplane_space.read_space(path, raw, classes)
+        del raw
+        result.space = space
+        for line in (line for plane in space.planes for line in plane.lines if line.count):
+            if result.waited.is_set():
+                return
+            line.decode_ahead(classes["XLine"])
+    except Exception:  # noqa: BLE001 - an unreadable or malformed file: the reader meets it again and says so
+        result.space = None
 
 
 def _inflate(path: Path, expected: int) -> bytes | None:

@@ -85,14 +85,14 @@ from traceview.arrays import Nesting, joined, order_by_start_then_longest, per_g
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
 from traceview.normalize import nest_tracks, record_overlaps
-from traceview.readers import xplane_memory
+from traceview.readers import _prefetch, xplane_memory
 from traceview.readers._io import read_bytes
 from traceview.readers.xplane_classify import (
     LINE_DEVICE, LINE_HOST, LINE_HOST_API, LINE_HOST_COMPILE, LINE_HOST_INPUT, StringCodes, base_kinds,
     copies_and_bytes, fw_op_codes, has_any_stat, int_stat, launchers_from_fw_op, match_names,
     refine_by_nesting, str_stat_codes)
 from traceview.readers.xplane_events import INSTANT, NEGATIVE, OUT_OF_RANGE, LineEvents, event_times
-from traceview.readers.xplane_space import LineSource, PlaneSource, SpaceSource, read_space
+from traceview.readers.xplane_space import LineSource, PlaneSource, SpaceSource, read_space, sniff
 from traceview.readers.xplane_stats import StatColumn, StatGatherer, column_from_dict, last_per_row
 from traceview.readers.xplane_runs import XPLANE_SUFFIX
 from traceview.schema import MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical_from_codes
@@ -123,112 +123,23 @@ _EPOCH_NS_MIN = 10**17  # line timestamps above this are absolute epoch ns, not 
 
 
 # --------------------------------------------------------------------------------------------
-# Format detection
-# --------------------------------------------------------------------------------------------
-_XSPACE_FIELDS = {1: 2, 2: 2, 3: 2, 4: 2}  # field number -> wire type (all length-delimited)
-_XPLANE_FIELDS = {1: 0, 2: 2, 3: 2, 4: 2, 5: 2, 6: 2}
-
-
-def sniff(head: bytes) -> bool:
-    """True when the first bytes are a serialized XSpace whose first field is a plane.
-
-    The TF/JAX/XLA profilers write the planes first (field 1, tag 0x0a). The walk checks every
-    field tag and length that fits in ``head``: XSpace fields 1–4 (all length-delimited), the
-    first plane's fields 1–6 with their wire types, map entries starting with their key, and
-    strings that decode as UTF-8. JSON, text and gzip fail at the first or second tag.
-    """
-    if len(head) < 2 or head[0] != 0x0A:
-        return False
-    pos = 0
-    first = True
-    while pos < len(head):
-        tag = _varint(head, pos)
-        if tag is None:
-            return not first
-        value, pos = tag
-        field_no, wire = value >> 3, value & 7
-        if _XSPACE_FIELDS.get(field_no) != wire:
-            return False
-        length = _varint(head, pos)
-        if length is None:
-            return not first
-        size, pos = length
-        body = head[pos : pos + size]
-        if field_no == 1:
-            if not _plausible_plane(body, complete=len(body) == size):
-                return False
-        elif not _utf8_prefix(body):
-            return False
-        first = False
-        pos += size
-    return not first
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int] | None:
-    """Decode a varint at ``pos``; None when it runs past the buffer or is longer than 10 bytes."""
-    result = 0
-    shift = 0
-    for i in range(10):
-        if pos + i >= len(buf):
-            return None
-        byte = buf[pos + i]
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos + i + 1
-        shift += 7
-    return None
-
-
-def _plausible_plane(body: bytes, complete: bool) -> bool:
-    pos = 0
-    seen = False
-    while pos < len(body):
-        tag = _varint(body, pos)
-        if tag is None:
-            return seen or not complete
-        value, pos = tag
-        field_no, wire = value >> 3, value & 7
-        if _XPLANE_FIELDS.get(field_no) != wire:
-            return False
-        if wire == 0:
-            number = _varint(body, pos)
-            if number is None:
-                return not complete
-            pos = number[1]
-        else:
-            length = _varint(body, pos)
-            if length is None:
-                return not complete
-            size, pos = length
-            if pos + size > len(body) and complete:
-                return False
-            content = body[pos : pos + size]
-            if field_no in (4, 5) and content[:1] not in (b"\x08", b""):
-                return False  # map entries are written key first
-            if field_no == 2 and not _utf8_prefix(content):
-                return False
-            pos += size
-        seen = True
-    return seen or complete
-
-
-def _utf8_prefix(data: bytes) -> bool:
-    """Whether ``data`` is UTF-8, allowing a character cut at the end of the sniffed head."""
-    for cut in range(4):
-        try:
-            data[: len(data) - cut].decode("utf-8")
-            return True
-        except UnicodeDecodeError:
-            continue
-    return False
-
-
-# --------------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------------
 def read(path: Path) -> Timeline:
     """Read one ``.xplane.pb`` file into the normalized timeline (plus ``step_num``, ``fw_op``)."""
     path = Path(path)
+    ahead = _prefetch.take(path)  # (the command line's read-ahead, when it read this very file)
+    source = ahead.space if ahead is not None else None
+    if source is None:
+        source = _space(path)
+    if not source.planes:
+        raise FormatError(f"{path}: XSpace holds no planes; re-capture the profile")
+    builder = _Builder(path, source)
+    del source
+    return builder.build()
+
+
+def _space(path: Path) -> SpaceSource:
     raw = read_bytes(path)
     if not raw:
         raise FormatError(f"{path}: file is empty; re-capture the profile (tf.profiler / jax.profiler)")
@@ -239,13 +150,8 @@ def read(path: Path) -> Timeline:
         )
     from traceview.readers.proto.xplane_descriptor import message_classes
 
-    source = read_space(path, raw, message_classes())
-    del raw  # (the source holds the file's bytes while the lines are decoded, and no longer)
-    if not source.planes:
-        raise FormatError(f"{path}: XSpace holds no planes; re-capture the profile")
-    builder = _Builder(path, source)
-    del source
-    return builder.build()
+    # (The source holds the file's bytes while the lines are decoded, and no longer.)
+    return read_space(path, raw, message_classes())
 
 
 @dataclass

@@ -25,6 +25,106 @@ from traceview.errors import FormatError
 from traceview.readers import xplane_events
 from traceview.readers.xplane_events import LineEvents, decode_compiled, decode_line
 
+# Format detection (readers/__init__.py detect, and the command line's read-ahead: see
+# readers/_prefetch.py), on the first bytes alone.
+_XSPACE_FIELDS = {1: 2, 2: 2, 3: 2, 4: 2}  # field number -> wire type (all length-delimited)
+_XPLANE_FIELDS = {1: 0, 2: 2, 3: 2, 4: 2, 5: 2, 6: 2}
+
+
+def sniff(head: bytes) -> bool:
+    """True when the first bytes are a serialized XSpace whose first field is a plane.
+
+    The TF/JAX/XLA profilers write the planes first (field 1, tag 0x0a). The walk checks every
+    field tag and length that fits in ``head``: XSpace fields 1–4 (all length-delimited), the
+    first plane's fields 1–6 with their wire types, map entries starting with their key, and
+    strings that decode as UTF-8. JSON, text and gzip fail at the first or second tag.
+    """
+    if len(head) < 2 or head[0] != 0x0A:
+        return False
+    pos = 0
+    first = True
+    while pos < len(head):
+        tag = _varint(head, pos)
+        if tag is None:
+            return not first
+        value, pos = tag
+        field_no, wire = value >> 3, value & 7
+        if _XSPACE_FIELDS.get(field_no) != wire:
+            return False
+        length = _varint(head, pos)
+        if length is None:
+            return not first
+        size, pos = length
+        body = head[pos : pos + size]
+        if field_no == 1:
+            if not _plausible_plane(body, complete=len(body) == size):
+                return False
+        elif not _utf8_prefix(body):
+            return False
+        first = False
+        pos += size
+    return not first
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int] | None:
+    """Decode a varint at ``pos``; None when it runs past the buffer or is longer than 10 bytes."""
+    result = 0
+    shift = 0
+    for i in range(10):
+        if pos + i >= len(buf):
+            return None
+        byte = buf[pos + i]
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos + i + 1
+        shift += 7
+    return None
+
+
+def _plausible_plane(body: bytes, complete: bool) -> bool:
+    pos = 0
+    seen = False
+    while pos < len(body):
+        tag = _varint(body, pos)
+        if tag is None:
+            return seen or not complete
+        value, pos = tag
+        field_no, wire = value >> 3, value & 7
+        if _XPLANE_FIELDS.get(field_no) != wire:
+            return False
+        if wire == 0:
+            number = _varint(body, pos)
+            if number is None:
+                return not complete
+            pos = number[1]
+        else:
+            length = _varint(body, pos)
+            if length is None:
+                return not complete
+            size, pos = length
+            if pos + size > len(body) and complete:
+                return False
+            content = body[pos : pos + size]
+            if field_no in (4, 5) and content[:1] not in (b"\x08", b""):
+                return False  # map entries are written key first
+            if field_no == 2 and not _utf8_prefix(content):
+                return False
+            pos += size
+        seen = True
+    return seen or complete
+
+
+def _utf8_prefix(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8, allowing a character cut at the end of the sniffed head."""
+    for cut in range(4):
+        try:
+            data[: len(data) - cut].decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            continue
+    return False
+
+
 # Field numbers in xplane.proto.
 _SPACE_PLANES = 1
 _PLANE_LINES = 3
@@ -40,9 +140,18 @@ class LineSource:
     data: bytes | None = None  # the file's bytes, when the events are a range of them
     begin: int = 0
     end: int = 0
+    ahead: tuple[LineEvents | None] | None = None  # decoded ahead (decode_ahead), till decode() takes it
+
+    def decode_ahead(self, line_class: Any) -> None:
+        """Decode the events now, for :meth:`decode` to hand over (the command line's read-ahead
+        thread, readers/_prefetch.py, while the analyses are imported)."""
+        self.ahead = (self.decode(line_class),)
 
     def decode(self, line_class: Any) -> LineEvents | None:
         """The events as columns; None when the fast decodings decline (then :meth:`runtime_events`)."""
+        if self.ahead is not None:
+            (decoded,), self.ahead = self.ahead, None
+            return decoded
         if self.data is None:
             return decode_line(self.header, line_class)
         return decode_compiled(self.data, self.begin, self.end, self.count, int(self.header.timestamp_ns))
