@@ -309,8 +309,13 @@ def categorical_from_codes(codes: np.ndarray, values: Any) -> pd.Categorical:
     """``categorical(values[codes])`` without building the per-row array of values: categories are
     the used values, deduplicated and sorted."""
     values = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
-    if len(codes) and codes.min() < 0:
+    lowest = int(codes.min()) if len(codes) else 0
+    if lowest < 0:
         raise ValueError("categorical_from_codes: a negative code")
+    if len(codes) and lowest == int(codes.max()):
+        # One value on every row (a CPU trace's launchers and call stats): no table, no gather.
+        small = categorical(values[[lowest]])
+        return pd.Categorical.from_codes(np.full(len(codes), small.codes[0], dtype=_code_type(1)), dtype=small.dtype)
     # Which values the rows use: a table marked through the codes (a third of np.bincount's time,
     # which first widens the codes to int64 and counts).
     seen = np.zeros(len(values), dtype=bool)
