@@ -7,9 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import traceview
-from traceview.analyzers.steps import WARMUP_FACTOR, _loop_numbers, _still_warming_up
+from traceview.analyzers.steps import WARMUP_FACTOR, _assign, _loop_numbers, _still_warming_up
 from traceview.loader import load_with_steps, trace_paths
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
@@ -94,3 +96,23 @@ def test_loop_numbers_come_from_names_only_when_every_run_has_a_rising_one() -> 
     assert _loop_numbers(np.array(["AddmmBackward0", "AddmmBackward0"], dtype=object)).tolist() == [0, 1]
     assert _loop_numbers(np.array(["step_2", "step_1"], dtype=object)).tolist() == [0, 1]
     assert _loop_numbers(np.array(["step_1", "step"], dtype=object)).tolist() == [0, 1]
+
+
+# Each event's window (steps._assign): timestamps in table order take the stretch-by-stretch path,
+# others the search per timestamp; both are "the last window starting at or before it, if it ends
+# after it", on windows that follow one another as find_steps makes them.
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.integers(0, 60), max_size=40), st.lists(st.tuples(st.integers(0, 60), st.integers(0, 12)),
+                                                           max_size=6), st.booleans())
+def test_each_event_is_in_the_window_that_holds_it(times: list[int], windows: list[tuple[int, int]],
+                                                   in_order: bool) -> None:
+    ts = np.array(sorted(times) if in_order else times, dtype=np.int64)
+    starts = np.array(sorted(w[0] for w in windows), dtype=np.int64)
+    ends = starts + np.array([w[1] for w in windows], dtype=np.int64)
+    for i in range(1, len(starts)):  # (no overlap, as find_steps leaves them)
+        starts[i] = max(starts[i], ends[i - 1])
+        ends[i] = max(ends[i], starts[i])
+    expected = [max([i for i in range(len(starts)) if starts[i] <= t] or [-1]) for t in ts.tolist()]
+    expected = [i if i >= 0 and t < ends[i] else -1 for i, t in zip(expected, ts.tolist())]
+    got = _assign(ts, starts, ends)
+    assert got.dtype == np.int32 and got.tolist() == expected

@@ -123,7 +123,7 @@ def find_steps(timeline: Timeline) -> Steps:
             ends[i] = max(ends[i], starts[i])
 
     step_col = _assign(ts, starts, ends)
-    events["step"] = step_col.astype(np.int32)
+    events["step"] = step_col  # (int32, the column's type)
 
     is_build = membership(events["kind"].array)([Kind.GRAPH_BUILD.value, Kind.COMPILE.value])
     build_counts = np.bincount(step_col[is_build & (step_col >= 0)], minlength=len(starts))[: len(starts)]
@@ -272,8 +272,23 @@ def _device_work_end(events: pd.DataFrame, starts: np.ndarray, host_ends: np.nda
 
 
 def _assign(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Index of the window that contains each timestamp, -1 when none."""
-    idx = np.searchsorted(starts, ts, side="right") - 1
-    valid = idx >= 0
-    valid &= ts < ends[np.maximum(idx, 0)]
-    return np.where(valid, idx, -1)
+    """Index of the window that contains each timestamp, -1 when none (int32): the last window
+    that starts at or before it, where it ends after it. The windows come in order, one after
+    another (``starts`` sorted, each ending by the next one's start)."""
+    if not len(starts):
+        return np.full(len(ts), -1, dtype=np.int32)
+    if len(ts) < 2 or not bool(np.all(ts[1:] >= ts[:-1])):
+        idx = np.searchsorted(starts, ts, side="right") - 1
+        valid = idx >= 0
+        valid &= ts < ends[np.maximum(idx, 0)]
+        return np.where(valid, idx, -1).astype(np.int32)
+    # Timestamps in order (the table's): each window's rows are one stretch, from the first row at
+    # or after its start to the first at or after its end (or the next window's start). The stretch
+    # [lo, hi) of window i holds i + 1 in a running sum of +(i + 1) at lo and -(i + 1) at hi.
+    lo = np.searchsorted(ts, starts, side="left")
+    hi = np.minimum(np.searchsorted(ts, ends, side="left"), np.append(lo[1:], len(ts)))
+    number = np.arange(1, len(starts) + 1, dtype=np.int32)
+    marks = np.zeros(len(ts) + 1, dtype=np.int32)
+    np.add.at(marks, lo, number)
+    np.add.at(marks, hi, -number)
+    return np.cumsum(marks[:-1], dtype=np.int32) - 1
