@@ -171,7 +171,10 @@ class Timeline:
 
     @property
     def has_device(self) -> bool:
-        return bool((self.events["device"].to_numpy() >= 0).any())
+        device = self.events["device"].to_numpy()
+        if is_one_value(device):  # (a host-only trace's -1 on every row, held once: no pass over it)
+            return bool(device[0] >= 0)
+        return bool((device >= 0).any())
 
     def of_kind(self, *kinds: Kind) -> pd.DataFrame:
         mask = self.events["kind"].isin([k.value for k in kinds])
