@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import sample_xplane_traces
 from traceview import arrays
-from traceview.arrays import is_one_value, one_value, per_group
+from traceview.arrays import is_one_value, one_value, per_group, reordered
 from traceview.schema import build_events
 
 
@@ -54,6 +54,37 @@ def test_a_host_only_xplane_holds_its_constant_columns_once(shared: None) -> Non
     events = diagnosis.timeline.events
     assert is_one_value(events["device"].to_numpy()) and (events["device"] == -1).all()
     assert diagnosis.steps.table.shape[0] > 0
+
+
+def test_a_one_value_column_stays_one_when_reordered(shared: None) -> None:
+    held = one_value(-1, 5, np.int64)
+    taken = reordered(held, np.array([4, 0, 2]))
+    assert is_one_value(taken) and taken.tolist() == [-1] * 3 and taken.dtype == np.int64
+    assert reordered(np.array([5, 6, 7]), np.array([2, 0])).tolist() == [7, 5]
+
+
+def test_a_host_only_xplane_reader_makes_its_absent_stats_one_value(shared: None) -> None:
+    # Built once, not filled per row and then found constant: a CPU trace's correlation ids and
+    # bytes (-1), and its launchers, function-call and HLO-op codes ("").
+    from traceview.readers import xplane
+
+    traces = [t for t in sample_xplane_traces() if "tf-eager" in str(t)]  # (no tf.function, no XLA)
+    if not traces:
+        pytest.skip("no sample TensorFlow eager XPlane")
+    seen: dict[str, object] = {}
+    original = xplane.build
+
+    def capture(raw: object) -> object:
+        seen.update(raw.columns, **raw.extra)  # type: ignore[attr-defined]
+        return original(raw)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(xplane, "build", capture)
+        xplane.read(traces[0])
+    for column in ("correlation", "bytes"):
+        assert is_one_value(seen[column]), column
+    for column in ("launcher", "fn_call", "hlo_op"):
+        assert list(seen[column].categories) == [""] and not seen[column].codes.any(), column
 
 
 def test_a_library_caller_gets_columns_it_can_write() -> None:

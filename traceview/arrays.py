@@ -351,6 +351,13 @@ def one_value(value: Any, n: int, dtype: Any) -> np.ndarray:  # noqa: ANN401 - a
     return np.broadcast_to(np.array([value], dtype=dtype), (n,))
 
 
+def reordered(column: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``column[order]``, a :func:`one_value` column staying one (gathering it would fill every row)."""
+    if is_one_value(column):
+        return one_value(column[0], len(order), column.dtype)
+    return column[order]
+
+
 def is_one_value(column: Any) -> bool:  # noqa: ANN401 - any column a reader hands over
     """Whether ``column`` is a shared :func:`one_value` view."""
     return isinstance(column, np.ndarray) and column.ndim == 1 and len(column) > 1 and column.strides == (0,)

@@ -81,7 +81,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import Nesting, joined, order_by_start_then_longest, per_group, unique_inverse
+from traceview.arrays import Nesting, joined, order_by_start_then_longest, per_group, reordered, unique_inverse
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
 from traceview.normalize import nest_tracks, record_overlaps
@@ -500,9 +500,9 @@ class _Builder:
         if order is not None:
             ts, dur, end = ts[order], dur[order], end[order]
             names, kinds, line_idx = names[order], kinds[order], line_idx[order]
-            step_num, correlation, fw_op = step_num[order], correlation[order], fw_op[order]
-            fn_call, hlo_op = fn_call[order], hlo_op[order]
-            copy_kind, nbytes, is_device = copy_kind[order], nbytes[order], is_device[order]
+            step_num, correlation, fw_op = reordered(step_num, order), reordered(correlation, order), fw_op[order]
+            fn_call, hlo_op = reordered(fn_call, order), reordered(hlo_op, order)
+            copy_kind, nbytes, is_device = copy_kind[order], reordered(nbytes, order), is_device[order]
             has_stats = has_stats[order]
 
         parent, depth, overlaps = nest_tracks(line_idx, ts, end, ~is_device)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import Nesting, first_of_each, unique_sorted
+from traceview.arrays import Nesting, first_of_each, one_value, unique_sorted
 from traceview.readers.xplane_stats import StatColumn
 from traceview.schema import CATEGORY_LEVELS, Kind, categorical_from_codes, level_dtype, leveled
 
@@ -41,9 +41,9 @@ def match_names(names: pd.Categorical, predicate: Any) -> np.ndarray:
 
 def int_stat(column: StatColumn, n: int) -> np.ndarray:
     """An integer stat per row (-1 where absent or not an int64 integer)."""
-    out = np.full(n, -1, dtype=np.int64)
     if not len(column):
-        return out
+        return one_value(-1, n, np.int64)
+    out = np.full(n, -1, dtype=np.int64)
     try:
         out[column.rows] = np.fromiter(column.values, dtype=np.int64, count=len(column))
         return out
@@ -105,9 +105,9 @@ class StringCodes:
 
 def str_stat_codes(column: StatColumn, n: int, strings: StringCodes) -> np.ndarray:
     """A string stat per row as codes into ``strings`` (0, "", when absent or not a string)."""
-    out = np.zeros(n, dtype=np.int32)
     if not len(column):
-        return out
+        return one_value(0, n, np.int32)
+    out = np.zeros(n, dtype=np.int32)
     codes, uniq = pd.factorize(column.values)
     table = np.array([strings.code(u) if isinstance(u, str) else 0 for u in uniq] + [0], dtype=np.int64)
     out[column.rows] = table[codes]
@@ -176,17 +176,18 @@ def copies_and_bytes(
     """copy_kind of device copies/fills and bytes of every event with memcpy/memset details."""
     level = {value: i for i, value in enumerate(CATEGORY_LEVELS["copy_kind"])}
     copy_kind = np.full(n, level[""], dtype=np.int8)
-    nbytes = np.full(n, -1, dtype=np.int64)
     details: dict[int, dict[str, str]] = {}
     for stat in ("memset_details", "memcpy_details"):
         for row, value in stats[stat].items():
             if isinstance(value, str):
                 details[row] = _parse_details(value)
+    copies = np.flatnonzero(kinds == Kind.MEMCPY.value)
+    # (No copy and no details: no event carries a size, -1 on every row, held once.)
+    nbytes = np.full(n, -1, dtype=np.int64) if details or len(copies) else one_value(-1, n, np.int64)
     for row, parsed in details.items():
         size = parsed.get("size", parsed.get("num_bytes", ""))
         if _INTEGER_TEXT.fullmatch(size) and int(size) > 0:
             nbytes[row] = int(size)
-    copies = np.flatnonzero(kinds == Kind.MEMCPY.value)
     if len(copies):
         # The launching API call (same correlation id) may name the direction (hipMemcpyHtoDAsync)
         # and carry the size when the device event does not.
@@ -306,10 +307,10 @@ def _code_table(code: dict[str, int], kinds: frozenset[str]) -> np.ndarray:
 def launchers_from_fw_op(fw_op: np.ndarray, correlation: np.ndarray, is_device: np.ndarray) -> np.ndarray:
     """Device events: their framework op, else that of the host call with the same correlation id
     (``fw_op`` and the result as :class:`StringCodes` codes; 0 for none)."""
-    launcher = np.zeros(len(fw_op), dtype=np.int32)
     dev = np.flatnonzero(is_device)
     if not len(dev):
-        return launcher
+        return one_value(0, len(fw_op), np.int32)
+    launcher = np.zeros(len(fw_op), dtype=np.int32)
     launcher[dev] = fw_op[dev]
     host = np.flatnonzero(~is_device & (correlation >= 0) & (fw_op != 0))
     if len(host):
