@@ -111,6 +111,13 @@ def test_a_max_bytes_variable_that_is_not_a_positive_number_is_one_line_and_exit
     assert f"TRACEVIEW_MAX_BYTES is {value!r}" in result.stderr and "unset it" in result.stderr
 
 
+def test_help_is_shown_whatever_the_max_bytes_variable_holds():
+    result = subprocess.run([sys.executable, "-m", "traceview", "diagnose", "--help"], capture_output=True, text=True,
+                            cwd=REPO, timeout=120, env={"NO_COLOR": "1", "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                                        "TRACEVIEW_MAX_BYTES": "lots"})
+    assert result.returncode == 0 and "diagnose [OPTIONS] PATH" in result.stdout, result.stderr
+
+
 def test_a_max_bytes_variable_is_checked_whatever_the_command_reads():
     # An XPlane file is not inflated, yet the mistyped limit is named all the same.
     xplane = next(SAMPLES.rglob("*.xplane.pb"), None)

@@ -55,10 +55,15 @@ def _root(
     if max_bytes is not None:
         # Read by traceview.readers._io.max_bytes (also settable as TRACEVIEW_MAX_BYTES).
         os.environ["TRACEVIEW_MAX_BYTES"] = str(max_bytes)
-    else:
+    elif not _HELP_ASKED[0]:  # (help is shown whatever the environment holds)
         from traceview.readers._io import max_bytes as limit_in_force
 
         limit_in_force()  # a mistyped TRACEVIEW_MAX_BYTES is refused by every command, whatever it reads
+
+
+# Whether the command line asks for help (``traceview diagnose --help``): the root callback above
+# runs before the command sees its own options, and a limit the help does not use is not checked.
+_HELP_ASKED = [False]
 
 
 class PlaceholderHelpCommand(TyperCommand):
@@ -208,7 +213,9 @@ def _main(argv: Optional[list[str]], console: bool = False) -> bool:
     """Run the app; True when a trace-reading command completed. ``console``: this process is
     the console script's own, whose imports the command may choose."""
     retain_freed_memory()  # before the first large array: see traceview/heap.py
-    arguments = _trace_arguments(sys.argv[1:] if argv is None else argv)
+    words = sys.argv[1:] if argv is None else argv
+    _HELP_ASKED[0] = "--help" in words
+    arguments = _trace_arguments(words)
     _start_reading(arguments or [])
     if console and arguments:  # (not for --help, nor a usage error without a trace)
         without_huge_page_advice()  # (numpy: the reading thread imports it too): see traceview/heap.py
