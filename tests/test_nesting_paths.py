@@ -354,3 +354,25 @@ def test_compiled_column_combinations_are_the_packed_keys(rows: list[tuple[int, 
     with pytest.raises(ValueError):  # a digit outside its size is refused, not packed into another key
         column_combinations(columns, shifts, [7, 302, 2, 1]) if (columns[3] > 0).any() else column_combinations(
             columns, [1, 1, 0, -1], sizes)
+
+
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
+@pytest.mark.parametrize("possible_keys", ["few: a place per key", "many: hashed"])
+def test_compiled_column_combinations_over_many_blocks(possible_keys: str) -> None:
+    # 5000 rows (several of the compiled pass's blocks); a wide last column makes the keys too many
+    # for a table with a place for each, so they are hashed.
+    from traceview.arrays import column_combinations
+
+    rng = np.random.default_rng(7)
+    columns = [rng.integers(-1, 6, 5000).astype(np.int8), rng.integers(0, 40, 5000).astype(np.int32),
+               rng.integers(0, 2, 5000).astype(bool)]
+    shifts, sizes = [1, 0, 0], [7, 40, 2]
+    if possible_keys.startswith("many"):
+        columns.append(rng.integers(0, 3, 5000) * 2**30)
+        shifts, sizes = [*shifts, 0], [*sizes, 2**32]
+    mine = column_combinations(columns, shifts, sizes)
+    with pytest.MonkeyPatch.context() as patch:
+        _array_passes(patch)
+        theirs = column_combinations(columns, shifts, sizes)
+    assert np.array_equal(mine[0], theirs[0]) and np.array_equal(mine[1], theirs[1])
+    assert len(mine[1]) > 100

@@ -405,13 +405,28 @@ static PyObject *factorize(PyObject *self, PyObject *args) {
 
 /* The combinations of integer columns, numbered as factorize numbers their packed keys, without
  * the key column: each row's digits (a column's value plus its shift, in [0, size)) are packed in
- * mixed radix as the row is read. The sizes' product must stay below 2^63 (the caller checks).
+ * mixed radix, a block of rows at a time, column by column. The sizes' product must stay below
+ * 2^63 (the caller checks); where it is at most DIRECT_KEYS, a key's code is found at the key's
+ * own place in a table, else through the hash table.
  *
  * combine(columns, shifts, sizes, codes_out, first_out) -> combinations
  *   columns: a sequence of integer arrays (1, 2, 4 or 8 bytes, signed) of n rows; shifts, sizes:
  *   a sequence of ints each; codes_out, first_out int64[n]
  */
 enum { MAX_COLUMNS = 16 };
+#define DIRECT_KEYS ((int64_t)1 << 20)  /* up to this many possible keys, a table with a place for each */
+enum { KEY_BLOCK = 2048 };
+/* One column's digits into a block's keys: its values (of type T) plus the shift, each checked to
+ * lie in [0, size). */
+#define PACK_DIGITS(T)                                                     \
+    do {                                                                   \
+        const T *values = (const T *)view[i].buf + from;                   \
+        for (Py_ssize_t r = 0; r < rows; r++) {                            \
+            int64_t digit = (int64_t)values[r] + shift;                    \
+            outside |= digit < 0 || digit >= size;                         \
+            key[r] = key[r] * size + digit;                                \
+        }                                                                  \
+    } while (0)
 
 static PyObject *combine(PyObject *self, PyObject *args) {
     PyObject *columns, *shifts, *sizes;
@@ -441,8 +456,14 @@ static PyObject *combine(PyObject *self, PyObject *args) {
         Py_XDECREF(shift);
         Py_XDECREF(size);
     }
+    /* Few possible keys (the sizes' product): each key's code + 1 sits at the key's own place in
+     * a table (0: not seen yet), no hashing; else the hash table. */
+    int64_t space = 1;
+    for (Py_ssize_t i = 0; ok && i < count && space <= DIRECT_KEYS; i++)
+        space = size_of[i] > DIRECT_KEYS ? DIRECT_KEYS + 1 : space * size_of[i];  /* (no overflow) */
+    int32_t *direct = ok && space <= DIRECT_KEYS ? calloc((size_t)space, sizeof(int32_t)) : NULL;
     KeyTable table = {NULL, NULL, 0, 0, 0};
-    if (ok && table_init(&table) < 0) {
+    if (ok && !direct && table_init(&table) < 0) {
         ok = 0;
         PyErr_NoMemory();
     }
@@ -450,30 +471,45 @@ static PyObject *combine(PyObject *self, PyObject *args) {
     if (ok) {
         int64_t *code = codes.buf, *first_row = first.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t row = 0; row < n && ok; row++) {
-            int64_t key = 0;
-            for (Py_ssize_t i = 0; i < count; i++) {
-                const char *base = view[i].buf;
-                int64_t value;
+        int64_t key[KEY_BLOCK];
+        /* A block of rows at a time, column by column (one tight loop per column and width), then
+         * each row's key numbered. */
+        for (Py_ssize_t from = 0; from < n && ok; from += KEY_BLOCK) {
+            Py_ssize_t rows = n - from < KEY_BLOCK ? n - from : KEY_BLOCK;
+            for (Py_ssize_t r = 0; r < rows; r++) key[r] = 0;
+            for (Py_ssize_t i = 0; i < count && !out_of_range; i++) {
+                const int64_t shift = shift_of[i], size = size_of[i];
+                int outside = 0;
                 switch (view[i].itemsize) {
-                    case 1: value = ((const int8_t *)base)[row]; break;
-                    case 2: value = ((const int16_t *)base)[row]; break;
-                    case 4: value = ((const int32_t *)base)[row]; break;
-                    default: value = ((const int64_t *)base)[row]; break;
+                    case 1: PACK_DIGITS(const int8_t); break;
+                    case 2: PACK_DIGITS(const int16_t); break;
+                    case 4: PACK_DIGITS(const int32_t); break;
+                    default: PACK_DIGITS(const int64_t); break;
                 }
-                int64_t digit = value + shift_of[i];
-                if (digit < 0 || digit >= size_of[i]) {
-                    out_of_range = 1;
+                out_of_range = outside;
+            }
+            if (out_of_range) {
+                ok = 0;
+                break;
+            }
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                Py_ssize_t row = from + r;
+                if (direct) {
+                    if (!direct[key[r]]) {
+                        direct[key[r]] = (int32_t)++table.distinct;
+                        first_row[table.distinct - 1] = row;
+                    }
+                    code[row] = direct[key[r]] - 1;
+                } else if ((code[row] = table_number(&table, key[r], row, first_row)) < 0) {
                     ok = 0;
                     break;
                 }
-                key = key * size_of[i] + digit;
             }
-            if (ok && (code[row] = table_number(&table, key, row, first_row)) < 0) ok = 0;
         }
         Py_END_ALLOW_THREADS
         if (!ok && !out_of_range) PyErr_NoMemory();
     }
+    free(direct);
     table_free(&table);
     for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&view[i]);
     PyBuffer_Release(&codes);
