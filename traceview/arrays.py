@@ -21,6 +21,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def at_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]`` where a row may be -1 (none: a parent, window or step not there), which
+    gives ``values[0]`` for the caller to mask. ``np.take`` clipping the rows, not a
+    ``np.maximum(rows, 0)`` copy of them to index with: on 5.9 M rows 7 ms against 27 ms."""
+    return np.take(values, rows, mode="clip")
+
+
 def first_rows(codes: np.ndarray) -> np.ndarray:
     """The first row of each code, for codes numbered in order of first appearance (as
     ``pd.factorize`` numbers them): where the running maximum rises. O(n), no sort or hash."""

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import compiled
-from traceview.arrays import column_codes, membership, unique_sorted
+from traceview.arrays import at_rows, column_codes, membership, unique_sorted
 from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
 from traceview.schema import DEVICE_KINDS, Kind, Timeline, TraceMeta, categorical_from_codes
 
@@ -100,7 +100,7 @@ def nest_tracks(
     bounds = np.flatnonzero(np.diff(track[order])) + 1
     for rows in np.split(order, bounds):
         p, d, o = _nest_track(ts[rows], end[rows], None if loose is None else loose[rows])
-        parent[rows] = np.where(p >= 0, rows[np.maximum(p, 0)], -1)
+        parent[rows] = np.where(p >= 0, at_rows(rows, p), -1)
         depth[rows] = d
         overlaps += o
     return parent, depth, overlaps
@@ -143,7 +143,7 @@ def _nest_track(ts: np.ndarray, end: np.ndarray, loose: np.ndarray | None) -> tu
     walk = np.isin(stretch, unique_sorted(stretch[unsound]))
     rows = np.flatnonzero(walk)
     walked_parent, walked_depth, overlaps = _nest_track_walk(ts[rows], end[rows], None if loose is None else loose[rows])
-    parent[rows] = np.where(walked_parent >= 0, rows[np.maximum(walked_parent, 0)], -1)
+    parent[rows] = np.where(walked_parent >= 0, at_rows(rows, walked_parent), -1)
     depth[rows] = walked_depth
     return parent, depth, overlaps
 
@@ -248,7 +248,7 @@ def _launchers(events: pd.DataFrame) -> None:
     # Names as codes throughout: no per-row string is made, and the column is rebuilt from codes.
     names = events["name"].array
     name_codes = np.asarray(names.codes, dtype=np.int64)
-    op_codes = np.where(ops >= 0, name_codes[np.maximum(ops, 0)], -1)
+    op_codes = np.where(ops >= 0, at_rows(name_codes, ops), -1)
     by_correlation = pd.Series(op_codes, index=correlation[host_rows])
     by_correlation = by_correlation[~by_correlation.index.duplicated(keep="first")]
     device_rows = np.flatnonzero(device_mask)
@@ -287,7 +287,7 @@ def top_level_ops(events: pd.DataFrame) -> np.ndarray:
     """Host ops whose parent is not itself a host op (ops called from Python, a step marker or an annotation)."""
     is_op = membership(events["kind"].array)([Kind.HOST_OP.value])
     parent = events["parent"].to_numpy()
-    parent_is_op = is_op[np.maximum(parent, 0)] & (parent >= 0)
+    parent_is_op = at_rows(is_op, parent) & (parent >= 0)
     return is_op & (events["device"].to_numpy() < 0) & ~parent_is_op
 
 

@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import Nesting, column_combinations, membership, unique_sorted
+from traceview.arrays import Nesting, at_rows, column_combinations, membership, unique_sorted
 from traceview.schema import Kind
 
 
@@ -424,8 +424,8 @@ def _framework_files_by_api_calls(role: np.ndarray, name_values: list[str], name
     inside = nesting.states_down(own, 4, 4, step=lambda up, mine: mine | (2 * ((up >> 1) & up & 1)),
                                  alone=lambda mine: mine) >= 2
     has_parent = parent >= 0
-    outermost = python & ~inside & (~has_parent | ~python[np.maximum(parent, 0)])
-    below_wrapper = python & has_parent & boundary[np.maximum(parent, 0)]  # the API's own implementation
+    outermost = python & ~inside & (~has_parent | ~at_rows(python, parent))
+    below_wrapper = python & has_parent & at_rows(boundary, parent)  # the API's own implementation
     framework = np.zeros(len(files) + 1, dtype=bool)  # (the last entry: no file)
     framework[file[python & inside]] = True
     framework[file[outermost]] = False

@@ -65,7 +65,8 @@ import pandas as pd
 
 from traceview import compiled
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
-from traceview.arrays import combination_codes, membership, order_by_start_then_longest, unique_sorted, values_at
+from traceview.arrays import (at_rows, combination_codes, membership, order_by_start_then_longest, unique_sorted,
+                              values_at)
 from traceview.normalize import compute_ops, launch_rows, own_pieces, self_time
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
 from traceview.roles import Role
@@ -274,7 +275,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
             resolved = _first_layer(active[unrecorded], gap_resolvers)
             winner[np.flatnonzero(unrecorded)[resolved >= 0]] = resolved[resolved >= 0]
     bucket_of_layer = np.array([BUCKETS.index(layer.bucket) if layer.bucket in BUCKETS else -1 for layer in layers])
-    bucket = np.where(winner >= 0, bucket_of_layer[np.maximum(winner, 0)], BUCKETS.index("idle"))
+    bucket = np.where(winner >= 0, at_rows(bucket_of_layer, winner), BUCKETS.index("idle"))
     return _Segments(seg_start, seg_len, step_idx, in_step, winner, bucket, [layer.name for layer in layers],
                      threshold, rule, compared, paused_events)
 
@@ -417,7 +418,7 @@ def _windows(points: np.ndarray, window_start: np.ndarray, window_end: np.ndarra
     opened = np.zeros(n_segments + 1, dtype=np.int64)
     np.add.at(opened, np.searchsorted(points, window_start), 1)
     window = np.cumsum(opened[:-1]) - 1
-    inside = (window >= 0) & (points[:-1] < window_end[np.maximum(window, 0)])
+    inside = (window >= 0) & (points[:-1] < at_rows(window_end, window))
     return window, inside
 
 
@@ -435,7 +436,7 @@ def window_segments(
     points = unique_sorted(np.concatenate(bounds).astype(np.int64))
     seg_start = points[:-1]
     window = np.searchsorted(starts, seg_start, side="right") - 1
-    inside = (window >= 0) & (seg_start < ends[np.maximum(window, 0)]) if len(starts) else np.zeros(
+    inside = (window >= 0) & (seg_start < at_rows(ends, window)) if len(starts) else np.zeros(
         len(seg_start), dtype=bool)
     return points, window, inside
 
@@ -843,7 +844,7 @@ def driver_gaps(
     step_all = ev["step"].to_numpy()
     on_driver = driver_rows(ev, steps)
     is_marker = membership(ev["kind"].array)([Kind.STEP.value])
-    under_marker = (parent < 0) | is_marker[np.maximum(parent, 0)]  # no parent, or the step marker
+    under_marker = (parent < 0) | at_rows(is_marker, parent)  # no parent, or the step marker
     top = np.flatnonzero(on_driver & ~is_marker & under_marker)
     markers = np.flatnonzero(on_driver & is_marker)
     # Step-marker edges enter as zero-length points: [marker start] and [marker end].

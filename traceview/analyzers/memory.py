@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from traceview.arrays import membership, values_at
+from traceview.arrays import at_rows, membership, values_at
 from traceview.normalize import top_level_ops
 from traceview.results import MemoryUse, Steps
 from traceview.schema import Timeline
@@ -34,7 +34,7 @@ def memory_use(timeline: Timeline, steps: Steps, top: int | None = 10) -> Memory
     table = steps.table
     starts, ends = table["start"].to_numpy(), table["end"].to_numpy()
     step = np.searchsorted(starts, ts, side="right") - 1
-    inside = (step >= 0) & (ts < ends[np.maximum(step, 0)])
+    inside = (step >= 0) & (ts < at_rows(ends, step))
     per_step = _per_step(memory, step, inside, table)
     steady = inside & np.isin(step, steps.steady_positions)
     ops = _per_op(timeline, memory, steady & (nbytes > 0), len(steps.steady_positions), top)
@@ -118,7 +118,7 @@ def _enclosing_events(timeline: Timeline, memory: pd.DataFrame, rows: np.ndarray
             continue
         # The last event starting at or before the sample, then up its parents until one holds it.
         found = np.searchsorted(ts[on_track], sample_ts[mine], side="right") - 1
-        current = np.where(found >= 0, on_track[np.maximum(found, 0)], -1)
+        current = np.where(found >= 0, at_rows(on_track, found), -1)
         pending = current >= 0
         while pending.any():
             idx = np.flatnonzero(pending)

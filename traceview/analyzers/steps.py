@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import membership, values_at
+from traceview.arrays import at_rows, membership, values_at
 from traceview.normalize import launch_rows
 from traceview.results import Steps
 from traceview.roles import Role
@@ -266,7 +266,7 @@ def _device_work_end(events: pd.DataFrame, starts: np.ndarray, host_ends: np.nda
     dev_end = ts[dev] + events["dur"].to_numpy()[dev]
     launch_ts = ts[launch]
     idx = np.searchsorted(starts, launch_ts, side="right") - 1
-    inside = (idx >= 0) & (launch_ts < host_ends[np.maximum(idx, 0)])
+    inside = (idx >= 0) & (launch_ts < at_rows(host_ends, idx))
     np.maximum.at(out, idx[inside], dev_end[inside])
     return out
 
@@ -280,7 +280,7 @@ def _assign(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     if len(ts) < 2 or not bool(np.all(ts[1:] >= ts[:-1])):
         idx = np.searchsorted(starts, ts, side="right") - 1
         valid = idx >= 0
-        valid &= ts < ends[np.maximum(idx, 0)]
+        valid &= ts < at_rows(ends, idx)
         return np.where(valid, idx, -1).astype(np.int32)
     # Timestamps in order (the table's): each window's rows are one stretch, from the first row at
     # or after its start to the first at or after its end (or the next window's start). The stretch

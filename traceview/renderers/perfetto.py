@@ -45,6 +45,7 @@ import orjson
 import pandas as pd
 
 from traceview.analyzers.attribution import BUCKETS, attribution_segments
+from traceview.arrays import at_rows
 from traceview.normalize import launch_rows
 from traceview.redact import host_field, redact_path, redact_text, secrets_of
 from traceview.schema import SCHEMA_VERSION
@@ -237,7 +238,7 @@ class _Exporter:
         copy_kinds = ev["copy_kind"].astype(str).tolist()
         step_pos = ev["step"].to_numpy()
         numbers = self.diag.steps.table["number"].to_numpy()
-        step_number = np.where(step_pos >= 0, numbers[np.maximum(step_pos, 0)] if len(numbers) else -1, -1).tolist()
+        step_number = np.where(step_pos >= 0, at_rows(numbers, step_pos) if len(numbers) else -1, -1).tolist()
         correlation = ev["correlation"].tolist()
         nbytes = ev["bytes"].tolist()
         # Rows are in (ts, -dur) order, so each thread's slices come parent first.

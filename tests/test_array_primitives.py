@@ -1,0 +1,31 @@
+"""Array primitives that stand in for a plainer numpy spelling give what that spelling gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from traceview.arrays import at_rows
+from traceview.results import Steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-100, 100), min_size=1, max_size=30), st.data())
+def test_at_rows_is_indexing_with_none_as_the_first_row(values: list[int], data: st.DataObject) -> None:
+    table = np.array(values, dtype=np.int64)
+    rows = np.array(data.draw(st.lists(st.integers(-1, len(values) - 1), max_size=40)), dtype=np.int64)
+    assert np.array_equal(at_rows(table, rows), table[np.maximum(rows, 0)])
+    assert at_rows(table, rows).dtype == table.dtype
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=12), st.data())
+def test_in_steady_is_the_steady_steps_looked_up(cold: list[bool], data: st.DataObject) -> None:
+    # (Few steps left out of the steady state are compared one by one; many, looked up in a table.)
+    steps = Steps(table=pd.DataFrame({"cold": cold}), rule="markers", rule_detail="")
+    step = np.array(data.draw(st.lists(st.integers(-1, len(cold) - 1), max_size=60)), dtype=np.int32)
+    table = np.zeros(len(cold) + 1, dtype=bool)  # (the last entry: step -1)
+    table[steps.steady_positions] = True
+    assert np.array_equal(steps.in_steady(pd.DataFrame({"step": step})), table[step])
