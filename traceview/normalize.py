@@ -9,6 +9,7 @@ for all, in place, and returns the same object. The step column is filled later 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -316,7 +317,11 @@ def _running_max_by_group(values: np.ndarray, first: np.ndarray) -> np.ndarray:
     return pd.Series(values).groupby(groups).cummax().to_numpy()
 
 
-def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+# Pieces of time: their starts, their ends, and the row each belongs to.
+Pieces = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> Pieces:
     """The parts of the selected rows' intervals not covered by their direct (host) children:
     where each row is the innermost event on its thread.
 
@@ -328,13 +333,26 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
     2^31 rows (int64 otherwise): a trace's pieces number twice its events, and every array of them
     is memory the process faults in.
     """
+    return own_pieces_cut(events, rows_mask)()
+
+
+def own_pieces_cut(events: pd.DataFrame, rows_mask: np.ndarray) -> Callable[[], Pieces]:
+    """:func:`own_pieces` as a call to make later: the columns are taken out of the table now, so
+    the call reads no table (another thread may make it while this one goes on: the compiled
+    sweep lets go of the interpreter lock)."""
     ts = events["ts"].to_numpy()
     end = ts + events["dur"].to_numpy()
     parent = events["parent"].to_numpy()
     index_type = np.int32 if len(ts) < 2**31 else np.int64
     if compiled.passes is not None and "track" in events.columns:
         return _own_pieces_compiled(events, ts, end, parent, rows_mask, index_type)
-    child = np.flatnonzero((events["device"].to_numpy() < 0) & (parent >= 0))
+    host = events["device"].to_numpy() < 0
+    return lambda: _own_pieces_by_arrays(host, ts, end, parent, rows_mask, index_type)
+
+
+def _own_pieces_by_arrays(host: np.ndarray, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
+                          rows_mask: np.ndarray, index_type: type) -> Pieces:
+    child = np.flatnonzero(host & (parent >= 0))
     child = child[rows_mask[parent[child]]]
     if not len(child):
         selected = np.flatnonzero(rows_mask & (end > ts))
@@ -387,21 +405,26 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> tuple[np.ndarray,
 
 
 def _own_pieces_compiled(events: pd.DataFrame, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
-                         rows_mask: np.ndarray, index_type: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """own_pieces by the compiled sweep (traceview/_passes.c): counted, then written; each
-    track's pieces in time order where its events nest."""
+                         rows_mask: np.ndarray, index_type: type) -> Callable[[], Pieces]:
+    """own_pieces by the compiled sweep (traceview/_passes.c), to call: counted, then written;
+    each track's pieces in time order where its events nest."""
     track = events["track"].cat.codes.to_numpy().astype(np.int64) + 1  # (code -1, no track: a track of its own)
     columns = (np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64),
                np.ascontiguousarray(parent, dtype=np.int64), track,
                (events["device"].to_numpy() < 0).view(np.uint8), np.ascontiguousarray(rows_mask, dtype=np.uint8),
                int(track.max()) + 1 if len(track) else 0)
-    empty = np.empty(0, dtype=np.int64)
-    size = compiled.passes.own_pieces(*columns, empty, empty, np.empty(0, dtype=index_type))
-    starts, ends = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
-    rows = np.empty(size, dtype=index_type)
-    if compiled.passes.own_pieces(*columns, starts, ends, rows) != size:
-        raise AssertionError("own_pieces: the compiled sweep counted two different sizes")  # (the same sweep twice)
-    return starts, ends, rows
+    passes = compiled.passes
+
+    def cut() -> Pieces:
+        empty = np.empty(0, dtype=np.int64)
+        size = passes.own_pieces(*columns, empty, empty, np.empty(0, dtype=index_type))
+        starts, ends = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+        rows = np.empty(size, dtype=index_type)
+        if passes.own_pieces(*columns, starts, ends, rows) != size:
+            raise AssertionError("own_pieces: the compiled sweep counted two different sizes")  # (the same sweep twice)
+        return starts, ends, rows
+
+    return cut
 
 
 def self_time(events: pd.DataFrame, children: np.ndarray | None = None) -> np.ndarray:

@@ -58,6 +58,7 @@ device-idle time into host categories by the priority input > output > device co
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,7 +68,7 @@ from traceview import compiled
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
 from traceview.arrays import (at_rows, combination_codes, membership, order_by_start_then_longest, unique_sorted,
                               values_at)
-from traceview.normalize import compute_ops, launch_rows, own_pieces, self_time
+from traceview.normalize import compute_ops, launch_rows, own_pieces_cut, self_time
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
 from traceview.roles import Role
 from traceview.schema import Kind, Timeline, categorical
@@ -575,13 +576,17 @@ def _layer_intervals(
     roles = _RoleCodes(ev)
     is_host = ev["device"].to_numpy() < 0
     on_driver = driver_rows(ev, steps)
-    host_start, host_end, host_row = own_pieces(ev, is_host)
+    # The host pieces are cut on a second thread (a compiled sweep that lets go of the interpreter
+    # lock) while this one finds the pauses and the step thread's gaps, which do not need them.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceview-pieces") as helper:
+        pieces = helper.submit(own_pieces_cut(ev, is_host))
+        paused_rows, paused_ns, shape_of_step = _event_pauses(ev, on_driver, steps.table["cold"].to_numpy())
+        short, long_, gap_pause, threshold, rule = driver_gaps(ev, steps, options, shape_of_step)
+        host_start, host_end, host_row = pieces.result()
     piece_role = roles.rows[host_row]
     piece_driver = on_driver[host_row]
-    paused_rows, paused_ns, shape_of_step = _event_pauses(ev, on_driver, steps.table["cold"].to_numpy())
     del on_driver
     event_pause, paused_events = _carve_pauses(host_start, host_end, host_row, paused_rows, paused_ns, len(ev))
-    short, long_, gap_pause, threshold, rule = driver_gaps(ev, steps, options, shape_of_step)
     pauses = (np.concatenate((event_pause[0], gap_pause[0])), np.concatenate((event_pause[1], gap_pause[1])))
     del paused_rows, paused_ns, event_pause, gap_pause
     glue = _python_glue(host_start, host_end, piece_role, piece_driver, threshold, roles)
