@@ -72,6 +72,7 @@ rules above as array operations. This module walks the planes and builds the tab
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -480,32 +481,38 @@ class _Builder:
         memory_ts = ts[memory_samples.rows]
         memory_line = line_idx[memory_samples.rows]
 
-        step_num = int_stat(stats["step_num"], n)
-        correlation = int_stat(stats["correlation_id"], n)
-        strings = StringCodes()  # fw_op, fn_call and launcher as codes into one table of strings
-        fw_op = fw_op_codes(stats, n, strings)
-        fn_call = str_stat_codes(stats["tf_function_call"], n, strings)
-        hlo_op = str_stat_codes(stats["hlo_op"], n, strings)
-        self._framework(names, stats)
-
-        kinds = base_kinds(names, line_cls, stats, n)
-        copy_kind, nbytes = copies_and_bytes(kinds, names, stats, correlation, is_device, n)
-
         # Keep, then sort by (ts, -dur) once; build_events then finds the rows in order. A line's
         # events are in time order, so one line's rows, all kept, need no permutation at all.
         rows = None if keep.all() else np.flatnonzero(keep)
         within = order_by_start_then_longest(ts if rows is None else ts[rows], dur if rows is None else dur[rows])
         order = rows if within is None else (within if rows is None else rows[within])
-        has_stats = has_any_stat(stats, n)
+        sorted_line, sorted_device = (line_idx, is_device) if order is None else (line_idx[order], is_device[order])
         if order is not None:
             ts, dur, end = ts[order], dur[order], end[order]
-            names, kinds, line_idx = names[order], kinds[order], line_idx[order]
-            step_num, correlation, fw_op = reordered(step_num, order), reordered(correlation, order), fw_op[order]
-            fn_call, hlo_op = reordered(fn_call, order), reordered(hlo_op, order)
-            copy_kind, nbytes, is_device = copy_kind[order], reordered(nbytes, order), is_device[order]
-            has_stats = has_stats[order]
+        # The rows are nested on a second thread (a compiled walk that lets go of the interpreter
+        # lock) while this one classifies them, in the order of the stats that name them.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceview-nest") as helper:
+            nested = helper.submit(nest_tracks, sorted_line, ts, end, ~sorted_device)
+            step_num = int_stat(stats["step_num"], n)
+            correlation = int_stat(stats["correlation_id"], n)
+            strings = StringCodes()  # fw_op, fn_call and launcher as codes into one table of strings
+            fw_op = fw_op_codes(stats, n, strings)
+            fn_call = str_stat_codes(stats["tf_function_call"], n, strings)
+            hlo_op = str_stat_codes(stats["hlo_op"], n, strings)
+            self._framework(names, stats)
 
-        parent, depth, overlaps = nest_tracks(line_idx, ts, end, ~is_device)
+            kinds = base_kinds(names, line_cls, stats, n)
+            copy_kind, nbytes = copies_and_bytes(kinds, names, stats, correlation, is_device, n)
+            has_stats = has_any_stat(stats, n)
+            line_idx, is_device = sorted_line, sorted_device
+            del sorted_line, sorted_device
+            if order is not None:
+                names, kinds = names[order], kinds[order]
+                step_num, correlation, fw_op = reordered(step_num, order), reordered(correlation, order), fw_op[order]
+                fn_call, hlo_op = reordered(fn_call, order), reordered(hlo_op, order)
+                copy_kind, nbytes = copy_kind[order], reordered(nbytes, order)
+                has_stats = has_stats[order]
+            parent, depth, overlaps = nested.result()
         record_overlaps(meta, overlaps)
         nesting = Nesting(parent, depth)
         kinds = refine_by_nesting(kinds, names, nesting, has_stats)
