@@ -7,7 +7,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview.arrays import at_rows
+from traceview.arrays import at_rows, codes_matching
 from traceview.results import Steps
 
 
@@ -29,3 +29,12 @@ def test_in_steady_is_the_steady_steps_looked_up(cold: list[bool], data: st.Data
     table = np.zeros(len(cold) + 1, dtype=bool)  # (the last entry: step -1)
     table[steps.steady_positions] = True
     assert np.array_equal(steps.in_steady(pd.DataFrame({"step": step})), table[step])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=10), st.data())
+def test_codes_matching_is_the_table_looked_up(hit: list[bool], data: st.DataObject) -> None:
+    # (Up to three marked codes are compared one by one; more, looked up in a table.)
+    codes = np.array(data.draw(st.lists(st.integers(-1, len(hit) - 1), max_size=60)), dtype=np.int8)
+    table = np.array([*hit, False])  # (the last entry: code -1, missing)
+    assert np.array_equal(codes_matching(codes, np.array(hit)), table[codes])

@@ -272,19 +272,24 @@ def membership(values: Any) -> Callable[[Iterable[Any]], np.ndarray]:
     position = {value: i for i, value in enumerate(list(uniques))}
 
     def isin(wanted: Iterable[Any]) -> np.ndarray:
-        found = sorted({position[value] for value in wanted if value in position})
-        if len(found) <= _COMPARED_CODES:
-            # A few codes: compared on the codes as they are (int8 for a column of few values),
-            # where a table lookup first widens every code to an index.
-            mask = np.zeros(len(codes), dtype=bool)
-            for code in found:
-                mask |= codes == code
-            return mask
-        table = np.zeros(len(position) + 1, dtype=bool)  # the last entry: code -1 (missing)
-        table[found] = True
-        return table[codes]
+        hit = np.zeros(len(position), dtype=bool)
+        hit[[position[value] for value in wanted if value in position]] = True
+        return codes_matching(codes, hit)
 
     return isin
+
+
+def codes_matching(codes: np.ndarray, hit: np.ndarray) -> np.ndarray:
+    """Whether each row's code is one of those ``hit`` marks (a bool per code; code -1, missing,
+    never is). A few codes are compared on the codes as they are (int8 for a column of few values),
+    where a table lookup first widens every code to an index (on 5.9 M rows, 2-6 ms against 12)."""
+    found = np.flatnonzero(hit)
+    if len(found) <= _COMPARED_CODES:
+        mask = np.zeros(len(codes), dtype=bool)
+        for code in found.tolist():
+            mask |= codes == code
+        return mask
+    return np.append(hit, False)[codes]  # (the last entry: code -1)
 
 
 def order_by_start_then_longest(ts: np.ndarray, dur: np.ndarray) -> np.ndarray | None:

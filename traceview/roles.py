@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import Nesting, at_rows, column_combinations, membership, unique_sorted
+from traceview.arrays import Nesting, at_rows, codes_matching, column_combinations, membership, unique_sorted
 from traceview.schema import Kind
 
 
@@ -474,8 +474,7 @@ def _category(events: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str]]
 
 def _lookup(pattern: re.Pattern[str], values: list[str], codes: np.ndarray) -> np.ndarray:
     """Match a pattern once per distinct value; code -1 (missing) never matches."""
-    hit = np.array([bool(pattern.search(v)) for v in values] + [False], dtype=bool)
-    return hit[codes]
+    return codes_matching(codes, np.array([bool(pattern.search(v)) for v in values], dtype=bool))
 
 
 _INHERITING = _role_codes(Role.GRAPH_BUILD, Role.COMPILE, Role.INPUT)
