@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from traceview.arrays import codes_matching
 from traceview.normalize import normalize
 from traceview.schema import HOST_KINDS, KIND_VALUES, Timeline, TraceMeta, build_events
 
@@ -51,7 +52,7 @@ class RawTrace:
 # (reason, test) in the order they are checked; a row takes the first reason that applies.
 # Each test gets the columns as numpy arrays and returns the rows that break the rule.
 _RULES: tuple[tuple[str, Any], ...] = (
-    ("kind is not a known kind", lambda c: ~c["known"]),
+    ("kind is not a known kind", lambda c: c["unknown"]),
     ("ts out of range (not within ±2^62 ns)", lambda c: np.abs(c["ts"]) >= MAX_TIME_NS),
     ("dur out of range (negative or ≥ 2^62 ns)", lambda c: (c["dur"] < 0) | (c["dur"] >= MAX_TIME_NS)),
     ("end out of range (ts + dur ≥ 2^62 ns)", lambda c: c["ts"] + np.minimum(c["dur"], MAX_TIME_NS) >= MAX_TIME_NS),
@@ -73,7 +74,10 @@ def build(raw: RawTrace) -> Timeline:
     checked = _checked_columns(columns, n)
     drop = np.zeros(n, dtype=bool)
     for reason, test in _RULES:
-        broken = test(checked) & ~drop
+        broken = test(checked)
+        if not broken.any():  # (the usual case: no pass to leave out the rows dropped already)
+            continue
+        broken &= ~drop
         if broken.any():
             meta.drop(reason, int(broken.sum()))
             drop |= broken
@@ -103,15 +107,16 @@ def _checked_columns(columns: dict[str, Any], n: int) -> dict[str, np.ndarray]:
 
     kind = columns.get("kind")
     if isinstance(kind, pd.Categorical):  # codes already: no per-row strings
-        codes, values = kind.codes.astype(np.int64), np.asarray(kind.categories, dtype=object)
-        codes = np.where(codes < 0, len(values), codes)  # a missing kind is not a known kind
+        codes, values = kind.codes, np.asarray(kind.categories, dtype=object)
     else:
         kind = np.full(n, KIND_VALUES[0], dtype=object) if kind is None else np.asarray(kind, dtype=object)
         codes, values = pd.factorize(kind)  # a few distinct kinds: each tested once
     host_values = [k.value for k in HOST_KINDS]
-    known = np.append(np.isin(np.asarray(values, dtype=object), KIND_VALUES), False)[codes]
-    host = np.append(np.isin(np.asarray(values, dtype=object), host_values), False)[codes]
-    return {"known": known, "ts": ints("ts", 0), "dur": ints("dur", 0), "device": ints("device", -1), "host": host}
+    # (A missing kind, code -1, is not a known kind.)
+    unknown = codes_matching(codes, ~np.isin(np.asarray(values, dtype=object), KIND_VALUES)) | (codes < 0)
+    host = codes_matching(codes, np.isin(np.asarray(values, dtype=object), host_values))
+    return {"unknown": unknown, "ts": ints("ts", 0), "dur": ints("dur", 0), "device": ints("device", -1),
+            "host": host}
 
 
 def _take(value: Any, keep: np.ndarray) -> Any:
