@@ -493,7 +493,10 @@ def _nesting(role: np.ndarray, name_values: list[str], name_codes: np.ndarray, t
     thunk = host_op & _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
     role[tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
     # A row's own state packs its role and three flags; a final state, its role and in_tracing.
-    own = ((role.astype(np.int32) * 2 + builtin) * 2 + thunk) * 2 + tracing
+    own = role.astype(np.int32)
+    for flag in (builtin, thunk, tracing):  # (in place: one array, not a temporary per step)
+        own *= 2
+        own += flag
     del builtin, thunk
 
     def step(up: np.ndarray, mine: np.ndarray) -> np.ndarray:
