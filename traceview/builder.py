@@ -49,16 +49,38 @@ class RawTrace:
     memory: pd.DataFrame | None = None  # the memory table (schema.MEMORY_COLUMNS), when recorded
 
 
+_NO_ROW = np.zeros(0, dtype=bool)  # a rule's answer where its bounds show that no row breaks it
+_NO_ROW.setflags(write=False)
+
+
+def _outside(values: np.ndarray, low: int, high: int) -> np.ndarray:
+    """The rows whose value is below ``low`` or above ``high``: no row (an empty mask) where the
+    smallest and the largest value are within, found without a mask of every row."""
+    if not len(values) or (int(values.min()) >= low and int(values.max()) <= high):
+        return _NO_ROW
+    return (values < low) | (values > high)
+
+
+def _end_out_of_range(c: dict[str, np.ndarray]) -> np.ndarray:
+    ts, dur = c["ts"], c["dur"]
+    if not len(ts) or int(ts.max()) + min(int(dur.max()), MAX_TIME_NS) < MAX_TIME_NS:  # (Python ints: no overflow)
+        return _NO_ROW
+    return ts + np.minimum(dur, MAX_TIME_NS) >= MAX_TIME_NS
+
+
 # (reason, test) in the order they are checked; a row takes the first reason that applies.
-# Each test gets the columns as numpy arrays and returns the rows that break the rule.
+# Each test gets the columns as numpy arrays and returns the rows that break the rule (a mask of
+# every row, or an empty one where no row does).
 _RULES: tuple[tuple[str, Any], ...] = (
     ("kind is not a known kind", lambda c: c["unknown"]),
-    ("ts out of range (not within ±2^62 ns)", lambda c: np.abs(c["ts"]) >= MAX_TIME_NS),
-    ("dur out of range (negative or ≥ 2^62 ns)", lambda c: (c["dur"] < 0) | (c["dur"] >= MAX_TIME_NS)),
-    ("end out of range (ts + dur ≥ 2^62 ns)", lambda c: c["ts"] + np.minimum(c["dur"], MAX_TIME_NS) >= MAX_TIME_NS),
-    ("device index out of range", lambda c: (c["device"] < -1) | (c["device"] > _INT32_MAX)),
-    ("host event with a device index", lambda c: c["host"] & (c["device"] != -1)),
-    ("device event without a device index", lambda c: ~c["host"] & (c["device"] < 0)),
+    ("ts out of range (not within ±2^62 ns)", lambda c: _outside(c["ts"], 1 - MAX_TIME_NS, MAX_TIME_NS - 1)),
+    ("dur out of range (negative or ≥ 2^62 ns)", lambda c: _outside(c["dur"], 0, MAX_TIME_NS - 1)),
+    ("end out of range (ts + dur ≥ 2^62 ns)", _end_out_of_range),
+    ("device index out of range", lambda c: _outside(c["device"], -1, _INT32_MAX)),
+    ("host event with a device index",
+     lambda c: c["host"] & (c["device"] != -1) if len(_outside(c["device"], -1, -1)) else _NO_ROW),
+    ("device event without a device index",
+     lambda c: ~c["host"] & (c["device"] < 0) if not c["host"].all() else _NO_ROW),
 )
 
 
