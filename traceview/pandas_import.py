@@ -48,10 +48,11 @@ def pyarrow_withheld() -> bool:
 
 def prepare_worker(withhold_pyarrow: bool, one_values_shared: bool, no_huge_page_advice: bool) -> None:
     """A worker process's first call (pool.py): the command line's allocator settings and
-    numpy's huge-page advice as the command line left it (traceview/heap.py), pandas imported as the command line imported it, and one-value columns
-    held as it holds them (arrays.share_one_values). (This module does not import pandas, so a
-    spawned worker gets here before it does; a worker forked from the fork server had pandas
-    imported there, by traceview/_pandas_without_pyarrow.py.)"""
+    numpy's huge-page advice as the command line left it (traceview/heap.py), pandas imported as
+    the command line imported it, and one-value columns held as it holds them
+    (arrays.share_one_values). (This module does not import pandas, so a spawned worker gets here
+    before it does; a worker forked from the fork server had pandas imported there, by
+    traceview/_pandas_without_pyarrow.py.)"""
     retain_freed_memory()
     if no_huge_page_advice:
         without_huge_page_advice()

@@ -172,21 +172,18 @@ def _read_xplane_ahead(path: Path, result: ReadAhead) -> None:
     its lines' events one by one until the reader waits for them (it decodes the rest); whatever
     fails is left to the reader."""
     try:
-        raw = read_bytes(path)
-        from traceview.readers import xplane_space
-
-        if not xplane_space.sniff(raw[:_HEAD_BYTES]):
-            return
+        raw = read_bytes(path)  # (read while the main thread imports numpy, which the next line needs)
         from traceview.readers.proto.xplane_descriptor import message_classes
+        from traceview.readers.xplane_space import space_of_file
 
-        classes = message_classes()
-        space = xplane_space.read_space(path, raw, classes)
+        space = space_of_file(path, raw)  # (not an XPlane: refused, and left to its reader)
         del raw
         result.space = space
+        line_class = message_classes()["XLine"]
         for line in (line for plane in space.planes for line in plane.lines if line.count):
             if result.waited.is_set():
                 return
-            line.decode_ahead(classes["XLine"])
+            line.decode_ahead(line_class)
     except Exception:  # noqa: BLE001 - an unreadable or malformed file: the reader meets it again and says so
         result.space = None
 

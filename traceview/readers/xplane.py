@@ -93,9 +93,9 @@ from traceview.readers.xplane_classify import (
     copies_and_bytes, fw_op_codes, has_any_stat, int_stat, launchers_from_fw_op, match_names,
     refine_by_nesting, str_stat_codes)
 from traceview.readers.xplane_events import INSTANT, NEGATIVE, OUT_OF_RANGE, LineEvents, event_times
-from traceview.readers.xplane_space import LineSource, PlaneSource, SpaceSource, read_space, sniff
+# (sniff: this reader's format test, as readers/__init__.py asks every reader module for one)
+from traceview.readers.xplane_space import LineSource, PlaneSource, SpaceSource, sniff, space_of_file  # noqa: F401
 from traceview.readers.xplane_stats import StatColumn, StatGatherer, column_from_dict, last_per_row
-from traceview.readers.xplane_runs import XPLANE_SUFFIX
 from traceview.schema import MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical_from_codes
 
 FORMAT_NAME = "xplane"
@@ -132,27 +132,12 @@ def read(path: Path) -> Timeline:
     ahead = _prefetch.take(path)  # (the command line's read-ahead, when it read this very file)
     source = ahead.space if ahead is not None else None
     if source is None:
-        source = _space(path)
+        source = space_of_file(path, read_bytes(path))
     if not source.planes:
         raise FormatError(f"{path}: XSpace holds no planes; re-capture the profile")
     builder = _Builder(path, source)
     del source
     return builder.build()
-
-
-def _space(path: Path) -> SpaceSource:
-    raw = read_bytes(path)
-    if not raw:
-        raise FormatError(f"{path}: file is empty; re-capture the profile (tf.profiler / jax.profiler)")
-    if not sniff(raw[:4096]):
-        raise FormatError(
-            f"{path}: not an XSpace protobuf (first bytes {raw[:8].hex(' ')}); expected a TensorFlow/JAX "
-            f"profiler {XPLANE_SUFFIX} file"
-        )
-    from traceview.readers.proto.xplane_descriptor import message_classes
-
-    # (The source holds the file's bytes while the lines are decoded, and no longer.)
-    return read_space(path, raw, message_classes())
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Any
 from traceview.errors import FormatError
 from traceview.readers import xplane_events
 from traceview.readers.xplane_events import LineEvents, decode_compiled, decode_line
+from traceview.readers.xplane_runs import XPLANE_SUFFIX
 
 # Format detection (readers/__init__.py detect, and the command line's read-ahead: see
 # readers/_prefetch.py), on the first bytes alone.
@@ -176,6 +177,21 @@ class PlaneSource:
 class SpaceSource:
     space: Any  # XSpace message, without its planes (host names, errors, warnings)
     planes: list[PlaneSource]
+
+
+def space_of_file(path: Path, raw: bytes) -> SpaceSource:
+    """The XSpace in a file's bytes (``raw``), refused with one line where they are empty or not
+    an XSpace. The source holds the bytes while the lines are decoded, and no longer."""
+    if not raw:
+        raise FormatError(f"{path}: file is empty; re-capture the profile (tf.profiler / jax.profiler)")
+    if not sniff(raw[:4096]):
+        raise FormatError(
+            f"{path}: not an XSpace protobuf (first bytes {raw[:8].hex(' ')}); expected a TensorFlow/JAX "
+            f"profiler {XPLANE_SUFFIX} file"
+        )
+    from traceview.readers.proto.xplane_descriptor import message_classes
+
+    return read_space(path, raw, message_classes())
 
 
 def read_space(path: Path, raw: bytes, classes: dict[str, Any]) -> SpaceSource:
