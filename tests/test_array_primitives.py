@@ -23,7 +23,7 @@ def test_at_rows_is_indexing_with_none_as_the_first_row(values: list[int], data:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.booleans(), min_size=1, max_size=12), st.data())
 def test_in_steady_is_the_steady_steps_looked_up(cold: list[bool], data: st.DataObject) -> None:
-    # (Few steps left out of the steady state are compared one by one; more, looked up in a table.)
+    # (Few steps left out of the steady state are compared one by one; many, looked up in a table.)
     steps = Steps(table=pd.DataFrame({"cold": cold}), rule="markers", rule_detail="")
     step = np.array(data.draw(st.lists(st.integers(-1, len(cold) - 1), max_size=60)), dtype=np.int32)
     table = np.zeros(len(cold) + 1, dtype=bool)  # (the last entry: step -1)

@@ -27,7 +27,6 @@ from typing import Any, Union
 import numpy as np
 import pandas as pd
 
-from traceview.arrays import codes_matching
 from traceview.renderers.phrasing import BUCKET_LABEL, finding_summary, fmt_ratio
 from traceview.renderers.units import fmt_ns, fmt_pct, trace_label
 from traceview.schema import Timeline
@@ -72,6 +71,11 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 # Parts of a diagnosis
 
 
+# Up to this many steps left out of the steady state, Steps.in_steady compares each event's step
+# with each of them; beyond, it looks the steps up in a table.
+_COMPARED_STEPS = 4
+
+
 @dataclass(frozen=True, eq=False)
 class Steps:
     """The steps found in a trace: one row per step, ordered by start."""
@@ -96,10 +100,18 @@ class Steps:
     def in_steady(self, events: pd.DataFrame) -> np.ndarray:
         """Per event: whether it belongs to a steady-state step."""
         step = events["step"].to_numpy()
-        left_out = np.ones(len(self.table), dtype=bool)
-        left_out[self.steady_positions] = False
-        # (Through the steps left out: the usual few cold ones are compared, not looked up.)
-        return (step >= 0) & (step < len(self.table)) & ~codes_matching(step, left_out)
+        n_steps = len(self.table)
+        left_out = np.setdiff1d(np.arange(n_steps), self.steady_positions)
+        if len(left_out) <= _COMPARED_STEPS:
+            # The usual few cold steps: a comparison per step left out, no gather through a table
+            # (a third of the time on 5.9 M events).
+            steady = (step >= 0) & (step < n_steps)
+            for position in left_out.tolist():
+                steady &= step != position
+            return steady
+        table = np.zeros(n_steps + 1, dtype=bool)  # the last entry: step -1 (no step)
+        table[self.steady_positions] = True
+        return table[step]
 
     @property
     def cold(self) -> pd.DataFrame:
