@@ -77,6 +77,44 @@ def test_numbered_record_functions_are_the_steps() -> None:
     assert (table["end"].to_numpy()[:-1] == table["start"].to_numpy()[1:]).all()
 
 
+def test_optimizer_updates_end_the_steps_of_a_plain_loop() -> None:
+    """A plain loop under profile(), nothing marking its steps: each of torch.optim's update
+    ranges ends one step, the next starting where it ended; the forward pass after the last
+    update (an unfinished iteration) is in no step."""
+    timeline, steps = load_with_steps(UNMARKED / "plain_loop.json.gz")
+    assert steps.rule == "optimizer-updates"
+    table = steps.table
+    assert table["number"].tolist() == list(range(8))
+    assert set(table["name"]) == {"Optimizer.step#SGD.step"}
+    assert (table["end"].to_numpy()[:-1] == table["start"].to_numpy()[1:]).all()
+    ev = timeline.events
+    names = ev["name"].astype(str).to_numpy()
+    step = ev["step"].to_numpy()
+    # Each step holds one update, one zero_grad, one backward and the forward's two linear layers.
+    for name, per_step in [("Optimizer.step#SGD.step", 1), ("Optimizer.zero_grad#SGD.zero_grad", 1),
+                           ("aten::linear", 2), ("autograd::engine::evaluate_function: AddmmBackward0", 2)]:
+        assert np.bincount(step[(names == name) & (step >= 0)], minlength=8).tolist() == [per_step] * 8, name
+    # The forward after the last update: two more linear layers, after the last step's end.
+    linear = np.flatnonzero(names == "aten::linear")
+    assert len(linear) == 18 and (step[linear[-2:]] == -1).all()
+    assert ev["ts"].to_numpy()[linear[-2]] >= table["end"].iloc[-1]
+    # The first step starts with the loop's first event on its thread.
+    on_loop_thread = (ev["device"].to_numpy() < 0) & (ev["track"].astype(str).to_numpy() == steps.driver_track)
+    assert table["start"].iloc[0] == ev["ts"].to_numpy()[on_loop_thread].min()
+
+
+def test_an_update_inside_another_is_part_of_it() -> None:
+    """An optimizer that steps another: the inner update's range sits in the outer one's; the
+    outer updates are the steps."""
+    timeline, steps = load_with_steps(UNMARKED / "wrapped_optimizer.json.gz")
+    assert steps.rule == "optimizer-updates"
+    assert len(steps.table) == 4 and set(steps.table["name"]) == {"Optimizer.step#_Wrapper.step"}
+    names = timeline.events["name"].astype(str).to_numpy()
+    inner = np.flatnonzero(names == "Optimizer.step#SGD.step")
+    assert len(inner) == 4
+    assert timeline.events["step"].to_numpy()[inner].tolist() == [0, 1, 2, 3]
+
+
 @pytest.mark.parametrize(("run", "name", "count"), [("fit", "multi_step_on_iterator", 16), ("loop", "train_step", 10)])
 def test_tensorflow_step_calls_are_the_steps(run: str, name: str, count: int) -> None:
     """A user's own tf.profiler capture has no step markers: Keras 3 fit's step function calls

@@ -26,6 +26,12 @@ NOT_A_STEP = re.compile(
     r"(?:profiler\.py|start_trace|stop_trace|block_until_ready|^Wait for|BufferSequencingEvent|"
     r"ThenExecuteCallback|Release$|^\[memory\]|^cuda|^hip|^cu[A-Z])"
 )
+# torch.optim's profile hooks wrap every optimizer's update and gradient reset in ranges named
+# "Optimizer.step#<Class>.step" and "Optimizer.zero_grad#<Class>.zero_grad" (torch/optim/
+# optimizer.py, Optimizer.profile_hook_step and zero_grad), whatever the optimizer. Without markers
+# or a repeated loop unit, each update ends one training step (analyzers/steps.py, rule 3).
+TORCH_OPTIMIZER_UPDATE = "Optimizer.step#"
+TORCH_OPTIMIZER_RANGES = (TORCH_OPTIMIZER_UPDATE, "Optimizer.zero_grad#")
 # Tracks that run the user's Python loop (Kineto main thread names, XPlane "python" lines).
 USER_LOOP_TRACK = re.compile(r"(?:python|pt_main_thread|MainThread)", re.IGNORECASE)
 

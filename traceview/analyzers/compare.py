@@ -44,7 +44,6 @@ from traceview.results import (OP_DIFF_COLUMNS, BucketDelta, ColdStart, Comparis
 from traceview.schema import Kind
 
 FAMILIES: tuple[str, ...] = tuple(f for f, _ in cat.OP_FAMILIES) + ("other",)
-_OPTIMIZER_SCOPE = ("Optimizer.step#", "Optimizer.zero_grad#")
 
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -177,7 +176,7 @@ def _family_codes(names: list[str]) -> np.ndarray:
 
 def _under_optimizer_scope(ev: pd.DataFrame) -> np.ndarray:
     """Rows inside (or being) torch's Optimizer.step / zero_grad annotations."""
-    scope = np.array([n.startswith(_OPTIMIZER_SCOPE) for n in ev["name"].cat.categories] + [False])[
+    scope = np.array([n.startswith(cat.TORCH_OPTIMIZER_RANGES) for n in ev["name"].cat.categories] + [False])[
         ev["name"].cat.codes.to_numpy()]
     return nearest_ancestor(ev, np.arange(len(ev)), scope) >= 0
 

@@ -18,7 +18,16 @@ Rules, tried in order; the report names the one that found the steps:
    call or framework machinery, which repeat inside any one step (the two ``aten::linear`` of a
    one-step capture would cut that step into pieces; TF's eager-op dispatch
    ``TFE_Py_FastPathExecute_C`` runs between Keras ``fit``'s step calls).
-3. ``whole-trace``: neither; the whole trace is one step (and the report says so).
+3. ``optimizer-updates``: none of those; torch.optim's update ranges
+   (``Optimizer.step#Adam.step``, which torch records around every optimizer's ``step()``:
+   ``categories.TORCH_OPTIMIZER_UPDATE``) on one host track, at least two, end one step each —
+   the plain ``with profile(): for batch in data: ...`` loop with no ``prof.step()``. Step k runs
+   from the end of update k−1 to the end of update k, as ``ProfilerStep#N`` runs from one
+   ``step()`` (called after the update) to the next; the first step starts at the track's first
+   top-level event. What runs after the last update (an unfinished iteration) is in no step. An
+   update nested in another (a wrapper optimizer stepping an inner one) is part of the outer; a
+   loop that updates two optimizers per iteration (a GAN) shows two steps per iteration.
+4. ``whole-trace``: none of these; the whole trace is one step (and the report says so).
 
 A step window starts at its marker and ends at the later of the marker's end and the end of the
 last device activity launched from inside the marker (the step "extends to the end of the last
@@ -41,8 +50,8 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import at_rows, membership, values_at
-from traceview.normalize import launch_rows
+from traceview.arrays import at_rows, codes_matching, column_codes, membership, values_at
+from traceview.normalize import launch_rows, nearest_ancestor
 from traceview.results import Steps
 from traceview.roles import Role
 from traceview.schema import DEVICE_KINDS, Kind, Timeline
@@ -86,15 +95,26 @@ def find_steps(timeline: Timeline) -> Steps:
             rule = "repeated-top-level"
             numbers = _loop_numbers(values_at(names, markers))
         else:
-            rule = "whole-trace"
-            numbers = np.zeros(1, dtype=np.int64)
-            detail = ("no step markers, and no repeated top-level range, user function or function call (a step "
-                      "loop): the whole trace is one step")
+            markers, detail = _optimizer_updates(events)
+            if len(markers):
+                rule = "optimizer-updates"
+                driver = str(values_at(events["track"], markers[:1])[0])
+                numbers = np.arange(len(markers), dtype=np.int64)
+            else:
+                rule = "whole-trace"
+                numbers = np.zeros(1, dtype=np.int64)
+                detail = ("no step markers, no repeated top-level range, user function or function call (a step "
+                          "loop), and fewer than two optimizer updates: the whole trace is one step")
 
     if rule == "whole-trace":
         starts = np.array([ts.min() if len(ts) else 0], dtype=np.int64)
         host_ends = np.array([end.max() if len(end) else 0], dtype=np.int64)
         step_names = np.array(["whole trace"], dtype=object)
+    elif rule == "optimizer-updates":
+        # An update ends its step; the next step starts where it ended (updates never share a number).
+        host_ends = end[markers]
+        starts = np.concatenate(([_loop_start(events, driver, ts[markers[0]])], host_ends[:-1]))
+        step_names = values_at(names, markers)
     else:
         starts = ts[markers]
         host_ends = end[markers]
@@ -240,6 +260,42 @@ def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str]:
     what = f"event '{first}'" if first == last else f"events '{first}' … '{last}'"
     detail = f"no step markers; each of the {len(chosen)} runs of the top-level {what} on '{best['track']}' is taken as one step"
     return chosen, detail
+
+
+def _optimizer_updates(events: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """torch.optim's update ranges that end the steps of a loop without markers (rule 3): the
+    outermost ones on the host track holding most of them, when there are at least two."""
+    codes, values = column_codes(events["name"])
+    update = codes_matching(codes, np.array([str(v).startswith(cat.TORCH_OPTIMIZER_UPDATE) for v in values],
+                                            dtype=bool))
+    update &= events["device"].to_numpy() < 0
+    rows = np.flatnonzero(update)
+    if len(rows) < 2:
+        return np.array([], dtype=np.int64), ""
+    rows = rows[nearest_ancestor(events, rows, update, include_self=False) < 0]
+    tracks = values_at(events["track"], rows).astype(str)
+    found, counts = np.unique(tracks, return_counts=True)
+    track = str(found[np.argmax(counts)])  # (np.unique sorts: the first of equal counts, by name)
+    rows = rows[tracks == track]
+    if len(rows) < 2:
+        return np.array([], dtype=np.int64), ""
+    names = sorted(set(values_at(events["name"], rows).astype(str)))
+    detail = (f"no step markers and no repeated top-level range, user function or function call; each of the "
+              f"{len(rows)} optimizer updates ('{', '.join(names[:3])}', torch.optim's range) on '{track}' "
+              "ends one step, the first step starting at the track's first top-level event")
+    return rows, detail
+
+
+def _loop_start(events: pd.DataFrame, track: str, first_update: int) -> int:
+    """Where the first step of an unmarked loop starts: the first top-level event on the loop's
+    track that is not profiler machinery (``categories.NOT_A_STEP``), or the first update."""
+    rows = np.flatnonzero((events["depth"].to_numpy() == 0) & (events["device"].to_numpy() < 0))
+    rows = rows[values_at(events["track"], rows).astype(str) == track]
+    names = pd.Series(values_at(events["name"], rows).astype(str))
+    rows = rows[~names.str.contains(cat.NOT_A_STEP).to_numpy()]
+    if not len(rows):
+        return int(first_update)
+    return int(min(events["ts"].to_numpy()[rows].min(), first_update))
 
 
 def _loop_numbers(names: np.ndarray) -> np.ndarray:

@@ -4,6 +4,10 @@ would write without traceview's collectors, whose steps carry no ProfilerStep ma
 - ``one_step.json.gz``: one training step of a two-layer MLP under ``profile()``: no loop at all,
   so the whole trace is the step (its two ``aten::linear`` repeat, and are not steps).
 - ``numbered_steps.json.gz``: eight steps, each in ``record_function(f"train_step_{i}")``.
+- ``plain_loop.json.gz``: eight steps in a plain loop, nothing marking them (no ``prof.step()``,
+  no ``record_function``), then one more forward pass with no update (an unfinished iteration).
+- ``wrapped_optimizer.json.gz``: four steps of a plain loop whose optimizer wraps another and
+  steps it (both updates are torch.optim ranges, the inner one nested in the outer).
 
     python tests/data/torch_cpu_unmarked/capture.py tests/data/torch_cpu_unmarked
 """
@@ -38,6 +42,33 @@ def main(out: Path) -> None:
             with record_function(f"train_step_{i}"):
                 step()
     _export(prof, out / "numbered_steps.json.gz")
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(8):
+            step()
+        model(x)
+    _export(prof, out / "plain_loop.json.gz")
+
+    wrapper = _Wrapper(optimizer)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(4):
+            wrapper.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            wrapper.step()
+    _export(prof, out / "wrapped_optimizer.json.gz")
+
+
+class _Wrapper(torch.optim.Optimizer):
+    """An optimizer that steps another (as Lookahead-style wrappers do)."""
+
+    def __init__(self, inner: torch.optim.Optimizer) -> None:
+        super().__init__([p for group in inner.param_groups for p in group["params"]], {})
+        self.inner = inner
+
+    def step(self, closure: object = None) -> None:  # noqa: ARG002 - the Optimizer signature
+        self.inner.step()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.inner.zero_grad(set_to_none)
 
 
 def _export(prof: profile, path: Path) -> None:
