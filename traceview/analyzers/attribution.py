@@ -36,7 +36,9 @@ CPU) is resolved the same way, with the wait itself (sync_wait) as the last reso
 
 **Unrecorded stretches** on the step's thread while another thread computes or compiles are that
 work (the step's thread is blocked in a wait the profiler does not record, such as JAX's
-block_until_ready on CPU); input work elsewhere is not taken (a prefetching pipeline overlaps).
+block_until_ready on CPU); so is the own time of a range, of framework runtime and of a Python
+frame at such a moment (a Python tracer records the frame, not the native wait inside it);
+input work elsewhere is not taken (a prefetching pipeline overlaps).
 
 **Unrecorded gaps** on the step's thread inside a step (between its top-level events, and
 between the marker's edges and its first / last event): up to the threshold they are framework
@@ -136,8 +138,12 @@ _RUNS_ON_THE_THREAD = frozenset({R.COMPUTE.value, R.COMPILED_CODE.value, R.DISPA
                                  R.PYTHON_FRAMEWORK.value, R.PYTHON_USER.value, R.ANNOTATION.value})
 COPY_KINDS = ("H2D", "D2H", "D2D", "P2P", "H2H", "other", "memset")
 # Step-thread layers that are the thread waiting when another thread computes at the same moment
-# (see _segments): a range with nothing of its own recorded inside, and framework runtime.
-_WAITING_IF_OTHERS_COMPUTE = frozenset({"host_compute.annotation", "launch_overhead.dispatch"})
+# (see _segments): a range with nothing of its own recorded inside, framework runtime, and the own
+# time of a Python frame — the Python tracer records calls into Python, not the wait a frame makes
+# in native code (JAX's block_until_ready under jax.profiler.trace's default Python tracer: the
+# user's frame holds the whole step while the XLA program runs on the client's threads).
+_WAITING_IF_OTHERS_COMPUTE = frozenset({"host_compute.annotation", "launch_overhead.dispatch",
+                                        "launch_overhead.python", "host_compute.python", "launch_overhead.binding"})
 
 # Priority order: the first layer active in a moment wins it.
 LAYERS: tuple[Layer, ...] = (
