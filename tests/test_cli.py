@@ -91,6 +91,27 @@ def test_terminal_report_names_the_essentials():
     assert "\x1b[" not in out
 
 
+@pytest.mark.skipif(not (SAMPLES / "cnn-infer" / "torch-eager").is_dir(), reason="sample_traces/ not present")
+def test_findings_are_listed_largest_cause_first_in_every_format(tmp_path):
+    """The first finding is the largest cause, whatever its grade: a moderate compute_bound that
+    explains most of the step comes before a high launch_bound on a smaller share, in the
+    terminal and the HTML report as in the analysis (and the JSON)."""
+    import traceview
+
+    capture = SAMPLES / "cnn-infer" / "torch-eager"
+    findings = traceview.diagnose(capture).findings
+    ranked = [f.rule for f in findings]
+    problems = [f for f in findings if f.grade in ("high", "moderate")]
+    assert [f.grade for f in problems[:2]] == ["moderate", "high"], "the sample no longer shows the case"
+    result = run_cli("diagnose", str(capture), "--width", "200")
+    assert result.returncode == 0, result.stderr
+    shown = re.findall(r"^\s*(?:HIGH|MODERATE|ok|skipped)\s+(\w+):", result.stdout, flags=re.M)
+    assert shown == ranked
+    html = tmp_path / "report.html"
+    assert run_cli("diagnose", str(capture), "--format", "html", "-o", str(html)).returncode == 0
+    assert re.findall(r'<span class="grade \w+">\w+</span></td><td><b>(\w+)</b>', html.read_text()) == ranked
+
+
 def test_progress_never_reaches_piped_output():
     trace = shared_trace("torch_gpu/alexnet_a100_nosteps.json.gz")
     result = run_cli("diagnose", str(trace), "--format", "json")

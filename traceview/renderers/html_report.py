@@ -405,9 +405,9 @@ def _steady(diag: Any) -> str:
 def _findings(findings: list[Any]) -> str:
     if not findings:
         return ""
-    order = {g: i for i, g in enumerate(("high", "moderate", "none", "skipped"))}
     rows = []
-    for f in sorted(findings, key=lambda f: (order.get(f.grade, 9), f.rule)):
+    # In the analysis's order: problems by the time they explain, then passed rules, then skipped.
+    for f in findings:
         advice = (f'<div class="advice">→ {esc(f.advice)}</div>'
                   if f.grade in ("high", "moderate") and f.advice else "")
         summary = f.summary if f.grade != "none" else f"no problem: {f.summary}"

@@ -253,15 +253,16 @@ GRADE_LABEL = {"high": "HIGH", "moderate": "MODERATE", "none": "ok", "skipped": 
 
 
 def findings_block(findings: list[Any], title: str = "Findings") -> Table | None:
-    """Problems first (high, moderate), then passed rules, then skipped ones."""
+    """In the analysis's order (analyzers/rules.py ``findings``): problems first, the largest
+    cause first whatever its grade (a high grade on a small share does not outrank it), then
+    passed rules, then skipped ones."""
     if not findings:
         return None
-    order = {g: i for i, g in enumerate(("high", "moderate", "none", "skipped"))}
     table = Table(title=title, title_justify="left", title_style="bold", box=None, show_header=False,
                   pad_edge=False)
     table.add_column(no_wrap=True, justify="right")
     table.add_column(ratio=1)
-    for f in sorted(findings, key=lambda f: order.get(f.grade, 9)):
+    for f in findings:
         body = Text()
         body.append(f"{f.rule}: ", style="bold")
         body.append(_flat(f.summary) if f.grade != "none" else f"no problem: {_flat(f.summary)}")
