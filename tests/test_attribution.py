@@ -127,6 +127,7 @@ def test_step_windows_cover_device_work_and_do_not_overlap():
         {"ts": 10, "dur": 10, "kind": "launch", "name": "cudaLaunchKernel", "correlation": 5},
         {"ts": 50, "dur": 150, "kind": "kernel", "name": "k", "device": 0, "stream": 7, "correlation": 5, "track": "GPU 0 stream 7"},
         {"ts": 120, "dur": 100, "kind": "step", "name": "ProfilerStep#2"},
+        {"ts": 205, "dur": 5, "kind": "host_op", "name": "aten::add"},  # (a step holds events: empty ones are no steps)
     ]
     attribution, steps = _attribute(rows)
     table = steps.table

@@ -62,6 +62,12 @@ def _shifted_kernel(events: list[dict[str, Any]], correlation: int, ts: int) -> 
             for e in events]
 
 
+def _hollow(events: list[dict[str, Any]], step: int) -> list[dict[str, Any]]:
+    """The trace with nothing recorded in step ``step`` (of _trace's 100 µs steps) but its marker."""
+    t0 = step * 100
+    return [e for e in events if e.get("name") == f"ProfilerStep#{step}" or not t0 <= e.get("ts", -1) < t0 + 100]
+
+
 # case -> (events, the counts that are not zero)
 CASES: dict[str, tuple[list[dict[str, Any]], dict[str, int]]] = {
     "dropped": (_with(_trace(), {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": "x",
@@ -78,8 +84,8 @@ CASES: dict[str, tuple[list[dict[str, Any]], dict[str, int]]] = {
     "clock_skew": (_trace(kernel_delay=-3), {"clock_skew": 1, "device_before_launch": 3}),
     # Two launch calls with one id (one of them queues no kernel), and two kernels on another id.
     "duplicate_correlation": (_with(_trace(), _launch(221, 102), _kernel(60, 100)), {"duplicate_correlation": 2}),
-    # A fourth step marker with nothing recorded in it.
-    "empty_steps": (_with(_trace(), _step(3, 300, 50)), {"empty_steps": 1}),
+    # A step marker with nothing recorded in it, before a step that holds events.
+    "empty_steps": (_hollow(_trace(4), 2), {"empty_steps": 1}),
 }
 
 
@@ -143,7 +149,20 @@ def test_the_details_of_each_check(tmp_path: Path):
                           "json").stdout)
     assert dup["quality"]["checks"]["duplicate_correlation"] == {"count": 2, "host_ids": 1, "device_ids": 1}
     empty = json.loads(_run("diagnose", str(_write(tmp_path, CASES["empty_steps"][0])), "--format", "json").stdout)
-    assert empty["quality"]["checks"]["empty_steps"] == {"count": 1, "steps": [3]}
+    assert empty["quality"]["checks"]["empty_steps"] == {"count": 1, "steps": [2]}
+    assert empty["steps"]["count"] == 3 and "#2 left out" in empty["steps"]["detail"]
+
+
+def test_an_empty_step_at_the_end_is_left_out_and_no_problem(tmp_path: Path):
+    """The last ProfilerStep#N, from the last step() to the profiler's stop, holds nothing when the
+    loop ends there: it is no step (it would be the steady state: microseconds of nothing), and
+    not a fault of the recording."""
+    path = _write(tmp_path, _with(_trace(), _step(3, 300, 50)))
+    result = _run("diagnose", str(path), "--format", "json", "--strict")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["quality"]["problems"] == []
+    assert report["steps"]["count"] == 3 and "#3 left out" in report["steps"]["detail"]
 
 
 def test_a_graph_launch_may_queue_many_kernels_under_one_id(tmp_path: Path):
@@ -156,15 +175,15 @@ def test_a_graph_launch_may_queue_many_kernels_under_one_id(tmp_path: Path):
 def test_every_report_format_shows_the_problems(tmp_path: Path):
     path = _write(tmp_path, CASES["empty_steps"][0])
     terminal = _run("diagnose", str(path), "--width", "80").stdout
-    assert "Trace quality: 1 problem" in terminal and "steps without events (#3)" in terminal
+    assert "Trace quality: 1 problem" in terminal and "steps without events (#2)" in terminal
     md = _run("diagnose", str(path), "--format", "md").stdout
-    assert "**Trace quality: 1 problem**" in md and "- **1** steps without events (#3)" in md
+    assert "**Trace quality: 1 problem**" in md and "- **1** steps without events (#2)" in md
     html = _run("diagnose", str(path), "--format", "html").stdout
-    assert "<h3>Trace quality: 1 problem</h3>" in html and "steps without events (#3)" in html
+    assert "<h3>Trace quality: 1 problem</h3>" in html and "steps without events (#2)" in html
 
 
 def test_several_problems_and_several_traces_still_make_one_line(tmp_path: Path):
-    both = _write(tmp_path, _with(CASES["overlaps"][0], _step(3, 300, 50)), "both.json")
+    both = _write(tmp_path, _hollow(_with(_trace(4), *CASES["overlaps"][0][-1:]), 2), "both.json")
     clean = _write(tmp_path, _trace(), "clean.json")
     result = _run("diagnose", str(tmp_path), "--format", "json", "--strict", "--jobs", "1")
     assert result.returncode == 2

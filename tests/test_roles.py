@@ -34,26 +34,28 @@ EXAMPLES: list[tuple[int, str, str, str, str]] = [
     (17, "host_op", "aten::linear", "", ""),
     (18, "host_op", "dense/MatMul/ReadVariableOp:ReadVariableOp", "", ""),
     (19, "host_op", "KernelAndDeviceFunc::Run", "ReadVariableOp", ""),
-    (20, "host_op", "aten::addmm", "", ""),
-    (21, "host_op", "sgd_1/Mul_3:Mul", "", ""),
-    (22, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
-    (23, "host_op", "ynn_fusion.2", "jit(_eval_step)/conv_general_dilated", ""),
-    (24, "annotation", "Optimizer.step#SGD.step", "", ""),
-    (25, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
-    (26, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
-    (27, "annotation", "my_record_function_range", "", ""),
-    (28, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
-    (29, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
-    (30, "python", "train.py(42): step", "", ""),
+    (20, "host_op", "EagerPyFunc:EagerPyFunc", "", ""),
+    (21, "host_op", "KernelAndDeviceOp::Run", "EagerPyFunc", ""),
+    (22, "host_op", "aten::addmm", "", ""),
+    (23, "host_op", "sgd_1/Mul_3:Mul", "", ""),
+    (24, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
+    (25, "host_op", "ynn_fusion.2", "jit(_eval_step)/conv_general_dilated", ""),
+    (26, "annotation", "Optimizer.step#SGD.step", "", ""),
+    (27, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
+    (28, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
+    (29, "annotation", "my_record_function_range", "", ""),
+    (30, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
+    (31, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
+    (32, "python", "train.py(42): step", "", ""),
 ]
 # Examples that carry XPlane's hlo_op stat (an XLA thunk), by name.
 HLO_OPS = {"ynn_fusion.2": "ynn_fusion.2"}
 # Device rows: (row index, kind, kernel name, launcher: the framework op that queued it).
 DEVICE_EXAMPLES: list[tuple[int, str, str, str]] = [
-    (31, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
-    (32, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
-    (33, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
-    (34, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
+    (33, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
+    (34, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
+    (35, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
+    (36, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
 ]
 
 

@@ -77,6 +77,38 @@ def test_numbered_record_functions_are_the_steps() -> None:
     assert (table["end"].to_numpy()[:-1] == table["start"].to_numpy()[1:]).all()
 
 
+def test_a_range_taken_as_the_step_is_its_marker() -> None:
+    """record_function(f"train_step_{i}") around each step is the step's marker, as ProfilerStep#N
+    is: kind and role step, and no step time "inside a user range" — the unrecorded gaps in it go
+    to the gap rule, as under a marker."""
+    timeline, steps = load_with_steps(UNMARKED / "numbered_steps.json.gz")
+    ev = timeline.events
+    ranges = ev["name"].astype(str).str.match(r"^train_step_\d+$").to_numpy()
+    assert ranges.sum() == 8
+    assert set(ev["kind"].astype(str)[ranges]) == {"step"} and set(ev["role"].astype(str)[ranges]) == {"step"}
+    diagnosis = traceview.diagnose(UNMARKED / "numbered_steps.json.gz")
+    details = diagnosis.steady_details()
+    assert details.get("host_compute.annotation", 0) == 0
+    assert details.get("launch_overhead.inferred", 0) > 0
+
+
+def test_the_empty_marker_a_schedule_cut_short_leaves_is_no_step() -> None:
+    """A schedule's cycle cut short by the loop's end: ProfilerStep#7 holds the step,
+    ProfilerStep#8 nothing (the last step() to the profiler's stop). #8 is left out — taken as a
+    step it was the steady state, microseconds of nothing, and #7 "cold" for being slower — and
+    a run of empty steps at the end is no quality problem."""
+    diagnosis = traceview.diagnose(UNMARKED / "partial_cycle.json.gz")
+    table = diagnosis.steps.table
+    assert table["number"].tolist() == [7] and not table["cold"].any()
+    assert "#8 left out" in diagnosis.steps.rule_detail
+    ev = diagnosis.timeline.events
+    marker_8 = (ev["name"].astype(str) == "ProfilerStep#8").to_numpy()
+    assert marker_8.sum() == 1 and ev["step"].to_numpy()[marker_8][0] == -1
+    # The step is the work of one training step, not the empty marker's microseconds.
+    assert diagnosis.steady_step_ns == table["duration"].iloc[0] > 100_000
+    assert diagnosis.quality.empty_steps == ()
+
+
 def test_optimizer_updates_end_the_steps_of_a_plain_loop() -> None:
     """A plain loop under profile(), nothing marking its steps: each of torch.optim's update
     ranges ends one step, the next starting where it ended; the forward pass after the last

@@ -84,6 +84,9 @@ class Steps:
     rule: str  # "markers", "repeated-top-level", "optimizer-updates" or "whole-trace"
     rule_detail: str  # human sentence: which events, which track
     driver_track: str = ""  # the host track that drives the steps (markers / the user's loop)
+    # Numbers of the steps left out for holding no event but their marker, before a step that does
+    # (not the run at the end: the stretch from the last step() to the profiler's stop).
+    empty_inside: tuple[int, ...] = ()
 
     @property
     def steady(self) -> pd.DataFrame:
@@ -256,8 +259,8 @@ CHECKS: tuple[Check, ...] = (
     Check("duplicate_correlation", "correlation ids shared by several launches or device activities",
           "the launch → device links of those events, hence their launching op and launch delay, may be wrong"),
     Check("empty_steps", "steps without events",
-          "nothing but the step marker was recorded in them: their time counts as idle and pulls the step "
-          "statistics towards the marker's length"),
+          "nothing but the step marker was recorded in them: events are missing there, and the steps are left "
+          "out (when every step is empty, they are kept: their time counts as idle)"),
 )
 CHECK_KEYS: tuple[str, ...] = tuple(c.key for c in CHECKS)
 

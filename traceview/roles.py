@@ -120,6 +120,9 @@ _KERNEL = frozenset({Kind.KERNEL.value})
 _FUNCTION_TYPE = r"(__inference_\w*|__forward_\w*|__backward_\w*|StatefulPartitionedCall|PartitionedCall|_XlaRun|XlaLaunch)"
 # Input-pipeline op types (tensorflow/core/kernels/data/iterator_ops.cc).
 _INPUT_TYPE = r"(IteratorGetNext|IteratorGetNextSync|IteratorGetNextAsOptional|MultiDeviceIteratorGetNextFromShard)"
+# TF op types whose kernel calls back into the user's Python (tensorflow/python/ops/script_ops.py:
+# tf.py_function → EagerPyFunc; tf.numpy_function and tf.compat.v1.py_func → PyFunc, PyFuncStateless).
+_PY_FUNC_TYPE = r"(EagerPyFunc|PyFunc|PyFuncStateless)"
 # TF op types that move no data through math (tensorflow/core/ops/*: variables, identities, shapes).
 _TF_NO_MATH_TYPE = (
     r"(Identity|IdentityN|NoOp|Const|Placeholder|_Arg|_Retval|ReadVariableOp|VarHandleOp|_Recv|_Send|Shape|"
@@ -217,6 +220,13 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              name=_re(rf":{_TF_NO_MATH_TYPE}$")),
     RoleRule(Role.VIEW_ALLOC, _OP_OR_RANGE, "TF eager runtime running a no-math op (stat eager_op ReadVariableOp …)",
              fw_op=_re(rf"^{_TF_NO_MATH_TYPE}$")),
+    # ---- the user's Python, run by the framework ----
+    RoleRule(Role.PYTHON_USER, _OP, "TF op kernel that calls the user's Python function (`EagerPyFunc:EagerPyFunc` "
+             "of tf.py_function, `PyFunc` / `PyFuncStateless` of tf.numpy_function; on an executor thread while "
+             "the step's thread waits in the tf.function call)", name=_re(rf":{_PY_FUNC_TYPE}$")),
+    RoleRule(Role.PYTHON_USER, _OP, "TF eager: the op kernel of a py_function run eagerly (KernelAndDeviceOp::Run, "
+             "stat eager_op EagerPyFunc)", name=_re(r"^KernelAndDevice(Func|Op)::Run$"),
+             fw_op=_re(rf"^{_PY_FUNC_TYPE}$")),
     # ---- the math (allowlist) ----
     RoleRule(Role.COMPUTE, _OP, "aten / prims / quantized / mkldnn / vision leaf ops (torch.profiler cpu_op)",
              name=_re(r"^(aten|prims|quantized|mkldnn|onednn|fbgemm|torchvision|torchaudio)::\w+$")),

@@ -427,6 +427,8 @@ class TFStep(StepProgram):
     ``mode``: ``function`` (both calls are ``tf.function``s), ``eager`` (plain eager ops), or
     ``xla`` (one fused ``tf.function(jit_compile=True)`` step; ``mid`` runs after it).
     ``scale(i)`` is a second argument of the gradient function (the loss is multiplied by it).
+    ``in_graph(scale)``, when given, runs inside the gradient function and returns 1 (the loss is
+    multiplied by it, out of the gradient's sight).
     """
 
     def __init__(
@@ -438,6 +440,7 @@ class TFStep(StepProgram):
         between: Callable[[int], None] = _noop,
         enter: Callable[[], None] | None = None,
         scale: Callable[[int], Any] | None = None,
+        in_graph: Callable[[Any], Any] | None = None,
     ) -> None:
         import tensorflow as tf
 
@@ -454,6 +457,8 @@ class TFStep(StepProgram):
                 logits = tf.matmul(h, variables[2]) + variables[3]
                 loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
                 scaled = loss * scale
+                if in_graph is not None:  # (a factor of 1 the gradient does not see)
+                    scaled = scaled * tf.stop_gradient(in_graph(scale))
             return loss, tape.gradient(scaled, variables)
 
         def apply(gs: Any) -> None:
@@ -589,6 +594,20 @@ def tf_large_matmul(variant: str, knob: int) -> StepProgram:
 def tf_user_python(variant: str, knob: int) -> StepProgram:
     n = _amount(variant, knob)
     return TFStep(mid=lambda i: python_work(n) and None)
+
+
+def tf_pyfunc_in_step(variant: str, knob: int) -> StepProgram:
+    import tensorflow as tf
+
+    if variant == "clean":
+        return TFStep()
+    n = _amount(variant, knob)
+
+    def work(scale: Any) -> Any:
+        python_work(n)  # the user's Python, called back by the EagerPyFunc op kernel
+        return tf.ones_like(scale)
+
+    return TFStep(in_graph=lambda scale: tf.py_function(work, [scale], tf.float32))
 
 
 def tf_between(variant: str, knob: int) -> StepProgram:
@@ -948,6 +967,9 @@ CASES: tuple[Case, ...] = (
          "host_compute", "host_compute", "steady", torch_user_python, knob=Knob(start=100_000), score_against="in_trace", score_reason=_PYTRACER),
     Case("tf-user-python", "tensorflow", "pure-Python loop (no framework calls) between the gradient call and the update call",
          "host_compute", "host_compute", "steady", tf_user_python, knob=Knob(start=100_000)),
+    Case("tf-pyfunc-in-step", "tensorflow", "tf.py_function running a pure-Python loop inside the tf.function gradient "
+         "step (an executor thread runs the user's Python while the step's thread waits in the call)",
+         "host_compute", "host_compute", "steady", tf_pyfunc_in_step, knob=Knob(start=100_000)),
     Case("torch-python-between-steps", "torch", "pure-Python loop after each step; ProfilerStep#N runs to the next step() call, so it is inside the marker",
          "host_compute", "host_compute", "steady", torch_between, knob=Knob(start=100_000), score_against="in_trace", score_reason=_PYTRACER),
     Case("tf-python-between-steps", "tensorflow", "pure-Python loop after each step, outside the Trace step marker",
@@ -958,6 +980,12 @@ CASES: tuple[Case, ...] = (
          "host_compute", "host_compute", "steady", tf_gc, knob=Knob(start=20_000)),
     Case("jax-large-matmul", "jax", "jitted step plus one large square matmul inside the same jax.jit call (side calibrated)",
          "kernel", "compute_bound", "steady", jax_large_matmul, knob=Knob(start=256, power=3, lo=16)),
+    Case("jax-large-matmul-pytracer", "jax", "jitted step plus one large square matmul inside the same jax.jit call "
+         "(side calibrated), with JAX's Python tracer on (jax.profiler.trace's default)",
+         "kernel", "compute_bound", "steady", jax_large_matmul, knob=Knob(start=256, power=3, lo=16),
+         python_tracer=True,
+         notes="the tracer records the user's frame around the step, not the native wait for the result inside "
+         "it: the frame's own time holds the XLA program's run on the client's threads"),
     Case("jax-tiny-ops", "jax", "jitted step plus N tiny eager jax.numpy elementwise ops on a 16-element array after the step's result",
          "launch_overhead", "launch_bound", "steady", jax_tiny_ops, knob=Knob(start=200, target_ms=3.0), profiled_steady=2,
          notes="JAX's profiler records ~18 events per tiny op (the jitted call, argument parsing, buffer-hold "

@@ -21,7 +21,8 @@ array operations over the whole table, never a Python loop per event. Definition
 - ``duplicate_correlation``: correlation ids carried by more than one host call, or by more
   than one device activity (kernel, copy, memset, sync record) when the launch is not one that
   queues several (:data:`traceview.categories.MULTI_ACTIVITY_LAUNCH`: graph launches).
-- ``empty_steps``: steps whose window holds no event besides step markers.
+- ``empty_steps``: steps whose window holds no event besides step markers (left out of the steps,
+  but for a run of them at the end of the trace).
 """
 
 from __future__ import annotations
@@ -119,12 +120,15 @@ def _repeated(values: np.ndarray) -> np.ndarray:
 
 
 def _empty_steps(events: pd.DataFrame, steps: Steps) -> tuple[int, ...]:
-    """Numbers of the steps whose window holds no event other than step markers."""
+    """Numbers of the steps whose window holds no event other than step markers: those the step
+    rules left out before a step that holds events, and those kept because every step is empty.
+    A run of them at the end (the stretch from the last step() to the profiler's stop) is no
+    problem."""
     table = steps.table
     step = events["step"].to_numpy()
     held = (step >= 0) & ~membership(events["kind"].array)([Kind.STEP.value])
     counts = np.bincount(step[held], minlength=len(table))[: len(table)]
-    return tuple(int(n) for n in table["number"].to_numpy()[counts == 0])
+    return tuple(sorted(steps.empty_inside + tuple(int(n) for n in table["number"].to_numpy()[counts == 0])))
 
 
 def strict_message(qualities: Iterable[tuple[str, Quality]]) -> str | None:

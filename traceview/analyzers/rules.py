@@ -267,6 +267,10 @@ def host_compute(diag: Diagnosis) -> Finding:
     details = diag.steady_details()
     python = details.get("host_compute.python", 0.0)
     inferred = details.get("host_compute.inferred", 0.0)
+    in_ranges = details.get("host_compute.annotation", 0.0)
+    other_threads = details.get("host_compute.other_threads", 0.0)
+    # (Traces with device activity: recorded host work of any thread while the device idles.)
+    other_host = max(0.0, share * total - python - inferred - in_ranges - other_threads)
     # Without Python calls in the trace, unrecorded time on the step's thread is the user's code or
     # the framework's own Python around its calls (TF's Session.run wrapper, Keras layers): the
     # summary says so (the grade stays the share's).
@@ -279,7 +283,8 @@ def host_compute(diag: Diagnosis) -> Finding:
     return Finding(
         "host_compute", "the step's thread runs the user's own host work (Python, GC) between framework calls",
         _grade(share, 0.05, 0.20),
-        {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred, "python_events": python_events,
+        {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred, "range_ns": in_ranges,
+         "other_threads_ns": other_threads, "other_host_ns": other_host, "python_events": python_events,
          "python_paths": python_events and frames_name_paths(name_values, name_codes, python_rows)},
         "move per-step Python work (metrics, logging, data munging, object churn that triggers garbage "
         "collection) out of the step, vectorize it, or run it in the input pipeline",

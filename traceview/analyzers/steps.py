@@ -17,7 +17,8 @@ Rules, tried in order; the report names the one that found the steps:
    Python function, a call of a compiled or traced function) — not a framework op, a runtime
    call or framework machinery, which repeat inside any one step (the two ``aten::linear`` of a
    one-step capture would cut that step into pieces; TF's eager-op dispatch
-   ``TFE_Py_FastPathExecute_C`` runs between Keras ``fit``'s step calls).
+   ``TFE_Py_FastPathExecute_C`` runs between Keras ``fit``'s step calls). A user's range taken
+   as the step becomes the step's marker (kind and role ``step``), as ``ProfilerStep#N`` is.
 3. ``optimizer-updates``: none of those; torch.optim's update ranges
    (``Optimizer.step#Adam.step``, which torch records around every optimizer's ``step()``:
    ``categories.TORCH_OPTIMIZER_UPDATE``) on one host track, at least two, end one step each —
@@ -33,7 +34,9 @@ A step window starts at its marker and ends at the later of the marker's end and
 last device activity launched from inside the marker (the step "extends to the end of the last
 device work its host part launched", as the removed PyTorch TensorBoard plugin did). Windows
 never overlap: a step starts no earlier than the previous window ends. Every step is kept — the
-last one too (Holistic Trace Analysis drops the last ProfilerStep; traceview does not).
+last one too (Holistic Trace Analysis drops the last ProfilerStep; traceview does not) — but a
+step whose window holds no event except markers (the last ``ProfilerStep#N`` when the loop ends
+at the last ``step()`` call: the stretch to the profiler's stop) is no step and is left out.
 
 Cold steps: a step that holds graph building or compilation; the steps a capture's manifest
 lists as cold or warm-up; the first step when slower than ``COLD_FACTOR`` × the median of the
@@ -94,6 +97,7 @@ def find_steps(timeline: Timeline) -> Steps:
         if len(markers):
             rule = "repeated-top-level"
             numbers = _loop_numbers(values_at(names, markers))
+            _ranges_as_markers(events, markers)
         else:
             markers, detail = _optimizer_updates(events)
             if len(markers):
@@ -143,6 +147,18 @@ def find_steps(timeline: Timeline) -> Steps:
             ends[i] = max(ends[i], starts[i])
 
     step_col = _assign(ts, starts, ends)
+    step_col, kept = _without_empty_steps(events, step_col, len(starts))
+    empty_inside: tuple[int, ...] = ()
+    if kept is not None:
+        left_out = numbers[~kept]
+        detail += (f"; {', '.join(f'#{n}' for n in left_out)} left out: no event in "
+                   f"{'its' if len(left_out) == 1 else 'their'} window but the marker")
+        # A run of them at the end is the stretch from the last step() to the profiler's stop; one
+        # before a step that holds events is a hole in the recording (the quality check says so).
+        inside = ~kept & (np.arange(len(kept)) < np.flatnonzero(kept)[-1])
+        empty_inside = tuple(int(n) for n in numbers[inside])
+        numbers, starts, ends, host_ends, step_names = (a[kept] for a in (numbers, starts, ends, host_ends,
+                                                                          step_names))
     events["step"] = step_col  # (int32, the column's type)
 
     is_build = membership(events["kind"].array)([Kind.GRAPH_BUILD.value, Kind.COMPILE.value])
@@ -176,7 +192,24 @@ def find_steps(timeline: Timeline) -> Steps:
             "graph_build_events": build_counts.astype(np.int64),
         }
     )
-    return Steps(table=table, rule=rule, rule_detail=detail, driver_track=driver)
+    return Steps(table=table, rule=rule, rule_detail=detail, driver_track=driver, empty_inside=empty_inside)
+
+
+def _without_empty_steps(events: pd.DataFrame, step_col: np.ndarray,
+                         n_steps: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Steps whose window holds no event but step markers are no steps: torch.profiler's last
+    ``ProfilerStep#N`` runs from the last ``step()`` call to the profiler's stop and holds
+    nothing when the loop ends there (as a schedule's cycle cut short does). Taken as a step, that
+    stretch of microseconds would be the steady state. They are left out (their events, the
+    markers, in no step) unless every step is empty. Returns the step column renumbered and
+    which steps are kept (None: all)."""
+    marker = membership(events["kind"].array)([Kind.STEP.value])
+    held = np.bincount(step_col[(step_col >= 0) & ~marker], minlength=n_steps)[:n_steps]
+    kept = held > 0
+    if kept.all() or not kept.any():
+        return step_col, None
+    position = np.where(kept, np.cumsum(kept) - 1, -1).astype(step_col.dtype)
+    return np.where(step_col >= 0, position[np.maximum(step_col, 0)], -1).astype(step_col.dtype), kept
 
 
 def _still_warming_up(duration: np.ndarray, cold: np.ndarray) -> np.ndarray:
@@ -260,6 +293,25 @@ def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str]:
     what = f"event '{first}'" if first == last else f"events '{first}' … '{last}'"
     detail = f"no step markers; each of the {len(chosen)} runs of the top-level {what} on '{best['track']}' is taken as one step"
     return chosen, detail
+
+
+def _ranges_as_markers(events: pd.DataFrame, rows: np.ndarray) -> None:
+    """A user's range taken as the step (``record_function("train_step")``, a TF ``Trace`` without
+    ``step_num``) is the step's marker, as ``ProfilerStep#N`` is: kind and role ``step``. Its own
+    time is then what it is under a marker — the unrecorded gaps between the step's events, which
+    the gap rule tells apart (framework glue or host work) — not time "inside a user range"; the
+    same step reads the same whichever way its steps are marked. Python frames and function calls
+    taken as steps keep their roles: their own time is code that runs (or a call that waits)."""
+    ranges = rows[values_at(events["role"], rows).astype(str) == Role.ANNOTATION.value]
+    if not len(ranges):
+        return
+    for column, value in (("kind", Kind.STEP.value), ("role", Role.STEP.value)):
+        values = events[column].array
+        if value not in values.categories:
+            values = values.add_categories([value])
+        codes = values.codes.copy()
+        codes[ranges] = values.categories.get_loc(value)
+        events[column] = pd.Categorical.from_codes(codes, dtype=values.dtype)
 
 
 def _optimizer_updates(events: pd.DataFrame) -> tuple[np.ndarray, str]:

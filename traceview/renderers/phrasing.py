@@ -170,9 +170,16 @@ def _host_compute(e: Mapping[str, Any], explains: float) -> str:
         caveat += ("; the trace names Python files without their folders (JAX's and TensorFlow's Python tracers), so "
                    "the framework's own Python is told from yours only by what runs inside its API calls, and the rest "
                    "of it is counted here")
+    parts = [(e["python_ns"], "in the user's Python frames"),
+             (e["inferred_ns"], "in unrecorded stretches longer than the dispatch-gap threshold"),
+             (e.get("range_ns", 0.0), "inside user ranges, outside every recorded op"),
+             (e.get("other_threads_ns", 0.0), "in the user's Python run by the framework on another thread "
+                                               "(tf.py_function) while the step waits"),
+             (e.get("other_host_ns", 0.0), "in other recorded host work while the device idles")]
+    # Every part that holds time (the first two, at zero, when none does): they add up to the total.
+    shown = [(ns, where) for ns, where in parts if ns >= 0.5] or parts[:2]
     return (f"host work outside the framework is {fmt_pct(e['host_compute_share'])} of the step ({fmt_ns(explains)}): "
-            f"{fmt_ns(e['python_ns'])} in the user's Python frames, {fmt_ns(e['inferred_ns'])} in unrecorded "
-            f"stretches longer than the dispatch-gap threshold{caveat}")
+            + ", ".join(f"{fmt_ns(ns)} {where}" for ns, where in shown) + caveat)
 
 
 def _low_utilization(e: Mapping[str, Any], explains: float) -> str:

@@ -1,5 +1,6 @@
 """How the traces beside this file were captured (torch 2.13 CPU): torch.profiler runs a user
-would write without traceview's collectors, whose steps carry no ProfilerStep markers.
+would write without traceview's collectors, whose steps carry no ProfilerStep markers (or, in
+the last one, markers a schedule cut short).
 
 - ``one_step.json.gz``: one training step of a two-layer MLP under ``profile()``: no loop at all,
   so the whole trace is the step (its two ``aten::linear`` repeat, and are not steps).
@@ -8,6 +9,11 @@ would write without traceview's collectors, whose steps carry no ProfilerStep ma
   no ``record_function``), then one more forward pass with no update (an unfinished iteration).
 - ``wrapped_optimizer.json.gz``: four steps of a plain loop whose optimizer wraps another and
   steps it (both updates are torch.optim ranges, the inner one nested in the outer).
+- ``partial_cycle.json.gz``: ``schedule(wait=1, warmup=1, active=3)`` (repeating) over eight
+  steps, ``prof.step()`` after each. The first cycle's trace is discarded; the second cycle is
+  active from step 7 when the loop ends, so its trace, written when the profiler stops, holds
+  ``ProfilerStep#7`` (the step) and ``ProfilerStep#8``: the stretch from the last ``step()``
+  call to the stop, with nothing in it.
 
     python tests/data/torch_cpu_unmarked/capture.py tests/data/torch_cpu_unmarked
 """
@@ -19,7 +25,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from torch.profiler import ProfilerActivity, profile, record_function
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 
 def main(out: Path) -> None:
@@ -55,6 +61,14 @@ def main(out: Path) -> None:
             nn.functional.cross_entropy(model(x), y).backward()
             wrapper.step()
     _export(prof, out / "wrapped_optimizer.json.gz")
+
+    cycles: list[profile] = []
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=3),
+                 on_trace_ready=cycles.append) as prof:
+        for _ in range(8):
+            step()
+            prof.step()
+    _export(cycles[-1], out / "partial_cycle.json.gz")
 
 
 class _Wrapper(torch.optim.Optimizer):
