@@ -112,6 +112,21 @@ def test_findings_are_listed_largest_cause_first_in_every_format(tmp_path):
     assert re.findall(r'<span class="grade \w+">\w+</span></td><td><b>(\w+)</b>', html.read_text()) == ranked
 
 
+@pytest.mark.skipif(not (SAMPLES / "mlp2" / "tf-function").is_dir(), reason="sample_traces/ not present")
+def test_top_tables_never_show_two_names_alike(tmp_path):
+    """Two layers' 'gradient_tape/mlp2_1/dense{0,1}_1/MatMul/MatMul:MatMul' differ only in the
+    middle: cut to fit, they must still read differently, in the terminal, markdown and HTML."""
+    capture = SAMPLES / "mlp2" / "tf-function"
+    terminal = run_cli("diagnose", str(capture), "--width", "80").stdout
+    table = terminal[terminal.index("Top compute ops"):].split("\n\n")[0].splitlines()[2:]
+    names = [line.split("  ")[0].strip() for line in table]
+    assert len(names) >= 5 and len(set(names)) == len(names), names
+    md = run_cli("diagnose", str(capture), "--format", "md").stdout
+    section = md[md.index("**Top compute ops**"):].split("\n\n")[1].splitlines()[2:]
+    md_names = [row.split("|")[1].strip() for row in section]
+    assert len(set(md_names)) == len(md_names), md_names
+
+
 def test_progress_never_reaches_piped_output():
     trace = shared_trace("torch_gpu/alexnet_a100_nosteps.json.gz")
     result = run_cli("diagnose", str(trace), "--format", "json")

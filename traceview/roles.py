@@ -118,8 +118,13 @@ _KERNEL = frozenset({Kind.KERNEL.value})
 # tf.function's `__inference_<name>_<id>` / `__forward_…` / `__backward_…` concrete functions,
 # XLA clusters launched by `_XlaRun` / `XlaLaunch` (tensorflow/compiler/jit/kernels/xla_ops.cc).
 _FUNCTION_TYPE = r"(__inference_\w*|__forward_\w*|__backward_\w*|StatefulPartitionedCall|PartitionedCall|_XlaRun|XlaLaunch)"
-# Input-pipeline op types (tensorflow/core/kernels/data/iterator_ops.cc).
-_INPUT_TYPE = r"(IteratorGetNext|IteratorGetNextSync|IteratorGetNextAsOptional|MultiDeviceIteratorGetNextFromShard)"
+# Input-pipeline op types: tf.data's ops (tensorflow/core/ops/dataset_ops.cc,
+# experimental_dataset_ops.cc). Each dataset constructor's type ends in "Dataset" (MapDataset,
+# ParallelMapDatasetV2, PrefetchDataset …: Keras fit builds them each epoch); the iterator ops make an
+# iterator (MakeIterator, AnonymousIteratorV3, IteratorV2), drop it (DeleteIterator) or take the next
+# element (IteratorGetNext …, kernels/data/iterator_ops.cc).
+_INPUT_TYPE = (r"(IteratorGetNext|IteratorGetNextSync|IteratorGetNextAsOptional|MultiDeviceIteratorGetNextFromShard|"
+               r"MakeIterator|AnonymousIterator(V\d+)?|IteratorV2|DeleteIterator|\w+Dataset(V\d+)?)")
 # TF op types whose kernel calls back into the user's Python (tensorflow/python/ops/script_ops.py:
 # tf.py_function → EagerPyFunc; tf.numpy_function and tf.compat.v1.py_func → PyFunc, PyFuncStateless).
 _PY_FUNC_TYPE = r"(EagerPyFunc|PyFunc|PyFuncStateless)"
@@ -180,8 +185,11 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              "function (`_step`, Keras `multi_step_on_iterator`), stat tf_function_call", fn_call=True),
     RoleRule(Role.COMPILE, _OP, "TF op kernel `cluster:_XlaCompile` (XLA auto-clustering compiles here)",
              name=_re(r":_XlaCompile$")),
-    RoleRule(Role.INPUT, _OP_OR_RANGE, "TF eager runtime running an input op (EagerLocalExecute: "
-             "IteratorGetNext; stat eager_op)", fw_op=_re(rf"^{_INPUT_TYPE}$")),
+    RoleRule(Role.INPUT, _OP_OR_RANGE, "TF eager runtime running a tf.data op: taking the next element "
+             "(EagerLocalExecute: IteratorGetNext), building a dataset or an iterator (MakeIterator, MapDataset "
+             "at each Keras fit epoch); stat eager_op", fw_op=_re(rf"^{_INPUT_TYPE}$")),
+    RoleRule(Role.INPUT, _OP, "TF op kernel of a tf.data op type (`x:MakeIterator`, `x:PrefetchDataset`)",
+             name=_re(rf":{_INPUT_TYPE}$")),
     RoleRule(Role.CALL, _OP, "TF eager runtime executing a graph function (EagerExecute, "
              "EagerKernelExecute, KernelAndDeviceFunc::Run, FunctionRun; stat eager_op __inference_f_12)",
              name=_re(r"^(TFE_Py_\w+|EagerExecute|EagerLocalExecute: .*|EagerKernelExecute|"

@@ -35,7 +35,7 @@ from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMO
                                        memory_op_rows, memory_step_rows)
 from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, fmt_count,
                                        fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
-from traceview.renderers.units import quality_headline, quality_rows
+from traceview.renderers.units import distinct_shortened, quality_headline, quality_rows
 from traceview.results import BUCKETS
 from traceview.roles import Role
 from traceview.schema import Kind
@@ -463,8 +463,8 @@ def _top(frame: Any, title: str) -> str:
     if frame is None or frame.empty:
         return ""
     rows = []
-    for row in frame.itertuples(index=False):
-        rows.append(f'<tr><td class="name" title="{esc(row.name)}">{esc(shorten(row.name, _NAME_WIDTH))}</td>'
+    for name, row in zip(distinct_shortened(list(frame["name"]), _NAME_WIDTH), frame.itertuples(index=False)):
+        rows.append(f'<tr><td class="name" title="{esc(row.name)}">{esc(name)}</td>'
                     f'<td class="num">{row.count_per_step:.1f}</td>'
                     f'<td class="num">{esc(fmt_ns(row.time_per_step_ns))}</td>'
                     f'<td class="num">{esc(fmt_ns(row.mean_ns))}</td>'

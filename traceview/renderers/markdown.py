@@ -17,7 +17,7 @@ from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS
                                        fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
-from traceview.renderers.units import quality_headline, quality_rows
+from traceview.renderers.units import distinct_shortened, quality_headline, quality_rows
 
 _NAME_WIDTH = 90
 
@@ -124,8 +124,10 @@ def diagnosis_markdown(diag: Any) -> list[str]:
             continue
         lines += [f"**{title}**", ""]
         lines += _table(["name", "n/step", "time/step", "mean", "share"],
-                        [[cell(r.name, _NAME_WIDTH), f"{r.count_per_step:.1f}", fmt_ns(r.time_per_step_ns),
-                          fmt_ns(r.mean_ns), fmt_pct(r.share)] for r in frame.itertuples(index=False)])
+                        [[cell(name), f"{r.count_per_step:.1f}", fmt_ns(r.time_per_step_ns), fmt_ns(r.mean_ns),
+                          fmt_pct(r.share)]
+                         for name, r in zip(distinct_shortened(list(frame["name"]), _NAME_WIDTH),
+                                            frame.itertuples(index=False))])
         lines.append("")
     s = diag.launch
     lines += ["**Launch / dispatch**", ""]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from traceview.renderers.units import fmt_ns, fmt_pct
+from traceview.renderers.units import fmt_ns, fmt_pct, shorten
 
 # Bucket names as the reports show them.
 BUCKET_LABEL: dict[str, str] = {
@@ -110,8 +110,11 @@ RULE_NEEDS: dict[str, str] = {
 
 
 def _launch_bound(e: Mapping[str, Any], explains: float) -> str:
+    ops = e["ops_per_step"]
+    # The overhead per op (the host time per op in the evidence holds each op's math too).
+    per_op = f"{ops:.0f} framework ops per step, {fmt_ns(explains / ops)} of it per op" if ops else "no framework ops"
     return (f"launch/dispatch overhead is {fmt_pct(e['launch_overhead_share'])} of the step ({fmt_ns(explains)}); "
-            f"{e['ops_per_step']:.0f} framework ops per step at {fmt_ns(e['host_ns_per_op'])} host time each")
+            f"{per_op}")
 
 
 def _short_kernels(e: Mapping[str, Any], explains: float) -> str:
@@ -186,13 +189,15 @@ def _low_utilization(e: Mapping[str, Any], explains: float) -> str:
     return f"kernels run for {fmt_pct(e['kernel_share'])} of the step"
 
 
-# Kernel names are cut to this many characters inside the compute_bound sentence.
+# Kernel names are cut in the middle to this many characters inside the compute_bound sentence (the
+# start names the scope, the end the op type: a TF op's `…/MatMul/MatMul:_MklMatMul`).
 TOP_KERNEL_CHARS = 60
 
 
 def _compute_bound(e: Mapping[str, Any], explains: float) -> str:
     top = str(e.get("top_kernel", ""))
-    where = f"; the top one, '{top[:TOP_KERNEL_CHARS]}', is {fmt_pct(e['top_kernel_share'])} of it" if top else ""
+    share = fmt_pct(e["top_kernel_share"]) if top else ""
+    where = f"; the top one, '{shorten(top, TOP_KERNEL_CHARS)}', is {share} of it" if top else ""
     threads = e.get("intra_op_threads")
     thread_note = f"; captured with {threads} intra-op thread(s)" if threads else ""
     return f"kernels / compute ops are {fmt_pct(e['kernel_share'])} of the step ({fmt_ns(explains)}){where}{thread_note}"

@@ -23,7 +23,7 @@ from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS
                                        fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
-from traceview.renderers.units import QUALITY_TITLE, quality_headline, quality_rows
+from traceview.renderers.units import QUALITY_TITLE, distinct_shortened, quality_headline, quality_rows
 from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
                                        memory_op_rows, memory_step_rows)
 from traceview.results import BUCKETS
@@ -177,14 +177,16 @@ def _top(frame: Any, title: str, width: int, unit_label: str) -> Table | None:
         return None
     table = Table(title=title, title_justify="left", title_style="bold", box=None, header_style="bold")
     name_width = max(20, width - 40)
-    table.add_column("name", no_wrap=True, max_width=name_width)
+    # The name column folds rather than cut: its cells are already shortened to be told apart.
+    table.add_column("name", max_width=name_width, overflow="fold")
     table.add_column(unit_label, justify="right")
     table.add_column("time/step", justify="right")
     table.add_column("mean", justify="right")
     table.add_column("share", justify="right")
-    for row in frame.itertuples(index=False):
-        table.add_row(shorten(row.name, name_width), f"{row.count_per_step:.1f}", fmt_ns(row.time_per_step_ns),
-                      fmt_ns(row.mean_ns), fmt_pct(row.share))
+    # Names cut so that no two rows read the same (two layers' MatMul:_MklMatMul differ in the middle).
+    for name, row in zip(distinct_shortened(list(frame["name"]), name_width), frame.itertuples(index=False)):
+        table.add_row(name, f"{row.count_per_step:.1f}", fmt_ns(row.time_per_step_ns), fmt_ns(row.mean_ns),
+                      fmt_pct(row.share))
     return table
 
 

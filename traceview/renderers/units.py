@@ -283,8 +283,10 @@ def memory_step_rows(diag: Any) -> list[list[str]]:
 
 def memory_op_rows(diag: Any, width: int | None = None) -> list[list[str]]:
     """Ops charged with the steady steps' allocations, largest first."""
-    return [[shorten(r.op, width) if width else visible(r.op), _device_label(r.device), fmt_count(r.allocations),
-             fmt_bytes(r.bytes_per_step)] for r in diag.memory.ops.itertuples(index=False)]
+    ops = diag.memory.ops
+    names = distinct_shortened(list(ops["op"]), width) if width else [visible(op) for op in ops["op"]]
+    return [[name, _device_label(r.device), fmt_count(r.allocations), fmt_bytes(r.bytes_per_step)]
+            for name, r in zip(names, ops.itertuples(index=False))]
 
 
 QUALITY_TITLE = "Trace quality"
