@@ -158,6 +158,18 @@ def test_tensorflow_step_calls_are_the_steps(run: str, name: str, count: int) ->
     assert set(steps.table["name"]) == {name}
 
 
+def test_work_after_the_step_call_until_the_next_is_the_steps() -> None:
+    """Keras fit with a callback running pure Python after each step call: the steps run from
+    one multi_step_on_iterator call to the next, and the callback's unrecorded stretch at the end
+    of each is a gap of the step on its thread (host work), not idle time."""
+    diagnosis = traceview.diagnose(trace_paths(UNMARKED_TF / "fit_callback")[0])
+    assert diagnosis.steps.rule == "repeated-top-level" and len(diagnosis.steps.table) == 8
+    per_step = diagnosis.per_step()
+    inner = per_step.iloc[1:-1]  # (the last run has no next one: its window ends with the call)
+    assert (inner["host_compute"] > inner[["kernel", "launch_overhead", "input"]].max(axis=1)).all(), inner
+    assert (inner["idle"] < 0.05 * inner["duration"]).all(), inner
+
+
 def test_loop_numbers_come_from_names_only_when_every_run_has_a_rising_one() -> None:
     names = np.array(["step_3", "step_4", "step-9"], dtype=object)
     assert _loop_numbers(names).tolist() == [3, 4, 9]

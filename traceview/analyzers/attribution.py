@@ -41,7 +41,8 @@ frame at such a moment (a Python tracer records the frame, not the native wait i
 input work elsewhere is not taken (a prefetching pipeline overlaps).
 
 **Unrecorded gaps** on the step's thread inside a step (between its top-level events, and
-between the marker's edges and its first / last event): up to the threshold they are framework
+between the marker's edges — for steps found without markers, the window's host edges — and its
+first / last event): up to the threshold they are framework
 glue (``launch_overhead.inferred``), longer ones are host work the profiler did not see
 (``host_compute.inferred``: user code, garbage collection). The threshold is calibrated per
 trace from the gap sizes themselves (the top of the framework-glue population, below the
@@ -88,6 +89,9 @@ GAP_MAX_NS = 2_000_000
 
 R = Role
 Intervals = tuple[np.ndarray, np.ndarray]  # (starts, ends)
+# Step rules (analyzers/steps.py) whose windows run on past the events that found them: a window's
+# host edges are the step's edges on its thread.
+_LOOP_RULES = ("repeated-top-level", "optimizer-updates")
 
 
 @dataclass(frozen=True)
@@ -843,8 +847,8 @@ def driver_gaps(
     ev: pd.DataFrame, steps: Steps, options: AttributionOptions, shape_of_step: dict[int, int] | None = None
 ) -> tuple[Intervals, Intervals, Intervals, int, str]:
     """Unrecorded gaps on the step's thread inside a step: between consecutive top-level events
-    (events whose parent is the step marker or nothing) and between the marker's edges and its
-    first / last event. A gap's pause (analyzers/pauses.py; steps compared by ``shape_of_step``:
+    (events whose parent is the step marker or nothing) and between the marker's edges (or, for
+    steps found without markers, the window's host edges) and its first / last event. A gap's pause (analyzers/pauses.py; steps compared by ``shape_of_step``:
     step position → shape group) is taken off its end; the rest is split at the threshold into
     short (framework glue) and long (user code).
 
@@ -873,7 +877,10 @@ def driver_gaps(
     in_step = (step[1:] == step[:-1]) & (step[1:] >= 0)
     gap_start = prev_end[:-1][in_step]
     gap_end = np.maximum(ts[1:][in_step], gap_start)  # (0: the events abut or overlap)
-    pause = gap_pauses(step[1:][in_step], gap_end - gap_start, shape_of_step or {})
+    gap_step = step[1:][in_step]
+    if steps.rule in _LOOP_RULES and len(steps.table):
+        gap_start, gap_end, gap_step = _window_edge_gaps(steps, ts, end, step, gap_start, gap_end, gap_step)
+    pause = gap_pauses(gap_step, gap_end - gap_start, shape_of_step or {})
     paused = pause > 0
     pauses = (gap_end[paused] - pause[paused], gap_end[paused])
     gap_end = gap_end - pause
@@ -891,6 +898,32 @@ def driver_gaps(
         threshold, rule = GAP_MIN_NS, "no gaps on the step's thread"
     short = length <= threshold
     return (gap_start[short], gap_end[short]), (gap_start[~short], gap_end[~short]), pauses, threshold, rule
+
+
+def _window_edge_gaps(steps: Steps, ts: np.ndarray, end: np.ndarray, step: np.ndarray, gap_start: np.ndarray,
+                      gap_end: np.ndarray, gap_step: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gaps with, for steps found without markers, the stretches between each window's host
+    edges and the step's first / last event on its thread added (what the thread does after its
+    last recorded event until the next run of the loop's call — a Keras callback after fit's step
+    call — or from the last optimizer update to the step's first event): gaps of the step, not
+    idle, as between a marker's edges and its events. Returned in time order, so each step's gaps
+    stay together and in order."""
+    start, host_end = steps.table["start"].to_numpy(), steps.table["host_end"].to_numpy()
+    n = len(start)
+    lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    first_start = np.full(n, highest, dtype=np.int64)
+    last_end = np.full(n, lowest, dtype=np.int64)
+    inside = (step >= 0) & (step < n)
+    np.minimum.at(first_start, step[inside], ts[inside])
+    np.maximum.at(last_end, step[inside], end[inside])
+    leading = (first_start < highest) & (first_start > start)
+    trailing = (last_end > lowest) & (host_end > last_end)
+    gap_start = np.concatenate((gap_start, start[leading], last_end[trailing]))
+    gap_end = np.concatenate((gap_end, first_start[leading], host_end[trailing]))
+    gap_step = np.concatenate((gap_step, np.flatnonzero(leading).astype(gap_step.dtype),
+                               np.flatnonzero(trailing).astype(gap_step.dtype)))
+    order = np.argsort(gap_start, kind="stable")  # (sorted runs: a merge)
+    return gap_start[order], gap_end[order], gap_step[order]
 
 
 def layers_markdown() -> str:

@@ -5,6 +5,9 @@ tf.profiler runs a user would write without traceview's collectors, with no step
   ``tf.profiler.experimental.start`` / ``stop``: Keras 3 records each step as a call of its
   ``multi_step_on_iterator`` function, next to many eager ops of its own.
 - ``loop/``: ten calls of a custom ``@tf.function`` train step.
+- ``fit_callback/``: one epoch of the same ``fit`` with a callback whose ``on_train_batch_end``
+  runs a pure-Python loop (60,000 iterations, a few ms) after each step call: work of the step
+  that the profiler records nothing of.
 
     python tests/data/tf_cpu_unmarked/capture.py tests/data/tf_cpu_unmarked
 """
@@ -47,6 +50,18 @@ def main(out: Path) -> None:
     for i in range(10):
         train_step(x[i * 16:i * 16 + 32], y[i * 16:i * 16 + 32])
     tf.profiler.experimental.stop()
+    time.sleep(1.1)
+
+    tf.profiler.experimental.start(str(out / "fit_callback"))
+    model.fit(x, y, batch_size=32, epochs=1, verbose=0, callbacks=[_BusyCallback()])
+    tf.profiler.experimental.stop()
+
+
+class _BusyCallback(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch: int, logs: object = None) -> None:
+        total = 0
+        for i in range(60_000):
+            total += i
 
 
 if __name__ == "__main__":
