@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from traceview.analyzers.diagnosis import diagnose
-from traceview.analyzers.modes import ADVICE, MODE_RULES, advice
-from traceview.loader import load, trace_paths
+from traceview.analyzers.modes import ADVICE, MODE_RULES, advice, execution_mode
+from traceview.loader import load_with_steps, trace_paths
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 FRAMEWORK = {"tf": "tensorflow", "torch": "torch", "jax": "jax"}
@@ -28,10 +28,23 @@ def test_mode_from_the_trace_is_the_captured_mode(folder: Path) -> None:
     if (manifest.get("compile_report") or {}).get("fell_back_to_eager"):  # the collector saw dynamo give up
         mode = "compile-fallback"
     expected = f"{FRAMEWORK[manifest['framework']]}-{mode}"
-    timeline = load(trace_paths(folder)[0])
-    from traceview.analyzers.modes import execution_mode
+    timeline, steps = load_with_steps(trace_paths(folder)[0])
+    assert execution_mode(timeline, steps) == expected
 
-    assert execution_mode(timeline) == expected
+
+TRUTH = Path(__file__).resolve().parent.parent / "benchmarks" / "truth" / "cases"
+
+
+@pytest.mark.parametrize(("case", "jitted"), [("jax-tiny-ops", "clean"), ("jax-eager-grad", "clean")])
+def test_jax_ops_run_one_by_one_are_eager_mode(case: str, jitted: str) -> None:
+    """A jitted step is one outermost jitted call per step; jax.numpy ops (or jax.grad) run
+    without jax.jit are a jitted call each: hundreds per step in jax-tiny-ops, tens in
+    jax-eager-grad. The advice then asks for jax.jit, not for what a jitted step would do."""
+    timeline, steps = load_with_steps(trace_paths(TRUTH / case / "injected")[0])
+    assert execution_mode(timeline, steps) == "jax-eager"
+    timeline, steps = load_with_steps(trace_paths(TRUTH / case / jitted)[0])
+    assert execution_mode(timeline, steps) == "jax-jit"
+    assert "jax.jit" in advice("fuse", "jax-eager") and "already jitted" not in advice("fuse", "jax-eager")
 
 
 def test_advice_does_not_ask_for_what_the_mode_already_does() -> None:

@@ -49,7 +49,7 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
         communication=comm_overlap(timeline, steps),
         quality=trace_quality(timeline, steps),  # before the notes below: only the readers' notes
         memory=memory_use(timeline, steps, top),
-        mode=execution_mode(timeline),
+        mode=execution_mode(timeline, steps),
     )
     result = dataclasses.replace(result, findings=tuple(findings(result)))
     inflation = result.profiler_inflation

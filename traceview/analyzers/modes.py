@@ -11,7 +11,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
+from traceview.normalize import nearest_ancestor
+from traceview.results import Steps
 from traceview.schema import Timeline
+
+# A JAX step that makes more outermost jitted calls than this per steady step runs its jax.numpy
+# operations one by one (each is a jitted call of its own: PjitFunction(matmul), PjitFunction(add)
+# …); a jitted step is one call (the sample captures and ground-truth cases: 1 per step), a few
+# more where the loop also updates metrics or fetches a value (un-jitted: 23 to 458 per step).
+EAGER_CALLS_PER_STEP = 8
 
 
 @dataclass(frozen=True)
@@ -24,10 +34,17 @@ class ModeRule:
     source: str  # where the evidence comes from
     name: re.Pattern[str] | None = None
     fn_call: re.Pattern[str] | None = None
+    # With ``name``: the events so named, outermost ones only, must number more than this per
+    # steady step (median).
+    per_step_over: int | None = None
 
 
 MODE_RULES: tuple[ModeRule, ...] = (
-    ModeRule("jit", "jax", "JAX runs every step as jitted XLA code"),
+    ModeRule("eager", "jax", f"more than {EAGER_CALLS_PER_STEP} outermost jitted calls (`PjitFunction(f)`, "
+             "jax/_src/pjit.py) per steady step: the step's jax.numpy operations run one by one, each a jitted "
+             "call of its own, not one jitted step", name=re.compile(r"^(Pjit|Pmap)Function\("),
+             per_step_over=EAGER_CALLS_PER_STEP),
+    ModeRule("jit", "jax", "JAX runs the step as jitted XLA code"),
     ModeRule("compile", "torch", "torch.compile's runtime ranges (torch/_dynamo/eval_frame.py, AOT autograd's "
              "CompiledFunction, inductor's `## Call CompiledFxGraph`)",
              name=re.compile(r"^(Torch-Compiled Region|CompiledFunction(Backward)?$|## Call CompiledFxGraph)")),
@@ -50,7 +67,7 @@ MODE_RULES: tuple[ModeRule, ...] = (
 )
 
 
-def execution_mode(timeline: Timeline) -> str:
+def execution_mode(timeline: Timeline, steps: Steps | None = None) -> str:
     """``<framework>-<mode>`` (``torch-compile``, ``tensorflow-xla`` …), or ``unknown``."""
     framework = timeline.meta.framework
     events = timeline.events
@@ -63,8 +80,27 @@ def execution_mode(timeline: Timeline) -> str:
             continue
         if rule.fn_call is not None and not any(rule.fn_call.search(c) for c in calls):
             continue
+        if rule.per_step_over is not None and rule.name is not None and (
+                steps is None or _outermost_per_step(timeline, steps, rule.name) <= rule.per_step_over):
+            continue
         return f"{framework}-{rule.mode}"
     return "unknown"
+
+
+def _outermost_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str]) -> float:
+    """The median, over the steady steps, of the events named like ``name`` that no other such
+    event holds."""
+    events = timeline.events
+    codes = events["name"].cat.codes.to_numpy()
+    named = np.append(np.array([bool(name.search(str(n))) for n in events["name"].cat.categories], dtype=bool),
+                      False)[codes]
+    rows = np.flatnonzero(named)
+    if not len(rows) or not len(steps.table):
+        return 0.0
+    rows = rows[nearest_ancestor(events, rows, named, include_self=False) < 0]
+    step = events["step"].to_numpy()[rows]
+    counts = np.bincount(step[step >= 0], minlength=len(steps.table))[: len(steps.table)]
+    return float(np.median(counts[steps.steady_positions]))
 
 
 # Advice that depends on the mode: finding -> mode -> text ("*" for any other mode). Each text
@@ -89,6 +125,8 @@ _FUSE = {
                       "run several steps per call (steps_per_execution / a loop inside the function)",
     "jax-jit": "the step is already jitted: grow the batch, or run several steps per call (lax.scan / "
                "lax.fori_loop over the step)",
+    "jax-eager": "jit the step (jax.jit over the whole update, gradient included): its jax.numpy operations "
+                 "now run one by one, each a dispatch of its own; or grow the batch so each does more work",
     "*": "fuse work into fewer, larger ops: torch.compile / CUDA graphs in PyTorch, tf.function / "
          "jit_compile=True in TensorFlow, jax.jit; or grow the batch so each op does more work",
 }
