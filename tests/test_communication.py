@@ -14,6 +14,8 @@ import pytest
 from tests.conftest import cached_diagnosis, sample_kineto_traces, shared_trace
 from traceview.analyzers.attribution import BUCKETS, AttributionOptions, attribute, shown_buckets
 from traceview.analyzers.communication import comm_overlap
+from traceview.analyzers.diagnosis import diagnose
+from traceview.analyzers.ranks import multi_rank, summarize
 from traceview.analyzers.steps import find_steps
 from traceview.normalize import normalize
 from traceview.renderers import html_report, json_report, markdown, terminal
@@ -212,3 +214,28 @@ def test_json_keys_of_the_communication_block_are_plain_numbers(v100):
     assert set(block) == {"steady", "per_step", "trace"}
     assert all(isinstance(v, int) for row in block["per_step"] for k, v in row.items() if k != "overlap_share")
     assert Path(json.loads(json_report.render([v100]))["trace"]["source"]).name == Path(V100).name
+
+
+GLOO = Path(__file__).resolve().parent / "data" / "torch_cpu_gloo"  # (how: capture.py there)
+GLOO_SLEEP_NS = 4_000_000  # rank 1's own host work per step (capture.py: SLOW_RANK_SLEEP_S)
+
+
+def test_a_gloo_collective_on_cpu_is_communication_and_names_its_straggler() -> None:
+    """Two CPU ranks of DistributedDataParallel on Gloo; rank 1 sleeps 4 ms per step before its
+    backward. Rank 0 then blocks, unrecorded, while gloo:all_reduce runs on the process group's
+    work thread: that is communication (it read as 'host work' to move out of the step), and the
+    ranks differ by about the sleep in it — rank 0 waits as long as rank 1 works."""
+    diags = {rank: diagnose(GLOO / f"rank-{rank}.pt.trace.json.gz") for rank in (0, 1)}
+    steady = {rank: d.steady_attribution() for rank, d in diags.items()}
+    assert max(steady[0], key=steady[0].get) == "communication"
+    assert steady[0]["host_compute"] < 0.1 * sum(steady[0].values())
+    waited = steady[0]["communication"] - steady[1]["communication"]
+    worked = steady[1]["host_compute"] - steady[0]["host_compute"]
+    assert waited == pytest.approx(GLOO_SLEEP_NS, rel=0.25) and worked == pytest.approx(GLOO_SLEEP_NS, rel=0.25)
+    for d in diags.values():
+        assert "communication" in d.buckets and d.communication is not None
+        assert d.communication.steady(d.steady_positions)["collectives"] == 1  # (DDP: one bucket of 0.5 MB)
+    assert diags[0].findings[0].rule == "exposed_communication"
+    run = multi_rank([summarize(d) for d in diags.values()])[0]
+    spread = run.spread.set_index("bucket")
+    assert spread.loc["communication", "max_rank"] == 0 and spread.loc["host_compute", "max_rank"] == 1

@@ -42,21 +42,23 @@ EXAMPLES: list[tuple[int, str, str, str, str]] = [
     (25, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
     (26, "host_op", "ynn_fusion.2", "jit(_eval_step)/conv_general_dilated", ""),
     (27, "annotation", "Optimizer.step#SGD.step", "", ""),
-    (28, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
-    (29, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
-    (30, "annotation", "my_record_function_range", "", ""),
-    (31, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
-    (32, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
-    (33, "python", "train.py(42): step", "", ""),
+    (28, "annotation", "DistributedDataParallel.forward", "", ""),
+    (29, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
+    (30, "annotation", "gloo:all_reduce", "", ""),
+    (31, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
+    (32, "annotation", "my_record_function_range", "", ""),
+    (33, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
+    (34, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
+    (35, "python", "train.py(42): step", "", ""),
 ]
 # Examples that carry XPlane's hlo_op stat (an XLA thunk), by name.
 HLO_OPS = {"ynn_fusion.2": "ynn_fusion.2"}
 # Device rows: (row index, kind, kernel name, launcher: the framework op that queued it).
 DEVICE_EXAMPLES: list[tuple[int, str, str, str]] = [
-    (34, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
-    (35, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
-    (36, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
-    (37, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
+    (36, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
+    (37, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
+    (38, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
+    (39, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
 ]
 
 

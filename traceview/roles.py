@@ -72,6 +72,7 @@ class Role(str, Enum):
     COMPILE = "compile"
     INPUT = "input"
     SYNC = "sync"
+    COMMUNICATION = "communication"  # a collective run on the host (Gloo's work threads on CPU)
     LAUNCH = "launch"
     RUNTIME = "runtime"
     PYTHON_FRAMEWORK = "python_framework"
@@ -248,8 +249,15 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # ---- everything else that a reader called a framework op or a range ----
     RoleRule(Role.PYTHON_FRAMEWORK, _RANGE, "torch.optim profile hook ranges around the optimizer's Python "
              "(torch/optim/optimizer.py: `Optimizer.step#SGD.step`)", name=_re(r"^Optimizer\.\w+#")),
+    RoleRule(Role.PYTHON_FRAMEWORK, _RANGE, "DistributedDataParallel's range around the wrapped module's forward "
+             "and its own Python (torch/nn/parallel/distributed.py: `DistributedDataParallel.forward`)",
+             name=_re(r"^DistributedDataParallel\.\w+$")),
     RoleRule(Role.DISPATCH, _OP, "any other framework op: runtime (TFE_Py_*, EagerExecute, ExecutorState::Process, "
              "convert_to_tensor) or an op that is not on the compute allowlist"),
+    RoleRule(Role.COMMUNICATION, _RANGE, "torch.distributed on CPU: the `gloo:all_reduce`, `gloo:broadcast` … "
+             "range ProcessGroupGloo records around each collective it runs on its work threads (waiting for the "
+             "peers and moving the data; torch/csrc/distributed/c10d/ProcessGroupGloo.cpp)",
+             name=_re(r"^gloo:\w+$")),
     RoleRule(Role.DISPATCH, _RANGE, "TF executor / tf.data runtime ranges (ExecutorState::ProcessAsync::Start, "
              "ExecutorDoneCallback)", name=_re(r"^(ExecutorState::|ExecutorDoneCallback|ThreadpoolListener)")),
     RoleRule(Role.ANNOTATION, _RANGE, "any other range: user record_function / tf.profiler Trace, library ranges"),

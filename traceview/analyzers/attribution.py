@@ -34,9 +34,10 @@ that traced its function this time: the runtime instantiates and optimizes the n
 call wrapper's own time is never compute. A sync on the step's thread (XLA's BlockUntilReady on
 CPU) is resolved the same way, with the wait itself (sync_wait) as the last resort.
 
-**Unrecorded stretches** on the step's thread while another thread computes or compiles are that
-work (the step's thread is blocked in a wait the profiler does not record, such as JAX's
-block_until_ready on CPU); so is the own time of a range, of framework runtime and of a Python
+**Unrecorded stretches** on the step's thread while another thread computes, compiles or runs a
+collective are that work (the step's thread is blocked in a wait the profiler does not record,
+such as JAX's block_until_ready on CPU, or torch.distributed waiting for a Gloo collective on
+the process group's work thread: ``communication.host``); so is the own time of a range, of framework runtime and of a Python
 frame at such a moment (a Python tracer records the frame, not the native wait inside it);
 input work elsewhere is not taken (a prefetching pipeline overlaps).
 
@@ -177,6 +178,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("launch_overhead.runtime_api", "host", (R.RUNTIME.value,), _BOTH, "another runtime API call runs"),
     Layer("launch_overhead.queued", "device", (QUEUED,), _DEV, "a launched kernel waits to start"),
     Layer("input", "driver", (R.INPUT.value,), _CPU, "the step's thread is in the input pipeline"),
+    Layer("communication.host", "driver", (R.COMMUNICATION.value,), _CPU,
+          "the step's thread runs a collective (Gloo: waiting for the peers, moving the data)"),
     Layer("launch_overhead.dispatch", "host",
           (R.DISPATCH.value, R.VIEW_ALLOC.value, R.CALL.value, R.CALL_TRACING.value, R.COMPILED_CODE.value,
            R.COMPUTE.value), _DEV,
@@ -209,6 +212,8 @@ LAYERS: tuple[Layer, ...] = (
           "(device idle) other recorded host work"),
     Layer("kernel.other_threads", "others", (R.COMPUTE.value, R.COMPILED_CODE.value), _CPU,
           "… another thread computes (executor threads running a tf.function's ops)"),
+    Layer("communication.host", "others", (R.COMMUNICATION.value,), _CPU,
+          "… another thread runs a collective (Gloo's work thread: the step waits for its peers)"),
     Layer("graph_build.graph", "others", (R.GRAPH_BUILD.value,), _CPU, "… another thread traces"),
     Layer("graph_build.compile", "others", (R.COMPILE.value,), _CPU, "… another thread compiles (XLA codegen)"),
     Layer("input", "others", (R.INPUT.value,), _CPU, "… another thread runs the input pipeline"),
@@ -271,8 +276,10 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
             resolved[resolved < 0] = _fallback_index(layers, fallback_name)
             winner[waiting] = resolved
     # The step's thread outside any compute of its own (an unrecorded stretch, a range, framework
-    # runtime) while another thread computes or compiles: the step's thread is waiting for that
-    # work, whether the wait is unrecorded (JAX's block_until_ready on CPU) or recorded as a range
+    # runtime) while another thread computes, compiles or runs a collective: the step's thread is
+    # waiting for that
+    # work, whether the wait is unrecorded (JAX's block_until_ready on CPU, torch.distributed's
+    # wait for a Gloo collective) or recorded as a range
     # of the runtime (PjRt's ExecuteHelper while the client thread runs the XLA program, JAX's
     # np.asarray of a result), so the moment is that work — as on a GPU, where a running kernel
     # takes the moment whatever the host does. Input work on other threads is not taken: a
@@ -280,7 +287,8 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     gap_layers = [i for i, layer in enumerate(layers) if layer.selects in ((GAP_SHORT,), (GAP_LONG,), (PAUSE,))
                   or (layer.scope == "driver" and layer.name in _WAITING_IF_OTHERS_COMPUTE)]
     gap_resolvers = np.array([i for i, layer in enumerate(layers) if layer.scope == "others"
-                              and layer.bucket in ("kernel", "graph_build") and CALL_FALLBACK not in layer.selects],
+                              and layer.bucket in ("kernel", "communication", "graph_build")
+                              and CALL_FALLBACK not in layer.selects],
                              dtype=np.int64)
     if len(gap_resolvers):
         unrecorded = (winner < 0) | np.isin(winner, gap_layers)

@@ -2,13 +2,19 @@
 
 Communication kernels are the device kernels whose role is ``device_communication`` (launched by
 a collective op, else named like NCCL / RCCL kernels: ``traceview/roles.py``); compute kernels
-are those whose role is ``device_kernel``. Per step window, pooled over the trace's devices:
+are those whose role is ``device_kernel``. A trace without them whose collectives run on the host
+(torch.distributed's Gloo backend on CPU: ``gloo:all_reduce`` ranges on the process group's work
+threads, role ``communication``) is measured the same way, with the host's compute ops (roles
+``compute``, ``compiled_code``, any thread) as the compute. Per step window, pooled over the
+trace's devices (or host threads):
 
 - ``comm_ns``: time in which at least one communication kernel runs (the union of their
   intervals, so concurrent collectives count once);
 - ``overlapped_ns``: the part of it in which a compute kernel runs too;
-- ``exposed_ns`` = ``comm_ns`` − ``overlapped_ns``: exactly the step's ``communication`` bucket
-  (attribution gives an instant to ``kernel`` first, then to ``communication``);
+- ``exposed_ns`` = ``comm_ns`` − ``overlapped_ns``: on a device, exactly the step's
+  ``communication`` bucket (attribution gives an instant to ``kernel`` first, then to
+  ``communication``); on the host, attribution follows the step's thread (its own framework work
+  comes before another thread's collective), so the bucket is at most this;
 - ``overlap_share`` = ``overlapped_ns`` / ``comm_ns`` (0 when there is no communication);
 - ``collectives``: communication kernels that start in the step.
 
@@ -37,9 +43,13 @@ def comm_overlap(timeline: Timeline, steps: Steps) -> CommOverlap | None:
     role_in = membership(ev["role"].array)
     on_device = ev["device"].to_numpy() >= 0
     comm = on_device & role_in([Role.DEVICE_COMMUNICATION.value])
-    if not comm.any():
-        return None
-    compute = on_device & role_in([Role.DEVICE_KERNEL.value])
+    if comm.any():
+        compute = on_device & role_in([Role.DEVICE_KERNEL.value])
+    else:
+        comm = ~on_device & role_in([Role.COMMUNICATION.value])
+        if not comm.any():
+            return None
+        compute = ~on_device & role_in([Role.COMPUTE.value, Role.COMPILED_CODE.value])
     ts = ev["ts"].to_numpy()
     end = ts + ev["dur"].to_numpy()
     table = steps.table

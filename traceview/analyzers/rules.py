@@ -236,6 +236,9 @@ def exposed_communication(diag: Diagnosis) -> Finding | None:
     if overlap >= LOW_OVERLAP:
         advice.append("compute already hides most of it; the exposed rest shrinks with fewer bytes "
                       "(bf16 gradient communication hooks) or a faster interconnect")
+    # A collective lasts until the slowest rank joins: its time may be another rank's work.
+    advice.append("a collective also waits for the slowest rank to join it: compare the ranks "
+                  "(traceview diagnose on the folder of all ranks' traces)")
     return Finding(
         "exposed_communication", "collective communication that no compute kernel hides", _grade(share, 0.05, 0.20),
         {"communication_share": share, "comm_ns": steady["comm_ns"], "overlapped_ns": steady["overlapped_ns"],

@@ -159,7 +159,7 @@ def _memcpy(e: Mapping[str, Any], explains: float) -> str:
 def _exposed_communication(e: Mapping[str, Any], explains: float) -> str:
     return (f"exposed communication is {fmt_pct(e['communication_share'])} of the step ({fmt_ns(explains)}): "
             f"{e['collectives_per_step']:.0f} collectives per step take {fmt_ns(e['comm_ns'])}, "
-            f"{fmt_pct(e['overlap_share'])} of it overlapped by compute kernels")
+            f"{fmt_pct(e['overlap_share'])} of it overlapped by compute")
 
 
 def _input_bound(e: Mapping[str, Any], explains: float) -> str:
