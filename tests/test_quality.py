@@ -110,6 +110,21 @@ def test_the_clean_trace_has_only_expected_drops(tmp_path: Path):
             "Trace quality: no problems found"]
 
 
+def test_steps_without_framework_ops_are_said_to_hold_no_training_work(tmp_path: Path):
+    """A schedule's last cycle exported after the loop ended holds only the profiler's own Python
+    frames: no op ran, so there is no dispatch to fuse — launch_bound is skipped (not 'high' on
+    99 % of a step of nothing) and a note says the trace recorded no training work."""
+    events = [{"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+              for name, ts, dur in (("torch/profiler/profiler.py(790): __exit__", 0, 180),
+                                    ("torch/profiler/profiler.py(800): stop", 10, 160),
+                                    ("<built-in method _disable_profiler of PyCapsule object>", 20, 140))]
+    report = json.loads(_run("diagnose", str(_write(tmp_path, events)), "--format", "json").stdout)
+    launch = next(f for f in report["findings"] if f["rule"] == "launch_bound")
+    assert launch["grade"] == "skipped" and "no training work" in launch["summary"]
+    assert all(f["grade"] in ("none", "skipped") for f in report["findings"])
+    assert any("recorded no training work" in note for note in report["trace"]["notes"])
+
+
 def test_a_python_frame_crossing_the_range_it_opens_is_not_an_overlap(tmp_path: Path):
     """torch's Python tracer records ``_record_function_enter_new`` returning after the range it
     opened began (and ``_record_function_exit`` starting before it ends): expected, not a fault."""

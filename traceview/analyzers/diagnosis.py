@@ -52,6 +52,11 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
         mode=execution_mode(timeline, steps),
     )
     result = dataclasses.replace(result, findings=tuple(findings(result)))
+    if result.launch.ops_per_step == 0 and not timeline.has_device:
+        timeline.meta.notes.append(
+            "the steps hold no framework op: the trace recorded no training work in them (a profiler schedule's "
+            "cycle that ended before the loop's next step, or a window that closed before the step ran); "
+            "capture steps that run the model")
     inflation = result.profiler_inflation
     if inflation is not None and inflation >= INFLATION_WARNING:
         timeline.meta.notes.append(

@@ -83,6 +83,10 @@ def launch_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["launch_overhead"]
     s = diag.launch
+    if s.ops_per_step == 0:
+        # No framework op in the steps: no dispatch to fuse (the overhead there is the profiler's or
+        # a runtime's own Python, outside any training work).
+        return Finding("launch_bound", "launch/dispatch-bound steps", "skipped")
     grade = _grade(share, 0.03, 0.15)
     where = "the device waits for the host" if diag.timeline.has_device else "framework dispatch outside the math"
     return Finding(

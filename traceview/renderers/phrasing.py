@@ -106,6 +106,7 @@ RULE_NEEDS: dict[str, str] = {
     "low_utilization": "device events",
     "host_between_steps": "at least two steps",
     "paused": "at least 3 steady steps of the same shape (the same events in the same order on the step's thread)",
+    "launch_bound": "framework ops in the steps (they hold none: the trace recorded no training work in them)",
 }
 
 
