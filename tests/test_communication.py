@@ -239,3 +239,5 @@ def test_a_gloo_collective_on_cpu_is_communication_and_names_its_straggler() -> 
     run = multi_rank([summarize(d) for d in diags.values()])[0]
     spread = run.spread.set_index("bucket")
     assert spread.loc["communication", "max_rank"] == 0 and spread.loc["host_compute", "max_rank"] == 1
+    holdup, = (note for note in run.notes if "holds the collectives up" in note)
+    assert holdup.startswith("rank 1 holds") and "in host compute" in holdup

@@ -20,7 +20,10 @@ Which rank a trace is:
 
 Under synchronous data parallelism every rank waits for the slowest at each collective, so step
 times converge; the straggler then shows as the rank with the *least* waiting — read the bucket
-spread (which rank has the most compute, which the most communication) with the step times.
+spread (which rank has the most compute, which the most communication) with the step times. When
+the others wait in communication at least ``HOLDUP_SHARE`` of a step longer than one rank, and
+that rank spends at least ``HOLDUP_MATCH`` of the wait more than they do in a cause of its own, a
+note names it and the cause ("rank 1 holds the collectives up … host compute").
 """
 
 from __future__ import annotations
@@ -165,8 +168,41 @@ def _compare_ranks(key: tuple[str, ...], members: list[tuple[RankInfo, RankSumma
         "steps": [len(s.steps) for s in summaries],
         "slowest_steps": (slowest[None, :] == ranks[:, None]).sum(axis=1) if len(slowest) else 0,
     })
+    holdup = _holdup(ranks, summaries, median_steady)
+    if holdup:
+        notes.append(holdup)
     return MultiRank(label=label, world_size=world, backend=backend, rank_origin=infos[0].origin, ranks=table,
                      step_ns=step_ns, stragglers=stragglers, spread=_spread(ranks, summaries), notes=tuple(notes))
+
+
+# A rank holds the collectives up when the others wait at least this share of a steady step longer
+# in communication than it does, and it spends at least HOLDUP_MATCH of that wait more than they do
+# in one cause of its own.
+HOLDUP_SHARE = 0.05
+HOLDUP_MATCH = 0.5
+
+
+def _holdup(ranks: np.ndarray, summaries: list[RankSummary], median_steady: float) -> str | None:
+    """The rank the others wait for in their collectives, and the cause of its own that the wait
+    matches: a collective ends when the slowest rank joins, so the rank with the least
+    communication is the one the others wait for, and its excess work is what they wait on."""
+    comm = np.array([s.steady_buckets_ns.get("communication", 0.0) for s in summaries], dtype=float)
+    if len(ranks) < 2 or not comm.any() or not median_steady:
+        return None
+    culprit = int(np.argmin(comm))
+    others = np.arange(len(ranks)) != culprit
+    waited = float(np.median(comm[others]) - comm[culprit])
+    if waited < HOLDUP_SHARE * median_steady:
+        return None
+    excess = {bucket: summaries[culprit].steady_buckets_ns.get(bucket, 0.0)
+              - float(np.median([s.steady_buckets_ns.get(bucket, 0.0) for s, o in zip(summaries, others) if o]))
+              for bucket in summaries[culprit].steady_buckets_ns if bucket not in ("communication", "idle")}
+    cause = max(excess, key=lambda b: (excess[b], b)) if excess else None
+    if cause is None or excess[cause] < HOLDUP_MATCH * waited:
+        return None
+    return (f"rank {ranks[culprit]} holds the collectives up: the other ranks wait {waited / 1e6:.3g} ms per step "
+            f"longer in communication, and rank {ranks[culprit]} spends {excess[cause] / 1e6:.3g} ms more than they "
+            f"do in {cause.replace('_', ' ')} (a collective ends when the slowest rank joins it)")
 
 
 def _stragglers(step_ns: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
