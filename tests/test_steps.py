@@ -168,6 +168,11 @@ def test_work_after_the_step_call_until_the_next_is_the_steps() -> None:
     inner = per_step.iloc[1:-1]  # (the last run has no next one: its window ends with the call)
     assert (inner["host_compute"] > inner[["kernel", "launch_overhead", "input"]].max(axis=1)).all(), inner
     assert (inner["idle"] < 0.05 * inner["duration"]).all(), inner
+    # The last run's window ends with the call, without the callback after it: partial, not steady
+    # (it would pull the steady mean down by the callback's share).
+    assert diagnosis.steps.partial == (7,) and 7 not in diagnosis.steady_positions
+    assert diagnosis.to_dict()["steps"]["partial"] == [7]
+    assert per_step["duration"].iloc[7] < 0.5 * inner["duration"].median()
 
 
 def test_loop_numbers_come_from_names_only_when_every_run_has_a_rising_one() -> None:

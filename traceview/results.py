@@ -87,18 +87,27 @@ class Steps:
     # Numbers of the steps left out for holding no event but their marker, before a step that does
     # (not the run at the end: the stretch from the last step() to the profiler's stop).
     empty_inside: tuple[int, ...] = ()
+    # Positions of the steps whose window is known to miss part of the step: the last run of a loop
+    # found without markers, whose window ends with the run (there is no next run to end it at).
+    partial: tuple[int, ...] = ()
 
     @property
     def steady(self) -> pd.DataFrame:
         """The rows of the steady-state steps."""
-        return self.table[~self.table["cold"]]
+        return self.table.iloc[self.steady_positions]
 
     @property
     def steady_positions(self) -> np.ndarray:
-        """Positions of the steady-state steps; every step when all of them are cold."""
+        """Positions of the steady-state steps: neither cold nor partial; every complete step when
+        all of those are cold, every step when all are partial."""
         cold = self.table["cold"].to_numpy()
-        idx = np.flatnonzero(~cold)
-        return idx if len(idx) else np.arange(len(cold))
+        complete = np.ones(len(cold), dtype=bool)
+        complete[list(self.partial)] = False
+        for candidates in (~cold & complete, complete):
+            idx = np.flatnonzero(candidates)
+            if len(idx):
+                return idx
+        return np.arange(len(cold))
 
     def in_steady(self, events: pd.DataFrame) -> np.ndarray:
         """Per event: whether it belongs to a steady-state step."""
@@ -459,6 +468,7 @@ class Diagnosis:
                 "detail": self.steps.rule_detail,
                 "count": int(len(table)),
                 "cold": [int(n) for n in table.loc[table["cold"], "number"]],
+                "partial": [int(table["number"].iloc[p]) for p in self.steps.partial],
                 "steady": int(len(self.steady_positions)),
                 "table": [
                     {

@@ -102,8 +102,10 @@ def diagnosis_markdown(diag: Any) -> list[str]:
     lines.append("")
     per = diag.attribution.per_step
     rows = []
+    partial = set(diag.steps.partial)
     for i, r in enumerate(table.itertuples(index=False)):
-        rows.append([f"#{r.number}" + (" (cold)" if r.cold else ""), fmt_ns(r.duration)]
+        rows.append([f"#{r.number}" + (" (cold)" if r.cold else "") + (" (partial)" if i in partial else ""),
+                     fmt_ns(r.duration)]
                     + [fmt_ns(per.at[i, b]) for b in diag.buckets])
     lines += _table(["step", "time"] + [BUCKET_LABEL[b] for b in diag.buckets], rows)
     lines.append("")

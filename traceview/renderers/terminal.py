@@ -137,8 +137,9 @@ def _per_step(diag: Any) -> Table:
     shown = [b for b in BUCKETS if per[b].any()]
     for b in shown:
         table.add_column(short[b], justify="right", style=BUCKET_STYLE[b])
+    partial = set(diag.steps.partial)
     for i, row in enumerate(diag.steps.table.itertuples(index=False)):
-        label = f"#{row.number}" + (" cold" if row.cold else "")
+        label = f"#{row.number}" + (" cold" if row.cold else "") + (" partial" if i in partial else "")
         table.add_row(label, fmt_ns(row.duration), *[fmt_ns(per.at[i, b], compact=True) for b in shown])
     return table
 
