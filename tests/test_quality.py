@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import REPO, cached_diagnosis, sample_kineto_traces, sample_xplane_traces
 from traceview.analyzers.quality import CHECK_KEYS, EXPECTED_DROPS, is_expected_drop
+from traceview.loader import trace_paths
 
 CLEAN_COUNTS = dict.fromkeys(CHECK_KEYS, 0)
 
@@ -122,7 +123,19 @@ def test_steps_without_framework_ops_are_said_to_hold_no_training_work(tmp_path:
     launch = next(f for f in report["findings"] if f["rule"] == "launch_bound")
     assert launch["grade"] == "skipped" and "no training work" in launch["summary"]
     assert all(f["grade"] in ("none", "skipped") for f in report["findings"])
-    assert any("recorded no training work" in note for note in report["trace"]["notes"])
+    assert any("records no training work" in note for note in report["trace"]["notes"])
+
+
+@pytest.mark.skipif(not (REPO / "sample_traces" / "linreg-gd" / "numpy-eager").is_dir(), reason="sample_traces/ absent")
+def test_steps_holding_only_their_markers_stay_idle_as_the_quality_check_says():
+    """The numpy baselines record step markers and nothing in them: the quality check says their
+    time counts as idle, and the attribution agrees (it read 100 % 'framework glue' inferred from
+    the one gap between the marker's edges, and launch_bound high)."""
+    diagnosis = cached_diagnosis(trace_paths(REPO / "sample_traces" / "linreg-gd" / "numpy-eager")[0])
+    assert [c.key for c in diagnosis.quality.problems()] == ["empty_steps"]
+    steady = diagnosis.steady_attribution()
+    assert steady["idle"] == sum(steady.values()) > 0
+    assert next(f for f in diagnosis.findings if f.rule == "launch_bound").grade == "skipped"
 
 
 def test_a_python_frame_crossing_the_range_it_opens_is_not_an_overlap(tmp_path: Path):

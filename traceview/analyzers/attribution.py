@@ -886,6 +886,13 @@ def driver_gaps(
     gap_start = prev_end[:-1][in_step]
     gap_end = np.maximum(ts[1:][in_step], gap_start)  # (0: the events abut or overlap)
     gap_step = step[1:][in_step]
+    # A step with no event of its own on the thread (its marker only: work no profiler records, a
+    # numpy loop) has no gaps between events to infer from: its time stays idle (unrecorded).
+    held = np.bincount(step_all[top][step_all[top] >= 0], minlength=len(steps.table))
+    marker_only = held[: len(steps.table)] == 0
+    if marker_only.any() and len(gap_step):
+        keep = ~marker_only[np.clip(gap_step, 0, len(marker_only) - 1)]
+        gap_start, gap_end, gap_step = gap_start[keep], gap_end[keep], gap_step[keep]
     if steps.rule in _LOOP_RULES and len(steps.table):
         gap_start, gap_end, gap_step = _window_edge_gaps(steps, ts, end, step, gap_start, gap_end, gap_step)
     pause = gap_pauses(gap_step, gap_end - gap_start, shape_of_step or {})

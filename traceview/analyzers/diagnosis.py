@@ -54,9 +54,9 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
     result = dataclasses.replace(result, findings=tuple(findings(result)))
     if result.launch.ops_per_step == 0 and not timeline.has_device:
         timeline.meta.notes.append(
-            "the steps hold no framework op: the trace recorded no training work in them (a profiler schedule's "
-            "cycle that ended before the loop's next step, or a window that closed before the step ran); "
-            "capture steps that run the model")
+            "the steps hold no framework op: the trace records no training work in them (a profiler schedule's "
+            "cycle that ended before the loop's next step, a window that closed before the step ran, or work "
+            "no profiler records, such as numpy); their time cannot be attributed to a cause")
     inflation = result.profiler_inflation
     if inflation is not None and inflation >= INFLATION_WARNING:
         timeline.meta.notes.append(
