@@ -565,6 +565,10 @@ OP_DIFF_COLUMNS: tuple[str, ...] = ("name", "kind", "baseline_count_per_step", "
                                     "baseline_time_per_step_ns", "candidate_time_per_step_ns", "delta_ns")
 
 
+# The two sides' profiler inflations (profiled / unprofiled step) differ by more than this factor:
+# the compare headline says so beside the unprofiled ratio.
+UNEVEN_INFLATION = 1.25
+
 @dataclass(frozen=True, eq=False)
 class Comparison:
     """Why one trace's steady-state step is slower than another's (``candidate`` vs ``baseline``)."""
@@ -622,6 +626,21 @@ class Comparison:
         return max(0.0, 1.0 - abs(self.unexplained_ns) / abs(self.gap_ns))
 
     @property
+    def unprofiled_ratio(self) -> float | None:
+        """Candidate / baseline steady step without the profiler, when both captures' manifests
+        carry it (the collectors time the same steps unprofiled)."""
+        a, b = self.baseline.unprofiled_step_ns, self.candidate.unprofiled_step_ns
+        return b / a if a and b else None
+
+    @property
+    def uneven_inflation(self) -> bool:
+        """Whether the profiler slows the two sides by factors more than ``UNEVEN_INFLATION`` apart:
+        the profiled ratio and its per-cause split then over-weigh the more inflated side's host
+        costs (the profiler's per-op cost counts as that side's dispatch)."""
+        a, b = self.baseline.profiler_inflation, self.candidate.profiler_inflation
+        return bool(a and b and max(a, b) / min(a, b) > UNEVEN_INFLATION)
+
+    @property
     def significant(self) -> bool:
         """Whether the step-time ratio is outside the noise: its interval excludes 1 (assumed
         without an interval)."""
@@ -649,6 +668,9 @@ class Comparison:
             "ratio": self.ratio,
             "ratio_interval": list(self.ratio_interval) if self.ratio_interval else None,
             "significant": self.significant,
+            "unprofiled_ratio": self.unprofiled_ratio,
+            "baseline_inflation": self.baseline.profiler_inflation,
+            "candidate_inflation": self.candidate.profiler_inflation,
             "gap_ns": gap,
             "explained_share": self.explained_share,
             "unexplained_ns": self.unexplained_ns,

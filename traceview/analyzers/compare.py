@@ -47,6 +47,9 @@ FAMILIES: tuple[str, ...] = tuple(f for f, _ in cat.OP_FAMILIES) + ("other",)
 
 
 BOOTSTRAP_RESAMPLES = 2000
+# Cold and steady steps that differ by no more than this share are the same (a trace against
+# itself, or two captures of the same program).
+SAME_COLD_SHARE = 0.02
 INTERVAL = 0.95
 
 
@@ -232,7 +235,10 @@ def _cold_start(baseline: Diagnosis, candidate: Diagnosis) -> ColdStart:
     if a_cold is not None and b_cold is not None:
         extra_cold = b_cold - a_cold
         saving = a_steady - b_steady  # > 0 when the candidate is faster per steady step
-        if extra_cold > 0 and saving > 0:
+        if abs(extra_cold) <= SAME_COLD_SHARE * max(a_cold, b_cold) and abs(saving) <= SAME_COLD_SHARE * max(
+                a_steady, b_steady):
+            note = "the cold and the steady steps take the same time on both sides"
+        elif extra_cold > 0 and saving > 0:
             payback = extra_cold / saving
             note = f"the candidate's larger cold step is paid back after {payback:.1f} steady steps"
         elif extra_cold < 0 and saving < 0:

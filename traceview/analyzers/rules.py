@@ -424,6 +424,9 @@ def comparison_findings(comparison: Comparison) -> list[Finding]:
     gap = comparison.gap_ns
     if gap == 0:
         return [Finding("gap", "step-time difference", "none")]
+    if not comparison.significant:
+        # The ratio's interval holds 1: the per-cause deltas are step-time noise, no cause to name.
+        return [Finding("gap", "step-time difference", "none", {"significant": False})]
     for d in comparison.ranked()[:MOST_GAP_CAUSES]:
         share = d.delta_ns / gap
         if share <= GAP_CAUSE_SHARE:

@@ -28,7 +28,7 @@ import numpy as np
 
 from traceview.analyzers.attribution import attribution_segments, leaf_compute_ops
 from traceview.renderers.base import Renderer
-from traceview.renderers.phrasing import BUCKET_LABEL, gap_cause, gap_headline, listed_causes
+from traceview.renderers.phrasing import BUCKET_LABEL, gap_cause, gap_caveats, gap_headline, listed_causes
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
 from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
@@ -187,6 +187,7 @@ def _comparison(cmp: Any) -> str:
     """The gap between two traces: headline, per-bucket deltas, op families."""
     gap = cmp.gap_ns
     lead, rest = gap_headline(cmp)
+    rest += gap_caveats(cmp)
     base = Path(cmp.baseline.timeline.meta.source).name
     cand = Path(cmp.candidate.timeline.meta.source).name
     rows = "".join(
@@ -217,7 +218,8 @@ def _comparison(cmp: Any) -> str:
         "<h3>Op families per steady step</h3><table><tr><th>family</th><th class=\"num\">ops base</th>"
         "<th class=\"num\">ops cand</th><th class=\"num\">compute base</th><th class=\"num\">compute cand</th>"
         f"<th class=\"num\">host/op base</th><th class=\"num\">host/op cand</th></tr>{families}</table>"
-        f"{op_diff}<p>Cold start: {esc(cmp.cold.payback_note)}.</p></section>"
+        f"{op_diff}<p>Cold start: {esc(cmp.cold.payback_note)}.</p>"
+        f"<h3>Gap findings</h3>{_findings(cmp.findings)}</section>"
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from traceview.renderers.base import Renderer
-from traceview.renderers.phrasing import BUCKET_LABEL, fmt_ratio, gap_cause, gap_headline, listed_causes
+from traceview.renderers.phrasing import BUCKET_LABEL, fmt_ratio, gap_cause, gap_caveats, gap_headline, listed_causes
 from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
                                        memory_op_rows, memory_step_rows)
 from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, fmt_count,
@@ -195,6 +195,7 @@ def render_comparison(cmp: Any, **_: Any) -> str:
     gap = cmp.gap_ns
     base, cand = cmp.baseline, cmp.candidate
     lead, rest = gap_headline(cmp)
+    rest += gap_caveats(cmp)
     lines = [
         "### traceview compare",
         "",
@@ -213,6 +214,7 @@ def render_comparison(cmp: Any, **_: Any) -> str:
                     [[BUCKET_LABEL[d.bucket], fmt_ns(d.baseline_ns), fmt_ns(d.candidate_ns), fmt_ns(d.delta_ns),
                       fmt_pct(d.delta_ns / gap) if gap else "-"] for d in cmp.buckets])
     lines.append("")
+    lines += _findings(list(cmp.findings), "Gap findings")
     lines += ["<details><summary>Op families, ops and kernels by name, cold start, findings, and both diagnoses"
               "</summary>", ""]
     fam = cmp.families

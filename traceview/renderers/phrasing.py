@@ -66,6 +66,49 @@ def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[st
     return lead, rest + "."
 
 
+def gap_caveats(cmp: Any) -> str:
+    """What qualifies the compare report's first line, as sentences after it (each starts with a
+    space): the ratio without the profiler and the profiler's uneven inflation, when the captures
+    measured it; sides with too few steady steps."""
+    return unprofiled_sentence(cmp) + _few_steps_sentence(cmp)
+
+
+def _few_steps_sentence(cmp: Any) -> str:
+    """A side with fewer than two steady steps gives the ratio no interval (one step is no
+    measure of its noise); one whose steps the capture's manifest lists all as cold or warm-up
+    stands in with a cold step for the steady state."""
+    out = ""
+    for side, diag in (("baseline", cmp.baseline), ("candidate", cmp.candidate)):
+        capture = diag.timeline.meta.extra.get("capture") or {}
+        declared = set(capture.get("cold_steps", [])) | set(capture.get("warmup_steps", []))
+        numbers = set(int(n) for n in diag.steps.table["number"])
+        if declared and numbers and numbers <= declared:
+            out += (f" The {side}'s only profiled steps are cold or warm-up steps (its manifest): one of them stands "
+                    "in for its steady state.")
+        elif len(diag.steady_positions) < 2:
+            out += (f" The {side} has {len(diag.steady_positions)} steady step: the ratio has no interval, and "
+                    "step-to-step noise may be all of it.")
+    return out
+
+
+def unprofiled_sentence(cmp: Any) -> str:
+    """What the captures measured without the profiler, when both did: the ratio a user's run sees,
+    and the warning when the profiler slows one side much more than the other."""
+    ratio = cmp.unprofiled_ratio
+    if ratio is None:
+        return ""
+    a, b = cmp.baseline.profiler_inflation, cmp.candidate.profiler_inflation
+    steps = f"{fmt_ns(cmp.candidate.unprofiled_step_ns)} vs {fmt_ns(cmp.baseline.unprofiled_step_ns)}"
+    text = (f" Without the profiler (the captures' own timing, medians) the candidate takes {fmt_ratio(ratio)} the "
+            f"baseline's step ({steps}).")
+    if cmp.uneven_inflation:
+        more = "baseline" if a > b else "candidate"
+        text += (f" The profiler slows the baseline {a:.2f}× and the candidate {b:.2f}×: the profiled ratio and the "
+                 f"causes below over-weigh the {more}'s per-op host costs (the profiler's own cost counts as its "
+                 "dispatch).")
+    return text
+
+
 def listed_causes(cmp: Any) -> list[Any]:
     """The bucket deltas worth naming as causes of the gap, largest first."""
     gap = cmp.gap_ns
@@ -223,6 +266,8 @@ def _unrecorded(e: Mapping[str, Any], explains: float) -> str:
 
 
 def _gap(e: Mapping[str, Any], explains: float) -> str:
+    if e.get("significant") is False:
+        return "the steady steps differ by no more than their own spread: no cause of a gap to name"
     return "the steady steps take the same time"
 
 

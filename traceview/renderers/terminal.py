@@ -18,7 +18,7 @@ from rich.text import Text
 
 from traceview.errors import one_line
 from traceview.renderers.base import Renderer
-from traceview.renderers.phrasing import BUCKET_LABEL, gap_cause, gap_headline, listed_causes
+from traceview.renderers.phrasing import BUCKET_LABEL, gap_cause, gap_caveats, gap_headline, listed_causes
 from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, fmt_count,
                                        fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
@@ -410,6 +410,7 @@ def _comparison_parts(cmp: Any, width: int) -> list[Any]:
         header.add_row(label, f"{_flat(m.source)} · {m.framework} · {len(diag.steady_positions)} steady steps")
     parts: list[Any] = [Panel(header, title="traceview compare", title_align="left", width=width)]
     lead, rest = gap_headline(cmp)
+    rest += gap_caveats(cmp)
     headline = Text()
     headline.append(lead, style="bold")
     headline.append(f"{rest} Medians {fmt_ns(cand.steady_step_ns)} vs {fmt_ns(base.steady_step_ns)}.")
