@@ -18,7 +18,8 @@ Rules, tried in order; the report names the one that found the steps:
    call or framework machinery, which repeat inside any one step (the two ``aten::linear`` of a
    one-step capture would cut that step into pieces; TF's eager-op dispatch
    ``TFE_Py_FastPathExecute_C`` runs between Keras ``fit``'s step calls). The last run's window
-   ends with the run, without the loop's work after it: that step is partial, not steady. A user's range taken
+   ends with the run, without the loop's work after it: when that makes it shorter than the other
+   steps' median by ``COLD_FACTOR``, the step is partial, not steady. A user's range taken
    as the step becomes the step's marker (kind and role ``step``), as ``ProfilerStep#N`` is.
 3. ``optimizer-updates``: none of those; torch.optim's update ranges
    (``Optimizer.step#Adam.step``, which torch records around every optimizer's ``step()``:
@@ -194,11 +195,15 @@ def find_steps(timeline: Timeline) -> Steps:
         }
     )
     # The last run of a loop found without markers: its window ends with the run, without the loop's
-    # work until the next run (a Keras callback, the rest of the loop body); not a steady step.
-    partial = (len(table) - 1,) if rule == "repeated-top-level" and len(table) >= 2 else ()
-    if partial:
-        detail += (f"; the last run (#{numbers[-1]}) is no steady step: its window ends with the run, without "
-                   "the loop's work until a next run")
+    # work until the next run (a Keras callback, the rest of the loop body). When that makes it
+    # shorter than the other steps by the cold factor, it is partial: not a steady step.
+    partial: tuple[int, ...] = ()
+    if rule == "repeated-top-level" and len(table) >= 3:
+        others = duration[:-1][~cold[:-1]]
+        if len(others) and duration[-1] * COLD_FACTOR < np.median(others):
+            partial = (len(table) - 1,)
+            detail += (f"; the last run (#{numbers[-1]}) is no steady step: its window ends with the run, without "
+                       "the loop's work until a next run")
     return Steps(table=table, rule=rule, rule_detail=detail, driver_track=driver, empty_inside=empty_inside,
                  partial=partial)
 
