@@ -175,6 +175,26 @@ def test_work_after_the_step_call_until_the_next_is_the_steps() -> None:
     assert per_step["duration"].iloc[7] < 0.5 * inner["duration"].median()
 
 
+def test_fits_evaluation_calls_end_steps_but_are_none() -> None:
+    """Keras fit with validation data: multi_step_on_iterator runs the train function every batch
+    and, at each epoch's end, the evaluation function. The train function's runs (the one run
+    most often: the evaluation's first run also traces it and outlasts any training step) are
+    the steps; an evaluation run ends the step before it and lies in no step."""
+    timeline, steps = load_with_steps(trace_paths(UNMARKED_TF / "fit_validation")[0])
+    assert steps.rule == "repeated-top-level" and len(steps.table) == 16
+    assert "runs calling another function" in steps.rule_detail
+    ev = timeline.events
+    fw = ev["fw_op"].astype(str).to_numpy()
+    launched = (ev["name"].astype(str).to_numpy() == "EagerExecute") & np.char.startswith(
+        fw.astype(str), "__inference_multi_step_on_iterator")
+    functions = sorted(set(fw[launched]), key=lambda f: -int((fw[launched] == f).sum()))
+    assert len(functions) == 2
+    train, evaluation = (launched & (fw == f) for f in functions)
+    step = ev["step"].to_numpy()
+    assert np.bincount(step[train], minlength=16).tolist() == [1] * 16
+    assert (step[evaluation] == -1).all() and evaluation.sum() == 8
+
+
 def test_loop_numbers_come_from_names_only_when_every_run_has_a_rising_one() -> None:
     names = np.array(["step_3", "step_4", "step-9"], dtype=object)
     assert _loop_numbers(names).tolist() == [3, 4, 9]

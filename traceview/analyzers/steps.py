@@ -17,7 +17,9 @@ Rules, tried in order; the report names the one that found the steps:
    Python function, a call of a compiled or traced function) — not a framework op, a runtime
    call or framework machinery, which repeat inside any one step (the two ``aten::linear`` of a
    one-step capture would cut that step into pieces; TF's eager-op dispatch
-   ``TFE_Py_FastPathExecute_C`` runs between Keras ``fit``'s step calls). The last run's window
+   ``TFE_Py_FastPathExecute_C`` runs between Keras ``fit``'s step calls). Runs of one name
+   calling different graph functions (fit's train and evaluation functions) are told apart by
+   the function; the one run most often is the step, the others end a step. The last run's window
    ends with the run, without the loop's work after it: when that makes it shorter than the other
    steps' median by ``COLD_FACTOR``, the step is partial, not steady. A user's range taken
    as the step becomes the step's marker (kind and role ``step``), as ``ProfilerStep#N`` is.
@@ -94,7 +96,7 @@ def find_steps(timeline: Timeline) -> Steps:
         numbers = _marker_numbers(events, markers)
         detail = f"{len(markers)} step markers ({_marker_label(values_at(names, markers))}) on track '{best}'"
     else:
-        markers, detail = _repeated_top_level(events)
+        markers, detail, run_starts = _repeated_top_level(events)
         driver = str(values_at(events["track"], markers[:1])[0]) if len(markers) else _busiest_loop_track(events)
         if len(markers):
             rule = "repeated-top-level"
@@ -136,8 +138,12 @@ def find_steps(timeline: Timeline) -> Steps:
         step_names = frame["name"].to_numpy()
         if rule == "repeated-top-level":
             # A run is the step's start; the step runs on to the next run (as ProfilerStep#N runs from
-            # one step() to the next): what the loop does between its runs is the step's too.
-            host_ends = np.concatenate((np.maximum(host_ends[:-1], starts[1:]), host_ends[-1:]))
+            # one step() to the next): what the loop does between its runs is the step's too. A run of
+            # the same call with another function (Keras fit's evaluation) ends a step as well.
+            after = np.searchsorted(run_starts, starts, side="right")
+            next_run = np.where(after < len(run_starts), run_starts[np.minimum(after, len(run_starts) - 1)],
+                                host_ends)
+            host_ends = np.maximum(host_ends, next_run)
 
     device_end = _device_work_end(events, starts, host_ends)
     ends = np.maximum(host_ends, device_end)
@@ -275,37 +281,74 @@ def _marker_label(names: np.ndarray) -> str:
     return ", ".join(uniq[:3])
 
 
-def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str]:
-    """The repeated top-level host event that most likely is the training step.
+def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str, np.ndarray]:
+    """The repeated top-level host event that most likely is the training step, and the starts of
+    every run of that event (sorted), the steps' and those of its other functions.
 
     Candidates repeat at least twice at depth 0 and are not profiler machinery or waits
     (``categories.NOT_A_STEP``). Tracks running the user's Python loop are preferred; among the
-    candidates there, the name covering the most time wins.
+    candidates there, the name covering the most time wins. Runs of one name that call different
+    graph functions (Keras fit's ``multi_step_on_iterator`` runs the train function, and at each
+    epoch's end the evaluation function: ``__inference_multi_step_on_iterator_293`` / ``_477``) are
+    told apart by that function; the one run most often is the step.
     """
+    none = np.array([], dtype=np.int64)
     host = (events["device"].to_numpy() < 0) & (events["depth"].to_numpy() == 0)
     host &= membership(events["role"].array)(LOOP_ROLES)
     rows = np.flatnonzero(host)
     if not len(rows):
-        return rows, ""
+        return rows, "", none
     names = values_at(events["name"], rows).astype(str)
     frame = pd.DataFrame(
         {"name": names, "loop_name": pd.Series(names).str.replace(_TRAILING_NUMBER, "", regex=True).to_numpy(),
-         "track": values_at(events["track"], rows).astype(str), "dur": events["dur"].to_numpy()[rows]}
+         "track": values_at(events["track"], rows).astype(str), "dur": events["dur"].to_numpy()[rows],
+         "function": _called_functions(events, rows)}
     )
     agg = frame.groupby(["track", "loop_name"], sort=True)["dur"].agg(["count", "sum"]).reset_index()
     agg = agg[(agg["count"] >= 2) & ~agg["loop_name"].str.contains(cat.NOT_A_STEP)]
     if agg.empty:
-        return np.array([], dtype=np.int64), ""
+        return none, "", none
     user_loop = agg["track"].str.contains(cat.USER_LOOP_TRACK)
     if user_loop.any():
         agg = agg[user_loop]
     best = agg.sort_values(["sum", "track", "loop_name"], ascending=[False, True, True], kind="stable").iloc[0]
-    picked = (frame["loop_name"].to_numpy() == best["loop_name"]) & (frame["track"].to_numpy() == best["track"])
+    runs = (frame["loop_name"].to_numpy() == best["loop_name"]) & (frame["track"].to_numpy() == best["track"])
+    # The function run most often is the step (evaluation runs at epochs' ends only; its first run
+    # may trace it and outlast every training step), then the one covering the most time.
+    functions = frame.loc[runs].groupby("function", sort=True)["dur"].agg(["count", "sum"])
+    function = functions.sort_values(["count", "sum"], ascending=False, kind="stable").index[0]
+    picked = runs & (frame["function"].to_numpy() == function)
     chosen = rows[picked]
     first, last = names[picked][0], names[picked][-1]
     what = f"event '{first}'" if first == last else f"events '{first}' … '{last}'"
     detail = f"no step markers; each of the {len(chosen)} runs of the top-level {what} on '{best['track']}' is taken as one step"
-    return chosen, detail
+    others = int(runs.sum() - picked.sum())
+    if others:
+        detail += (f" (those calling {function}; the {others} runs calling another function — "
+                   f"{', '.join(str(f) for f in functions.index if f != function)[:120]} — end a step but are none)")
+    return chosen, detail, np.sort(events["ts"].to_numpy()[rows[runs]])
+
+
+def _called_functions(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Per row, the graph function the first call nested in it runs (its ``fw_op``: TF's
+    ``__inference_…`` of a tf.function or Keras step call); "" where none."""
+    out = np.full(len(rows), "", dtype=object)
+    if "fw_op" not in events.columns or not len(rows):
+        return out
+    fw_codes, fw_values = column_codes(events["fw_op"])
+    named = np.array([bool(v) and str(v) != "nan" for v in fw_values] + [False], dtype=bool)[fw_codes]
+    calls = np.flatnonzero(named & membership(events["role"].array)([Role.CALL.value, Role.CALL_TRACING.value]))
+    if not len(calls):
+        return out
+    is_row = np.zeros(len(events), dtype=bool)
+    is_row[rows] = True
+    owner = nearest_ancestor(events, calls, is_row, include_self=False)
+    calls, owner = calls[owner >= 0], owner[owner >= 0]
+    # The first call each run makes (calls come in row order; np.unique gives first occurrences).
+    owners, first = np.unique(owner, return_index=True)
+    values = np.asarray(fw_values, dtype=object)
+    out[np.searchsorted(rows, owners)] = values[fw_codes[calls[first]]]
+    return out
 
 
 def _ranges_as_markers(events: pd.DataFrame, rows: np.ndarray) -> None:

@@ -8,6 +8,8 @@ tf.profiler runs a user would write without traceview's collectors, with no step
 - ``fit_callback/``: one epoch of the same ``fit`` with a callback whose ``on_train_batch_end``
   runs a pure-Python loop (60,000 iterations, a few ms) after each step call: work of the step
   that the profiler records nothing of.
+- ``fit_validation/``: two epochs of the same ``fit`` with ``validation_data`` (4 batches): at each
+  epoch's end Keras calls ``multi_step_on_iterator`` again, running its evaluation function.
 
     python tests/data/tf_cpu_unmarked/capture.py tests/data/tf_cpu_unmarked
 """
@@ -54,6 +56,11 @@ def main(out: Path) -> None:
 
     tf.profiler.experimental.start(str(out / "fit_callback"))
     model.fit(x, y, batch_size=32, epochs=1, verbose=0, callbacks=[_BusyCallback()])
+    tf.profiler.experimental.stop()
+    time.sleep(1.1)
+
+    tf.profiler.experimental.start(str(out / "fit_validation"))
+    model.fit(x, y, batch_size=32, epochs=2, verbose=0, validation_data=(x[:128], y[:128]))
     tf.profiler.experimental.stop()
 
 
