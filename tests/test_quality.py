@@ -266,14 +266,13 @@ def test_expected_drop_reasons_are_ones_the_readers_write():
 
 
 # The sample traces' real problems, by capture folder: torch.compile's compile phases record ranges
-# that end after the op around them (PythonDispatchMode); TF's executor on the LSTM's loops records
-# ExecutorState::Process ranges that overlap on one thread; the numpy baselines hold step spans only.
+# that end after the op around them (PythonDispatchMode); the numpy baselines hold step spans only.
+# (TF's executor on the LSTM's loops records ExecutorState::Process ranges that overlap on one
+# thread: expected of TF, categories.NESTING_LOOSE, so no problem.)
 SAMPLE_PROBLEMS = {
     **{f"{model}/torch-compile": "overlaps"
        for model in ("cnn", "cnn-infer", "linreg-gd", "linreg-gd-large", "mlp-adam", "mlp-bn", "mlp2",
                      "transformer")},
-    "lstm/tf-fit": "overlaps",
-    "lstm/tf-function": "overlaps",
     "linreg-gd/numpy-eager": "empty_steps",
     "linreg-gd-large/numpy-eager": "empty_steps",
 }

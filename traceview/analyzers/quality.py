@@ -12,7 +12,9 @@ array operations over the whole table, never a Python loop per event. Definition
   device event starts (:func:`traceview.normalize.launch_rows`): a device cannot start work
   before it is asked to.
 - ``overlaps``: host events that start inside another event on their track and end after it
-  (counted while nesting: ``meta.extra["overlaps"]``, :func:`traceview.normalize.nest_tracks`).
+  (counted while nesting: ``meta.extra["overlaps"]``, :func:`traceview.normalize.nest_tracks`),
+  but for those that are expected: Python frames around the ranges they open, TF executor ranges
+  (``categories.NESTING_LOOSE``).
 - ``clock_skew``: devices on which the median of (device start − launch start) over the
   correlated pairs is negative. That difference is the launch latency, a few µs at least on
   real hardware (6 µs and more on V100/A100/MI300 traces); a negative median means the device

@@ -477,7 +477,9 @@ class _Builder:
         # The rows are nested on a second thread (a compiled walk that lets go of the interpreter
         # lock) while this one classifies them, in the order of the stats that name them.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceview-nest") as helper:
-            nested = helper.submit(nest_tracks, sorted_line, ts, end, ~sorted_device)
+            loose = match_names(names, cat.NESTING_LOOSE.match)
+            nested = helper.submit(nest_tracks, sorted_line, ts, end, ~sorted_device,
+                                   loose if order is None else loose[order])
             step_num = int_stat(stats["step_num"], n)
             correlation = int_stat(stats["correlation_id"], n)
             strings = StringCodes()  # fw_op, fn_call and launcher as codes into one table of strings
