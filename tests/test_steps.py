@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import traceview
-from traceview.analyzers.steps import WARMUP_FACTOR, _assign, _loop_numbers, _still_warming_up
+from traceview.analyzers.steps import WARMUP_FACTOR, _assign, _loop_numbers, _still_warming_up, find_steps
 from traceview.loader import load_with_steps, trace_paths
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
@@ -223,3 +223,26 @@ def test_each_event_is_in_the_window_that_holds_it(times: list[int], windows: li
     expected = [i if i >= 0 and t < ends[i] else -1 for i, t in zip(expected, ts.tolist())]
     got = _assign(ts, starts, ends)
     assert got.dtype == np.int32 and got.tolist() == expected
+
+
+def test_uneven_steady_steps_are_said_to_hold_each_others_work() -> None:
+    """Hand-built edge case: four steps of 20 µs and a fifth of 25 ms, as a JAX loop dispatching
+    asynchronously and blocking every fifth step leaves them: the median (the headline step) is
+    a step that holds little of its work, and the report says so beside the mean."""
+    from traceview.analyzers.diagnosis import diagnose_timeline
+    from traceview.normalize import normalize
+    from traceview.schema import Timeline, TraceMeta, build_events
+
+    rows, t = [], 0
+    for i in range(10):
+        length = 25_000_000 if i % 5 == 4 else 20_000
+        rows += [{"ts": t, "dur": length, "kind": "step", "name": f"ProfilerStep#{i}"},
+                 {"ts": t + 1_000, "dur": length - 2_000, "kind": "host_op", "name": "aten::mm"}]
+        t += length
+    frame = build_events({key: [r.get(key, default) for r in rows] for key, default in
+                          (("ts", 0), ("dur", 0), ("kind", "host_op"), ("name", ""), ("track", "t"))})
+    timeline = normalize(Timeline(events=frame, meta=TraceMeta(source="x", format="test", framework="torch")))
+    steps = find_steps(timeline)
+    diagnose_timeline(timeline, steps)
+    uneven = [n for n in timeline.meta.notes if n.startswith("the steady steps are uneven")]
+    assert len(uneven) == 1 and "median 0.02 ms" in uneven[0]

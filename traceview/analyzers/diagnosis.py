@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
+
 from traceview.analyzers.attribution import attribute
 from traceview.analyzers.communication import comm_overlap
 from traceview.analyzers.device_time import device_time
@@ -26,6 +28,10 @@ from traceview.schema import Timeline
 # attribution (torch.profiler inflates tiny-op steps by up to ~50 %; with the Python tracer on
 # Python-heavy steps it is larger).
 INFLATION_WARNING = 1.5
+# Mean / median steady step from which the report says the steps are uneven: the median then is a
+# step that holds little of its own work (JAX's asynchronous dispatch: four steps of 20 µs, the
+# fifth of 25 ms holding all five steps' computation; median 26 µs, mean 4.7 ms).
+UNEVEN_STEPS = 3.0
 
 
 def diagnose(path: str | Path, options: AttributionOptions | None = None, top: int | None = TOP_N) -> Diagnosis:
@@ -52,6 +58,13 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
         mode=execution_mode(timeline, steps),
     )
     result = dataclasses.replace(result, findings=tuple(findings(result)))
+    steady = steps.table["duration"].to_numpy()[result.steady_positions]
+    if len(steady) >= 3 and steady.mean() > UNEVEN_STEPS * max(float(np.median(steady)), 1.0):
+        timeline.meta.notes.append(
+            f"the steady steps are uneven: median {np.median(steady) / 1e6:.3g} ms, mean {steady.mean() / 1e6:.3g} "
+            "ms: a few steps hold the others' work (asynchronous dispatch settles "
+            "several steps' work in one, as in a JAX loop that blocks on a result every few steps); the "
+            "attribution is of the mean step — block on each step's result to give every step its own work")
     if result.launch.ops_per_step == 0 and not timeline.has_device:
         timeline.meta.notes.append(
             "the steps hold no framework op: the trace records no training work in them (a profiler schedule's "
