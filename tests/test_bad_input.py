@@ -21,6 +21,10 @@ BAD_EVENTS = {
     "ts-string": ({**GOOD, "ts": "abc"}, "ts is not a number in range"),
     "ts-null": ({**GOOD, "ts": None}, "ts is not a number in range"),
     "ts-beyond-int64": ({**GOOD, "ts": 2**70}, "ts is not a number in range"),
+    # An integer beyond a double's range (JSON allows it; a float literal that long is refused).
+    "ts-beyond-double": ({**GOOD, "ts": 10**400}, "ts is not a number in range"),
+    "ts-beyond-double-negative": ({**GOOD, "ts": -10**400}, "ts is not a number in range"),
+    "dur-beyond-double": ({**GOOD, "dur": 10**400}, "dur is not a non-negative number in range"),
     "dur-string": ({**GOOD, "dur": "x"}, "dur is not a non-negative number in range"),
     "dur-negative": ({**GOOD, "dur": -5}, "dur is not a non-negative number in range"),
     "dur-236-years": ({**GOOD, "dur": 236 * 365 * 86400 * 10**6}, "dur is not a non-negative number in range"),

@@ -322,14 +322,14 @@ class Fields:
             exact, ts = ns_from_text([bytes(e.ts) for e in events])
             self.ts_exact.append(exact)
         else:
-            ts = np.array([e.ts for e in events], dtype=np.float64)
+            ts = _float_column([e.ts for e in events])
             big = np.abs(ts) > EXACT_FLOAT_LIMIT_US
             if big.any() and not self.needs_exact_ts:
                 self.needs_exact_ts = bool((ts[big] != np.floor(ts[big])).any())
         self._add(
             ph=[e.ph for e in events], cats=[e.cat for e in events], names=[e.name for e in events],
             pids=[e.pid for e in events], tids=[e.tid for e in events], ts=ts,
-            dur=np.array([0 if e.dur is None else e.dur for e in events], dtype=np.float64),
+            dur=_float_column([0 if e.dur is None else e.dur for e in events]),
             device=[a.device for a in args], stream=[a.stream for a in args],
             correlation=[a.correlation for a in args], nbytes=[a.bytes for a in args],
             dims=[a.input_dims for a in args], args=args, arg=getattr, args_bad=None)
@@ -492,6 +492,19 @@ def _read_as_double(value: float, ns: int) -> tuple[float, int]:
         return math.inf, ns
     whole_us = math.floor(value)
     return value, int(whole_us) * 1000 + round((value - whole_us) * 1000.0)
+
+
+def _float_column(values: list[Any]) -> np.ndarray:
+    """float64 array of JSON numbers; an integer beyond a double's range (a 400-digit ``ts``) is
+    ±inf — a time out of range, dropped with that reason like any other — not an overflow."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except OverflowError:
+        return np.array([v if -_DOUBLE_MAX < v < _DOUBLE_MAX else (math.inf if v > 0 else -math.inf) for v in values],
+                        dtype=np.float64)
+
+
+_DOUBLE_MAX = 1.7976931348623157e308
 
 
 def _object_array(values: list[Any]) -> np.ndarray:
