@@ -295,6 +295,12 @@ def test_option_values_out_of_range_are_one_line(command: str, option: str, valu
     assert result.stdout == ""
 
 
+def test_a_step_window_beyond_any_counter_is_one_line(tmp_path) -> None:
+    result = run_cli("run", "--steps", "5-99999999999999999999", "-o", str(tmp_path / "run"), "--", "true")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "--steps" in result.stderr, result.stderr
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("args, names", [
     (["diagnose"], "Missing argument 'PATH'"),
     (["diagnose", "x.json", "--no-such-option"], "--no-such-option"),

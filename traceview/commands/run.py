@@ -80,6 +80,11 @@ def run(
         raise CommandFailed(f"`{failed}` exited with code {outcome.exit_code}", outcome.exit_code)
 
 
+# The highest step number --steps takes: far beyond any run's length, within every counter the
+# hooks and the manifest (JSON written by orjson: 64-bit integers at most) keep.
+MAX_STEP = 2**31 - 1
+
+
 def _parse_steps(text: str) -> tuple[int, int]:
     match = _STEPS.match(text)
     if not match:
@@ -88,6 +93,8 @@ def _parse_steps(text: str) -> tuple[int, int]:
     last = int(match.group(2) or first)
     if first < 1 or last < first:
         raise UsageError(f"--steps {text!r}: steps count from 1 and A must not exceed B")
+    if last > MAX_STEP:
+        raise UsageError(f"--steps {text!r}: a step number is at most {MAX_STEP:,}")
     return first, last
 
 
