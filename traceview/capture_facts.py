@@ -67,6 +67,10 @@ def _facts(manifest: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
         value = timing.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6:
             facts[out] = int(round(value * 1e9))
+    workload = manifest.get("workload")
+    name = workload.get("name") if isinstance(workload, dict) else workload
+    if isinstance(name, str) and name:
+        facts["workload"] = name  # (traceview collect: which workload the capture ran)
     for key in ("torch_intra_op", "tf_intra_op", "requested"):
         value = threads.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:

@@ -253,12 +253,19 @@ def _cold_start(baseline: Diagnosis, candidate: Diagnosis) -> ColdStart:
 
 def folder_comparisons(diagnoses: list[Diagnosis], top: int | None = TOP_N) -> list[Comparison]:
     """When a folder holds traces of several frameworks (``traceview collect`` output), compare
-    every non-torch trace with the torch baseline: the eager torch trace if there is one, else the
-    first torch trace. Empty when the traces are all of one framework."""
-    frameworks = {d.timeline.meta.framework for d in diagnoses}
-    torch_traces = [d for d in diagnoses if d.timeline.meta.framework == "torch"]
-    if len(frameworks) < 2 or not torch_traces:
-        return []
-    eager = [d for d in torch_traces if "eager" in Path(d.timeline.meta.source).as_posix()]
-    baseline = (eager or torch_traces)[0]
-    return [compare(baseline, d, top) for d in diagnoses if d.timeline.meta.framework != "torch"]
+    every non-torch trace with the torch baseline of the same workload (the capture's manifest
+    names it; traces without one are one group): the eager torch trace if there is one, else the
+    first torch trace. Empty for a workload whose traces are all of one framework."""
+    groups: dict[str, list[Diagnosis]] = {}
+    for d in diagnoses:
+        groups.setdefault(str((d.timeline.meta.extra.get("capture") or {}).get("workload", "")), []).append(d)
+    out: list[Comparison] = []
+    for members in groups.values():
+        frameworks = {d.timeline.meta.framework for d in members}
+        torch_traces = [d for d in members if d.timeline.meta.framework == "torch"]
+        if len(frameworks) < 2 or not torch_traces:
+            continue
+        eager = [d for d in torch_traces if "eager" in Path(d.timeline.meta.source).as_posix()]
+        baseline = (eager or torch_traces)[0]
+        out += [compare(baseline, d, top) for d in members if d.timeline.meta.framework != "torch"]
+    return out

@@ -17,7 +17,7 @@ from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS
                                        fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
-from traceview.renderers.units import distinct_shortened, quality_headline, quality_rows
+from traceview.renderers.units import baseline_label, by_baseline, distinct_shortened, quality_headline, quality_rows
 
 _NAME_WIDTH = 90
 
@@ -174,13 +174,12 @@ def render(diagnoses: list[Any], comparisons: list[Any] | None = None, multi_ran
     lines: list[str] = []
     for run in multi_rank or []:
         lines += multi_rank_markdown(run)
-    if comparisons:
-        base = comparisons[0].baseline
+    for group in by_baseline(comparisons or []):
         lines += ["### traceview: across the traces", "",
-                  f"Each compared with {cell(trace_label(base.timeline.meta.source))} ({fmt_ns(comparisons[0].baseline_step_ns)} "
+                  f"Each compared with {cell(baseline_label(group[0]))} ({fmt_ns(group[0].baseline_step_ns)} "
                   "per steady step).", ""]
         rows = []
-        for cmp in comparisons:
+        for cmp in group:
             top = cmp.ranked()[0]
             rows.append([cell(trace_label(cmp.candidate.timeline.meta.source)), fmt_ns(cmp.candidate_step_ns), fmt_ratio(cmp.ratio),
                          f"{BUCKET_LABEL[top.bucket]} {fmt_ns(top.delta_ns)}", fmt_pct(cmp.explained_share)])

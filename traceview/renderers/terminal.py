@@ -23,7 +23,8 @@ from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS
                                        fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
 from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
                                        rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
-from traceview.renderers.units import QUALITY_TITLE, distinct_shortened, quality_headline, quality_rows
+from traceview.renderers.units import (QUALITY_TITLE, baseline_label, by_baseline, distinct_shortened, quality_headline,
+                                       quality_rows)
 from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
                                        memory_op_rows, memory_step_rows)
 from traceview.results import BUCKETS
@@ -344,7 +345,7 @@ def render(diagnoses: list[Any], width: int = 100, color: bool = False, comparis
            multi_rank: list[Any] | None = None, **_: Any) -> str:
     text = "\n".join(_print_all(render_one(diag, width), width, color) for diag in diagnoses)
     if comparisons:
-        text += "\n" + _print_all([_across(comparisons, width)], width, color)
+        text += "\n" + _print_all([_across(group, width) for group in by_baseline(comparisons)], width, color)
     for run in multi_rank or []:
         text += "\n" + _print_all(multi_rank_parts(run, width), width, color)
     return text
@@ -382,7 +383,7 @@ def multi_rank_parts(run: Any, width: int) -> list[Any]:
 def _across(comparisons: list[Any], width: int) -> Table:
     """One line per trace compared with the folder's torch baseline."""
     base = comparisons[0].baseline
-    table = Table(title=f"Across the traces: each compared with {_flat(trace_label(base.timeline.meta.source))} "
+    table = Table(title=f"Across the traces: each compared with {_flat(baseline_label(comparisons[0]))} "
                         f"({fmt_ns(comparisons[0].baseline_step_ns)} per steady step)",
                   title_justify="left", title_style="bold", box=None, header_style="bold")
     table.add_column("trace", no_wrap=True)

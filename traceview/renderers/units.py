@@ -323,3 +323,19 @@ def quality_rows(quality: Any) -> list[tuple[str, str]]:
         rows.append((fmt_count(counts[check.key]), f"{label}: {check.meaning}."))
     rows += [("note", note) for note in quality.notes]
     return rows
+
+
+def by_baseline(comparisons: list[Any]) -> list[list[Any]]:
+    """A folder's comparisons grouped by their baseline (one per workload), in their order."""
+    groups: dict[int, list[Any]] = {}
+    for cmp in comparisons:
+        groups.setdefault(id(cmp.baseline), []).append(cmp)
+    return list(groups.values())
+
+
+def baseline_label(cmp: Any) -> str:
+    """The baseline of a folder's comparisons: its capture, after its workload when the capture's
+    manifest names one (``mlp2: torch-eager``)."""
+    label = trace_label(cmp.baseline.timeline.meta.source)
+    workload = (cmp.baseline.timeline.meta.extra.get("capture") or {}).get("workload")
+    return f"{workload}: {label}" if workload else label
