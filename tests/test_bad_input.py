@@ -132,3 +132,14 @@ def test_a_max_bytes_variable_is_checked_whatever_the_command_reads():
                             env={"NO_COLOR": "1", "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                                  "TRACEVIEW_MAX_BYTES": "lots"})
     assert result.returncode == 2 and "TRACEVIEW_MAX_BYTES is 'lots'" in result.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_pipe_named_as_the_trace_is_one_line_without_reading_it(tmp_path: Path):
+    """A FIFO given as the trace (a reader would block on it): refused by what it is, not 'no
+    traces found'."""
+    fifo = tmp_path / "trace.json"
+    os.mkfifo(fifo)
+    result = _diagnose(fifo)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "not a regular file or a directory" in result.stderr

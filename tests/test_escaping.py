@@ -14,7 +14,8 @@ import pytest
 from tests.conftest import REPO
 
 HOSTILE = ["[/]", "[bold red]boom[/bold red]", "[link=http://x]click[/link]", "evil\x1b[31mred\x1b[0m",
-           "osc\x1b]8;;http://x\x07t", "[md](http://x) ![img](http://y) | cell", "<script>alert(1)</script>", "`tick`"]
+           "osc\x1b]8;;http://x\x07t", "[md](http://x) ![img](http://y) | cell", "<script>alert(1)</script>", "`tick`",
+           "tab\tnew\nline"]
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,7 @@ def test_terminal_prints_trace_text_literally(hostile_trace: Path):
     assert "\x1b" not in out and "\x07" not in out
     assert "[bold red]boom[/bold red]" in out and "[/]" in out and "[link=http://x]click[/link]" in out
     assert "[red]x" in out  # the file name too
+    assert "tab\\tnew\\nline" in out  # newlines and tabs of a name written out: it stays on its line
 
 
 def test_markdown_has_no_live_links_images_or_tags_from_the_trace(hostile_trace: Path):

@@ -47,6 +47,9 @@ def discover(path: Path, run: str | None = None) -> list[Path]:
         raise InputError(f"{path}: no such file or directory")
     if path.is_file():
         return [path]
+    if not path.is_dir():  # a FIFO, a socket, a device: reading could block or never end
+        raise InputError(f"{path}: not a regular file or a directory (a pipe, socket or device?); give a trace file "
+                         "or a folder of traces")
     found: list[Path] = []
     xplane_runs = importlib.import_module("traceview.readers.xplane_runs")
     unreadable: list[Path] = []  # (their runs compete too: find_xplanes names them)

@@ -60,9 +60,15 @@ def _byte_escape(match: re.Match[str]) -> str:
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
 
 
+def _one_line_name(name: Any) -> str:
+    """A name on one line: its newlines and tabs written as ``\\n`` / ``\\t`` (docs/bad_input.md),
+    other control characters dropped, runs of spaces as one."""
+    return " ".join(visible(name).replace("\n", "\\n").replace("\t", "\\t").split())
+
+
 def shorten(name: str, width: int) -> str:
     """Cut a long (C++ template) name in the middle so both its start and end stay readable."""
-    name = " ".join(visible(name).split())
+    name = _one_line_name(name)
     if len(name) <= width:
         return name
     head = (width - 1) * 2 // 3
@@ -91,7 +97,7 @@ def distinct_shortened(names: Sequence[Any], width: int) -> list[str]:
     (``autograd::…AddmmBackward0``, ``autograd::…ReluBackward0``), then are cut less and less until
     they differ; names that differ only in characters no report shows (control characters, runs
     of spaces) are numbered."""
-    full = [" ".join(visible(n).split()) for n in names]
+    full = [_one_line_name(n) for n in names]
     widths = [width] * len(full)
     keep_from = [len(f) for f in full]  # no distinct end chosen yet: cut in the middle
     while True:
