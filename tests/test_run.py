@@ -181,7 +181,7 @@ def test_exit_code_of_the_command_is_propagated(tmp_path: Path) -> None:
                          "import sys; print('working'); sys.exit(4)")
     assert done.returncode == 4
     assert done.stdout == "working\n"
-    assert done.stderr.strip().endswith("exited with code 4 before a step was profiled")
+    assert "exited with code 4 before a trace was written" in done.stderr.strip().splitlines()[-1]
 
 
 def test_a_command_that_starts_no_python_is_named(tmp_path: Path) -> None:
@@ -217,3 +217,12 @@ def test_a_folder_with_other_files_is_not_overwritten_unasked(tmp_path: Path) ->
     done = traceview_run("-o", tmp_path, "--", sys.executable, "-c", "print('never runs')")
     assert done.returncode == 2 and "is not empty" in done.stderr
     assert "never runs" not in done.stdout
+
+
+def test_a_report_path_in_no_folder_is_refused_before_the_script_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    done = subprocess.run([sys.executable, "-m", "traceview", "run", "--report", str(tmp_path / "no" / "r.md"), "-o",
+                           str(tmp_path / "run"), "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 2 and "--report" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not marker.exists()

@@ -59,6 +59,9 @@ def run(
     if framework not in FRAMEWORKS:
         raise UsageError(f"--framework {framework!r} is not one of: {', '.join(FRAMEWORKS)}")
     first, last = _parse_steps(steps)
+    if report is not None and not report.parent.is_dir():
+        # (checked before the script runs: its whole run would be lost to a report it cannot write)
+        raise UsageError(f"--report {report}: its folder {report.parent} does not exist")
     trace_dir = _trace_dir(output, command, overwrite)
 
     from traceview.inject.launcher import CommandFailed, RunRequest, profile_command
@@ -69,8 +72,9 @@ def run(
     failed = shlex.join(command) if outcome.exit_code else ""
     if outcome.trace is None:
         if failed:
-            raise CommandFailed(f"`{failed}` exited with code {outcome.exit_code} before a step was profiled",
-                                outcome.exit_code)
+            raise CommandFailed(f"`{failed}` exited with code {outcome.exit_code} before a trace was written (before "
+                                "the profiled steps, or inside them without the profiler's export: killed, or "
+                                "os._exit)", outcome.exit_code)
         raise UsageError(f"no trace was written for steps {first}-{last} (see the lines above)")
     status = outcome.status or {}
     _say(f"profiled steps {outcome.first}-{min(outcome.last, int(status.get('steps_seen', outcome.last)))} of "
