@@ -18,6 +18,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 TORCHSCRIPT = sorted(SAMPLES.glob("*/torch-torchscript"))
 UNMARKED = Path(__file__).resolve().parent / "data" / "torch_cpu_unmarked"  # (how: capture.py there)
 UNMARKED_TF = Path(__file__).resolve().parent / "data" / "tf_cpu_unmarked"  # (how: capture.py there)
+UNMARKED_JAX = Path(__file__).resolve().parent / "data" / "jax_cpu_unmarked"  # (how: capture.py there)
 
 
 def _warming(durations: list[float], cold: list[bool]) -> list[int]:
@@ -193,6 +194,15 @@ def test_fits_evaluation_calls_end_steps_but_are_none() -> None:
     step = ev["step"].to_numpy()
     assert np.bincount(step[train], minlength=16).tolist() == [1] * 16
     assert (step[evaluation] == -1).all() and evaluation.sum() == 8
+
+
+def test_a_repeated_jitted_call_is_the_step_over_a_frame_beside_it() -> None:
+    """A JAX loop under jax.profiler.trace (Python tracer on) slicing its batch from a device
+    array each step: JAX's own `__getitem__` frame repeats at the top level beside the jitted
+    call, twice per step, and waits on the asynchronous results; the call is the step."""
+    _, steps = load_with_steps(trace_paths(UNMARKED_JAX / "async")[0])
+    assert steps.rule == "repeated-top-level" and len(steps.table) == 20
+    assert set(steps.table["name"]) == {"PjitFunction(one_step)"}
 
 
 def test_loop_numbers_come_from_names_only_when_every_run_has_a_rising_one() -> None:

@@ -17,7 +17,9 @@ Rules, tried in order; the report names the one that found the steps:
    Python function, a call of a compiled or traced function) — not a framework op, a runtime
    call or framework machinery, which repeat inside any one step (the two ``aten::linear`` of a
    one-step capture would cut that step into pieces; TF's eager-op dispatch
-   ``TFE_Py_FastPathExecute_C`` runs between Keras ``fit``'s step calls). Runs of one name
+   ``TFE_Py_FastPathExecute_C`` runs between Keras ``fit``'s step calls). Where a call of a
+   compiled or traced function repeats at the top level, the calls win over frames and ranges
+   beside them. Runs of one name
    calling different graph functions (fit's train and evaluation functions) are told apart by
    the function; the one run most often is the step, the others end a step. The last run's window
    ends with the run, without the loop's work after it: when that makes it shorter than the other
@@ -76,6 +78,8 @@ _TRAILING_NUMBER = re.compile(r"[_\-#:. ](\d+)$")
 # of a tf.function / jitted function / compiled region, tracing or not.
 LOOP_ROLES = (Role.ANNOTATION.value, Role.PYTHON_USER.value, Role.CALL.value, Role.CALL_TRACING.value,
               Role.COMPILED_CODE.value)
+# Of those, the calls of a compiled or traced function: preferred where they repeat at the top level.
+_CALL_ROLES = [Role.CALL.value, Role.CALL_TRACING.value, Role.COMPILED_CODE.value]
 
 
 def find_steps(timeline: Timeline) -> Steps:
@@ -302,15 +306,22 @@ def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str, np.ndarr
     frame = pd.DataFrame(
         {"name": names, "loop_name": pd.Series(names).str.replace(_TRAILING_NUMBER, "", regex=True).to_numpy(),
          "track": values_at(events["track"], rows).astype(str), "dur": events["dur"].to_numpy()[rows],
-         "function": _called_functions(events, rows)}
+         "function": _called_functions(events, rows),
+         "call": np.isin(values_at(events["role"], rows).astype(str), _CALL_ROLES)}
     )
-    agg = frame.groupby(["track", "loop_name"], sort=True)["dur"].agg(["count", "sum"]).reset_index()
+    agg = frame.groupby(["track", "loop_name"], sort=True).agg(count=("dur", "count"), sum=("dur", "sum"),
+                                                               call=("call", "all")).reset_index()
     agg = agg[(agg["count"] >= 2) & ~agg["loop_name"].str.contains(cat.NOT_A_STEP)]
     if agg.empty:
         return none, "", none
     user_loop = agg["track"].str.contains(cat.USER_LOOP_TRACK)
     if user_loop.any():
         agg = agg[user_loop]
+    if agg["call"].any():
+        # A repeated call of a jitted / traced / compiled function is the step where one repeats at
+        # the top level: a Python frame or range beside it (not around it) is other per-iteration work
+        # (JAX's own `__getitem__` slicing the batch, a logging range), however long it waits.
+        agg = agg[agg["call"]]
     best = agg.sort_values(["sum", "track", "loop_name"], ascending=[False, True, True], kind="stable").iloc[0]
     runs = (frame["loop_name"].to_numpy() == best["loop_name"]) & (frame["track"].to_numpy() == best["track"])
     # The function run most often is the step (evaluation runs at epochs' ends only; its first run

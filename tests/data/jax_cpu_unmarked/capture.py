@@ -1,0 +1,51 @@
+"""How the JAX profile beside this file was captured (jax CPU): a user's own jax.profiler.trace of
+a loop without step markers, JAX's Python tracer on (the function's default).
+
+- ``async/``: 20 steps of a jitted SGD step on a batch sliced from a device array each step
+  (``X[i % 4]``: JAX's own ``__getitem__`` frame, repeated at the top level beside the jitted
+  call), blocking on the result every fifth step only (asynchronous dispatch).
+
+    python tests/data/jax_cpu_unmarked/capture.py tests/data/jax_cpu_unmarked
+"""
+
+import gzip
+import shutil
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+
+def main(out: Path) -> None:
+    key = jax.random.PRNGKey(0)
+    k1, k2 = jax.random.split(key)
+    params = {"w1": jax.random.normal(k1, (64, 128)) * 0.1, "w2": jax.random.normal(k2, (128, 4)) * 0.1}
+    inputs, targets = jax.random.normal(key, (4, 32, 64)), jnp.zeros((4, 32, 4))
+
+    def loss(p: dict, x: jax.Array, y: jax.Array) -> jax.Array:
+        return jnp.mean((jax.nn.relu(x @ p["w1"]) @ p["w2"] - y) ** 2)
+
+    @jax.jit
+    def one_step(p: dict, x: jax.Array, y: jax.Array) -> dict:
+        grads = jax.grad(loss)(p, x, y)
+        return jax.tree_util.tree_map(lambda a, g: a - 0.01 * g, p, grads)
+
+    for i in range(3):
+        params = jax.block_until_ready(one_step(params, inputs[i], targets[i]))
+    folder = out / "async"
+    with jax.profiler.trace(str(folder)):
+        for i in range(20):
+            params = one_step(params, inputs[i % 4], targets[i % 4])
+            if i % 5 == 4:
+                jax.block_until_ready(params)
+    for xplane in folder.rglob("*.xplane.pb"):  # (traceview reads a gzipped XPlane by its content)
+        with xplane.open("rb") as src, gzip.open(f"{xplane}.gz", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        xplane.unlink()
+    for other in folder.rglob("*.trace.json.gz"):
+        other.unlink()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
