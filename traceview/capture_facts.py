@@ -77,3 +77,8 @@ def _facts(manifest: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
             facts["intra_op_threads"] = value
             break
     return facts
+
+
+def declared_cold_steps(capture: dict[str, Any]) -> set[int]:
+    """The step numbers a capture's facts (``meta.extra["capture"]``) list as cold or warm-up."""
+    return set(capture.get("cold_steps", [])) | set(capture.get("warmup_steps", []))

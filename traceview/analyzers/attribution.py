@@ -888,7 +888,8 @@ def driver_gaps(
     gap_step = step[1:][in_step]
     # A step with no event of its own on the thread (its marker only: work no profiler records, a
     # numpy loop) has no gaps between events to infer from: its time stays idle (unrecorded).
-    held = np.bincount(step_all[top][step_all[top] >= 0], minlength=len(steps.table))
+    top_step = step_all[top]
+    held = np.bincount(top_step[top_step >= 0], minlength=len(steps.table))
     marker_only = held[: len(steps.table)] == 0
     if marker_only.any() and len(gap_step):
         keep = ~marker_only[np.clip(gap_step, 0, len(marker_only) - 1)]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from traceview.arrays import codes_matching, column_codes
 from traceview.normalize import nearest_ancestor
 from traceview.results import Steps
 from traceview.schema import Timeline
@@ -91,9 +92,8 @@ def _outermost_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str])
     """The median, over the steady steps, of the events named like ``name`` that no other such
     event holds."""
     events = timeline.events
-    codes = events["name"].cat.codes.to_numpy()
-    named = np.append(np.array([bool(name.search(str(n))) for n in events["name"].cat.categories], dtype=bool),
-                      False)[codes]
+    codes, values = column_codes(events["name"])
+    named = codes_matching(codes, np.array([bool(name.search(str(v))) for v in values], dtype=bool))
     rows = np.flatnonzero(named)
     if not len(rows) or not len(steps.table):
         return 0.0

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
+from traceview.analyzers.steps import events_held
 from traceview.arrays import membership, unique_sorted
 from traceview.normalize import OVERLAPS_KEY, is_overlap_note, launch_rows
 from traceview.results import CHECK_KEYS, CHECKS, Check, Quality, Steps  # noqa: F401 - re-exported
@@ -127,9 +128,7 @@ def _empty_steps(events: pd.DataFrame, steps: Steps) -> tuple[int, ...]:
     A run of them at the end (the stretch from the last step() to the profiler's stop) is no
     problem."""
     table = steps.table
-    step = events["step"].to_numpy()
-    held = (step >= 0) & ~membership(events["kind"].array)([Kind.STEP.value])
-    counts = np.bincount(step[held], minlength=len(table))[: len(table)]
+    counts = events_held(events, events["step"].to_numpy(), len(table))
     return tuple(sorted(steps.empty_inside + tuple(int(n) for n in table["number"].to_numpy()[counts == 0])))
 
 

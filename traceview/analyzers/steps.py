@@ -60,6 +60,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview.arrays import at_rows, codes_matching, column_codes, membership, values_at
+from traceview.capture_facts import declared_cold_steps
 from traceview.normalize import launch_rows, nearest_ancestor
 from traceview.results import Steps
 from traceview.roles import Role
@@ -185,8 +186,7 @@ def find_steps(timeline: Timeline) -> Steps:
         # Every step builds graphs (e.g. retracing each step): none is "cold", they are the steady state.
         cold[:] = False
         cold[0] = duration[0] > COLD_FACTOR * np.median(duration[1:])
-    capture = timeline.meta.extra.get("capture") or {}
-    declared = set(capture.get("cold_steps", [])) | set(capture.get("warmup_steps", []))
+    declared = declared_cold_steps(timeline.meta.extra.get("capture") or {})
     if declared and rule == "markers" and not np.isin(numbers, sorted(declared)).all():
         # The capture's manifest says which steps were cold or warm-up: they are not steady state.
         cold |= np.isin(numbers, sorted(declared))
@@ -218,6 +218,12 @@ def find_steps(timeline: Timeline) -> Steps:
                  partial=partial)
 
 
+def events_held(events: pd.DataFrame, step_col: np.ndarray, n_steps: int) -> np.ndarray:
+    """Per step, the events its window holds besides step markers."""
+    marker = membership(events["kind"].array)([Kind.STEP.value])
+    return np.bincount(step_col[(step_col >= 0) & ~marker], minlength=n_steps)[:n_steps]
+
+
 def _without_empty_steps(events: pd.DataFrame, step_col: np.ndarray,
                          n_steps: int) -> tuple[np.ndarray, np.ndarray | None]:
     """Steps whose window holds no event but step markers are no steps: torch.profiler's last
@@ -226,9 +232,7 @@ def _without_empty_steps(events: pd.DataFrame, step_col: np.ndarray,
     stretch of microseconds would be the steady state. They are left out (their events, the
     markers, in no step) unless every step is empty. Returns the step column renumbered and
     which steps are kept (None: all)."""
-    marker = membership(events["kind"].array)([Kind.STEP.value])
-    held = np.bincount(step_col[(step_col >= 0) & ~marker], minlength=n_steps)[:n_steps]
-    kept = held > 0
+    kept = events_held(events, step_col, n_steps) > 0
     if kept.all() or not kept.any():
         return step_col, None
     position = np.where(kept, np.cumsum(kept) - 1, -1).astype(step_col.dtype)

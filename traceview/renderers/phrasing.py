@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from traceview.capture_facts import declared_cold_steps
 from traceview.renderers.units import fmt_ns, fmt_pct, shorten
 
 # Bucket names as the reports show them.
@@ -79,8 +80,7 @@ def _few_steps_sentence(cmp: Any) -> str:
     stands in with a cold step for the steady state."""
     out = ""
     for side, diag in (("baseline", cmp.baseline), ("candidate", cmp.candidate)):
-        capture = diag.timeline.meta.extra.get("capture") or {}
-        declared = set(capture.get("cold_steps", [])) | set(capture.get("warmup_steps", []))
+        declared = declared_cold_steps(diag.timeline.meta.extra.get("capture") or {})
         numbers = set(int(n) for n in diag.steps.table["number"])
         if declared and numbers and numbers <= declared:
             out += (f" The {side}'s only profiled steps are cold or warm-up steps (its manifest): one of them stands "

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from traceview.errors import BIDI_CONTROLS
+from traceview.errors import BIDI_CONTROLS, one_line
 
 
 def fmt_ns(ns: float, compact: bool = False) -> str:
@@ -61,9 +61,10 @@ def _byte_escape(match: re.Match[str]) -> str:
 
 
 def _one_line_name(name: Any) -> str:
-    """A name on one line: its newlines and tabs written as ``\\n`` / ``\\t`` (docs/bad_input.md),
-    other control characters dropped, runs of spaces as one."""
-    return " ".join(visible(name).replace("\n", "\\n").replace("\t", "\\t").split())
+    """A name on one line (:func:`traceview.errors.one_line`, as the terminal writes any trace
+    text): its newlines and tabs written as ``\\n`` / ``\\t`` (docs/bad_input.md), other control
+    characters dropped, runs of spaces as one."""
+    return " ".join(one_line(visible(name)).split())
 
 
 def shorten(name: str, width: int) -> str:
