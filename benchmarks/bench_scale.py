@@ -68,9 +68,9 @@ doc = orjson.loads(gzip.decompress(raw) if raw[:2] == b"\\x1f\\x8b" else raw)
 _BARE_PARSE_NO_TEARDOWN = _BARE_PARSE + "import os; os._exit(0)\n"
 # As the console script runs it (the read-ahead and the end without teardown apply).
 _DIAGNOSE = """
-from traceview.cli import console_main
+from traceview.__main__ import main
 sys.argv[1:] = ["diagnose", sys.argv[1], "--format", "json", "-o", sys.argv[2]]
-console_main()
+main()
 """
 _HTA = """
 import logging, os, shutil, tempfile

@@ -219,3 +219,54 @@ def test_the_command_line_starts_it_for_the_traces_a_command_reads(monkeypatch: 
                  ["collect", str(SAMPLE)]):
         cli._start_reading(cli._trace_arguments(argv) or [])
     assert started == [str(SAMPLE)]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["diagnose", "{trace}", "--format", "json"], ["{trace}"]),
+    (["diagnose", "--format", "json", "{trace}"], ["{trace}"]),
+    (["diagnose", "--strict", "{trace}"], []),  # after an option: only the parser knows it is a flag
+    (["diagnose", "-o", "{other}", "{trace}"], ["{trace}"]),  # -o's value is no trace
+    (["diagnose", "--format=json", "{trace}"], ["{trace}"]),
+    (["compare", "{trace}", "{other}"], ["{trace}", "{other}"]),
+    (["diagnose", "--", "-o", "{trace}"], ["{trace}"]),
+    (["--max-bytes", "9000", "diagnose", "{trace}"], []),  # a root option first: left to the parser
+    (["collect", "{trace}"], []),
+    (["diagnose", "no-such-file.json"], []),
+])
+def test_the_console_script_starts_only_what_the_parser_reads_too(argv: list[str], expected: list[str]) -> None:
+    from traceview import cli, console
+
+    other = str(SAMPLE.parent / "manifest.json")
+    words = [w.format(trace=SAMPLE, other=other) for w in argv]
+    surely = console.surely_trace_arguments(words)
+    assert surely == [w.format(trace=SAMPLE, other=other) for w in expected]
+    assert set(surely) <= set(cli._trace_arguments(words) or [])
+
+
+_CONSOLE_PROBE = """
+import gc, sys
+from traceview.readers import _prefetch
+seen = []
+start = _prefetch.start
+def watched(path):
+    seen.append(("typer" in sys.modules, "pandas" in sys.modules, gc.isenabled()))
+    start(path)
+_prefetch.start = watched
+from traceview.__main__ import main
+sys.argv[1:] = ["diagnose", sys.argv[1], "--format", "json", "--steps", "not-a-window"]
+try:
+    main()
+except SystemExit:
+    pass
+print("SEEN", seen, "COLLECTOR", gc.isenabled(), gc.get_freeze_count() > 0)
+"""
+
+
+def test_the_console_script_reads_before_loading_the_parser_and_resumes_the_collector() -> None:
+    done = subprocess.run([sys.executable, "-c", _CONSOLE_PROBE, str(SAMPLE)], capture_output=True, text=True,
+                          check=True)
+    last = done.stdout.splitlines()[-1]
+    # The first start comes before typer is loaded, with the collector paused; the command line's
+    # own start of the same file follows (before pandas). After the imports the collector runs again.
+    assert last.startswith("SEEN [(False, False, False), (True, False, False)]"), last
+    assert last.endswith("COLLECTOR True True"), last

@@ -1,5 +1,18 @@
-"""``python -m traceview`` runs the command line."""
+"""The ``traceview`` console script and ``python -m traceview``: start reading the traces the
+command names (traceview/console.py), then load and run the command line."""
 
-from traceview.cli import console_main
+import sys
 
-console_main()
+from traceview.console import start
+
+
+def main() -> None:
+    """Run the command line on the process's arguments."""
+    start(sys.argv[1:])
+    from traceview.cli import console_main
+
+    console_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -18,6 +18,7 @@ import typer
 from typer.core import TyperCommand
 
 from traceview.commands.output import discard_standard_output, stderr_console
+from traceview.console import PREFETCHED_FILES, TRACE_READING_COMMANDS, resume_collector
 from traceview.errors import TraceviewError, TraceviewWarning, one_line
 from traceview.heap import retain_freed_memory, without_huge_page_advice
 from traceview.pandas_import import import_pandas_without_pyarrow
@@ -124,9 +125,6 @@ def _register_commands() -> None:
 _register_commands()
 
 
-# Commands whose file arguments are traces read from start to end.
-_TRACE_READING_COMMANDS = ("diagnose", "compare")
-_PREFETCHED_FILES = 2  # a diagnosis reads one trace, a comparison two
 
 
 def _trace_arguments(argv: list[str]) -> list[str] | None:
@@ -145,7 +143,7 @@ def _trace_arguments(argv: list[str]) -> list[str] | None:
         elif word.startswith("-"):
             continue  # a flag, or --option=value
         elif command is None:
-            if word not in _TRACE_READING_COMMANDS:
+            if word not in TRACE_READING_COMMANDS:
                 return None
             command = group.commands[word]  # type: ignore[attr-defined]
             takes_value = _value_options(command.params)
@@ -168,7 +166,7 @@ def _start_reading(arguments: list[str]) -> None:
         return
     from traceview.readers import _prefetch
 
-    for word in [w for w in arguments if os.path.isfile(w)][:_PREFETCHED_FILES]:
+    for word in [w for w in arguments if os.path.isfile(w)][:PREFETCHED_FILES]:
         _prefetch.start(word)
 
 
@@ -223,6 +221,7 @@ def _main(argv: Optional[list[str]], console: bool = False) -> bool:
         from traceview.arrays import share_one_values  # (numpy: imported once the reading has started)
 
         share_one_values()  # see traceview/arrays.py: this process's analyses never write into a column
+    resume_collector()  # (paused by the console script while it loaded the libraries: traceview/console.py)
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

@@ -29,7 +29,7 @@ import msgspec
 import orjson
 
 from traceview.errors import InputError
-from traceview.readers._io import GZIP_MAGIC, UTF8_BOM, InflatedText, max_bytes, user_errors
+from traceview.readers._io import GZIP_MAGIC, UTF8_BOM, InflatedText, gzip_reader, max_bytes, user_errors
 
 # Raw text decoded per batch. Large enough that the per-batch overhead vanishes, small enough
 # that a batch's decoded events (a few hundred bytes each) stay far below the trace's columns.
@@ -64,7 +64,7 @@ def open_stream(path: Path) -> Iterator[BinaryIO]:
             yield handle
             return
         handle.seek(0)
-        with gzip.GzipFile(fileobj=handle) as inflating:
+        with gzip_reader(handle) as inflating:
             yield inflating  # type: ignore[misc]
 
 

@@ -2,9 +2,9 @@
 
 ``traceview diagnose trace.json.gz`` spends its first few hundred milliseconds importing
 numpy, pandas and the analyses, on one core. Reading the trace needs none of pandas, and the
-slow parts let go of the interpreter lock (zlib while it inflates, the compiled Kineto scanner
-while it scans), so the command line starts the reading on a thread before anything else
-(:func:`start`): a Chrome-trace JSON file (told by its first bytes) is inflated into memory when
+slow parts let go of the interpreter lock (the inflater while it inflates, the compiled Kineto
+scanner while it scans), so the command line starts the reading on a thread before anything
+else (:func:`start`; traceview/console.py, before even the command-line parser is loaded): a Chrome-trace JSON file (told by its first bytes) is inflated into memory when
 gzipped, then scanned into the reader's fields (readers/kineto_fields.py, which needs numpy but
 not pandas), so the trace is usually read by the time the analyses are imported. The scan keeps
 to one core until the reader waits for it. An XPlane (the first trace named only) has its
@@ -28,14 +28,13 @@ import importlib.util
 import os
 import struct
 import threading
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from traceview.errors import UsageError
-from traceview.readers._io import GZIP_MAGIC, UTF8_BOM, InflatedText, head_bytes, max_bytes, read_bytes
+from traceview.readers._io import GZIP_MAGIC, UTF8_BOM, InflatedText, head_bytes, inflater, max_bytes, read_bytes
 
 if TYPE_CHECKING:
     from traceview.readers.kineto_fields import ScannedFields
@@ -45,7 +44,6 @@ if TYPE_CHECKING:
 # text, and the fields of further traces (counted at their file's size).
 PREFETCH_BYTES = 256 * 2**20
 _HEAD_BYTES = 4096  # what the format is told by (readers/__init__.py detect)
-_GZIP_WINDOW = 16 + zlib.MAX_WBITS  # a gzip header and trailer around deflate data
 
 _Key = tuple[str, int, int, int, int, int]
 
@@ -195,13 +193,13 @@ def _inflate(path: Path, expected: int) -> bytes | None:
         parts: list[bytes] = []
         total = 0
         while data:
-            inflater = zlib.decompressobj(_GZIP_WINDOW)
-            part = inflater.decompress(data, expected - total + 1)
+            member = inflater()
+            part = member.decompress(data, expected - total + 1)
             total += len(part)
-            if total > expected or not inflater.eof:  # larger than the trailer said, or truncated
+            if total > expected or not member.eof:  # larger than the trailer said, or truncated
                 return None
             parts.append(part)
-            data = inflater.unused_data
+            data = member.unused_data
         return b"".join(parts) if total == expected else None
     except Exception:  # noqa: BLE001 - whatever it is, the streaming reader reports it
         return None

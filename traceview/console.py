@@ -1,0 +1,76 @@
+"""What the ``traceview`` console script does before it loads the command line (traceview/__main__.py).
+
+A diagnosis of a 54 MB trace spends more of its wall clock loading libraries (the command-line
+parser, numpy, pandas, the analyses) than analysing, and the reading of the trace needs none of
+them. So the console script, before importing anything heavy, starts the read-ahead
+(readers/_prefetch.py) for the files it can tell are a trace-reading command's arguments
+without the parser: the words after ``diagnose`` or ``compare`` that are existing files and do
+not follow an option (``--format json`` takes a value, ``--strict`` does not, and only the
+parser knows which is which, so a word after any option waits for it). The command line then
+starts the ones it finds only with the parser (cli._start_reading); a file already being read
+is not read again.
+
+The imports also run with the cyclic garbage collector paused: loading pandas creates a few
+hundred thousand objects without a cycle among them, and the collector would scan them again
+and again as they appear (~0.04 s of a 0.55 s diagnosis here). Once the command line has its
+libraries (cli._main), what the imports made is set aside from later collections
+(``gc.freeze``) and the collector resumes, so the analyses' garbage is collected as ever.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+
+# Commands whose file arguments are traces read from start to end (cli.py registers them).
+TRACE_READING_COMMANDS = ("diagnose", "compare")
+PREFETCHED_FILES = 2  # a diagnosis reads one trace, a comparison two
+
+
+_collector_paused = [False]  # whether start() paused the garbage collector, till resume_collector()
+
+
+def start(words: list[str]) -> None:
+    """Pause the collector and start reading the traces ``words`` surely names (the console
+    script's arguments), before the command line is loaded (traceview/__main__.py)."""
+    if gc.isenabled():
+        gc.disable()
+        _collector_paused[0] = True
+    if "--help" in words:
+        return
+    from traceview.heap import retain_freed_memory
+
+    retain_freed_memory()  # before the read-ahead's first large buffer: see traceview/heap.py
+    for path in surely_trace_arguments(words)[:PREFETCHED_FILES]:
+        from traceview.readers import _prefetch
+
+        _prefetch.start(path)
+
+
+def surely_trace_arguments(words: list[str]) -> list[str]:
+    """The words of ``words`` that are surely file arguments of a trace-reading command, told
+    without the parser: after the command name (the first word, so that no root option's value
+    is taken for it), not an option, not right after an option (which may take it as its
+    value), and an existing regular file. Every word returned is one the parser takes as an
+    argument too; some of its arguments may be missing here."""
+    if not words or words[0] not in TRACE_READING_COMMANDS:
+        return []
+    found: list[str] = []
+    after_option = False
+    for index, word in enumerate(words[1:], start=1):
+        if word == "--":
+            found.extend(w for w in words[index + 1:] if os.path.isfile(w))
+            break
+        if not word.startswith("-") and not after_option and os.path.isfile(word):
+            found.append(word)
+        after_option = word.startswith("-") and "=" not in word
+    return found
+
+
+def resume_collector() -> None:
+    """Resume the garbage collector where :func:`start` paused it, the objects made so far set
+    aside from later collections (the libraries' own: they live as long as the process)."""
+    if _collector_paused[0]:
+        _collector_paused[0] = False
+        gc.freeze()
+        gc.enable()
