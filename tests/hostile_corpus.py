@@ -268,6 +268,17 @@ def unreadable(folder: Path) -> Path:
     return path
 
 
+def link_loop(folder: Path) -> Path:
+    (folder / "a.json").symlink_to(folder / "b.json")
+    (folder / "b.json").symlink_to(folder / "a.json")
+    return folder / "a.json"
+
+
+def dangling_link(folder: Path) -> Path:
+    (folder / "moved.json").symlink_to(folder / "gone" / "trace.json")
+    return folder / "moved.json"
+
+
 def folder_with_bad_files(folder: Path) -> Path:
     """Two good traces beside a file that cannot be read (corrupt gzip) and garbage that is no trace."""
     root = folder / "runs"
@@ -613,6 +624,8 @@ CASES: list[Case] = [
     # --- compression, permissions, folders
     Case("gzip-bomb", raw_file(gzip_bomb, "bomb.json.gz"), refused("--max-bytes"), options=("--max-bytes", str(2**20))),
     Case("mode-000", unreadable, refused("cannot read"), skip_as_root=True),
+    Case("symlink-loop", link_loop, refused("a loop of symbolic links")),
+    Case("symlink-dangling", dangling_link, refused("a symbolic link to ")),
     Case("folder-with-unreadable-and-garbage", folder_with_bad_files, OK, warns="broken.pt.trace.json.gz"),
     Case("run-with-dangling-host", run_with_dangling_host, OK, warns="worker1.xplane.pb: not a readable regular file"),
     Case("folder-with-broken-trace", folder_with_garbage_trace, refused("bad.pt.trace.json")),

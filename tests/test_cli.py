@@ -148,6 +148,14 @@ def test_diagnose_a_folder_of_captures_compares_the_frameworks():
     assert all("torch-eager" in c["baseline"] for c in comparisons)
 
 
+@pytest.mark.skipif(not (SAMPLES / "mlp2").is_dir(), reason="no sample traces")
+def test_the_folder_summary_title_takes_the_reports_width():
+    result = run_cli("diagnose", "sample_traces/mlp2", "--width", "150")
+    assert result.returncode == 0, result.stderr
+    title = next(line for line in result.stdout.splitlines() if line.startswith("Across the traces"))
+    assert title.endswith("per steady step)"), title  # one line, not wrapped at the table's width
+
+
 @pytest.mark.parametrize("fmt", ["terminal", "md", "json", "html"])
 def test_redact_removes_paths_and_host_names_from_every_report(fmt):
     trace = shared_trace("torch_gpu/resnet_v100_1rank.pt.trace.json.gz")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from types import ModuleType
 
 from traceview.errors import InputError, TraceviewError, TraceviewWarning
-from traceview.readers._io import head_bytes
+from traceview.readers._io import absent, head_bytes
 
 # Reader modules, asked in this order.
 _READER_MODULES = ("traceview.readers.kineto", "traceview.readers.xplane")
@@ -44,7 +44,7 @@ def detect(path: Path) -> ModuleType:
 def discover(path: Path, run: str | None = None) -> list[Path]:
     """Trace files named by ``path``: the file itself, or the traces found under a directory."""
     if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
+        raise absent(path)
     if path.is_file():
         return [path]
     if not path.is_dir():  # a FIFO, a socket, a device: reading could block or never end

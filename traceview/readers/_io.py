@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import os
@@ -31,13 +32,29 @@ GZIP_WINDOW = 16 + zlib.MAX_WBITS  # (wbits of a gzip stream: a gzip header and 
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
+def absent(path: Path) -> InputError:
+    """The error for a path that does not lead to a file or folder, saying why where the system
+    tells more than "missing": a symbolic link to nothing, a loop of links, a folder on the way
+    the user may not enter."""
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return InputError(f"{path}: a loop of symbolic links; point at the trace file itself")
+        if err.errno == errno.EACCES:
+            return InputError(f"{path}: permission denied on the way to it")
+        if err.errno == errno.ENOENT and os.path.islink(path):
+            return InputError(f"{path}: a symbolic link to {os.readlink(path)}, which does not exist")
+    return InputError(f"{path}: no such file or directory")
+
+
 @contextmanager
 def user_errors(path: Path) -> Iterator[None]:
     """Turn file-system and gzip errors into one-line errors that name the file."""
     try:
         yield
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise absent(path) from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, expected a trace file") from None
     except INFLATE_ERRORS as err:

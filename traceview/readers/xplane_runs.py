@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 
 from traceview.errors import InputError, TraceviewWarning
+from traceview.readers._io import absent
 
 
 XPLANE_SUFFIX = ".xplane.pb"
@@ -64,7 +65,7 @@ def find_xplanes(path: Path, run: str | None = None) -> list[Path]:
     """
     path = Path(path)
     if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
+        raise absent(path)
     if path.is_file():
         if is_xplane_name(path):
             return [path]

@@ -380,12 +380,12 @@ def multi_rank_parts(run: Any, width: int) -> list[Any]:
     return parts
 
 
-def _across(comparisons: list[Any], width: int) -> Table:
-    """One line per trace compared with the folder's torch baseline."""
-    base = comparisons[0].baseline
-    table = Table(title=f"Across the traces: each compared with {_flat(baseline_label(comparisons[0]))} "
-                        f"({fmt_ns(comparisons[0].baseline_step_ns)} per steady step)",
-                  title_justify="left", title_style="bold", box=None, header_style="bold")
+def _across(comparisons: list[Any], width: int) -> Group:
+    """One line per trace compared with the folder's torch baseline, under a title as wide as
+    the report (a table's own title wraps at the table's width)."""
+    title = Text(f"Across the traces: each compared with {_flat(baseline_label(comparisons[0]))} "
+                 f"({fmt_ns(comparisons[0].baseline_step_ns)} per steady step)", style="bold")
+    table = Table(box=None, header_style="bold")
     table.add_column("trace", no_wrap=True)
     table.add_column("step", justify="right", no_wrap=True)
     table.add_column("×", justify="right", no_wrap=True)
@@ -397,7 +397,7 @@ def _across(comparisons: list[Any], width: int) -> Table:
         table.add_row(_flat(trace_label(cmp.candidate.timeline.meta.source)), fmt_ns(cmp.candidate_step_ns),
                       f"{cmp.ratio:.2f}", cause,
                       fmt_pct(cmp.explained_share))
-    return table
+    return Group(title, table)
 
 
 def _comparison_parts(cmp: Any, width: int) -> list[Any]:
