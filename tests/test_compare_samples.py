@@ -94,3 +94,25 @@ def test_a_folder_of_two_workloads_compares_each_with_its_own_torch_baseline():
     pairs = {(cmp.baseline.timeline.meta.extra["capture"]["workload"], cmp.candidate.timeline.meta.extra["capture"]
               ["workload"], cmp.candidate.timeline.meta.framework) for cmp in folder_comparisons(diagnoses)}
     assert pairs == {("linreg-gd", "linreg-gd", "tensorflow"), ("mlp2", "mlp2", "jax")}
+
+
+@pytest.mark.skipif(not (SAMPLES / "mlp2" / "torch-eager").is_dir(), reason="no sample traces")
+def test_a_side_whose_manifest_declares_every_step_cold_is_named_thin(tmp_path):
+    import json
+    import shutil
+
+    from traceview.api import compare_report
+    from traceview.renderers.phrasing import THIN_COLD_ONLY
+
+    capture = tmp_path / "torch-eager"
+    shutil.copytree(SAMPLES / "mlp2" / "torch-eager", capture)
+    manifest = json.loads((capture / "manifest.json").read_text())
+    manifest["cold_steps"] = manifest["cold_steps"] + manifest["steady_steps"]
+    manifest["steady_steps"] = []
+    (capture / "manifest.json").write_text(json.dumps(manifest))
+    cmp = compare_report(SAMPLES / "mlp2" / "torch-eager", capture)
+    assert cmp.thin_sides == (("candidate", THIN_COLD_ONLY),)
+    assert cmp.comparison_dict()["thin_sides"] == [{"side": "candidate", "why": THIN_COLD_ONLY}]
+    assert "The candidate's only profiled steps are cold or warm-up steps" in render_comparison(cmp, width=100)
+    same = compare_report(SAMPLES / "mlp2" / "torch-eager", SAMPLES / "mlp2" / "torch-eager")
+    assert same.thin_sides == ()

@@ -583,6 +583,9 @@ class Comparison:
     cold: ColdStart  # the first cold step of each side
     ratio_interval: tuple[float, float] | None = None  # 95 % interval of ratio (None: < 2 steady steps a side)
     findings: tuple[Finding, ...] = ()  # what explains the gap
+    # Sides too thin for the ratio to carry its usual weight, as (side, why) in side order; why is
+    # one of phrasing.THIN_SIDE_REASONS.
+    thin_sides: tuple[tuple[str, str], ...] = ()
 
     @property
     def baseline_step_ns(self) -> float:
@@ -675,6 +678,7 @@ class Comparison:
             "explained_share": self.explained_share,
             "unexplained_ns": self.unexplained_ns,
             "paused_delta_ns": self.paused_delta_ns,
+            "thin_sides": [{"side": side, "why": why} for side, why in self.thin_sides],
             "buckets": [
                 {"bucket": d.bucket, "baseline_ns": d.baseline_ns, "candidate_ns": d.candidate_ns,
                  "delta_ns": d.delta_ns, "share_of_gap": (d.delta_ns / gap if gap else 0.0)}

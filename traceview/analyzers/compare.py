@@ -38,6 +38,8 @@ from traceview.analyzers.diagnosis import diagnose
 from traceview.analyzers.rules import comparison_findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes, first_of_each, membership
+from traceview.capture_facts import declared_cold_steps
+from traceview.renderers.phrasing import THIN_COLD_ONLY, THIN_ONE_STEP
 from traceview.normalize import compute_ops, nearest_ancestor, op_name_codes, self_time, top_level_ops
 from traceview.results import (OP_DIFF_COLUMNS, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
                                Diagnosis, shown_buckets)
@@ -89,8 +91,24 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     families = pd.concat([fam_a.add_prefix("baseline_"), fam_b.add_prefix("candidate_")], axis=1).fillna(0.0)
     families = families.reindex([f for f in FAMILIES if f in families.index])
     result = Comparison(baseline, candidate, buckets, families, op_diff(baseline, candidate, top),
-                        _cold_start(baseline, candidate), ratio_interval(baseline, candidate))
+                        _cold_start(baseline, candidate), ratio_interval(baseline, candidate),
+                        thin_sides=_thin_sides(baseline, candidate))
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
+
+
+def _thin_sides(baseline: Diagnosis, candidate: Diagnosis) -> tuple[tuple[str, str], ...]:
+    """The sides whose steady state is too thin for the ratio's usual weight (Comparison.thin_sides):
+    every profiled step declared cold or warm-up by the capture's manifest (one stands in), else
+    fewer than two steady steps (one step is no measure of its noise)."""
+    thin: list[tuple[str, str]] = []
+    for side, diag in (("baseline", baseline), ("candidate", candidate)):
+        declared = declared_cold_steps(diag.timeline.meta.extra.get("capture") or {})
+        numbers = set(int(n) for n in diag.steps.table["number"])
+        if declared and numbers and numbers <= declared:
+            thin.append((side, THIN_COLD_ONLY))
+        elif len(diag.steady_positions) < 2:
+            thin.append((side, THIN_ONE_STEP))
+    return tuple(thin)
 
 
 # Per-op diff rows: (kind, the table of one trace it comes from). ``kernel``: device kernels, or on

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from traceview.capture_facts import declared_cold_steps
 from traceview.renderers.units import fmt_ns, fmt_pct, shorten
 
 # Bucket names as the reports show them.
@@ -67,6 +66,14 @@ def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[st
     return lead, rest + "."
 
 
+# Why a side of a comparison is thin (Comparison.thin_sides), the values its JSON carries:
+# every profiled step is one the capture's manifest lists as cold or warm-up (one stands in for the
+# steady state), or fewer than two steady steps (the ratio has no interval).
+THIN_COLD_ONLY = "cold-only"
+THIN_ONE_STEP = "under-two-steady-steps"
+THIN_SIDE_REASONS = (THIN_COLD_ONLY, THIN_ONE_STEP)
+
+
 def gap_caveats(cmp: Any) -> str:
     """What qualifies the compare report's first line, as sentences after it (each starts with a
     space): the ratio without the profiler and the profiler's uneven inflation, when the captures
@@ -75,18 +82,15 @@ def gap_caveats(cmp: Any) -> str:
 
 
 def _few_steps_sentence(cmp: Any) -> str:
-    """A side with fewer than two steady steps gives the ratio no interval (one step is no
-    measure of its noise); one whose steps the capture's manifest lists all as cold or warm-up
-    stands in with a cold step for the steady state."""
+    """A sentence per thin side (Comparison.thin_sides)."""
     out = ""
-    for side, diag in (("baseline", cmp.baseline), ("candidate", cmp.candidate)):
-        declared = declared_cold_steps(diag.timeline.meta.extra.get("capture") or {})
-        numbers = set(int(n) for n in diag.steps.table["number"])
-        if declared and numbers and numbers <= declared:
+    for side, why in cmp.thin_sides:
+        if why == THIN_COLD_ONLY:
             out += (f" The {side}'s only profiled steps are cold or warm-up steps (its manifest): one of them stands "
                     "in for its steady state.")
-        elif len(diag.steady_positions) < 2:
-            out += (f" The {side} has {len(diag.steady_positions)} steady step: the ratio has no interval, and "
+        else:
+            steady = len(getattr(cmp, side).steady_positions)
+            out += (f" The {side} has {steady} steady step: the ratio has no interval, and "
                     "step-to-step noise may be all of it.")
     return out
 
