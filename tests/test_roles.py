@@ -174,3 +174,28 @@ def test_no_call_wrapper_is_ever_a_compute_op_in_the_sample_captures():
         top = [str(n) for n in diag.kernels["name"]] if diag.kernels is not None else []
         assert not (set(top) & calls), (folder, sorted(set(top) & calls))
         assert not [n for n in top if wrappers.search(n)], (folder, top)
+
+
+@pytest.mark.parametrize("workload", ["cnn", "lstm"])
+def test_xlas_wait_for_its_own_thunks_is_compiled_code_not_a_sync(workload: str):
+    """A real tf.function(jit_compile=True) capture: CpuExecutable::ExecuteAsyncOnStream runs the
+    program's thunks on worker threads and waits for them in a BlockUntilReady nested in it. That
+    wait is the program running (compiled code), not the user's program blocking on a result: no
+    sync wait, no sync_each_step finding ("avoid .item()") for it."""
+    from tests.conftest import SAMPLES, cached_diagnosis
+    from traceview.loader import trace_paths
+    from traceview.schema import Kind
+
+    folder = SAMPLES / workload / "tf-xla"
+    if not folder.is_dir():
+        pytest.skip("sample traces not present")
+    diag = cached_diagnosis(trace_paths(folder)[0])
+    ev = diag.timeline.events
+    parent = ev["parent"].to_numpy()
+    names = ev["name"].astype(str).to_numpy()
+    nested_waits = (ev["kind"] == Kind.SYNC.value).to_numpy() & (parent >= 0)
+    nested_waits[nested_waits] = np.char.startswith(names[parent[nested_waits]].astype(str), "CpuExecutable::")
+    assert nested_waits.any()
+    assert set(ev["role"].to_numpy()[nested_waits]) == {Role.COMPILED_CODE.value}
+    assert diag.steady_attribution().get("sync_wait", 0.0) == 0.0
+    assert next(f for f in diag.findings if f.rule == "sync_each_step").grade == "none"

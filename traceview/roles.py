@@ -547,6 +547,9 @@ def _nested_role(par_role: Any, par_tracing: np.ndarray, own_role: Any, builtin:
     - inside graph building → graph_build; inside compilation → compile (ops run while tracing, the
       passes inside a compile range); inside input → input (map functions' ops);
     - a framework op directly inside compiled code is compute (XLA thunks; aten ops it calls);
+    - a sync directly inside compiled code is the program waiting for its own work (XLA's
+      CpuExecutable::ExecuteAsyncOnStream → BlockUntilReady while its thunks run on worker
+      threads): compiled code, not the user's program waiting for a result;
     - a call anywhere inside a call that traces (``call_tracing``) is ``call_tracing`` too;
     - a range (annotation) opened inside a framework op or call is the framework's runtime scope:
       ``dispatch`` (PJRT_LoadedExecutable_Execute, ThenExecuteCallback inside PjitFunction(f));
@@ -558,6 +561,8 @@ def _nested_role(par_role: Any, par_tracing: np.ndarray, own_role: Any, builtin:
     role = np.where(flow, par_role, own_role)
     on_compiled_code = ~flow & (par_role == code[Role.COMPILED_CODE.value]) & thunk
     role[on_compiled_code & (own_role == code[Role.DISPATCH.value])] = code[Role.COMPUTE.value]
+    role[~flow & (par_role == code[Role.COMPILED_CODE.value]) & (own_role == code[Role.SYNC.value])] = \
+        code[Role.COMPILED_CODE.value]
     runtime_scope = ~flow & (role == code[Role.ANNOTATION.value]) & np.isin(par_role, _FRAMEWORK_PARENT_CODES)
     role[runtime_scope] = code[Role.DISPATCH.value]
     in_tracing = own_tracing | par_tracing
