@@ -116,3 +116,22 @@ def test_a_side_whose_manifest_declares_every_step_cold_is_named_thin(tmp_path):
     assert "The candidate's only profiled steps are cold or warm-up steps" in render_comparison(cmp, width=100)
     same = compare_report(SAMPLES / "mlp2" / "torch-eager", SAMPLES / "mlp2" / "torch-eager")
     assert same.thin_sides == ()
+
+
+def test_steps_of_different_batch_counts_are_compared_per_batch():
+    """Keras steps_per_execution=1 against 4 (real captures; unprofiled ~1.7 ms a batch against
+    ~1.0 ms): the candidate's step is over twice as long, yet per batch it is faster. The report
+    leads with the per-batch ratio and names no cause of a slowdown."""
+    from pathlib import Path
+
+    from traceview.api import compare_report
+
+    data = Path(__file__).resolve().parent / "data" / "tf_cpu_batches"
+    cmp = compare_report(data / "spe1", data / "spe4")
+    assert cmp.batches_per_step == (1, 4)
+    assert cmp.ratio > 1.5 and cmp.batch_ratio is not None and cmp.batch_ratio < 0.8
+    text = render_comparison(cmp, width=100)
+    assert text.split("\n\n")[1].lstrip().startswith("Per batch the candidate is ")
+    assert "faster" in text.split("\n\n")[1]
+    assert [f.rule for f in cmp.findings] == ["gap"] and cmp.findings[0].grade == "none"
+    assert cmp.comparison_dict()["batch_ratio"] == cmp.batch_ratio

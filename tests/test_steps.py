@@ -256,3 +256,32 @@ def test_uneven_steady_steps_are_said_to_hold_each_others_work() -> None:
     diagnose_timeline(timeline, steps)
     uneven = [n for n in timeline.meta.notes if n.startswith("the steady steps are uneven")]
     assert len(uneven) == 1 and "median 0.02 ms" in uneven[0]
+
+
+BATCHES = Path(__file__).resolve().parent / "data" / "tf_cpu_batches"
+
+
+def test_a_keras_step_of_four_batches_says_so():
+    """Keras steps_per_execution=4 (a real capture): the profiled steps' numbers advance by 4,
+    back to back; each step holds four batches. With steps_per_execution=1 they advance by 1."""
+    four = traceview.diagnose(BATCHES / "spe4")
+    one = traceview.diagnose(BATCHES / "spe1")
+    assert four.steps.rule == one.steps.rule == "markers"
+    assert four.steps.batches_per_step == 4 and "each step holds 4 batches" in four.steps.rule_detail
+    assert one.steps.batches_per_step == 1 and "batches" not in one.steps.rule_detail
+    assert four.to_dict()["steps"]["batches_per_step"] == 4
+
+
+def test_a_step_marked_every_k_batches_is_not_k_batches():
+    """Numbers advancing by 4 with room for three unmarked steps between the windows: a loop
+    marking every 4th step, whose steps hold one batch each. Irregular strides hold one too."""
+    from traceview.analyzers.steps import batches_per_step
+
+    numbers = np.array([0, 4, 8, 12])
+    back_to_back = np.array([0, 100, 200, 300]), np.array([100, 200, 300, 400])
+    spaced = np.array([0, 400, 800, 1200]), np.array([100, 500, 900, 1300])
+    assert batches_per_step(numbers, *back_to_back) == 4
+    assert batches_per_step(numbers, *spaced) == 1
+    assert batches_per_step(np.array([0, 4, 9, 12]), *back_to_back) == 1
+    assert batches_per_step(np.array([3, 4, 5, 6]), *back_to_back) == 1
+    assert batches_per_step(np.array([7]), np.array([0]), np.array([100])) == 1

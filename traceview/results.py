@@ -90,6 +90,9 @@ class Steps:
     # Positions of the steps whose window is known to miss part of the step: the last run of a loop
     # found without markers, whose window ends with the run (there is no next run to end it at).
     partial: tuple[int, ...] = ()
+    # Batches of the training loop one step holds (analyzers/steps.batches_per_step): Keras
+    # steps_per_execution, a loop marking a step per k batches; 1 for one batch per step.
+    batches_per_step: int = 1
 
     @property
     def steady(self) -> pd.DataFrame:
@@ -469,6 +472,7 @@ class Diagnosis:
                 "count": int(len(table)),
                 "cold": [int(n) for n in table.loc[table["cold"], "number"]],
                 "partial": [int(table["number"].iloc[p]) for p in self.steps.partial],
+                "batches_per_step": self.steps.batches_per_step,
                 "steady": int(len(self.steady_positions)),
                 "table": [
                     {
@@ -636,6 +640,20 @@ class Comparison:
         return b / a if a and b else None
 
     @property
+    def batches_per_step(self) -> tuple[int, int]:
+        """Batches one step holds on each side (baseline, candidate): Steps.batches_per_step."""
+        return self.baseline.steps.batches_per_step, self.candidate.steps.batches_per_step
+
+    @property
+    def batch_ratio(self) -> float | None:
+        """Candidate / baseline mean time per batch, where a step holds a different number of
+        batches on each side (a step-to-step ratio is then no like-for-like measure); else None."""
+        a, b = self.batches_per_step
+        if a == b or not self.baseline_step_ns:
+            return None
+        return (self.candidate_step_ns / b) / (self.baseline_step_ns / a)
+
+    @property
     def uneven_inflation(self) -> bool:
         """Whether the profiler slows the two sides by factors more than ``UNEVEN_INFLATION`` apart:
         the profiled ratio and its per-cause split then over-weigh the more inflated side's host
@@ -672,6 +690,8 @@ class Comparison:
             "ratio_interval": list(self.ratio_interval) if self.ratio_interval else None,
             "significant": self.significant,
             "unprofiled_ratio": self.unprofiled_ratio,
+            "batches_per_step": list(self.batches_per_step),
+            "batch_ratio": self.batch_ratio,
             "baseline_inflation": self.baseline.profiler_inflation,
             "candidate_inflation": self.candidate.profiler_inflation,
             "gap_ns": gap,

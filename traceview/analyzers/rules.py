@@ -427,6 +427,14 @@ def comparison_findings(comparison: Comparison) -> list[Finding]:
     if not comparison.significant:
         # The ratio's interval holds 1: the per-cause deltas are step-time noise, no cause to name.
         return [Finding("gap", "step-time difference", "none", {"significant": False})]
+    if comparison.batch_ratio is not None:
+        # A step holds a different number of batches on each side: a per-step gap is mostly the
+        # extra batches, no cause of a slowdown (the headline gives the ratio per batch).
+        a, b = comparison.batches_per_step
+        return [Finding("gap", "step-time difference", "none",
+                        {"batches_per_step_baseline": a, "batches_per_step_candidate": b,
+                         "batch_ratio": comparison.batch_ratio},
+                        f"capture both with the same batches per step ({a} vs {b}) to compare their causes")]
     for d in comparison.ranked()[:MOST_GAP_CAUSES]:
         share = d.delta_ns / gap
         if share <= GAP_CAUSE_SHARE:

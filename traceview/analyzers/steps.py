@@ -214,8 +214,36 @@ def find_steps(timeline: Timeline) -> Steps:
             partial = (len(table) - 1,)
             detail += (f"; the last run (#{numbers[-1]}) is no steady step: its window ends with the run, without "
                        "the loop's work until a next run")
+    batches = batches_per_step(numbers, starts, ends) if rule == "markers" else 1
+    if batches > 1:
+        detail += (f"; each step holds {batches} batches: its markers' step numbers advance by {batches} and the "
+                   f"steps follow each other without a gap (Keras steps_per_execution={batches}, or a loop that runs "
+                   f"{batches} batches per marked step)")
     return Steps(table=table, rule=rule, rule_detail=detail, driver_track=driver, empty_inside=empty_inside,
-                 partial=partial)
+                 partial=partial, batches_per_step=batches)
+
+
+# Steps count as back to back when the median gap from one step's end to the next one's start is
+# at most this share of the median step: a step marked every k batches leaves k - 1 unmarked
+# steps between its windows, a gap of about (k - 1) steps.
+BACK_TO_BACK_GAP = 0.25
+
+
+def batches_per_step(numbers: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> int:
+    """How many batches (the training loop's own count) one marked step holds: k where the
+    markers' step numbers advance by the same k > 1 from each step to the next and the steps
+    follow each other without room for the unmarked ones between (Keras numbers its profiled
+    steps by batch, so steps_per_execution=4 marks steps 76, 80, 84 …); 1 otherwise."""
+    if len(numbers) < 2:
+        return 1
+    strides = np.diff(numbers.astype(np.int64))
+    stride = int(strides[0])
+    if stride < 2 or not (strides == stride).all():
+        return 1
+    gaps = starts[1:].astype(np.int64) - ends[:-1].astype(np.int64)
+    if np.median(gaps) > BACK_TO_BACK_GAP * np.median(ends - starts):
+        return 1
+    return stride
 
 
 def events_held(events: pd.DataFrame, step_col: np.ndarray, n_steps: int) -> np.ndarray:

@@ -53,6 +53,16 @@ def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[st
     slower = "candidate" if gap >= 0 else "baseline"
     ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
     lead = f"The {slower} is {fmt_ratio(ratio)} slower"
+    if cmp.batch_ratio is not None:
+        a, b = cmp.batches_per_step
+        faster = "faster" if cmp.batch_ratio < 1 else "slower"
+        per_batch = cmp.batch_ratio if cmp.batch_ratio >= 1 else 1 / cmp.batch_ratio if cmp.batch_ratio else 0.0
+        lead = (f"Per batch the candidate is {fmt_ratio(per_batch)} {faster}: a baseline step holds {_batches(a)}, "
+                f"a candidate step {_batches(b)}")
+        return lead, (f" ({fmt_ns(cmp.candidate_step_ns / b)} vs {fmt_ns(cmp.baseline_step_ns / a)} per batch). "
+                      f"Everything below is per step, not like for like: the {slower}'s step is "
+                      f"{fmt_ratio(ratio)} as long ({fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)}, "
+                      f"gap {fmt_ns(abs(gap))}).")
     if interval and gap < 0:
         # The baseline's view of the interval: inverted, and unbounded above where its low end is 0.
         upper = f"{1 / interval[0]:.2f}" if interval[0] > 0 else "∞"
@@ -64,6 +74,10 @@ def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[st
         rest += (f"; the largest cause is {labels.get(top.bucket, top.bucket)}: {fmt_ns(abs(top.delta_ns))} per step "
                  f"({fmt_pct(top.delta_ns / gap)} of the gap)")
     return lead, rest + "."
+
+
+def _batches(count: int) -> str:
+    return f"{count} batch" if count == 1 else f"{count} batches"
 
 
 # Why a side of a comparison is thin (Comparison.thin_sides), the values its JSON carries:
@@ -272,6 +286,10 @@ def _unrecorded(e: Mapping[str, Any], explains: float) -> str:
 def _gap(e: Mapping[str, Any], explains: float) -> str:
     if e.get("significant") is False:
         return "the steady steps differ by no more than their own spread: no cause of a gap to name"
+    if "batch_ratio" in e:
+        return (f"a baseline step holds {_batches(e['batches_per_step_baseline'])} and a candidate step "
+                f"{_batches(e['batches_per_step_candidate'])}: the per-step gap is no cause of a slowdown "
+                f"(per batch the candidate takes {fmt_ratio(e['batch_ratio'])} the baseline's time)")
     return "the steady steps take the same time"
 
 
