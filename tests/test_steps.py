@@ -285,3 +285,36 @@ def test_a_step_marked_every_k_batches_is_not_k_batches():
     assert batches_per_step(np.array([0, 4, 9, 12]), *back_to_back) == 1
     assert batches_per_step(np.array([3, 4, 5, 6]), *back_to_back) == 1
     assert batches_per_step(np.array([7]), np.array([0]), np.array([100])) == 1
+
+
+def test_a_jax_loop_that_never_blocks_has_steps_as_long_as_their_programs():
+    """A real capture (tests/data/jax_cpu_unmarked/capture.py): 16 jitted calls return within
+    ~33 µs each and their programs run on the worker threads afterwards (0.47 ms a step
+    unprofiled). Each step runs to the end of its own program run, matched in order: the steady
+    step is the program's time, not the call's."""
+    diag = traceview.diagnose(UNMARKED_JAX / "never_blocks")
+    assert "asynchronous dispatch: 16 program runs" in diag.steps.rule_detail
+    assert 0.35e6 < diag.steady_step_ns < 0.47e6 * 1.6  # (the profiler slows it ~1.3×)
+    assert diag.steady_attribution()["kernel"] > 0.7 * diag.steady_step_ns
+
+
+def test_a_program_run_ends_with_its_pieces_which_do_not_hold_the_next_one_off():
+    """Rows in start order (start, end, thread, is the executor's wait): run 1 on thread 0 with
+    its wait, a pool piece on thread 1 outlasting that wait; run 2 starts on thread 0 while the
+    piece still runs and is a run of its own, as is the next row its thread starts."""
+    from traceview.analyzers.steps import _program_runs
+
+    runs = _program_runs([0, 50, 90, 100, 300], [80, 150, 95, 200, 400], [0, 1, 0, 0, 0],
+                         [False, False, True, False, False])
+    assert runs == [(0, 150), (100, 200), (300, 400)]
+
+
+def test_loops_that_wait_for_their_programs_keep_their_windows():
+    """A JAX capture whose steps block on their results: every program run ends inside its step,
+    and no window changes."""
+    samples = Path(__file__).resolve().parent.parent / "sample_traces"
+    folder = samples / "mlp2" / "jax-jit"
+    if not folder.is_dir():
+        pytest.skip("sample traces not present")
+    diag = traceview.diagnose(folder)
+    assert "asynchronous" not in diag.steps.rule_detail

@@ -187,7 +187,17 @@ def make_cycles(n: int) -> None:
 
 
 class StepProgram:
-    """One variant of a case: ``step`` is the training step; ``between`` runs after each step."""
+    """One variant of a case: ``step`` is the training step; ``between`` runs after each step.
+
+    An ``asynchronous`` program's steps return before their work is done (a JAX loop that never
+    blocks): its steps are timed as a block, from the first step's start to the end of
+    ``drain()`` after the last, each step given an equal share (worker.run_indices); a profiled
+    capture drains inside the profiler's window."""
+
+    asynchronous = False
+
+    def drain(self) -> None:
+        """Wait for the work the steps queued (asynchronous programs)."""
 
     def enter(self) -> None:
         """Called before each block of this variant's steps (process-wide switches go here)."""
@@ -793,6 +803,7 @@ class JaxStep(StepProgram):
         extra: Callable[..., Any] | None = None,
         extra_args: tuple[np.ndarray, ...] = (),
         scale: Callable[[int], float] | None = None,
+        wait: bool = True,
     ) -> None:
         import jax
         import jax.numpy as jnp
@@ -807,6 +818,8 @@ class JaxStep(StepProgram):
         self.scale = scale or (lambda i: 1.0)
         self.mid = mid
         self.sink: Any = None
+        self.wait = wait
+        self.asynchronous = not wait
 
         def train_step(params: dict[str, Any], x: Any, y: Any, extra_args: tuple[Any, ...], scale: float) -> Any:
             def objective(p: dict[str, Any]) -> tuple[Any, Any]:
@@ -824,15 +837,30 @@ class JaxStep(StepProgram):
 
     def step(self, i: int) -> float | None:
         self.params, loss, self.sink = self.fn(self.params, self.x, self.y, self.extra_args, scale=self.scale(i))
+        if not self.wait:  # the call returns before its program has run; drain() waits for them all
+            return None
         value = float(loss)  # waits for the step's result, as a user's loop reads the loss
         self.mid(i)
         return value
+
+    def drain(self) -> None:
+        import jax
+
+        jax.block_until_ready((self.params, self.sink))
 
 
 def jax_large_matmul(variant: str, knob: int) -> StepProgram:
     if variant == "clean":
         return JaxStep()
     return JaxStep(extra=lambda a, b: a @ b, extra_args=_square_pair(knob))
+
+
+def jax_async_matmul(variant: str, knob: int) -> StepProgram:
+    """The large-matmul step in a loop that never blocks: every call returns at once and the
+    programs run after the loop (each step's parameters are the last one's result)."""
+    if variant == "clean":
+        return JaxStep(wait=False)
+    return JaxStep(extra=lambda a, b: a @ b, extra_args=_square_pair(knob), wait=False)
 
 
 def jax_tiny_ops(variant: str, knob: int) -> StepProgram:
@@ -986,6 +1014,12 @@ CASES: tuple[Case, ...] = (
          python_tracer=True,
          notes="the tracer records the user's frame around the step, not the native wait for the result inside "
          "it: the frame's own time holds the XLA program's run on the client's threads"),
+    Case("jax-async-matmul", "jax", "jitted step plus one large square matmul inside the same jax.jit call "
+         "(side calibrated), in a loop that never blocks on a result (asynchronous dispatch: the programs run "
+         "after the calls return; timed as a block to the end of the last program, an equal share a step)",
+         "kernel", "compute_bound", "steady", jax_async_matmul, knob=Knob(start=256, power=3, lo=16),
+         notes="without blocking, each step marker holds the call alone (tens of µs): the programs run on the "
+         "worker threads after the loop and each step runs to the end of its own program (steps.py)"),
     Case("jax-tiny-ops", "jax", "jitted step plus N tiny eager jax.numpy elementwise ops on a 16-element array after the step's result",
          "launch_overhead", "launch_bound", "steady", jax_tiny_ops, knob=Knob(start=200, target_ms=3.0), profiled_steady=2,
          notes="JAX's profiler records ~18 events per tiny op (the jitted call, argument parsing, buffer-hold "

@@ -152,6 +152,13 @@ def find_steps(timeline: Timeline) -> Steps:
 
     device_end = _device_work_end(events, starts, host_ends)
     ends = np.maximum(host_ends, device_end)
+    queued_end = _queued_work_end(events, starts, host_ends, driver)
+    if queued_end is not None:
+        ends = np.maximum(ends, queued_end)
+        detail += (f"; the steps' compiled programs ran after their calls returned (asynchronous dispatch: "
+                   f"{len(starts)} program runs on worker threads, the last ending "
+                   f"{(int(queued_end[-1]) - int(host_ends[-1])) / 1e6:.2f} ms after the last step's own end), so "
+                   f"each step runs to the end of its program, matched in order")
     # No overlap: a window starts where the previous one ended at the earliest.
     starts = starts.copy()
     for i in range(1, len(starts)):
@@ -457,6 +464,66 @@ def _loop_numbers(names: np.ndarray) -> np.ndarray:
     if len(numbers) == len(names) and all(b > a for a, b in zip(numbers, numbers[1:])) and max(numbers) < 2**62:
         return np.array(numbers, dtype=np.int64)
     return np.arange(len(names), dtype=np.int64)
+
+
+def _queued_work_end(events: pd.DataFrame, starts: np.ndarray, host_ends: np.ndarray,
+                     driver: str) -> np.ndarray | None:
+    """Per step, the end of the compiled program run it queued, where the steps did not wait for
+    them: None unless that is what the trace shows.
+
+    JAX (and any runtime that dispatches asynchronously) returns from a jitted call before its
+    program has run; a loop that never blocks queues a program run per step and the runs happen
+    on worker threads afterwards, in the order they were queued (each step's parameters are the
+    last one's result). The step windows then hold the dispatch alone (12 µs "steps" of a 0.5 ms
+    program). A program run is compiled code at the top of a thread other than the step's, that
+    starts once the run before it is done on its own thread (pieces a run hands to a thread pool
+    start within it; the executor's wait for them — an annotation — closes the run and starts
+    none: :func:`_program_runs`). Where such
+    runs outlast the last step, and there are as many of them from the first step on as steps,
+    the k-th run ends the k-th step. Where every run ends inside its step (a loop that blocks each
+    step) nothing changes; where the counts differ (two jitted calls a step) nothing does either."""
+    if len(starts) < 2:
+        return None
+    compiled = membership(events["role"].array)([Role.COMPILED_CODE.value])
+    rows = np.flatnonzero(compiled & (events["depth"].to_numpy() == 0)
+                          & (events["track"].to_numpy(dtype=object) != driver))
+    if not len(rows):
+        return None
+    run_start = events["ts"].to_numpy()[rows]
+    order = np.argsort(run_start, kind="stable")
+    rows, run_start = rows[order], run_start[order]
+    run_end = run_start + events["dur"].to_numpy()[rows]
+    if run_end.max() <= host_ends[-1]:
+        return None  # nothing runs on after the steps: they waited for their programs
+    waits = membership(events["kind"].array)([Kind.ANNOTATION.value])[rows]
+    tracks, _ = column_codes(events["track"])
+    runs = np.array(_program_runs(run_start.tolist(), run_end.tolist(), tracks[rows].tolist(), waits.tolist()),
+                    dtype=np.int64).reshape(-1, 2)
+    queued = runs[runs[:, 0] >= starts[0], 1]
+    if len(queued) != len(starts):
+        return None
+    return np.maximum.accumulate(queued)
+
+
+def _program_runs(starts: list[int], ends: list[int], tracks: list[int], waits: list[bool]) -> list[tuple[int, int]]:
+    """(start, end) of each program run among top-level compiled-code rows in start order: a row
+    that starts once the current run's own thread is done with it (its rows and the executor's
+    wait) starts the next run; a row on another thread starting before that is a piece the run
+    handed to a pool thread, which ends the run no earlier than it ends but does not hold the next
+    run off (a piece may outlast the executor's wait while the next run starts). One entry per
+    run: a loop over program runs, a few rows each, not over events."""
+    runs: list[tuple[int, int]] = []
+    held_until = -1  # the current run's own thread is busy with it until here
+    run_track = -1
+    for start, end, track, wait in zip(starts, ends, tracks, waits):
+        if start >= held_until and not wait:
+            runs.append((start, end))
+            held_until, run_track = end, track
+        elif runs:
+            runs[-1] = (runs[-1][0], max(runs[-1][1], end))
+            if track == run_track:
+                held_until = max(held_until, end)
+    return runs
 
 
 def _device_work_end(events: pd.DataFrame, starts: np.ndarray, host_ends: np.ndarray) -> np.ndarray:

@@ -17,20 +17,21 @@ import jax
 import jax.numpy as jnp
 
 
+def loss(p: dict, x: jax.Array, y: jax.Array) -> jax.Array:
+    return jnp.mean((jax.nn.relu(x @ p["w1"]) @ p["w2"] - y) ** 2)
+
+
+@jax.jit
+def one_step(p: dict, x: jax.Array, y: jax.Array) -> dict:
+    grads = jax.grad(loss)(p, x, y)
+    return jax.tree_util.tree_map(lambda a, g: a - 0.01 * g, p, grads)
+
+
 def main(out: Path) -> None:
     key = jax.random.PRNGKey(0)
     k1, k2 = jax.random.split(key)
     params = {"w1": jax.random.normal(k1, (64, 128)) * 0.1, "w2": jax.random.normal(k2, (128, 4)) * 0.1}
     inputs, targets = jax.random.normal(key, (4, 32, 64)), jnp.zeros((4, 32, 4))
-
-    def loss(p: dict, x: jax.Array, y: jax.Array) -> jax.Array:
-        return jnp.mean((jax.nn.relu(x @ p["w1"]) @ p["w2"] - y) ** 2)
-
-    @jax.jit
-    def one_step(p: dict, x: jax.Array, y: jax.Array) -> dict:
-        grads = jax.grad(loss)(p, x, y)
-        return jax.tree_util.tree_map(lambda a, g: a - 0.01 * g, p, grads)
-
     for i in range(3):
         params = jax.block_until_ready(one_step(params, inputs[i], targets[i]))
     folder = out / "async"
@@ -39,6 +40,25 @@ def main(out: Path) -> None:
             params = one_step(params, inputs[i % 4], targets[i % 4])
             if i % 5 == 4:
                 jax.block_until_ready(params)
+    _gzipped(folder)
+    _never_blocks(out / "never_blocks")
+
+
+def _never_blocks(folder: Path) -> None:
+    k1, k2 = jax.random.split(jax.random.PRNGKey(1))
+    params = {"w1": jax.random.normal(k1, (256, 512)) * 0.05, "w2": jax.random.normal(k2, (512, 10)) * 0.05}
+    inputs, targets = jax.random.normal(k1, (8, 64, 256)), jax.random.normal(k2, (8, 64, 10))
+    batches = [(inputs[i], targets[i]) for i in range(8)]
+    for i in range(3):
+        params = jax.block_until_ready(one_step(params, *batches[i]))
+    with jax.profiler.trace(str(folder)):
+        for i in range(16):
+            params = one_step(params, *batches[i % 8])
+        jax.block_until_ready(params)
+    _gzipped(folder)
+
+
+def _gzipped(folder: Path) -> None:
     for xplane in folder.rglob("*.xplane.pb"):  # (traceview reads a gzipped XPlane by its content)
         with xplane.open("rb") as src, gzip.open(f"{xplane}.gz", "wb") as dst:
             shutil.copyfileobj(src, dst)
