@@ -122,7 +122,7 @@ def test_headline_of_a_candidate_whose_steps_last_nothing() -> None:
     from traceview.renderers.phrasing import gap_headline
 
     cmp = SimpleNamespace(gap_ns=-1_000_000.0, ratio_interval=(0.0, 0.0), candidate_step_ns=0.0,
-                          baseline_step_ns=1_000_000.0, significant=True, ratio=0.0, ranked=lambda: [])
+                          baseline_step_ns=1_000_000.0, significant=True, ratio=0.0, ranked=lambda: [], batch_ratio=None)
     lead, rest = gap_headline(cmp)
     assert lead.startswith("The baseline is") and "95 % interval" not in rest
     cmp.ratio_interval = (0.0, 0.5)

@@ -78,6 +78,10 @@ def rule(fn: Rule) -> Rule:
     return fn
 
 
+# launch_bound's moderate and high thresholds (share of the step in launch/dispatch overhead).
+LAUNCH_BOUND_GRADES = (0.03, 0.15)
+
+
 @rule
 def launch_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
@@ -87,7 +91,7 @@ def launch_bound(diag: Diagnosis) -> Finding:
         # No framework op in the steps: no dispatch to fuse (the overhead there is the profiler's or
         # a runtime's own Python, outside any training work).
         return Finding("launch_bound", "launch/dispatch-bound steps", "skipped")
-    grade = _grade(share, 0.03, 0.15)
+    grade = _grade(share, *LAUNCH_BOUND_GRADES)
     where = "the device waits for the host" if diag.timeline.has_device else "framework dispatch outside the math"
     return Finding(
         "launch_bound", "launch/dispatch-bound steps: " + where, grade,
@@ -332,8 +336,10 @@ def compute_bound(diag: Diagnosis) -> Finding:
         _grade(share, 0.60, 0.85),
         {"kernel_share": share, "top_kernel_share": top_share, **({"top_kernel": top} if top else {}),
          **({"intra_op_threads": threads} if threads else {})},
-        "framework overhead is not the bottleneck: speed up the math (dtype, shapes, algorithm, fusion); on CPU "
-        "give the intra-op pool every core (torch.set_num_threads, TF intra_op_parallelism_threads)",
+        # (Not "overhead is not the bottleneck" beside a launch/dispatch share that launch_bound grades high.)
+        ("framework overhead is not the bottleneck: " if shares["launch_overhead"] < LAUNCH_BOUND_GRADES[1] else "")
+        + "speed up the math (dtype, shapes, algorithm, fusion); on CPU give the intra-op pool every core "
+          "(torch.set_num_threads, TF intra_op_parallelism_threads)",
         "≥ 60 % moderate, ≥ 85 % high",
         share * total,
     )

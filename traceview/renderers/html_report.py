@@ -206,12 +206,13 @@ def _comparison(cmp: Any) -> str:
         f'<td class="num">{esc(fmt_ns(row["candidate_dispatch_ns_per_op"]))}</td></tr>'
         for family, row in cmp.families.iterrows()
     )
-    causes = "; ".join(esc(gap_cause(d, gap)) for d in listed_causes(cmp))
+    named = "; ".join(esc(gap_cause(d, gap)) for d in listed_causes(cmp))
+    causes = f" Where the gap comes from: {named}." if named else ""
     op_diff = (f"<h3>{esc(OP_DIFF_TITLE)}</h3>" + _html_table(OP_DIFF_HEADERS, op_diff_rows(cmp), left=(0, 1), names=(0,))
                if len(cmp.op_diff) else "")
     return (
         f"<section><h2>{esc(cand)} vs {esc(base)}</h2>"
-        f"<p><strong>{esc(lead)}</strong>{esc(rest)} Where the gap comes from: {causes}. "
+        f"<p><strong>{esc(lead)}</strong>{esc(rest)}{causes} "
         f"Named causes explain {esc(fmt_pct(cmp.explained_share))}.</p>"
         "<table><tr><th>cause</th><th class=\"num\">baseline</th><th class=\"num\">candidate</th>"
         f"<th class=\"num\">delta</th><th class=\"num\">of gap</th></tr>{rows}</table>"

@@ -128,8 +128,12 @@ def unprofiled_sentence(cmp: Any) -> str:
 
 
 def listed_causes(cmp: Any) -> list[Any]:
-    """The bucket deltas worth naming as causes of the gap, largest first."""
+    """The bucket deltas worth naming as causes of the gap, largest first; none where the gap is
+    within the steady steps' noise, or where a step holds a different number of batches on each
+    side (the per-step gap is then no slowdown to explain)."""
     gap = cmp.gap_ns
+    if not cmp.significant or cmp.batch_ratio is not None:
+        return []
     return [d for d in cmp.ranked() if gap and d.delta_ns / gap > LISTED_CAUSE_SHARE]
 
 
