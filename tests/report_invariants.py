@@ -2,7 +2,8 @@
 property tests and the fuzz target.
 
 - JSON (:func:`json_violations`): per trace, events kept + dropped = events in the file; per step,
-  the buckets are non-negative integers that sum to the step's duration exactly.
+  the buckets are non-negative integers that sum to the step's duration exactly; no finding's
+  advice denies what another finding grades high.
 - Text (:func:`text_violations`): every output encodes as UTF-8; no control character reaches
   the terminal, markdown or HTML output, and no trace-derived string that means something to the format appears verbatim (it
   would be markup, a link, a tag or a table cell boundary).
@@ -54,6 +55,10 @@ def json_violations(document: Any) -> list[str]:
             elif sum(buckets.values()) != duration:
                 out.append(f"{label}: buckets sum to {sum(buckets.values())}, the step lasts {duration} "
                            f"({buckets})")
+        findings = {f["rule"]: f for f in report.get("findings", [])}
+        compute, launch = findings.get("compute_bound"), findings.get("launch_bound")
+        if compute and launch and launch["grade"] == "high" and "overhead is not the bottleneck" in compute["advice"]:
+            out.append(f"{where}: compute_bound says overhead is not the bottleneck beside a high launch_bound")
     return out
 
 

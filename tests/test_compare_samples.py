@@ -138,3 +138,21 @@ def test_steps_of_different_batch_counts_are_compared_per_batch():
     assert "faster" in text.split("\n\n")[1]
     assert [f.rule for f in cmp.findings] == ["gap"] and cmp.findings[0].grade == "none"
     assert cmp.comparison_dict()["batch_ratio"] == cmp.batch_ratio
+
+
+SAMPLE_CAPTURES = sorted(p for p in SAMPLES.glob("*/*") if p.is_dir()) if SAMPLES.is_dir() else []
+
+
+@pytest.mark.skipif(not SAMPLE_CAPTURES, reason="no sample traces")
+@pytest.mark.parametrize("capture", SAMPLE_CAPTURES, ids=lambda p: f"{p.parent.name}-{p.name}")
+def test_every_sample_report_holds_the_report_invariants(capture):
+    """Buckets sum to each step, events add up, and no finding's advice denies another graded high
+    (compute_bound said "framework overhead is not the bottleneck" beside a high launch_bound on
+    18 of the samples)."""
+    import orjson
+
+    from tests.report_invariants import json_violations
+
+    document = orjson.loads(orjson.dumps(cached_diagnosis(trace_paths(capture)[0]).to_dict(),
+                                         option=orjson.OPT_SERIALIZE_NUMPY))
+    assert json_violations(document) == []
