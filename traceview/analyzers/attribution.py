@@ -87,6 +87,7 @@ from traceview.schema import Kind, Timeline, categorical
 GAP_BREAK = 3.0
 GAP_MIN_NS = 100_000
 GAP_MAX_NS = 2_000_000
+INFERRED_GLUE = "launch_overhead.inferred"  # the detail the short gaps go to (framework glue)
 
 R = Role
 Intervals = tuple[np.ndarray, np.ndarray]  # (starts, ends)
@@ -200,7 +201,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("launch_overhead.binding", "driver", (GLUE,), _BOTH,
           "the user's Python frame between two framework calls, for no longer than the gap threshold: "
           "the call into the framework (argument parsing, the binding), not user work"),
-    Layer("launch_overhead.inferred", "driver", (GAP_SHORT,), _BOTH,
+    Layer(INFERRED_GLUE, "driver", (GAP_SHORT,), _BOTH,
           "unrecorded gap between the step thread's events, shorter than the gap threshold (framework glue)"),
     Layer("host_compute.inferred", "driver", (GAP_LONG,), _BOTH,
           "unrecorded gap on the step's thread longer than the threshold (user code, GC, the OS)"),
