@@ -138,6 +138,11 @@ TF_HOST_OP = re.compile(
 # "__inference_step_90:__inference_step_90". ("EagerLocalExecute: MatMul" has a space: no match.)
 TF_OP_KERNEL = re.compile(r"^[^\s:]+:[A-Za-z_][\w]*$")
 # The host waits for XLA work it enqueued (XLA CPU runs thunks on Eigen threads; PJRT buffers).
+# Python frames that turn a tensor into text, as torch's tracer names them (with_stack /
+# python_function: "torch/_tensor.py(558): __repr__", "torch/_tensor_str.py(712): _str"): Tensor's
+# __repr__ / __str__ / __format__ (torch/_tensor.py) and the formatting module they call
+# (torch/_tensor_str.py). They run only when the user prints, formats or logs a tensor.
+TENSOR_TO_TEXT_FRAME = re.compile(r"(^|[/\\])torch[/\\](_tensor_str\.py\(|_tensor\.py\(\d+\): __(repr|str|format)__$)")
 XLA_SYNC = re.compile(r"^(BlockUntilReady|BlockHostUntilReady|\w+::BlockHostUntilReady|\w+::BlockUntilReady)$")
 # Python frames as JAX's and TensorFlow's Python tracers name them: "$<file base name>:<line> <function>"
 # (no folder: a framework's files cannot be told from the user's by their package's path).

@@ -521,28 +521,37 @@ def _nesting(role: np.ndarray, name_values: list[str], name_codes: np.ndarray, t
     builtin = (_lookup(_BUILTIN, name_values, name_codes) | _lookup(_STDLIB_FRAME, name_values, name_codes))
     builtin &= python
     thunk = host_op & _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
+    text = python & _lookup(cat.TENSOR_TO_TEXT_FRAME, name_values, name_codes)
     role[tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
-    # A row's own state packs its role and three flags; a final state, its role and in_tracing.
+    # A row's own state packs its role and four flags; a final state, its role, in_tracing and in_text.
     own = role.astype(np.int32)
-    for flag in (builtin, thunk, tracing):  # (in place: one array, not a temporary per step)
+    for flag in (builtin, thunk, tracing, text):  # (in place: one array, not a temporary per step)
         own *= 2
         own += flag
-    del builtin, thunk
+    del builtin, thunk, text
 
     def step(up: np.ndarray, mine: np.ndarray) -> np.ndarray:
-        new_role, in_tracing = _nested_role(up >> 1, (up & 1) == 1, mine >> 3, ((mine >> 2) & 1) == 1,
-                                            ((mine >> 1) & 1) == 1, (mine & 1) == 1)
-        return new_role.astype(np.int32) * 2 + in_tracing
+        new_role, in_tracing, in_text = _nested_role(up >> 2, ((up >> 1) & 1) == 1, (up & 1) == 1, mine >> 4,
+                                                     ((mine >> 3) & 1) == 1, ((mine >> 2) & 1) == 1,
+                                                     ((mine >> 1) & 1) == 1, (mine & 1) == 1)
+        return new_role.astype(np.int32) * 4 + in_tracing * 2 + in_text
 
-    final = nesting.states_down(own, 8 * len(ROLE_VALUES), 2 * len(ROLE_VALUES), step,
-                                alone=lambda mine: (mine >> 3) * 2 + (mine & 1))
-    return (final >> 1).astype(role.dtype)
+    def alone(mine: np.ndarray) -> np.ndarray:
+        text_here = (mine & 1) == 1
+        own_role = np.where(text_here & (mine >> 4 == code[Role.PYTHON_FRAMEWORK.value]),
+                            code[Role.PYTHON_USER.value], mine >> 4)
+        return own_role * 4 + ((mine >> 1) & 1) * 2 + (mine & 1)
+
+    final = nesting.states_down(own, 16 * len(ROLE_VALUES), 4 * len(ROLE_VALUES), step, alone=alone)
+    return (final >> 2).astype(role.dtype)
 
 
-def _nested_role(par_role: Any, par_tracing: np.ndarray, own_role: Any, builtin: np.ndarray, thunk: np.ndarray,
-                 own_tracing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A nested row's role and whether it is inside tracing, from its parent's final role and
-    tracing and its own role, builtin / thunk flags and tracing:
+def _nested_role(par_role: Any, par_tracing: np.ndarray, par_text: np.ndarray, own_role: Any, builtin: np.ndarray,
+                 thunk: np.ndarray, own_tracing: np.ndarray,
+                 own_text: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A nested row's role, whether it is inside tracing and whether it is inside a tensor's
+    formatting as text, from its parent's final role, tracing and text flags and its own role,
+    builtin / thunk flags, tracing and text:
 
     - inside graph building → graph_build; inside compilation → compile (ops run while tracing, the
       passes inside a compile range); inside input → input (map functions' ops);
@@ -554,7 +563,10 @@ def _nested_role(par_role: Any, par_tracing: np.ndarray, own_role: Any, builtin:
     - a range (annotation) opened inside a framework op or call is the framework's runtime scope:
       ``dispatch`` (PJRT_LoadedExecutable_Execute, ThenExecuteCallback inside PjitFunction(f));
     - a Python builtin of no framework, or a standard-library frame, takes the role of the Python
-      frame that called it.
+      frame that called it;
+    - the framework's Python inside a tensor's formatting as text (``categories.TENSOR_TO_TEXT_FRAME``:
+      ``print(loss)`` each step) is the user's: it runs only because the user prints, formats or
+      logs a tensor (ops inside keep their roles).
     """
     code = _ROLE_CODE
     flow = np.isin(par_role, _INHERITING) & np.isin(own_role, _HOST_ROLES) & (own_role != code[Role.SYNC.value])
@@ -569,7 +581,9 @@ def _nested_role(par_role: Any, par_tracing: np.ndarray, own_role: Any, builtin:
     role[in_tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
     inherit = ~flow & builtin & (role == code[Role.PYTHON_USER.value]) & np.isin(par_role, _PARENTS_OF_BUILTINS)
     role[inherit] = par_role[inherit]
-    return role, in_tracing
+    in_text = own_text | par_text
+    role[in_text & (role == code[Role.PYTHON_FRAMEWORK.value])] = code[Role.PYTHON_USER.value]
+    return role, in_tracing, in_text
 
 
 def roles_markdown() -> str:
