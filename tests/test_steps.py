@@ -318,3 +318,22 @@ def test_loops_that_wait_for_their_programs_keep_their_windows():
         pytest.skip("sample traces not present")
     diag = traceview.diagnose(folder)
     assert "asynchronous" not in diag.steps.rule_detail
+
+
+def test_every_kth_heavy_step_of_gradient_accumulation_is_named():
+    """A real capture (tests/data/torch_cpu_accumulation/capture.py): four micro-batches per
+    optimizer update, a ProfilerStep each; every fourth step holds Optimizer.step#Adam.step and
+    takes several times the others. The report names the cycle and its heavy steps."""
+    diag = traceview.diagnose(Path(__file__).resolve().parent / "data" / "torch_cpu_accumulation" / "per_micro_batch")
+    notes = [n for n in diag.timeline.meta.notes if n.startswith("every 4th steady step")]
+    assert len(notes) == 1 and "'Optimizer.step#Adam.step'" in notes[0] and "#7, #11" in notes[0]
+
+
+def test_steps_that_all_hold_the_same_names_have_no_cycle():
+    """Every step of a plain loop holds the same events: no note."""
+    samples = Path(__file__).resolve().parent.parent / "sample_traces"
+    folder = samples / "mlp-adam" / "torch-eager"
+    if not folder.is_dir():
+        pytest.skip("sample traces not present")
+    diag = traceview.diagnose(folder)
+    assert not [n for n in diag.timeline.meta.notes if "steady step (#" in n]

@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from traceview.analyzers.attribution import attribute
 from traceview.analyzers.communication import comm_overlap
@@ -20,6 +21,8 @@ from traceview.analyzers.modes import execution_mode
 from traceview.analyzers.quality import trace_quality
 from traceview.analyzers.rules import findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
+from traceview.arrays import column_codes
+from traceview.errors import one_line
 from traceview.loader import load_with_steps
 from traceview.results import AttributionOptions, Diagnosis, Steps  # noqa: F401 - re-exported
 from traceview.schema import Timeline
@@ -32,6 +35,60 @@ INFLATION_WARNING = 1.5
 # step that holds little of its own work (JAX's asynchronous dispatch: four steps of 20 µs, the
 # fifth of 25 ms holding all five steps' computation; median 26 µs, mean 4.7 ms).
 UNEVEN_STEPS = 3.0
+
+
+# A name that only some steady steps hold marks them as heavy steps of a cycle when they take at
+# least this multiple of the others' median (gradient accumulation: the optimizer's update every k
+# micro-batches, each its own ProfilerStep).
+PERIODIC_HEAVY = 1.5
+
+
+def periodic_heavy_steps(events: pd.DataFrame, steps: Steps, steady: np.ndarray) -> str | None:
+    """A note when every k-th steady step (k ≥ 2, at least two of them, at least two others) holds
+    an event name the other steady steps do not and takes ``PERIODIC_HEAVY``× their median: the
+    steady median is then one of the light steps, and the cycle of k steps is the unit of work."""
+    if len(steady) < 4:
+        return None
+    numbers = steps.table["number"].to_numpy()[steady]
+    duration = steps.table["duration"].to_numpy()[steady].astype(np.float64)
+    position_of = np.full(len(steps.table) + 1, -1, dtype=np.int64)
+    position_of[steady] = np.arange(len(steady))
+    step_col = events["step"].to_numpy()
+    held = np.flatnonzero(step_col >= 0)
+    at = position_of[step_col[held]]
+    held, at = held[at >= 0], at[at >= 0]
+    codes, names = column_codes(events["name"])
+    codes = codes[held]
+    known = codes >= 0
+    pairs = np.unique(at[known].astype(np.int64) * (len(names) + 1) + codes[known])
+    in_step, name = np.divmod(pairs, len(names) + 1)
+    steps_holding = np.bincount(name, minlength=len(names))
+    best: tuple[float, str, np.ndarray] | None = None
+    for code in np.flatnonzero((steps_holding >= 2) & (steps_holding <= len(steady) - 2)).tolist():
+        heavy = np.zeros(len(steady), dtype=bool)
+        heavy[in_step[name == code]] = True
+        stride = np.diff(numbers[heavy])
+        light = float(np.median(duration[~heavy]))
+        slowest_light = float(duration[~heavy].max())
+        if (stride[0] < 2 or not (stride == stride[0]).all()
+                or duration[heavy].min() < PERIODIC_HEAVY * light or duration[heavy].min() <= slowest_light):
+            continue
+        extra = float(duration[heavy].mean() - light)
+        if best is None or extra > best[0]:
+            best = (extra, str(names[code]), heavy)
+    if best is None:
+        return None
+    _, label, heavy = best
+    period = int(np.diff(numbers[heavy])[0])
+    light = float(np.median(duration[~heavy]))
+    heavy_ms = float(np.median(duration[heavy])) / 1e6
+    cycle = (heavy_ms + (period - 1) * light / 1e6)
+    listed = ", ".join(f"#{n}" for n in numbers[heavy][:6]) + (" …" if heavy.sum() > 6 else "")
+    ordinal = {2: "second", 3: "third"}.get(period, f"{period}th")
+    return (f"every {ordinal} steady step ({listed}) holds '{one_line(label)}', which the others do not, and takes "
+            f"{heavy_ms / (light / 1e6):.1f}× their median ({heavy_ms:.3g} ms against {light / 1e6:.3g} ms): the "
+            f"steady median is one of the light steps, and a cycle of {period} steps takes about {cycle:.3g} ms "
+            "(gradient accumulation, or work the loop does every few steps)")
 
 
 def diagnose(path: str | Path, options: AttributionOptions | None = None, top: int | None = TOP_N) -> Diagnosis:
@@ -65,6 +122,9 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
             "ms: a few steps hold the others' work (asynchronous dispatch settles "
             "several steps' work in one, as in a JAX loop that blocks on a result every few steps); the "
             "attribution is of the mean step — block on each step's result to give every step its own work")
+    periodic = periodic_heavy_steps(timeline.events, steps, result.steady_positions)
+    if periodic is not None:
+        timeline.meta.notes.append(periodic)
     if result.launch.ops_per_step == 0 and not timeline.has_device:
         timeline.meta.notes.append(
             "the steps hold no framework op: the trace records no training work in them (a profiler schedule's "
