@@ -8,13 +8,14 @@ a loop without step markers, JAX's Python tracer on (the function's default).
     python tests/data/jax_cpu_unmarked/capture.py tests/data/jax_cpu_unmarked
 """
 
-import gzip
-import shutil
 import sys
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from gzip_in_place import gzip_in_place  # noqa: E402 - tests/data/gzip_in_place.py
 
 
 def loss(p: dict, x: jax.Array, y: jax.Array) -> jax.Array:
@@ -59,11 +60,8 @@ def _never_blocks(folder: Path) -> None:
 
 
 def _gzipped(folder: Path) -> None:
-    for xplane in folder.rglob("*.xplane.pb"):  # (traceview reads a gzipped XPlane by its content)
-        with xplane.open("rb") as src, gzip.open(f"{xplane}.gz", "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        xplane.unlink()
-    for other in folder.rglob("*.trace.json.gz"):
+    gzip_in_place(folder, "*.xplane.pb")
+    for other in folder.rglob("*.trace.json.gz"):  # (JAX's trace-viewer copy of the same events)
         other.unlink()
 
 

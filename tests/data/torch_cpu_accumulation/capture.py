@@ -6,14 +6,15 @@ micro-batches writes it. Every fourth ProfilerStep holds the optimizer's update 
     python tests/data/torch_cpu_accumulation/capture.py tests/data/torch_cpu_accumulation
 """
 
-import gzip
-import shutil
 import sys
 from pathlib import Path
 
 import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from gzip_in_place import gzip_in_place  # noqa: E402 - tests/data/gzip_in_place.py
 
 ACCUMULATE = 4
 
@@ -34,10 +35,7 @@ def main(out: Path) -> None:
                 optimizer.step()
                 optimizer.zero_grad()
             prof.step()
-    for trace in folder.glob("*.json"):
-        with trace.open("rb") as src, gzip.open(f"{trace}.gz", "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        trace.unlink()
+    gzip_in_place(folder, "*.json")
 
 
 if __name__ == "__main__":

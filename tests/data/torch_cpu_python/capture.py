@@ -17,9 +17,7 @@ a step 0.74-0.77 ms, the tokenizer alone 0.29 ms of it (two fifths); the trainin
     python tests/data/torch_cpu_python/capture.py tests/data/torch_cpu_python
 """
 
-import gzip
 import random
-import shutil
 import statistics
 import sys
 import time
@@ -28,6 +26,9 @@ from pathlib import Path
 import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from gzip_in_place import gzip_in_place  # noqa: E402 - tests/data/gzip_in_place.py
 
 torch.manual_seed(0)
 torch.set_num_threads(2)
@@ -86,10 +87,7 @@ def capture(folder: Path, with_stack: bool, body=step) -> None:  # noqa: ANN001
         for i in range(6):
             body(i)
             prof.step()
-    for trace in folder.glob("*.json"):
-        with trace.open("rb") as src, gzip.open(f"{trace}.gz", "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        trace.unlink()
+    gzip_in_place(folder, "*.json")
 
 
 if __name__ == "__main__":
