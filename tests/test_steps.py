@@ -337,3 +337,30 @@ def test_steps_that_all_hold_the_same_names_have_no_cycle():
         pytest.skip("sample traces not present")
     diag = traceview.diagnose(folder)
     assert not [n for n in diag.timeline.meta.notes if "steady step (#" in n]
+
+
+def test_an_unmarked_inference_loop_is_split_at_its_repeating_ops():
+    """A real capture (tests/data/torch_cpu_unmarked/capture.py): twelve model(x) calls under a
+    plain profile(), no marker, no optimizer, 39 µs a call unprofiled. The same five top-level ops
+    repeat in the same order: twelve steps, not one whole-trace step of all twelve calls."""
+    diag = traceview.diagnose(UNMARKED / "inference_loop.json.gz")
+    assert diag.steps.rule == "repeated-sequence" and len(diag.steps.table) == 12
+    assert "the 5 top-level ops" in diag.steps.rule_detail
+    assert 30e3 < diag.steady_step_ns < 39e3 * 2.5  # (the profiler slows tiny ops)
+
+
+def test_a_repeated_sequence_needs_the_same_ops_in_the_same_order():
+    """Hand-built: ops that repeat with one out of place, or only once, are no loop; a last
+    repetition cut short is a partial step."""
+    from traceview.analyzers.steps import _repeated_sequence
+    from traceview.schema import build_events
+
+    def trace(names: list[str]):  # noqa: ANN202 - the event table
+        n = len(names)
+        return build_events({"ts": np.arange(n) * 10, "dur": np.full(n, 5), "kind": ["host_op"] * n, "name": names,
+                             "track": ["t"] * n, "depth": np.zeros(n, dtype=np.int64)})
+
+    rows, _, detail, cut_short = _repeated_sequence(trace(["a", "b", "c"] * 3 + ["a", "b"]), "t")
+    assert rows.tolist() == [0, 3, 6, 9] and cut_short and "partial" in detail
+    assert not len(_repeated_sequence(trace(["a", "b", "c", "a", "c", "b", "a", "b", "c"]), "t")[0])
+    assert not len(_repeated_sequence(trace(["a", "b", "c"]), "t")[0])

@@ -81,7 +81,7 @@ class Steps:
     """The steps found in a trace: one row per step, ordered by start."""
 
     table: pd.DataFrame  # columns: number, name, start, end, host_end, duration, cold, graph_build_events
-    rule: str  # "markers", "repeated-top-level", "optimizer-updates" or "whole-trace"
+    rule: str  # "markers", "repeated-top-level", "optimizer-updates", "repeated-sequence" or "whole-trace"
     rule_detail: str  # human sentence: which events, which track
     driver_track: str = ""  # the host track that drives the steps (markers / the user's loop)
     # Numbers of the steps left out for holding no event but their marker, before a step that does

@@ -93,7 +93,7 @@ R = Role
 Intervals = tuple[np.ndarray, np.ndarray]  # (starts, ends)
 # Step rules (analyzers/steps.py) whose windows run on past the events that found them: a window's
 # host edges are the step's edges on its thread.
-_LOOP_RULES = ("repeated-top-level", "optimizer-updates")
+_LOOP_RULES = ("repeated-top-level", "optimizer-updates", "repeated-sequence")
 
 
 @dataclass(frozen=True)

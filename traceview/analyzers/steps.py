@@ -114,15 +114,27 @@ def find_steps(timeline: Timeline) -> Steps:
                 driver = str(values_at(events["track"], markers[:1])[0])
                 numbers = np.arange(len(markers), dtype=np.int64)
             else:
-                rule = "whole-trace"
-                numbers = np.zeros(1, dtype=np.int64)
-                detail = ("no step markers, no repeated top-level range, user function or function call (a step "
-                          "loop), and fewer than two optimizer updates: the whole trace is one step")
+                markers, sequence_end, detail, cut_short = _repeated_sequence(events, driver)
+                if len(markers):
+                    rule = "repeated-sequence"
+                    numbers = np.arange(len(markers), dtype=np.int64)
+                else:
+                    rule = "whole-trace"
+                    numbers = np.zeros(1, dtype=np.int64)
+                    detail = ("no step markers, no repeated top-level range, user function or function call (a step "
+                              "loop), fewer than two optimizer updates, and no sequence of top-level ops that "
+                              "repeats: the whole trace is one step")
 
     if rule == "whole-trace":
         starts = np.array([ts.min() if len(ts) else 0], dtype=np.int64)
         host_ends = np.array([end.max() if len(end) else 0], dtype=np.int64)
         step_names = np.array(["whole trace"], dtype=object)
+    elif rule == "repeated-sequence":
+        # A repetition starts its step, which runs on to the next one (the loop's own Python between
+        # them is the step's); the last ends with its last op.
+        starts = ts[markers]
+        host_ends = np.append(starts[1:], sequence_end)
+        step_names = values_at(names, markers)
     elif rule == "optimizer-updates":
         # An update ends its step; the next step starts where it ended (updates never share a number).
         host_ends = end[markers]
@@ -215,6 +227,8 @@ def find_steps(timeline: Timeline) -> Steps:
     # work until the next run (a Keras callback, the rest of the loop body). When that makes it
     # shorter than the other steps by the cold factor, it is partial: not a steady step.
     partial: tuple[int, ...] = ()
+    if rule == "repeated-sequence" and cut_short:
+        partial = (len(table) - 1,)
     if rule == "repeated-top-level" and len(table) >= 3:
         others = duration[:-1][~cold[:-1]]
         if len(others) and duration[-1] * COLD_FACTOR < np.median(others):
@@ -442,6 +456,46 @@ def _optimizer_updates(events: pd.DataFrame) -> tuple[np.ndarray, str]:
               f"{len(rows)} optimizer updates ('{', '.join(names[:3])}', torch.optim's range) on '{track}' "
               "ends one step, the first step starting at the track's first top-level event")
     return rows, detail
+
+
+# Candidate periods tried for a sequence of top-level ops (each one a comparison of the sequence
+# with itself shifted): the first ones at which its first op comes again.
+MAX_PERIODS_TRIED = 64
+
+
+def _repeated_sequence(events: pd.DataFrame, track: str) -> tuple[np.ndarray, int, str, bool]:
+    """Rule 4, for a loop with no markers, no repeated range or call and no optimizer (a plain
+    ``with profile(): for x in batches: model(x)`` inference loop): the top-level ops on the loop's
+    track (profiler machinery aside) when they are one sequence of K ops repeated in the same order
+    at least twice; the first op of each repetition starts a step. Returns those rows, the end of
+    the last repetition's last op, the rule in words, and whether the last repetition is cut short
+    by the profiler's stop (a partial step); no rows when the ops do not repeat."""
+    none = np.array([], dtype=np.int64), 0, "", False
+    if not track:
+        return none
+    rows = np.flatnonzero((events["depth"].to_numpy() == 0) & (events["device"].to_numpy() < 0))
+    rows = rows[values_at(events["track"], rows).astype(str) == track]
+    codes, values = column_codes(events["name"])
+    machinery = np.array([bool(cat.NOT_A_STEP.search(str(v))) for v in values], dtype=bool)
+    rows = rows[~codes_matching(codes[rows], machinery)]
+    sequence = codes[rows]
+    count = len(sequence)
+    if count < 2:
+        return none
+    period = next((int(k) for k in (np.flatnonzero(sequence[1:count // 2 + 1] == sequence[0]) + 1)[:MAX_PERIODS_TRIED]
+                   if np.array_equal(sequence[k:], sequence[:count - k])), 0)
+    if not period:
+        return none
+    firsts = rows[::period]
+    cut = count % period != 0
+    ops = [str(values[c]) for c in sequence[:period]]
+    shown = f"'{ops[0]}'" if period == 1 else f"'{ops[0]}' … '{ops[-1]}'"
+    detail = (f"no step markers, no repeated top-level range, user function or function call, and no optimizer "
+              f"update; the {period} top-level op{'s' if period > 1 else ''} on '{track}' ({shown}) repeat "
+              f"{len(firsts)} times in the same order: each repetition is taken as one step (a loop without "
+              "prof.step() or a step range)" + ("; the last repetition is cut short (partial)" if cut else ""))
+    last_end = int((events["ts"].to_numpy()[rows] + events["dur"].to_numpy()[rows]).max())
+    return firsts, last_end, detail, cut
 
 
 def _loop_start(events: pd.DataFrame, track: str, first_update: int) -> int:

@@ -14,13 +14,18 @@ the last one, markers a schedule cut short).
   active from step 7 when the loop ends, so its trace, written when the profiler stops, holds
   ``ProfilerStep#7`` (the step) and ``ProfilerStep#8``: the stretch from the last ``step()``
   call to the stop, with nothing in it.
+- ``inference_loop.json.gz``: a plain ``with profile(): for ...`` inference loop — twelve
+  ``model(x)`` calls under ``torch.no_grad()``, no marker, no optimizer: the same top-level ops
+  repeat in the same order (unprofiled, on the capturing machine: 39 µs a call).
 
     python tests/data/torch_cpu_unmarked/capture.py tests/data/torch_cpu_unmarked
 """
 
 import gzip
 import shutil
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -69,6 +74,27 @@ def main(out: Path) -> None:
             step()
             prof.step()
     _export(cycles[-1], out / "partial_cycle.json.gz")
+    inference_loop(out)
+
+
+def inference_loop(out: Path) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(128, 10))
+    model.eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        for _ in range(5):
+            model(x)
+        times = []
+        for _ in range(40):
+            start = time.perf_counter()
+            model(x)
+            times.append(time.perf_counter() - start)
+        print(f"unprofiled: {statistics.median(times) * 1e6:.0f} µs a call (median of 40)")
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(12):
+                model(x)
+    _export(prof, out / "inference_loop.json.gz")
 
 
 class _Wrapper(torch.optim.Optimizer):
