@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from traceview.analyzers.diagnosis import diagnose
-from traceview.analyzers.modes import ADVICE, MODE_RULES, advice, execution_mode
+from traceview.analyzers.modes import ADVICE, COMPILE_WITH_BREAKS, MODE_RULES, advice, execution_mode
 from traceview.loader import load_with_steps, trace_paths
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
@@ -55,7 +55,7 @@ def test_advice_does_not_ask_for_what_the_mode_already_does() -> None:
                                                                                               "tensorflow-eager")
     for kind, table in ADVICE.items():
         assert "*" in table, kind
-    modes = {f"{r.framework}-{r.mode}" for r in MODE_RULES}
+    modes = {f"{r.framework}-{r.mode}" for r in MODE_RULES} | {COMPILE_WITH_BREAKS}  # (a torch-compile variant)
     for table in ADVICE.values():
         assert set(table) - {"*"} <= modes
 
@@ -74,3 +74,27 @@ def test_a_finding_carries_the_advice_of_its_mode() -> None:
     launch = next(f for f in diag.findings if f.rule == "launch_bound")
     assert diag.mode == "tensorflow-xla" and launch.advice == advice("fuse", "tensorflow-xla")
     assert diag.to_dict()["trace"]["mode"] == "tensorflow-xla"
+
+
+COMPILE = Path(__file__).resolve().parent / "data" / "torch_cpu_compile"  # (how: capture.py there)
+
+
+def test_graph_breaks_are_told_from_a_step_compiled_whole():
+    """Real captures: the same compiled training step, whole and with one graph break. The break
+    shows as two torch.compile regions a step; launch_bound only advises removing breaks where
+    there are some, and compare says which side has them."""
+    from traceview.analyzers.compare import compare
+    from traceview.renderers.terminal import render_comparison
+
+    whole = diagnose(trace_paths(COMPILE / "whole")[0])
+    broken = diagnose(trace_paths(COMPILE / "graph_break")[0])
+    assert whole.mode == broken.mode == "torch-compile"
+    advice = {name: next(f for f in diag.findings if f.rule == "launch_bound")
+              for name, diag in (("whole", whole), ("broken", broken))}
+    assert advice["whole"].evidence["compiled_regions_per_step"] == 1
+    assert advice["broken"].evidence["compiled_regions_per_step"] == 2
+    assert "graph breaks" not in advice["whole"].advice and "already one compiled graph" in advice["whole"].advice
+    assert advice["broken"].advice.startswith("graph breaks split the compiled step")
+    cmp = compare(whole, broken)
+    assert cmp.compiled_regions == (1, 2)
+    assert "graph breaks split the candidate's compiled step" in " ".join(render_comparison(cmp, width=100).split())

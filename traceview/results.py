@@ -590,6 +590,9 @@ class Comparison:
     # Sides too thin for the ratio to carry its usual weight, as (side, why) in side order; why is
     # one of phrasing.THIN_SIDE_REASONS.
     thin_sides: tuple[tuple[str, str], ...] = ()
+    # torch.compile regions a steady step runs on each side (baseline, candidate), where either ran
+    # torch.compile (analyzers/modes.compiled_regions_per_step): more than one means graph breaks.
+    compiled_regions: tuple[float, float] | None = None
 
     @property
     def baseline_step_ns(self) -> float:
@@ -699,6 +702,7 @@ class Comparison:
             "unexplained_ns": self.unexplained_ns,
             "paused_delta_ns": self.paused_delta_ns,
             "thin_sides": [{"side": side, "why": why} for side, why in self.thin_sides],
+            "compiled_regions_per_step": list(self.compiled_regions) if self.compiled_regions else None,
             "buckets": [
                 {"bucket": d.bucket, "baseline_ns": d.baseline_ns, "candidate_ns": d.candidate_ns,
                  "delta_ns": d.delta_ns, "share_of_gap": (d.delta_ns / gap if gap else 0.0)}

@@ -35,6 +35,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview.analyzers.diagnosis import diagnose
+from traceview.analyzers.modes import compiled_regions_per_step
 from traceview.analyzers.rules import comparison_findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes, first_of_each, membership
@@ -92,8 +93,16 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     families = families.reindex([f for f in FAMILIES if f in families.index])
     result = Comparison(baseline, candidate, buckets, families, op_diff(baseline, candidate, top),
                         _cold_start(baseline, candidate), ratio_interval(baseline, candidate),
-                        thin_sides=_thin_sides(baseline, candidate))
+                        thin_sides=_thin_sides(baseline, candidate), compiled_regions=_compiled_regions(baseline, candidate))
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
+
+
+def _compiled_regions(baseline: Diagnosis, candidate: Diagnosis) -> tuple[float, float] | None:
+    """torch.compile regions per steady step on each side, where either side ran torch.compile."""
+    if "torch-compile" not in (baseline.mode, candidate.mode):
+        return None
+    return (compiled_regions_per_step(baseline.timeline, baseline.steps),
+            compiled_regions_per_step(candidate.timeline, candidate.steps))
 
 
 def _thin_sides(baseline: Diagnosis, candidate: Diagnosis) -> tuple[tuple[str, str], ...]:

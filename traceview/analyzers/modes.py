@@ -88,28 +88,55 @@ def execution_mode(timeline: Timeline, steps: Steps | None = None) -> str:
     return "unknown"
 
 
+# torch.compile's range around each run of a compiled frame (torch/_dynamo/eval_frame.py:
+# "Torch-Compiled Region: <frame id>/<compile id>"). A graph break ends a frame's graph; the rest
+# of the function resumes as another frame, compiled on its own and run as a region of its own
+# (nested in the first: "1/0" inside "0/0"), so a step with breaks runs several regions.
+COMPILED_REGION = re.compile(r"^Torch-Compiled Region: ")
+
+
+def compiled_regions_per_step(timeline: Timeline, steps: Steps) -> float:
+    """The median, over the steady steps, of the torch.compile regions a step runs (nested ones
+    included): 1 for a step compiled whole, more where graph breaks split it."""
+    return _named_per_step(timeline, steps, COMPILED_REGION, outermost=False)
+
+
 def _outermost_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str]) -> float:
     """The median, over the steady steps, of the events named like ``name`` that no other such
     event holds."""
+    return _named_per_step(timeline, steps, name, outermost=True)
+
+
+def _named_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str], outermost: bool) -> float:
+    """The median, over the steady steps, of the events named like ``name`` (with ``outermost``,
+    those no other such event holds)."""
     events = timeline.events
     codes, values = column_codes(events["name"])
     named = codes_matching(codes, np.array([bool(name.search(str(v))) for v in values], dtype=bool))
     rows = np.flatnonzero(named)
     if not len(rows) or not len(steps.table):
         return 0.0
-    rows = rows[nearest_ancestor(events, rows, named, include_self=False) < 0]
+    if outermost:
+        rows = rows[nearest_ancestor(events, rows, named, include_self=False) < 0]
     step = events["step"].to_numpy()[rows]
     counts = np.bincount(step[step >= 0], minlength=len(steps.table))[: len(steps.table)]
     return float(np.median(counts[steps.steady_positions]))
 
 
 # Advice that depends on the mode: finding -> mode -> text ("*" for any other mode). Each text
-# only suggests what the mode does not already do.
+# only suggests what the mode does not already do. COMPILE_WITH_BREAKS: a torch-compile step that
+# runs more than one compiled region.
+COMPILE_WITH_BREAKS = "torch-compile-breaks"
 _FUSE = {
     "torch-eager": "fuse work into fewer, larger ops with torch.compile (mode='reduce-overhead' adds CUDA "
                    "graphs on GPU), or grow the batch so each op does more work",
-    "torch-compile": "the step is already compiled: remove graph breaks (torch._dynamo.explain), capture it "
-                     "in CUDA graphs (mode='reduce-overhead'), or grow the batch so each op does more work",
+    "torch-compile": "the step is already one compiled graph: capture it in CUDA graphs "
+                     "(mode='reduce-overhead'), or grow the batch so each op does more work",
+    # (torch-compile with more than one compiled region a step: compiled_regions_per_step)
+    COMPILE_WITH_BREAKS: "graph breaks split the compiled step into several regions, with eager Python "
+                         "between them: remove the breaks (torch._dynamo.explain names them), then capture the "
+                         "step in CUDA graphs (mode='reduce-overhead'), or grow the batch so each op does more "
+                         "work",
     "torch-compile-fallback": "torch.compile fell back to eager for this model, so its ops run one by one: "
                               "torch._dynamo.explain says why (RNN modules are not compiled, for one); grow "
                               "the batch so each op does more work",

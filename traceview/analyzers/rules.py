@@ -39,7 +39,7 @@ from typing import Callable
 import numpy as np
 
 from traceview.analyzers.attribution import INFERRED_GLUE
-from traceview.analyzers.modes import advice
+from traceview.analyzers.modes import COMPILE_WITH_BREAKS, advice, compiled_regions_per_step
 from traceview.arrays import column_codes, membership
 from traceview.results import GRADES, PAUSED_DETAIL, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role, frames_name_paths
@@ -117,12 +117,17 @@ def launch_bound(diag: Diagnosis) -> Finding:
                   "your own between them (building tensors from Python lists, say) also leaves; "
                   "profile with Python events (torch.profiler with_stack=True, JAX / TF's Python tracer) to see "
                   "which it is; then ")
+    mode, regions = diag.mode, {}
+    if mode == "torch-compile":
+        regions = {"compiled_regions_per_step": compiled_regions_per_step(diag.timeline, diag.steps)}
+        if regions["compiled_regions_per_step"] > 1:
+            mode = COMPILE_WITH_BREAKS
     return Finding(
         "launch_bound", "launch/dispatch-bound steps: " + where, grade,
         {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op,
          "inferred_share": inferred_share, "inferred_ns_per_op": inferred_per_op,
-         "recorded_ns_per_op": recorded_per_op, "python_events": python_recorded},
-        caveat + advice("fuse", diag.mode),
+         "recorded_ns_per_op": recorded_per_op, "python_events": python_recorded, **regions},
+        caveat + advice("fuse", mode),
         "≥ 3 % moderate, ≥ 15 % high (XProf kernel-launch verdict)",
         share * total,
     )

@@ -91,8 +91,19 @@ THIN_SIDE_REASONS = (THIN_COLD_ONLY, THIN_ONE_STEP)
 def gap_caveats(cmp: Any) -> str:
     """What qualifies the compare report's first line, as sentences after it (each starts with a
     space): the ratio without the profiler and the profiler's uneven inflation, when the captures
-    measured it; sides with too few steady steps."""
-    return unprofiled_sentence(cmp) + _few_steps_sentence(cmp)
+    measured it; sides with too few steady steps; graph breaks on one side and not the other."""
+    return unprofiled_sentence(cmp) + _few_steps_sentence(cmp) + _graph_breaks_sentence(cmp)
+
+
+def _graph_breaks_sentence(cmp: Any) -> str:
+    """Where the two sides run torch.compile regions in different numbers per step: graph breaks."""
+    regions = cmp.compiled_regions
+    if not regions or regions[0] == regions[1] or max(regions) <= 1:
+        return ""
+    more = "candidate" if regions[1] > regions[0] else "baseline"
+    return (f" The baseline runs {regions[0]:g} torch.compile region{'s' if regions[0] != 1 else ''} a step and the "
+            f"candidate {regions[1]:g}: graph breaks split the {more}'s compiled step, with eager Python between "
+            "the regions (torch._dynamo.explain names them).")
 
 
 def _few_steps_sentence(cmp: Any) -> str:
