@@ -788,9 +788,13 @@ def test_unreadable_host_files_are_named_for_the_run_read_only(tmp_path: Path) -
     (profile / "2026_11_22_02_43_17" / "w1.xplane.pb").symlink_to(tmp_path / "gone")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        # The newest run is read: a broken host of an older run is no concern of this command.
+        # The newest run is read: a broken host of an older run is no concern of this command (the
+        # only warning says which run is read, and that another is there).
         assert xplane_runs.find_xplanes(logdir, None) == [profile / "2026_11_22_02_50_01" / "vm.xplane.pb"]
-        assert not caught
+        assert [str(w.message) for w in caught] == [
+            f"{logdir}: 2 profiling runs; reading the newest, '2026_11_22_02_50_01' (also: 2026_11_22_02_43_17); "
+            "--run NAME reads another"]
+        caught.clear()
         # The older run read by name: its broken host is named.
         older = profile / "2026_11_22_02_43_17"
         assert xplane_runs.find_xplanes(logdir, "2026_11_22_02_43_17") == [older / "vm.xplane.pb"]

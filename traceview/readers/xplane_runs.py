@@ -100,6 +100,12 @@ def find_xplanes(path: Path, run: str | None = None) -> list[Path]:
             raise InputError(f"{path}: run '{run}' exists in several profile folders ({where}); point at one")
         return _readable_run(chosen[0], runs[chosen[0]], unreadable)
     newest = max(runs, key=_run_order)
+    if len(runs) > 1:
+        # (Keras fit twice into one log_dir, or a re-run: each capture is a run of its own.)
+        others = sorted(folder.name for folder in runs if folder != newest)
+        listed = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        warnings.warn(f"{path}: {len(runs)} profiling runs; reading the newest, '{newest.name}' (also: {listed}); "
+                      f"--run NAME reads another", TraceviewWarning, stacklevel=2)
     return _readable_run(newest, runs[newest], unreadable)
 
 
