@@ -98,3 +98,12 @@ def test_graph_breaks_are_told_from_a_step_compiled_whole():
     cmp = compare(whole, broken)
     assert cmp.compiled_regions == (1, 2)
     assert "graph breaks split the candidate's compiled step" in " ".join(render_comparison(cmp, width=100).split())
+
+
+def test_input_advice_names_its_own_frameworks_pipeline() -> None:
+    """A Keras fit fed by a PyDataset with a 3 ms sleep a batch ran 8.7 → 3.5 ms a batch with
+    PyDataset(workers=4): TensorFlow is told so, not about DataLoader; torch not about tf.data."""
+    assert "PyDataset(workers=N" in advice("input", "tensorflow-function") and "DataLoader" not in advice(
+        "input", "tensorflow-function")
+    assert "DataLoader(num_workers>0" in advice("input", "torch-eager") and "tf.data" not in advice("input", "torch-eager")
+    assert "DataLoader" not in advice("input", "jax-jit")

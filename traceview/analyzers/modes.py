@@ -184,7 +184,20 @@ _COLD = {
     "*": _ONE_TIME + "cache compiled artefacts (TORCHINDUCTOR_CACHE_DIR, XLA persistent cache) or exclude "
          "warm-up from timings",
 }
-ADVICE: dict[str, dict[str, str]] = {"fuse": _FUSE, "retrace": _RETRACE, "cold": _COLD}
+_TORCH_INPUT = ("prefetch and parallelize input: DataLoader(num_workers>0, pin_memory=True, persistent_workers=True), "
+                "with the per-sample work in the Dataset so the workers run it")
+_TF_INPUT = ("prefetch and parallelize input: tf.data .map(num_parallel_calls=AUTOTUNE) and .prefetch(AUTOTUNE); a "
+             "keras.utils.PyDataset fed to fit runs on workers with PyDataset(workers=N, use_multiprocessing=True)")
+_INPUT = {
+    **{f"torch-{mode}": _TORCH_INPUT for mode in ("eager", "compile", "compile-fallback", "torchscript")},
+    **{f"tensorflow-{mode}": _TF_INPUT for mode in ("eager", "function", "xla", "graph-v1")},
+    **{f"jax-{mode}": "prefetch input on other threads (a tf.data or grain pipeline with prefetch, or a background "
+                      "iterator) and put the next batch on the device (jax.device_put) while the step runs"
+       for mode in ("jit", "eager")},
+    "*": "prefetch and parallelize input: DataLoader(num_workers>0, pin_memory=True); tf.data .prefetch(AUTOTUNE) "
+         "and .map(num_parallel_calls=AUTOTUNE)",
+}
+ADVICE: dict[str, dict[str, str]] = {"fuse": _FUSE, "retrace": _RETRACE, "cold": _COLD, "input": _INPUT}
 
 
 def advice(kind: str, mode: str) -> str:

@@ -331,8 +331,7 @@ def input_bound(diag: Diagnosis) -> Finding:
     return Finding(
         "input_bound", "steps waiting for the input pipeline", _grade(share, 0.05, 0.20),
         {"input_share": share},
-        "prefetch and parallelize input: DataLoader(num_workers>0, pin_memory=True); tf.data .prefetch(AUTOTUNE) "
-        "and .map(num_parallel_calls=AUTOTUNE)",
+        advice("input", diag.mode),
         "≥ 5 % moderate, ≥ 20 % high (XProf input verdict)",
         share * total,
     )
