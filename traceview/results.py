@@ -586,6 +586,7 @@ class Comparison:
     op_diff: pd.DataFrame
     cold: ColdStart  # the first cold step of each side
     ratio_interval: tuple[float, float] | None = None  # 95 % interval of ratio (None: < 2 steady steps a side)
+    interval_without_pauses: bool = False  # the interval is of the steps less their pauses (compare.ratio_interval)
     findings: tuple[Finding, ...] = ()  # what explains the gap
     # Sides too thin for the ratio to carry its usual weight, as (side, why) in side order; why is
     # one of phrasing.THIN_SIDE_REASONS.
@@ -691,6 +692,7 @@ class Comparison:
             "candidate_median_step_ns": self.candidate.steady_step_ns,
             "ratio": self.ratio,
             "ratio_interval": list(self.ratio_interval) if self.ratio_interval else None,
+            "interval_without_pauses": self.interval_without_pauses,
             "significant": self.significant,
             "unprofiled_ratio": self.unprofiled_ratio,
             "batches_per_step": list(self.batches_per_step),

@@ -40,9 +40,9 @@ from traceview.analyzers.rules import comparison_findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes, first_of_each, membership
 from traceview.capture_facts import declared_cold_steps
-from traceview.renderers.phrasing import THIN_COLD_ONLY, THIN_ONE_STEP
 from traceview.normalize import compute_ops, nearest_ancestor, op_name_codes, self_time, top_level_ops
-from traceview.results import (OP_DIFF_COLUMNS, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
+from traceview.renderers.phrasing import THIN_COLD_ONLY, THIN_ONE_STEP
+from traceview.results import (OP_DIFF_COLUMNS, PAUSED_DETAIL, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
                                Diagnosis, shown_buckets)
 from traceview.schema import Kind
 
@@ -56,14 +56,39 @@ SAME_COLD_SHARE = 0.02
 INTERVAL = 0.95
 
 
-def steady_durations(diag: Diagnosis) -> np.ndarray:
-    return diag.steps.table["duration"].to_numpy()[diag.steady_positions].astype(np.float64)
+def steady_durations(diag: Diagnosis, without_pauses: bool = False) -> np.ndarray:
+    """The steady steps' durations; ``without_pauses``: less their pauses (``idle.paused``: the
+    machine took the step thread's core)."""
+    positions = diag.steady_positions
+    duration = diag.steps.table["duration"].to_numpy()[positions].astype(np.float64)
+    details = diag.attribution.details
+    if without_pauses and PAUSED_DETAIL in details.columns:
+        duration -= details[PAUSED_DETAIL].reindex(positions).fillna(0.0).to_numpy(dtype=np.float64)
+    return duration
 
 
-def ratio_interval(baseline: Diagnosis, candidate: Diagnosis) -> tuple[float, float] | None:
+def ratio_interval(baseline: Diagnosis, candidate: Diagnosis) -> tuple[tuple[float, float] | None, bool]:
+    """The ratio's 95 % interval, and whether it leaves the pauses out.
+
+    Pauses are the machine's, not the program's: one paused step widens the interval until a real
+    difference reads as noise (a 2.2 ms pause in one of five foreach-Adam steps hid an 18 % faster
+    optimizer). So where the steps paused, the interval of their durations less the pauses is taken
+    when it excludes 1 on the side the ratio of the means is on; otherwise (or with no pause) the
+    interval of the durations as they are."""
+    plain = _bootstrap(steady_durations(baseline), steady_durations(candidate))
+    base, cand = steady_durations(baseline, True), steady_durations(candidate, True)
+    if plain is None or (base == steady_durations(baseline)).all() and (cand == steady_durations(candidate)).all():
+        return plain, False
+    clean = _bootstrap(base, cand)
+    ratio_above = steady_durations(candidate).mean() > steady_durations(baseline).mean()
+    if clean is not None and not clean[0] <= 1.0 <= clean[1] and (clean[0] > 1.0) == ratio_above:
+        return clean, True
+    return plain, False
+
+
+def _bootstrap(base: np.ndarray, cand: np.ndarray) -> tuple[float, float] | None:
     """Percentile bootstrap of mean(candidate steps) / mean(baseline steps), steps resampled with
     replacement on each side independently (seed 0)."""
-    base, cand = steady_durations(baseline), steady_durations(candidate)
     if len(base) < 2 or len(cand) < 2 or base.sum() <= 0:
         return None
     rng = np.random.default_rng(0)
@@ -91,8 +116,9 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     fam_b = op_families(candidate)
     families = pd.concat([fam_a.add_prefix("baseline_"), fam_b.add_prefix("candidate_")], axis=1).fillna(0.0)
     families = families.reindex([f for f in FAMILIES if f in families.index])
+    interval, without_pauses = ratio_interval(baseline, candidate)
     result = Comparison(baseline, candidate, buckets, families, op_diff(baseline, candidate, top),
-                        _cold_start(baseline, candidate), ratio_interval(baseline, candidate),
+                        _cold_start(baseline, candidate), interval, interval_without_pauses=without_pauses,
                         thin_sides=_thin_sides(baseline, candidate), compiled_regions=_compiled_regions(baseline, candidate))
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
 

@@ -45,7 +45,9 @@ def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[st
     how much; the rest names the largest cause of the gap."""
     gap = cmp.gap_ns
     interval = cmp.ratio_interval
-    spread = f" (95 % interval {interval[0]:.2f}–{interval[1]:.2f}×)" if interval else ""
+    # (An interval of the steps less their pauses says so: compare.ratio_interval.)
+    paused = ", the steps' pauses left out" if getattr(cmp, "interval_without_pauses", False) else ""
+    spread = f" (95 % interval {interval[0]:.2f}–{interval[1]:.2f}×{paused})" if interval else ""
     steps = f"{fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)} per steady step (mean)"
     if not cmp.significant:
         return ("No significant difference", f": {steps}, ratio {fmt_ratio(cmp.ratio)}{spread}, within the spread "
@@ -66,7 +68,7 @@ def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[st
     if interval and gap < 0:
         # The baseline's view of the interval: inverted, and unbounded above where its low end is 0.
         upper = f"{1 / interval[0]:.2f}" if interval[0] > 0 else "∞"
-        spread = f" (95 % interval {1 / interval[1]:.2f}–{upper}×)" if interval[1] > 0 else ""
+        spread = f" (95 % interval {1 / interval[1]:.2f}–{upper}×{paused})" if interval[1] > 0 else ""
     rest = f"{spread}: {steps}, gap {fmt_ns(abs(gap))}"
     causes = cmp.ranked()
     if gap and causes and causes[0].delta_ns / gap > 0:
