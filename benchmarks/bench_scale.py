@@ -278,7 +278,7 @@ def _line(x: list[float], y: list[float]) -> tuple[float, float]:
 def _versions() -> str:
     from importlib import metadata
 
-    names = ("numpy", "pandas", "orjson", "msgspec")
+    names = ("numpy", "pandas", "orjson", "msgspec", "isal")
     return ", ".join(f"{n} {metadata.version(n)}" for n in names)
 
 
