@@ -226,3 +226,23 @@ def test_a_tensor_printed_each_step_is_the_users_output_not_dispatch():
     assert tensor_builtins.any()  # (numel, dim, item … of the printed tensor)
     assert set(ev["role"].astype(str).to_numpy()[tensor_builtins]) == {Role.PYTHON_USER.value}
     assert diag.steady_attribution()["host_compute"] > 0.12 * diag.steady_step_ns
+
+
+def test_python_below_a_framework_call_is_the_frameworks():
+    """A real capture with JAX's Python tracer (tests/data/jax_cpu_fetch/capture.py): each step
+    fetches its loss with jax.device_get. The value is fetched inside JAX's `np.asarray(jax.Array)`
+    call, whose Python (`$array.py:615 _value`, waiting for the program) the tracer names without
+    a folder: below a framework call it is the framework's, not the user's."""
+    from pathlib import Path
+
+    import traceview
+    from traceview.schema import Kind
+
+    diag = traceview.diagnose(Path(__file__).resolve().parent / "data" / "jax_cpu_fetch")
+    ev = diag.timeline.events
+    parent = ev["parent"].to_numpy()
+    calls = (ev["role"] == Role.CALL.value).to_numpy()
+    below = (ev["kind"] == Kind.PYTHON.value).to_numpy() & (parent >= 0)
+    below[below] = calls[parent[below]]
+    assert below.any()  # ($array.py:615 _value inside np.asarray(jax.Array))
+    assert set(ev["role"].astype(str).to_numpy()[below]) == {Role.PYTHON_FRAMEWORK.value}

@@ -523,7 +523,8 @@ def _nesting(role: np.ndarray, name_values: list[str], name_codes: np.ndarray, t
     thunk = host_op & _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
     text = python & _lookup(cat.TENSOR_TO_TEXT_FRAME, name_values, name_codes)
     role[tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
-    # A row's own state packs its role and four flags; a final state, its role, in_tracing and in_text.
+    # A row's own state packs its role and four flags; a final state, its role and three flags
+    # (in_tracing, in_text, in_call).
     own = role.astype(np.int32)
     for flag in (builtin, thunk, tracing, text):  # (in place: one array, not a temporary per step)
         own *= 2
@@ -531,26 +532,26 @@ def _nesting(role: np.ndarray, name_values: list[str], name_codes: np.ndarray, t
     del builtin, thunk, text
 
     def step(up: np.ndarray, mine: np.ndarray) -> np.ndarray:
-        new_role, in_tracing, in_text = _nested_role(up >> 2, ((up >> 1) & 1) == 1, (up & 1) == 1, mine >> 4,
-                                                     ((mine >> 3) & 1) == 1, ((mine >> 2) & 1) == 1,
-                                                     ((mine >> 1) & 1) == 1, (mine & 1) == 1)
-        return new_role.astype(np.int32) * 4 + in_tracing * 2 + in_text
+        new_role, in_tracing, in_text, in_call = _nested_role(
+            up >> 3, ((up >> 2) & 1) == 1, ((up >> 1) & 1) == 1, (up & 1) == 1, mine >> 4,
+            ((mine >> 3) & 1) == 1, ((mine >> 2) & 1) == 1, ((mine >> 1) & 1) == 1, (mine & 1) == 1)
+        return new_role.astype(np.int32) * 8 + in_tracing * 4 + in_text * 2 + in_call
 
     def alone(mine: np.ndarray) -> np.ndarray:
         text_here = (mine & 1) == 1
         own_role = np.where(text_here & (mine >> 4 == code[Role.PYTHON_FRAMEWORK.value]),
                             code[Role.PYTHON_USER.value], mine >> 4)
-        return own_role * 4 + ((mine >> 1) & 1) * 2 + (mine & 1)
+        return own_role * 8 + ((mine >> 1) & 1) * 4 + (mine & 1) * 2 + (own_role == code[Role.CALL.value])
 
-    final = nesting.states_down(own, 16 * len(ROLE_VALUES), 4 * len(ROLE_VALUES), step, alone=alone)
-    return (final >> 2).astype(role.dtype)
+    final = nesting.states_down(own, 16 * len(ROLE_VALUES), 8 * len(ROLE_VALUES), step, alone=alone)
+    return (final >> 3).astype(role.dtype)
 
 
-def _nested_role(par_role: Any, par_tracing: np.ndarray, par_text: np.ndarray, own_role: Any, builtin: np.ndarray,
-                 thunk: np.ndarray, own_tracing: np.ndarray,
-                 own_text: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A nested row's role, whether it is inside tracing and whether it is inside a tensor's
-    formatting as text, from its parent's final role, tracing and text flags and its own role,
+def _nested_role(par_role: Any, par_tracing: np.ndarray, par_text: np.ndarray, par_call: np.ndarray, own_role: Any,
+                 builtin: np.ndarray, thunk: np.ndarray, own_tracing: np.ndarray,
+                 own_text: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A nested row's role, whether it is inside tracing, inside a tensor's formatting as text and
+    inside a framework call, from its parent's final role and those three flags and its own role,
     builtin / thunk flags, tracing and text:
 
     - inside graph building → graph_build; inside compilation → compile (ops run while tracing, the
@@ -564,6 +565,9 @@ def _nested_role(par_role: Any, par_tracing: np.ndarray, par_text: np.ndarray, o
       ``dispatch`` (PJRT_LoadedExecutable_Execute, ThenExecuteCallback inside PjitFunction(f));
     - a Python builtin of no framework, or a standard-library frame, takes the role of the Python
       frame that called it;
+    - Python below a framework call (role ``call``: the framework runs the body; JAX's
+      ``np.asarray(jax.Array)`` fetching a value, with ``$array.py:615 _value`` waiting inside it)
+      is the framework's, where the tracer names files without their folders and could not tell;
     - the framework's Python inside a tensor's formatting as text (``categories.TENSOR_TO_TEXT_FRAME``:
       ``print(loss)`` each step) is the user's: it runs only because the user prints, formats or
       logs a tensor (ops inside keep their roles).
@@ -581,9 +585,11 @@ def _nested_role(par_role: Any, par_tracing: np.ndarray, par_text: np.ndarray, o
     role[in_tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
     inherit = ~flow & builtin & (role == code[Role.PYTHON_USER.value]) & np.isin(par_role, _PARENTS_OF_BUILTINS)
     role[inherit] = par_role[inherit]
+    role[par_call & (role == code[Role.PYTHON_USER.value])] = code[Role.PYTHON_FRAMEWORK.value]
+    in_call = par_call | (role == code[Role.CALL.value])
     in_text = own_text | par_text
     role[in_text & (role == code[Role.PYTHON_FRAMEWORK.value])] = code[Role.PYTHON_USER.value]
-    return role, in_tracing, in_text
+    return role, in_tracing, in_text, in_call
 
 
 def roles_markdown() -> str:
