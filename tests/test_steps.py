@@ -364,3 +364,15 @@ def test_a_repeated_sequence_needs_the_same_ops_in_the_same_order():
     assert rows.tolist() == [0, 3, 6, 9] and cut_short and "partial" in detail
     assert not len(_repeated_sequence(trace(["a", "b", "c", "a", "c", "b", "a", "b", "c"]), "t")[0])
     assert not len(_repeated_sequence(trace(["a", "b", "c"]), "t")[0])
+
+
+def test_the_period_is_found_however_often_its_first_op_recurs_inside_it():
+    """TF eager runs TFE_Py_FastPathExecute_C hundreds of times a step: a period of 1,123 ops whose
+    first op comes back ~357 times inside it (an unmarked GradientTape loop read as one 311 ms step)."""
+    from traceview.analyzers.steps import smallest_period
+
+    one_step = [0, 1] * 300 + [2, 3]
+    assert smallest_period(one_step * 8) == len(one_step)
+    assert smallest_period(one_step * 8 + one_step[:5]) == len(one_step)  # (a last one cut short)
+    assert smallest_period(one_step) == len(one_step)  # (no repetition)
+    assert smallest_period([4, 4, 4]) == 1

@@ -458,9 +458,22 @@ def _optimizer_updates(events: pd.DataFrame) -> tuple[np.ndarray, str]:
     return rows, detail
 
 
-# Candidate periods tried for a sequence of top-level ops (each one a comparison of the sequence
-# with itself shifted): the first ones at which its first op comes again.
-MAX_PERIODS_TRIED = 64
+def smallest_period(sequence: list[int]) -> int:
+    """The smallest p such that ``sequence[i] == sequence[i + p]`` wherever both exist (a last
+    repetition may be cut short): the length less the longest proper prefix that is also a suffix
+    (Knuth-Morris-Pratt's failure function), in one pass over the sequence — a loop per top-level
+    op of the loop's thread, not per event."""
+    if not sequence:
+        return 0
+    border = [0] * len(sequence)
+    k = 0
+    for i in range(1, len(sequence)):
+        while k and sequence[i] != sequence[k]:
+            k = border[k - 1]
+        if sequence[i] == sequence[k]:
+            k += 1
+        border[i] = k
+    return len(sequence) - border[-1]
 
 
 def _repeated_sequence(events: pd.DataFrame, track: str) -> tuple[np.ndarray, int, str, bool]:
@@ -482,10 +495,9 @@ def _repeated_sequence(events: pd.DataFrame, track: str) -> tuple[np.ndarray, in
     count = len(sequence)
     if count < 2:
         return none
-    period = next((int(k) for k in (np.flatnonzero(sequence[1:count // 2 + 1] == sequence[0]) + 1)[:MAX_PERIODS_TRIED]
-                   if np.array_equal(sequence[k:], sequence[:count - k])), 0)
-    if not period:
-        return none
+    period = smallest_period(sequence.tolist())
+    if period > count // 2:
+        return none  # (no repetition: the sequence is its own period)
     firsts = rows[::period]
     cut = count % period != 0
     ops = [str(values[c]) for c in sequence[:period]]
