@@ -246,3 +246,27 @@ def test_python_below_a_framework_call_is_the_frameworks():
     below[below] = calls[parent[below]]
     assert below.any()  # ($array.py:615 _value inside np.asarray(jax.Array))
     assert set(ev["role"].astype(str).to_numpy()[below]) == {Role.PYTHON_FRAMEWORK.value}
+
+
+def test_python_called_back_from_inside_the_math_is_the_users():
+    """A real capture (tests/data/jax_cpu_callback/capture.py): jax.debug.print inside a jitted
+    step. The XLA program stops in a thunk (debug_print.1) that calls back into Python: that Python,
+    JAX's callback plumbing included, is the user's (host compute), not framework dispatch; and the
+    thunk's own time as math leaves it out (the top compute table named the callback 90 % of the
+    math)."""
+    from pathlib import Path
+
+    import traceview
+    from traceview.schema import Kind
+
+    diag = traceview.diagnose(Path(__file__).resolve().parent / "data" / "jax_cpu_callback")
+    ev = diag.timeline.events
+    parent = ev["parent"].to_numpy()
+    math = ev["role"].isin([Role.COMPUTE.value, Role.COMPILED_CODE.value]).to_numpy()
+    called_back = (ev["kind"] == Kind.PYTHON.value).to_numpy() & (parent >= 0)
+    called_back[called_back] = math[parent[called_back]]
+    assert called_back.any()
+    assert set(ev["role"].astype(str).to_numpy()[called_back]) == {Role.PYTHON_USER.value}
+    assert diag.steady_attribution()["host_compute"] > 0.25 * diag.steady_step_ns
+    top = diag.kernels.set_index("name")["time_per_step_ns"]
+    assert top.max() < 0.5 * diag.steady_attribution()["host_compute"]

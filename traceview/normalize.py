@@ -445,6 +445,12 @@ def self_time(events: pd.DataFrame, children: np.ndarray | None = None) -> np.nd
     return np.maximum(dur - covered, 0)
 
 
+def compute_self_time(events: pd.DataFrame) -> np.ndarray:
+    """Per row: its self time as math, less its op children and its Python children (the user's
+    host callback run from inside an XLA thunk — ``jax.debug.print`` — is not the thunk's math)."""
+    return self_time(events, membership(events["kind"].array)([Kind.HOST_OP.value, Kind.PYTHON.value]))
+
+
 def op_name_codes(events: pd.DataFrame) -> tuple[np.ndarray, list[Any]]:
     """Event names, with the framework op (XPlane ``fw_op``: tf_op / eager_op / hlo_op) where
     known, as codes into a list of values (-1: missing; two codes may hold the same text, a

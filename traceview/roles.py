@@ -510,6 +510,8 @@ def _lookup(pattern: re.Pattern[str], values: list[str], codes: np.ndarray) -> n
 _INHERITING = _role_codes(Role.GRAPH_BUILD, Role.COMPILE, Role.INPUT)
 _HOST_ROLES = _role_codes(*(r for r in Role if not r.value.startswith("device_") and r is not Role.STEP))
 _PARENTS_OF_BUILTINS = _role_codes(Role.PYTHON_USER, Role.PYTHON_FRAMEWORK, Role.COMPILE)
+_PYTHON_ROLES = _role_codes(Role.PYTHON_USER, Role.PYTHON_FRAMEWORK)
+_MATH_ROLE_CODES = _role_codes(Role.COMPUTE, Role.COMPILED_CODE)
 _FRAMEWORK_PARENT_CODES = np.array([_ROLE_CODE[v] for v in _FRAMEWORK_PARENTS], dtype=np.int8)
 
 
@@ -570,7 +572,9 @@ def _nested_role(par_role: Any, par_tracing: np.ndarray, par_text: np.ndarray, p
       is the framework's, where the tracer names files without their folders and could not tell;
     - the framework's Python inside a tensor's formatting as text (``categories.TENSOR_TO_TEXT_FRAME``:
       ``print(loss)`` each step) is the user's: it runs only because the user prints, formats or
-      logs a tensor (ops inside keep their roles).
+      logs a tensor (ops inside keep their roles); so is Python called from inside the math (an
+      XLA thunk running a host callback: ``jax.debug.print``, ``jax.pure_callback``), the JAX
+      plumbing around the user's function included. (Both ride the ``in_text`` flag.)
     """
     code = _ROLE_CODE
     flow = np.isin(par_role, _INHERITING) & np.isin(own_role, _HOST_ROLES) & (own_role != code[Role.SYNC.value])
@@ -587,7 +591,9 @@ def _nested_role(par_role: Any, par_tracing: np.ndarray, par_text: np.ndarray, p
     role[inherit] = par_role[inherit]
     role[par_call & (role == code[Role.PYTHON_USER.value])] = code[Role.PYTHON_FRAMEWORK.value]
     in_call = par_call | (role == code[Role.CALL.value])
-    in_text = own_text | par_text
+    python = np.isin(role, _PYTHON_ROLES)
+    callback = python & np.isin(par_role, _MATH_ROLE_CODES)
+    in_text = own_text | par_text | callback
     role[in_text & (role == code[Role.PYTHON_FRAMEWORK.value])] = code[Role.PYTHON_USER.value]
     return role, in_tracing, in_text, in_call
 

@@ -16,7 +16,7 @@ import pandas as pd
 from traceview.analyzers.pauses import without_pauses
 from traceview.analyzers.steps import Steps
 from traceview.arrays import column_codes, membership
-from traceview.normalize import compute_ops, op_name_codes, self_time, top_level_ops
+from traceview.normalize import compute_ops, compute_self_time, op_name_codes, self_time, top_level_ops
 from traceview.schema import Kind, Timeline
 
 TOP_N = 10
@@ -74,7 +74,7 @@ def top_kernels(timeline: Timeline, steps: Steps, limit: int | None = TOP_N,
     # the framework op when the reader knows it (TF eager runs every op as KernelAndDeviceFunc::Run).
     mask = steady & compute_ops(ev)
     codes, values = op_name_codes(ev)
-    own = without_pauses(self_time(ev), ev["parent"].to_numpy(), mask, paused)
+    own = without_pauses(compute_self_time(ev), ev["parent"].to_numpy(), mask, paused)
     return _summarize(codes[mask], values, own[mask], n, limit)
 
 
