@@ -37,28 +37,30 @@ EXAMPLES: list[tuple[int, str, str, str, str]] = [
     (20, "host_op", "KernelAndDeviceFunc::Run", "ReadVariableOp", ""),
     (21, "host_op", "EagerPyFunc:EagerPyFunc", "", ""),
     (22, "host_op", "KernelAndDeviceOp::Run", "EagerPyFunc", ""),
-    (23, "host_op", "aten::addmm", "", ""),
-    (24, "host_op", "sgd_1/Mul_3:Mul", "", ""),
-    (25, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
-    (26, "host_op", "ynn_fusion.2", "jit(_eval_step)/conv_general_dilated", ""),
-    (27, "annotation", "Optimizer.step#SGD.step", "", ""),
-    (28, "annotation", "DistributedDataParallel.forward", "", ""),
-    (29, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
-    (30, "annotation", "gloo:all_reduce", "", ""),
-    (31, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
-    (32, "annotation", "my_record_function_range", "", ""),
-    (33, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
-    (34, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
-    (35, "python", "train.py(42): step", "", ""),
+    (23, "host_op", "tf_print/StringFormat:StringFormat", "", ""),
+    (24, "host_op", "KernelAndDeviceOp::Run", "PrintV2", ""),
+    (25, "host_op", "aten::addmm", "", ""),
+    (26, "host_op", "sgd_1/Mul_3:Mul", "", ""),
+    (27, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
+    (28, "host_op", "ynn_fusion.2", "jit(_eval_step)/conv_general_dilated", ""),
+    (29, "annotation", "Optimizer.step#SGD.step", "", ""),
+    (30, "annotation", "DistributedDataParallel.forward", "", ""),
+    (31, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
+    (32, "annotation", "gloo:all_reduce", "", ""),
+    (33, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
+    (34, "annotation", "my_record_function_range", "", ""),
+    (35, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
+    (36, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
+    (37, "python", "train.py(42): step", "", ""),
 ]
 # Examples that carry XPlane's hlo_op stat (an XLA thunk), by name.
 HLO_OPS = {"ynn_fusion.2": "ynn_fusion.2"}
 # Device rows: (row index, kind, kernel name, launcher: the framework op that queued it).
 DEVICE_EXAMPLES: list[tuple[int, str, str, str]] = [
-    (36, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
-    (37, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
-    (38, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
-    (39, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
+    (38, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
+    (39, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
+    (40, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
+    (41, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
 ]
 
 
@@ -270,3 +272,20 @@ def test_python_called_back_from_inside_the_math_is_the_users():
     assert diag.steady_attribution()["host_compute"] > 0.25 * diag.steady_step_ns
     top = diag.kernels.set_index("name")["time_per_step_ns"]
     assert top.max() < 0.5 * diag.steady_attribution()["host_compute"]
+
+
+def test_a_tf_print_each_step_is_the_users_output_not_math():
+    """A real capture (tests/data/tf_cpu_print/capture.py): tf.print of a weight matrix inside a
+    tf.function step. Its StringFormat / PrintV2 op kernels run on the executor's threads while the
+    step's thread waits: the user's output (host compute), not math with 'speed up the math'
+    advice."""
+    from pathlib import Path
+
+    import traceview
+
+    diag = traceview.diagnose(Path(__file__).resolve().parent / "data" / "tf_cpu_print")
+    ev = diag.timeline.events
+    text_ops = ev["name"].astype(str).str.contains(r":(?:StringFormat|PrintV2)$")
+    assert text_ops.any() and set(ev.loc[text_ops, "role"].astype(str)) == {Role.PYTHON_USER.value}
+    assert diag.steady_details()["host_compute.other_threads"] > 0.5 * diag.steady_step_ns
+    assert next(f for f in diag.findings if f.rule == "compute_bound").grade == "none"

@@ -129,6 +129,12 @@ _INPUT_TYPE = (r"(IteratorGetNext|IteratorGetNextSync|IteratorGetNextAsOptional|
 # TF op types whose kernel calls back into the user's Python (tensorflow/python/ops/script_ops.py:
 # tf.py_function → EagerPyFunc; tf.numpy_function and tf.compat.v1.py_func → PyFunc, PyFuncStateless).
 _PY_FUNC_TYPE = r"(EagerPyFunc|PyFunc|PyFuncStateless)"
+# TF op types that format or write text for the user (tensorflow/core/ops/string_ops.cc, logging_ops.cc,
+# summary_ops.cc: tf.print → StringFormat + PrintV2; tf.strings.as_string / format / join; tf.summary's
+# writes).
+_TEXT_OUTPUT_TYPE = (r"(StringFormat|PrintV2|Print|AsString|StringJoin|WriteSummary|WriteScalarSummary|"
+                     r"WriteHistogramSummary|WriteImageSummary|WriteAudioSummary|WriteRawProtoSummary|"
+                     r"FlushSummaryWriter|ScalarSummary|HistogramSummary|MergeSummary)")
 # TF op types that move no data through math (tensorflow/core/ops/*: variables, identities, shapes).
 _TF_NO_MATH_TYPE = (
     r"(Identity|IdentityN|NoOp|Const|Placeholder|_Arg|_Retval|ReadVariableOp|VarHandleOp|_Recv|_Send|Shape|"
@@ -236,6 +242,13 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule(Role.PYTHON_USER, _OP, "TF eager: the op kernel of a py_function run eagerly (KernelAndDeviceOp::Run, "
              "stat eager_op EagerPyFunc)", name=_re(r"^KernelAndDevice(Func|Op)::Run$"),
              fw_op=_re(rf"^{_PY_FUNC_TYPE}$")),
+    RoleRule(Role.PYTHON_USER, _OP, "TF op kernel that formats or writes text for the user (`x/StringFormat:StringFormat` "
+             "and `x/PrintV2:PrintV2` of tf.print, tf.strings formatting, tf.summary writes): the user's logging, "
+             "not math (a tf.print in a tf.function read as 91 % of the math, with 'speed up the math' advice)",
+             name=_re(rf":{_TEXT_OUTPUT_TYPE}$")),
+    RoleRule(Role.PYTHON_USER, _OP, "TF eager: the op kernel of a text-formatting or -writing op run eagerly "
+             "(KernelAndDeviceOp::Run, stat eager_op StringFormat / PrintV2 …)",
+             name=_re(r"^KernelAndDevice(Func|Op)::Run$"), fw_op=_re(rf"^{_TEXT_OUTPUT_TYPE}$")),
     # ---- the math (allowlist) ----
     RoleRule(Role.COMPUTE, _OP, "aten / prims / quantized / mkldnn / vision leaf ops (torch.profiler cpu_op)",
              name=_re(r"^(aten|prims|quantized|mkldnn|onednn|fbgemm|torchvision|torchaudio)::\w+$")),

@@ -219,7 +219,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("graph_build.compile", "others", (R.COMPILE.value,), _CPU, "… another thread compiles (XLA codegen)"),
     Layer("input", "others", (R.INPUT.value,), _CPU, "… another thread runs the input pipeline"),
     Layer("host_compute.other_threads", "others", (R.PYTHON_USER.value,), _CPU,
-          "… another thread runs the user's Python (a tf.py_function's body on an executor thread)"),
+          "… another thread runs the user's work (a tf.py_function's body, a tf.print's formatting on an "
+          "executor thread)"),
     Layer("sync_wait", "others", (R.SYNC.value,), _CPU, "… another thread blocks on a device"),
     Layer("launch_overhead.dispatch", "others",
           (R.DISPATCH.value, R.VIEW_ALLOC.value, R.CALL.value, R.CALL_TRACING.value, R.PYTHON_FRAMEWORK.value), _CPU,

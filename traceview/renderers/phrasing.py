@@ -255,8 +255,9 @@ def _host_compute(e: Mapping[str, Any], explains: float) -> str:
     parts = [(e["python_ns"], "in the user's Python frames"),
              (e["inferred_ns"], "in unrecorded stretches longer than the dispatch-gap threshold"),
              (e.get("range_ns", 0.0), "inside user ranges, outside every recorded op"),
-             (e.get("other_threads_ns", 0.0), "in the user's Python run by the framework on another thread "
-                                               "(tf.py_function) while the step waits"),
+             (e.get("other_threads_ns", 0.0), "in the user's work run by the framework on another thread "
+                                               "(a tf.py_function's Python, a tf.print's formatting) while the step "
+                                               "waits"),
              (e.get("other_host_ns", 0.0), "in other recorded host work while the device idles")]
     # Every part that holds time (the first two, at zero, when none does): they add up to the total.
     shown = [(ns, where) for ns, where in parts if ns >= 0.5] or parts[:2]
