@@ -119,6 +119,37 @@ def _per_tensor_optimizer_ops(diag: Diagnosis) -> tuple[float, float]:
     return len(inside) / len(ops), len(inside) / max(len(diag.steady_positions), 1)
 
 
+def _glue_or_your_code(diag: Diagnosis, overhead: float, ops_per_step: float) -> tuple[str, dict[str, object]]:
+    """The advice's first words where the overhead may be the user's own code (INFERRED_GLUE_CAVEAT),
+    and the evidence. The part inferred from unrecorded gaps between ops is framework glue by the
+    gap rule, yet without Python events a user's Python between two ops (building a batch from
+    Python lists, say) leaves the same gaps."""
+    inferred = diag.steady_details().get(INFERRED_GLUE, 0.0)
+    inferred_share = inferred / overhead if overhead else 0.0
+    recorded_per_op = (overhead - inferred) / ops_per_step
+    inferred_per_op = inferred / ops_per_step
+    python_recorded = bool(membership(diag.timeline.events["kind"].array)([Kind.PYTHON.value]).any())
+    evidence = {"inferred_share": inferred_share, "inferred_ns_per_op": inferred_per_op,
+                "recorded_ns_per_op": recorded_per_op, "python_events": python_recorded}
+    if (inferred_share <= INFERRED_GLUE_CAVEAT[0] or inferred_per_op <= INFERRED_GLUE_CAVEAT[1] * recorded_per_op
+            or python_recorded):
+        return "", evidence
+    return ("first tell glue from your code: most of this is unrecorded time between ops, which Python of your own "
+            "between them (building tensors from Python lists, say) also leaves; profile with Python events "
+            "(torch.profiler with_stack=True, JAX / TF's Python tracer) to see which it is; then ", evidence)
+
+
+def _per_tensor_update(diag: Diagnosis) -> tuple[str, dict[str, object]]:
+    """The advice's words on a foreach / fused optimizer (PER_TENSOR_OPTIMIZER), and the evidence."""
+    share, per_step = _per_tensor_optimizer_ops(diag)
+    evidence = {"optimizer_op_share": share, "optimizer_ops_per_step": per_step}
+    if share <= PER_TENSOR_OPTIMIZER[0] or per_step < PER_TENSOR_OPTIMIZER[1]:
+        return "", evidence
+    return ("most of the step's ops are the optimizer's update run one parameter tensor at a time (no _foreach_ / "
+            "_fused_ op): a foreach or fused optimizer (foreach=True, fused=True) updates them all in a few ops; "
+            "besides, ", evidence)
+
+
 @rule
 def launch_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
@@ -130,28 +161,8 @@ def launch_bound(diag: Diagnosis) -> Finding:
         return Finding("launch_bound", "launch/dispatch-bound steps", "skipped")
     grade = _grade(share, *LAUNCH_BOUND_GRADES)
     where = "the device waits for the host" if diag.timeline.has_device else "framework dispatch outside the math"
-    # The part inferred from unrecorded gaps between ops: framework glue by the gap rule, yet without
-    # Python events a user's Python between two ops (building a batch from Python lists, say) leaves
-    # the same gaps. Where that part is most of the overhead and, per op, several times what the
-    # trace records of dispatch, the advice first says how to tell them apart.
-    inferred = diag.steady_details().get(INFERRED_GLUE, 0.0)
-    overhead = share * total
-    inferred_share = inferred / overhead if overhead else 0.0
-    recorded_per_op = (overhead - inferred) / s.ops_per_step
-    inferred_per_op = inferred / s.ops_per_step
-    python_recorded = bool(membership(diag.timeline.events["kind"].array)([Kind.PYTHON.value]).any())
-    caveat = ""
-    if (inferred_share > INFERRED_GLUE_CAVEAT[0] and inferred_per_op > INFERRED_GLUE_CAVEAT[1] * recorded_per_op
-            and not python_recorded):
-        caveat = ("first tell glue from your code: most of this is unrecorded time between ops, which Python of "
-                  "your own between them (building tensors from Python lists, say) also leaves; "
-                  "profile with Python events (torch.profiler with_stack=True, JAX / TF's Python tracer) to see "
-                  "which it is; then ")
-    per_tensor, optimizer_ops = _per_tensor_optimizer_ops(diag)
-    if per_tensor > PER_TENSOR_OPTIMIZER[0] and optimizer_ops >= PER_TENSOR_OPTIMIZER[1]:
-        caveat += ("most of the step's ops are the optimizer's update run one parameter tensor at a time (no "
-                   "_foreach_ / _fused_ op): a foreach or fused optimizer (foreach=True, fused=True) updates them "
-                   "all in a few ops; besides, ")
+    glue, glue_evidence = _glue_or_your_code(diag, share * total, s.ops_per_step)
+    optimizer, optimizer_evidence = _per_tensor_update(diag)
     mode, regions = diag.mode, {}
     if mode == "torch-compile":
         regions = {"compiled_regions_per_step": compiled_regions_per_step(diag.timeline, diag.steps)}
@@ -160,10 +171,8 @@ def launch_bound(diag: Diagnosis) -> Finding:
     return Finding(
         "launch_bound", "launch/dispatch-bound steps: " + where, grade,
         {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op,
-         "inferred_share": inferred_share, "inferred_ns_per_op": inferred_per_op,
-         "recorded_ns_per_op": recorded_per_op, "python_events": python_recorded,
-         "optimizer_op_share": per_tensor, "optimizer_ops_per_step": optimizer_ops, **regions},
-        caveat + advice("fuse", mode),
+         **glue_evidence, **optimizer_evidence, **regions},
+        glue + optimizer + advice("fuse", mode),
         "≥ 3 % moderate, ≥ 15 % high (XProf kernel-launch verdict)",
         share * total,
     )
