@@ -382,3 +382,19 @@ def test_an_update_run_one_tensor_at_a_time_is_pointed_at_a_foreach_optimizer():
     assert per_tensor.evidence["optimizer_ops_per_step"] >= 400 and per_tensor.evidence["optimizer_op_share"] > 0.5
     assert per_tensor.advice.startswith("most of the step's ops are the optimizer's update")
     assert "foreach" not in foreach.advice and foreach.evidence["optimizer_ops_per_step"] == 0
+
+
+def test_pauses_beside_the_programs_own_dataloader_workers_point_at_them():
+    """A real capture (tests/data/torch_cpu_workers/capture.py): a DataLoader with two worker
+    processes on a two-core machine. Where the step's thread pauses, the other process is likely
+    the program's own workers: the advice says so first (it only said "capture on an otherwise
+    idle machine"); a trace without workers keeps the machine's advice."""
+    data = Path(__file__).resolve().parent / "data"
+    workers = next(f for f in traceview.diagnose(data / "torch_cpu_workers" / "two_workers").findings
+                   if f.rule == "paused")
+    assert workers.evidence["dataloader_workers"] is True
+    assert workers.advice.startswith("the program's own DataLoader worker processes run beside the step")
+    alone = next(f for f in traceview.diagnose(data / "torch_cpu_optimizer" / "per_tensor").findings
+                 if f.rule == "paused")
+    assert alone.grade == "skipped" or (alone.evidence["dataloader_workers"] is False
+                                        and alone.advice.startswith("time the machine took"))

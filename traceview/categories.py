@@ -91,6 +91,9 @@ TORCH_COMPILE = re.compile(
 )
 # DataLoader iteration: "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__".
 TORCH_INPUT = re.compile(r"^enumerate\(DataLoader\)#|DataLoaderIter\.__next__")
+# A DataLoader with worker processes (num_workers > 0: torch/utils/data/dataloader.py names its iterator
+# _MultiProcessingDataLoaderIter): processes of the program's own that run beside the step.
+TORCH_WORKER_INPUT = re.compile(r"_MultiProcessingDataLoaderIter")
 
 # --------------------------------------------------------------------------------------------
 # TensorFlow / JAX (XPlane) host names

@@ -450,13 +450,20 @@ def paused(diag: Diagnosis) -> Finding:
                 else np.zeros(len(diag.steady_positions), dtype=np.int64))
     paused_ns = float(per_step.mean()) if len(per_step) else 0.0
     share = paused_ns / total if total else 0.0
+    # The program's own DataLoader workers compete for the cores: on a small machine they are the
+    # "other process" (two workers on two cores slowed a step's ops 12-20x).
+    _, names = column_codes(diag.timeline.events["name"])
+    workers = any(cat.TORCH_WORKER_INPUT.search(str(name)) for name in names)
+    own = ("the program's own DataLoader worker processes run beside the step (a DataLoader with num_workers > 0 "
+           "is in the trace) and take cores from it: fewer workers, or fewer intra-op threads "
+           "(torch.set_num_threads), so that together they fit the cores; else " if workers else "")
     return Finding(
         "paused", what, _grade(share, 0.03, 0.15),
-        {"paused_share": share, "steps_paused": int(np.count_nonzero(per_step)),
+        {"paused_share": share, "steps_paused": int(np.count_nonzero(per_step)), "dataloader_workers": workers,
          "steady_steps": len(per_step), "steps_compared": len(compared),
          "longest_step_pause_ns": float(per_step.max()) if len(per_step) else 0.0},
-        "time the machine took, not the step's work (unless the program does extra work in some steps only, such "
-        "as a log line every N steps, seen once in the capture): another process had the core, or the hypervisor "
+        own + "time the machine took, not the step's work (unless the program does extra work in some steps only, "
+        "such as a log line every N steps, seen once in the capture): another process had the core, or the hypervisor "
         "took the virtual CPU (CPU steal: 'st' in top or vmstat); capture on an otherwise idle machine and compare "
         "the step time without the profiler. The other causes exclude the pauses",
         "≥ 3 % moderate, ≥ 15 % high",
