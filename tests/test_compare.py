@@ -124,7 +124,8 @@ def test_headline_of_a_candidate_whose_steps_last_nothing() -> None:
     from traceview.renderers.phrasing import gap_headline
 
     cmp = SimpleNamespace(gap_ns=-1_000_000.0, ratio_interval=(0.0, 0.0), candidate_step_ns=0.0,
-                          baseline_step_ns=1_000_000.0, significant=True, ratio=0.0, ranked=lambda: [], batch_ratio=None)
+                          baseline_step_ns=1_000_000.0, significant=True, ratio=0.0, ranked=lambda: [],
+                          batch_ratio=None, interval_without_pauses=False)
     lead, rest = gap_headline(cmp)
     assert lead.startswith("The baseline is") and "95 % interval" not in rest
     cmp.ratio_interval = (0.0, 0.5)

@@ -105,5 +105,6 @@ def test_input_advice_names_its_own_frameworks_pipeline() -> None:
     PyDataset(workers=4): TensorFlow is told so, not about DataLoader; torch not about tf.data."""
     assert "PyDataset(workers=N" in advice("input", "tensorflow-function") and "DataLoader" not in advice(
         "input", "tensorflow-function")
-    assert "DataLoader(num_workers>0" in advice("input", "torch-eager") and "tf.data" not in advice("input", "torch-eager")
+    torch_input = advice("input", "torch-eager")
+    assert "DataLoader(num_workers>0" in torch_input and "tf.data" not in torch_input
     assert "DataLoader" not in advice("input", "jax-jit")

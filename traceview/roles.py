@@ -526,6 +526,7 @@ _PARENTS_OF_BUILTINS = _role_codes(Role.PYTHON_USER, Role.PYTHON_FRAMEWORK, Role
 _PYTHON_ROLES = _role_codes(Role.PYTHON_USER, Role.PYTHON_FRAMEWORK)
 _MATH_ROLE_CODES = _role_codes(Role.COMPUTE, Role.COMPILED_CODE)
 _FRAMEWORK_PARENT_CODES = np.array([_ROLE_CODE[v] for v in _FRAMEWORK_PARENTS], dtype=np.int8)
+_NO_ROLE = -1  # the parent role of a row without a parent: in no set of the nesting rules
 
 
 def _nesting(role: np.ndarray, name_values: list[str], name_codes: np.ndarray, tracing: np.ndarray,
@@ -539,35 +540,37 @@ def _nesting(role: np.ndarray, name_values: list[str], name_codes: np.ndarray, t
     text = python & _lookup(cat.TENSOR_TO_TEXT_FRAME, name_values, name_codes)
     role[tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
     # A row's own state packs its role and four flags; a final state, its role and three flags
-    # (in_tracing, in_text, in_call).
+    # (in_tracing, in_user, in_call).
     own = role.astype(np.int32)
     for flag in (builtin, thunk, tracing, text):  # (in place: one array, not a temporary per step)
         own *= 2
         own += flag
     del builtin, thunk, text
 
+    def nested(par_role: np.ndarray, par_flags: tuple[np.ndarray, ...], mine: np.ndarray) -> np.ndarray:
+        new_role, in_tracing, in_user, in_call = _nested_role(
+            par_role, *par_flags, mine >> 4, ((mine >> 3) & 1) == 1, ((mine >> 2) & 1) == 1,
+            ((mine >> 1) & 1) == 1, (mine & 1) == 1)
+        return new_role.astype(np.int32) * 8 + in_tracing * 4 + in_user * 2 + in_call
+
     def step(up: np.ndarray, mine: np.ndarray) -> np.ndarray:
-        new_role, in_tracing, in_text, in_call = _nested_role(
-            up >> 3, ((up >> 2) & 1) == 1, ((up >> 1) & 1) == 1, (up & 1) == 1, mine >> 4,
-            ((mine >> 3) & 1) == 1, ((mine >> 2) & 1) == 1, ((mine >> 1) & 1) == 1, (mine & 1) == 1)
-        return new_role.astype(np.int32) * 8 + in_tracing * 4 + in_text * 2 + in_call
+        return nested(up >> 3, (((up >> 2) & 1) == 1, ((up >> 1) & 1) == 1, (up & 1) == 1), mine)
 
     def alone(mine: np.ndarray) -> np.ndarray:
-        text_here = (mine & 1) == 1
-        own_role = np.where(text_here & (mine >> 4 == code[Role.PYTHON_FRAMEWORK.value]),
-                            code[Role.PYTHON_USER.value], mine >> 4)
-        return own_role * 8 + ((mine >> 1) & 1) * 4 + (mine & 1) * 2 + (own_role == code[Role.CALL.value])
+        # A row without a parent: the same rules, under a parent of no role and no flag.
+        no = np.zeros(len(mine), dtype=bool)
+        return nested(np.full(len(mine), _NO_ROLE), (no, no, no), mine)
 
     final = nesting.states_down(own, 16 * len(ROLE_VALUES), 8 * len(ROLE_VALUES), step, alone=alone)
     return (final >> 3).astype(role.dtype)
 
 
-def _nested_role(par_role: Any, par_tracing: np.ndarray, par_text: np.ndarray, par_call: np.ndarray, own_role: Any,
+def _nested_role(par_role: Any, par_tracing: np.ndarray, par_user: np.ndarray, par_call: np.ndarray, own_role: Any,
                  builtin: np.ndarray, thunk: np.ndarray, own_tracing: np.ndarray,
                  own_text: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A nested row's role, whether it is inside tracing, inside a tensor's formatting as text and
-    inside a framework call, from its parent's final role and those three flags and its own role,
-    builtin / thunk flags, tracing and text:
+    """A nested row's role, whether it is inside tracing, inside the user's Python run by the
+    framework and inside a framework call, from its parent's final role and those three flags and
+    its own role, builtin / thunk flags, tracing and whether it formats a tensor as text:
 
     - inside graph building → graph_build; inside compilation → compile (ops run while tracing, the
       passes inside a compile range); inside input → input (map functions' ops);
@@ -587,7 +590,7 @@ def _nested_role(par_role: Any, par_tracing: np.ndarray, par_text: np.ndarray, p
       ``print(loss)`` each step) is the user's: it runs only because the user prints, formats or
       logs a tensor (ops inside keep their roles); so is Python called from inside the math (an
       XLA thunk running a host callback: ``jax.debug.print``, ``jax.pure_callback``), the JAX
-      plumbing around the user's function included. (Both ride the ``in_text`` flag.)
+      plumbing around the user's function included (both: ``in_user``, carried down).
     """
     code = _ROLE_CODE
     flow = np.isin(par_role, _INHERITING) & np.isin(own_role, _HOST_ROLES) & (own_role != code[Role.SYNC.value])
@@ -604,11 +607,10 @@ def _nested_role(par_role: Any, par_tracing: np.ndarray, par_text: np.ndarray, p
     role[inherit] = par_role[inherit]
     role[par_call & (role == code[Role.PYTHON_USER.value])] = code[Role.PYTHON_FRAMEWORK.value]
     in_call = par_call | (role == code[Role.CALL.value])
-    python = np.isin(role, _PYTHON_ROLES)
-    callback = python & np.isin(par_role, _MATH_ROLE_CODES)
-    in_text = own_text | par_text | callback
-    role[in_text & (role == code[Role.PYTHON_FRAMEWORK.value])] = code[Role.PYTHON_USER.value]
-    return role, in_tracing, in_text, in_call
+    callback = np.isin(role, _PYTHON_ROLES) & np.isin(par_role, _MATH_ROLE_CODES)
+    in_user = own_text | par_user | callback
+    role[in_user & (role == code[Role.PYTHON_FRAMEWORK.value])] = code[Role.PYTHON_USER.value]
+    return role, in_tracing, in_user, in_call
 
 
 def roles_markdown() -> str:

@@ -37,9 +37,9 @@ CPU) is resolved the same way, with the wait itself (sync_wait) as the last reso
 **Unrecorded stretches** on the step's thread while another thread computes, compiles or runs a
 collective are that work (the step's thread is blocked in a wait the profiler does not record,
 such as JAX's block_until_ready on CPU, or torch.distributed waiting for a Gloo collective on
-the process group's work thread: ``communication.host``); so is the own time of a range, of framework runtime and of a Python
-frame at such a moment (a Python tracer records the frame, not the native wait inside it);
-input work elsewhere is not taken (a prefetching pipeline overlaps).
+the process group's work thread: ``communication.host``); so is the own time of a range, of
+framework runtime and of a Python frame at such a moment (a Python tracer records the frame, not
+the native wait inside it); input work elsewhere is not taken (a prefetching pipeline overlaps).
 
 **Unrecorded gaps** on the step's thread inside a step (between its top-level events, and
 between the marker's edges — for steps found without markers, the window's host edges — and its
@@ -279,11 +279,10 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
             winner[waiting] = resolved
     # The step's thread outside any compute of its own (an unrecorded stretch, a range, framework
     # runtime) while another thread computes, compiles or runs a collective: the step's thread is
-    # waiting for that
-    # work, whether the wait is unrecorded (JAX's block_until_ready on CPU, torch.distributed's
-    # wait for a Gloo collective) or recorded as a range
-    # of the runtime (PjRt's ExecuteHelper while the client thread runs the XLA program, JAX's
-    # np.asarray of a result), so the moment is that work — as on a GPU, where a running kernel
+    # waiting for that work, whether the wait is unrecorded (JAX's block_until_ready on CPU,
+    # torch.distributed's wait for a Gloo collective) or recorded as a range of the runtime (PjRt's
+    # ExecuteHelper while the client thread runs the XLA program, JAX's np.asarray of a result), so
+    # the moment is that work — as on a GPU, where a running kernel
     # takes the moment whatever the host does. Input work on other threads is not taken: a
     # prefetching pipeline runs there while the step goes on.
     gap_layers = [i for i, layer in enumerate(layers) if layer.selects in ((GAP_SHORT,), (GAP_LONG,), (PAUSE,))

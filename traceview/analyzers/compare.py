@@ -40,7 +40,8 @@ from traceview.analyzers.rules import comparison_findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes, first_of_each, membership
 from traceview.capture_facts import declared_cold_steps
-from traceview.normalize import compute_ops, compute_self_time, nearest_ancestor, op_name_codes, self_time, top_level_ops
+from traceview.normalize import (compute_ops, compute_self_time, nearest_ancestor, op_name_codes, self_time,
+                                 top_level_ops)
 from traceview.renderers.phrasing import THIN_COLD_ONLY, THIN_ONE_STEP
 from traceview.results import (OP_DIFF_COLUMNS, PAUSED_DETAIL, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
                                Diagnosis, shown_buckets)
@@ -75,13 +76,13 @@ def ratio_interval(baseline: Diagnosis, candidate: Diagnosis) -> tuple[tuple[flo
     optimizer). So where the steps paused, the interval of their durations less the pauses is taken
     when it excludes 1 on the side the ratio of the means is on; otherwise (or with no pause) the
     interval of the durations as they are."""
-    plain = _bootstrap(steady_durations(baseline), steady_durations(candidate))
-    base, cand = steady_durations(baseline, True), steady_durations(candidate, True)
-    if plain is None or (base == steady_durations(baseline)).all() and (cand == steady_durations(candidate)).all():
+    base, cand = steady_durations(baseline), steady_durations(candidate)
+    plain = _bootstrap(base, cand)
+    base_less, cand_less = steady_durations(baseline, True), steady_durations(candidate, True)
+    if plain is None or (base_less == base).all() and (cand_less == cand).all():
         return plain, False
-    clean = _bootstrap(base, cand)
-    ratio_above = steady_durations(candidate).mean() > steady_durations(baseline).mean()
-    if clean is not None and not clean[0] <= 1.0 <= clean[1] and (clean[0] > 1.0) == ratio_above:
+    clean = _bootstrap(base_less, cand_less)
+    if clean is not None and not clean[0] <= 1.0 <= clean[1] and (clean[0] > 1.0) == (cand.mean() > base.mean()):
         return clean, True
     return plain, False
 
@@ -119,7 +120,8 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     interval, without_pauses = ratio_interval(baseline, candidate)
     result = Comparison(baseline, candidate, buckets, families, op_diff(baseline, candidate, top),
                         _cold_start(baseline, candidate), interval, interval_without_pauses=without_pauses,
-                        thin_sides=_thin_sides(baseline, candidate), compiled_regions=_compiled_regions(baseline, candidate))
+                        thin_sides=_thin_sides(baseline, candidate),
+                        compiled_regions=_compiled_regions(baseline, candidate))
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
 
 

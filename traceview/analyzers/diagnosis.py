@@ -63,7 +63,7 @@ def periodic_heavy_steps(events: pd.DataFrame, steps: Steps, steady: np.ndarray)
     pairs = np.unique(at[known].astype(np.int64) * (len(names) + 1) + codes[known])
     in_step, name = np.divmod(pairs, len(names) + 1)
     steps_holding = np.bincount(name, minlength=len(names))
-    best: tuple[float, str, np.ndarray] | None = None
+    best: tuple[float, str, np.ndarray, float] | None = None
     for code in np.flatnonzero((steps_holding >= 2) & (steps_holding <= len(steady) - 2)).tolist():
         heavy = np.zeros(len(steady), dtype=bool)
         heavy[in_step[name == code]] = True
@@ -75,14 +75,13 @@ def periodic_heavy_steps(events: pd.DataFrame, steps: Steps, steady: np.ndarray)
             continue
         extra = float(duration[heavy].mean() - light)
         if best is None or extra > best[0]:
-            best = (extra, str(names[code]), heavy)
+            best = (extra, str(names[code]), heavy, light)
     if best is None:
         return None
-    _, label, heavy = best
+    _, label, heavy, light = best
     period = int(np.diff(numbers[heavy])[0])
-    light = float(np.median(duration[~heavy]))
     heavy_ms = float(np.median(duration[heavy])) / 1e6
-    cycle = (heavy_ms + (period - 1) * light / 1e6)
+    cycle = heavy_ms + (period - 1) * light / 1e6
     listed = ", ".join(f"#{n}" for n in numbers[heavy][:6]) + (" …" if heavy.sum() > 6 else "")
     ordinal = {2: "second", 3: "third"}.get(period, f"{period}th")
     return (f"every {ordinal} steady step ({listed}) holds '{one_line(label)}', which the others do not, and takes "

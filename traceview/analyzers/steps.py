@@ -486,11 +486,8 @@ def _repeated_sequence(events: pd.DataFrame, track: str) -> tuple[np.ndarray, in
     none = np.array([], dtype=np.int64), 0, "", False
     if not track:
         return none
-    rows = np.flatnonzero((events["depth"].to_numpy() == 0) & (events["device"].to_numpy() < 0))
-    rows = rows[values_at(events["track"], rows).astype(str) == track]
+    rows = _loop_track_rows(events, track)
     codes, values = column_codes(events["name"])
-    machinery = np.array([bool(cat.NOT_A_STEP.search(str(v))) for v in values], dtype=bool)
-    rows = rows[~codes_matching(codes[rows], machinery)]
     sequence = codes[rows]
     count = len(sequence)
     if count < 2:
@@ -510,13 +507,20 @@ def _repeated_sequence(events: pd.DataFrame, track: str) -> tuple[np.ndarray, in
     return firsts, last_end, detail, cut
 
 
-def _loop_start(events: pd.DataFrame, track: str, first_update: int) -> int:
-    """Where the first step of an unmarked loop starts: the first top-level event on the loop's
-    track that is not profiler machinery (``categories.NOT_A_STEP``), or the first update."""
+def _loop_track_rows(events: pd.DataFrame, track: str) -> np.ndarray:
+    """The top-level host events on the loop's track, profiler machinery (``categories.NOT_A_STEP``)
+    aside, in row order."""
     rows = np.flatnonzero((events["depth"].to_numpy() == 0) & (events["device"].to_numpy() < 0))
     rows = rows[values_at(events["track"], rows).astype(str) == track]
-    names = pd.Series(values_at(events["name"], rows).astype(str))
-    rows = rows[~names.str.contains(cat.NOT_A_STEP).to_numpy()]
+    codes, values = column_codes(events["name"])
+    machinery = np.array([bool(cat.NOT_A_STEP.search(str(v))) for v in values], dtype=bool)
+    return rows[~codes_matching(codes[rows], machinery)]
+
+
+def _loop_start(events: pd.DataFrame, track: str, first_update: int) -> int:
+    """Where the first step of an unmarked loop starts: the first top-level event on the loop's
+    track that is not profiler machinery, or the first update."""
+    rows = _loop_track_rows(events, track)
     if not len(rows):
         return int(first_update)
     return int(min(events["ts"].to_numpy()[rows].min(), first_update))
@@ -544,9 +548,8 @@ def _queued_work_end(events: pd.DataFrame, starts: np.ndarray, host_ends: np.nda
     program). A program run is compiled code at the top of a thread other than the step's, that
     starts once the run before it is done on its own thread (pieces a run hands to a thread pool
     start within it; the executor's wait for them — an annotation — closes the run and starts
-    none: :func:`_program_runs`). Where such
-    runs outlast the last step, and there are as many of them from the first step on as steps,
-    the k-th run ends the k-th step. Where every run ends inside its step (a loop that blocks each
+    none: :func:`_program_runs`). Where such runs outlast the last step, and there are as many of
+    them from the first step on as steps, the k-th run ends the k-th step. Where every run ends inside its step (a loop that blocks each
     step) nothing changes; where the counts differ (two jitted calls a step) nothing does either."""
     if len(starts) < 2:
         return None

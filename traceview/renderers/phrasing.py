@@ -46,7 +46,7 @@ def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[st
     gap = cmp.gap_ns
     interval = cmp.ratio_interval
     # (An interval of the steps less their pauses says so: compare.ratio_interval.)
-    paused = ", the steps' pauses left out" if getattr(cmp, "interval_without_pauses", False) else ""
+    paused = ", the steps' pauses left out" if cmp.interval_without_pauses else ""
     spread = f" (95 % interval {interval[0]:.2f}–{interval[1]:.2f}×{paused})" if interval else ""
     steps = f"{fmt_ns(cmp.candidate_step_ns)} vs {fmt_ns(cmp.baseline_step_ns)} per steady step (mean)"
     if not cmp.significant:
