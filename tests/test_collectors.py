@@ -468,7 +468,12 @@ def test_cli_captures_jax_jit_and_diagnose_reads_it(tmp_path: Path) -> None:
     assert report["trace"]["framework"] == "jax" and report["trace"]["mode"] == "jax-jit"
     assert report["trace"]["format"] == "xplane"
     steps = report["steps"]
-    assert steps["rule"] == "markers" and steps["count"] == 4 and steps["cold"] == [0]
+    assert steps["rule"] == "markers" and steps["count"] == 4
+    # Step 0 compiles. The first run of the compiled step after it is 2-3x slower than the later
+    # ones on this machine (buffers allocated, caches cold) and may, under load, pass the warm-up
+    # factor: the cold steps are step 0 and at most a warm-up prefix after it, never the last.
+    cold = steps["cold"]
+    assert cold[:1] == [0] and cold == list(range(len(cold))) and 3 not in cold
     table = steps["table"]
     assert [row["number"] for row in table] == [0, 1, 2, 3]
     assert table[0]["graph_build_events"] > 0 and table[0]["buckets_ns"]["graph_build"] > 0
