@@ -166,3 +166,33 @@ def test_the_ratio_interval_leaves_the_pauses_out_where_they_hide_a_difference()
     assert without and interval[1] < 1.0
     unpaused, flagged = ratio_interval(base, variant(base, 0.6, 0.0))  # (no pause: the same interval, unflagged)
     assert not flagged and np.allclose(unpaused, interval, rtol=1e-5)
+
+
+def test_the_same_ops_slower_beside_the_candidates_own_dataloader_workers_are_named() -> None:
+    """Real captures (tests/data/torch_cpu_workers/capture.py): one MLP step fed by a DataLoader
+    without workers, then with two worker processes on a two-core machine. The candidate's
+    compute ops are the same ops at the same counts, many times slower: the gap is kernel time,
+    and its advice says it is the same work slower and names the workers (it said only "kernel").
+    Sides swapped, the slower side is the baseline; a pair whose kernel delta is more ops (the
+    large-matmul ground-truth case) gets no such advice."""
+    from traceview.analyzers.rules import SAME_WORK_SLOWER
+    from traceview.loader import trace_paths
+
+    def diagnosis(folder):  # noqa: ANN001, ANN202
+        return cached_diagnosis(trace_paths(folder)[0])
+
+    data = REPO / "tests" / "data" / "torch_cpu_workers"
+    alone, workers = diagnosis(data / "no_workers"), diagnosis(data / "two_workers")
+
+    def gap_kernel(cmp):  # noqa: ANN001, ANN202
+        return next(f for f in cmp.findings if f.rule == "gap_kernel")
+
+    slower = gap_kernel(compare(alone, workers))
+    assert slower.evidence["same_ops_ratio"] >= SAME_WORK_SLOWER[0] and slower.evidence["own_dataloader_workers"]
+    assert slower.advice.startswith("the same compute ops, at the same counts per step, took")
+    assert "in the candidate" in slower.advice and "the candidate's DataLoader worker processes" in slower.advice
+    swapped = gap_kernel(compare(workers, alone))
+    assert "in the baseline" in swapped.advice and "the baseline's DataLoader worker processes" in swapped.advice
+    truth = REPO / "benchmarks" / "truth" / "cases" / "torch-large-matmul"
+    more_math = gap_kernel(compare(diagnosis(truth / "clean"), diagnosis(truth / "injected")))
+    assert more_math.advice == "" and more_math.evidence["same_ops_ratio"] < SAME_WORK_SLOWER[0]

@@ -594,6 +594,12 @@ class Comparison:
     # torch.compile regions a steady step runs on each side (baseline, candidate), where either ran
     # torch.compile (analyzers/modes.compiled_regions_per_step): more than one means graph breaks.
     compiled_regions: tuple[float, float] | None = None
+    # Time per steady step (baseline, candidate) of the compute ops both sides run as many times a
+    # step (analyzers/compare.same_count_compute): the same work, whose time can only differ by the
+    # CPU each op got or the size of its tensors. None: no such op.
+    same_count_compute_ns: tuple[float, float] | None = None
+    # Whether each side (baseline, candidate) reads its batches from DataLoader worker processes.
+    dataloader_workers: tuple[bool, bool] = (False, False)
 
     @property
     def baseline_step_ns(self) -> float:

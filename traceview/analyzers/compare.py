@@ -35,7 +35,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview.analyzers.diagnosis import diagnose
-from traceview.analyzers.modes import compiled_regions_per_step
+from traceview.analyzers.modes import compiled_regions_per_step, dataloader_workers
 from traceview.analyzers.rules import comparison_findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes, first_of_each, membership
@@ -45,6 +45,7 @@ from traceview.normalize import (compute_ops, compute_self_time, nearest_ancesto
 from traceview.renderers.phrasing import THIN_COLD_ONLY, THIN_ONE_STEP
 from traceview.results import (OP_DIFF_COLUMNS, PAUSED_DETAIL, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
                                Diagnosis, shown_buckets)
+from traceview.roles import Role
 from traceview.schema import Kind
 
 FAMILIES: tuple[str, ...] = tuple(f for f, _ in cat.OP_FAMILIES) + ("other",)
@@ -118,11 +119,40 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     families = pd.concat([fam_a.add_prefix("baseline_"), fam_b.add_prefix("candidate_")], axis=1).fillna(0.0)
     families = families.reindex([f for f in FAMILIES if f in families.index])
     interval, without_pauses = ratio_interval(baseline, candidate)
-    result = Comparison(baseline, candidate, buckets, families, op_diff(baseline, candidate, top),
+    aligned = op_diff(baseline, candidate, None)
+    result = Comparison(baseline, candidate, buckets, families, aligned if top is None else aligned.head(top),
                         _cold_start(baseline, candidate), interval, interval_without_pauses=without_pauses,
                         thin_sides=_thin_sides(baseline, candidate),
-                        compiled_regions=_compiled_regions(baseline, candidate))
+                        compiled_regions=_compiled_regions(baseline, candidate),
+                        same_count_compute_ns=(None if _runs_compiled_code(baseline) or _runs_compiled_code(candidate)
+                                               else same_count_compute(aligned)),
+                        dataloader_workers=(dataloader_workers(baseline.timeline), dataloader_workers(candidate.timeline)))
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
+
+
+# Compute ops whose counts per steady step differ by no more than this share are the same work
+# on both sides (same_count_compute).
+SAME_COUNT_SHARE = 0.1
+
+
+def _runs_compiled_code(diag: Diagnosis) -> bool:
+    """Whether the trace runs compiled programs (XLA, inductor): their ops are named by the compiler
+    per program (``dot.3``, ``fusion.2``), so the same name on two sides is no sign of the same work."""
+    return bool(membership(diag.timeline.events["role"].array)([Role.COMPILED_CODE.value]).any())
+
+
+def same_count_compute(aligned: pd.DataFrame) -> tuple[float, float] | None:
+    """The time per steady step, (baseline, candidate), of the compute ops (``kernel`` rows of the
+    full per-op diff) that run as many times a step on both sides: the same work, by name and
+    count. ``None`` where no compute op is in both traces at the same count."""
+    rows = aligned[aligned["kind"] == "kernel"]
+    count_a = rows["baseline_count_per_step"].to_numpy(dtype=np.float64)
+    count_b = rows["candidate_count_per_step"].to_numpy(dtype=np.float64)
+    same = (count_a > 0) & (np.abs(count_b - count_a) <= SAME_COUNT_SHARE * count_a)  # (NaN: not both)
+    if not same.any():
+        return None
+    return (float(rows["baseline_time_per_step_ns"].to_numpy(dtype=np.float64)[same].sum()),
+            float(rows["candidate_time_per_step_ns"].to_numpy(dtype=np.float64)[same].sum()))
 
 
 def _compiled_regions(baseline: Diagnosis, candidate: Diagnosis) -> tuple[float, float] | None:

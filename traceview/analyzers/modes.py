@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from traceview import categories as cat
 from traceview.arrays import codes_matching, column_codes
 from traceview.normalize import nearest_ancestor
 from traceview.results import Steps
@@ -99,6 +100,13 @@ def compiled_regions_per_step(timeline: Timeline, steps: Steps) -> float:
     """The median, over the steady steps, of the torch.compile regions a step runs (nested ones
     included): 1 for a step compiled whole, more where graph breaks split it."""
     return _named_per_step(timeline, steps, COMPILED_REGION, outermost=False)
+
+
+def dataloader_workers(timeline: Timeline) -> bool:
+    """Whether the program reads its batches from a torch DataLoader's worker processes
+    (num_workers > 0): they run beside the step and share the machine's cores with it."""
+    _, names = column_codes(timeline.events["name"])
+    return any(cat.TORCH_WORKER_INPUT.search(str(name)) for name in names)
 
 
 def _outermost_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str]) -> float:

@@ -40,7 +40,7 @@ import numpy as np
 
 from traceview import categories as cat
 from traceview.analyzers.attribution import INFERRED_GLUE
-from traceview.analyzers.modes import COMPILE_WITH_BREAKS, advice, compiled_regions_per_step
+from traceview.analyzers.modes import COMPILE_WITH_BREAKS, advice, compiled_regions_per_step, dataloader_workers
 from traceview.arrays import codes_matching, column_codes, membership
 from traceview.normalize import nearest_ancestor, top_level_ops
 from traceview.results import GRADES, PAUSED_DETAIL, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
@@ -452,8 +452,7 @@ def paused(diag: Diagnosis) -> Finding:
     share = paused_ns / total if total else 0.0
     # The program's own DataLoader workers compete for the cores: on a small machine they are the
     # "other process" (two workers on two cores slowed a step's ops 12-20x).
-    _, names = column_codes(diag.timeline.events["name"])
-    workers = any(cat.TORCH_WORKER_INPUT.search(str(name)) for name in names)
+    workers = dataloader_workers(diag.timeline)
     own = ("the program's own DataLoader worker processes run beside the step (a DataLoader with num_workers > 0 "
            "is in the trace) and take cores from it: fewer workers, or fewer intra-op threads "
            "(torch.set_num_threads), so that together they fit the cores; else " if workers else "")
@@ -506,6 +505,44 @@ MOST_GAP_CAUSES = 3
 EXPLAINED_GOAL = 0.9
 
 
+# The same compute ops (by name, at the same count per step) are "the same work, slower" on one side
+# when together they take at least this many times as long there and make up at least this share
+# of the kernel delta: the math did not grow, the CPU each op got (or the size of its tensors) did.
+SAME_WORK_SLOWER = (1.5, 0.5)
+SIDES = ("baseline", "candidate")
+
+
+def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str, dict[str, object]]:
+    """The gap_kernel advice where the kernel delta is the same ops at the same counts running
+    slower (SAME_WORK_SLOWER), naming what the trace shows of why, and the evidence."""
+    same = comparison.same_count_compute_ns
+    if same is None or kernel_delta == 0:
+        return "", {}
+    slower = 1 if kernel_delta > 0 else 0
+    fast, slow = same[1 - slower], same[slower]
+    ratio = slow / fast if fast > 0 else 0.0
+    share = (slow - fast) / abs(kernel_delta)
+    evidence: dict[str, object] = {"same_ops_ratio": ratio, "same_ops_share_of_delta": share}
+    if ratio < SAME_WORK_SLOWER[0] or share < SAME_WORK_SLOWER[1]:
+        return "", evidence
+    facts = [(d.timeline.meta.extra.get("capture") or {}).get("intra_op_threads") for d in
+             (comparison.baseline, comparison.candidate)]
+    workers = comparison.dataloader_workers
+    if facts[0] and facts[1] and facts[0] != facts[1]:
+        evidence["intra_op_threads"] = facts
+        why = (f"the {SIDES[slower]} ran {facts[slower]} intra-op thread(s) against {facts[1 - slower]}: give the "
+               "intra-op pool every core (torch.set_num_threads, TF intra_op_parallelism_threads)")
+    elif workers[slower] and not workers[1 - slower]:
+        evidence["own_dataloader_workers"] = True
+        why = (f"the {SIDES[slower]}'s DataLoader worker processes (num_workers > 0; the other side has none) share "
+               "the cores with its steps: fewer workers, or fewer intra-op threads, so that together they fit the cores")
+    else:
+        why = ("compare the two runs' intra-op threads, dtype (float64; float16 / bfloat16 on a CPU without fast "
+               "half precision), tensor shapes, and what else ran on the machine")
+    return (f"the same compute ops, at the same counts per step, took {ratio:.1f}x as long in the {SIDES[slower]}: "
+            f"not more ops but slower ones; {why}"), evidence
+
+
 def comparison_findings(comparison: Comparison) -> list[Finding]:
     """What explains the gap, as findings: the top causes and whether the gap is explained."""
     out: list[Finding] = []
@@ -527,20 +564,31 @@ def comparison_findings(comparison: Comparison) -> list[Finding]:
         share = d.delta_ns / gap
         if share <= GAP_CAUSE_SHARE:
             break
+        evidence: dict[str, object] = {"delta_ns": d.delta_ns, "share_of_gap": share}
+        words = ""
+        if d.bucket == "kernel":
+            words, more = _same_work_slower(comparison, d.delta_ns)
+            evidence.update(more)
         out.append(Finding(
             f"gap_{d.bucket}", f"{d.bucket} explains part of the gap", "high" if share >= HIGH_GAP_SHARE else "moderate",
-            {"delta_ns": d.delta_ns, "share_of_gap": share},
+            evidence, words,
         ))
     paused = comparison.paused_delta_ns
     if abs(paused) > GAP_CAUSE_SHARE * abs(gap):
-        # Pauses (the machine took the core) are an explanation neither framework owns.
+        # Pauses (the machine took the core) are an explanation neither framework owns, unless the
+        # paused side's own DataLoader workers are what took it.
         share = paused / gap
+        paused_side = 1 if paused > 0 else 0
+        own_workers = comparison.dataloader_workers[paused_side] and not comparison.dataloader_workers[1 - paused_side]
         out.append(Finding(
             "gap_paused", "pauses of the step's thread explain part of the gap",
             "high" if share >= HIGH_GAP_SHARE else "moderate",
-            {"delta_ns": paused, "share_of_gap": share},
-            "the machine took the core during one trace's steps: capture both traces on an otherwise idle "
-            "machine before comparing them",
+            {"delta_ns": paused, "share_of_gap": share, "own_dataloader_workers": own_workers},
+            (f"the {SIDES[paused_side]}'s own DataLoader worker processes (num_workers > 0; the other side has none) "
+             "run beside its steps and take cores from them: fewer workers, or fewer intra-op threads, so that "
+             "together they fit the cores" if own_workers else
+             "the machine took the core during one trace's steps: capture both traces on an otherwise idle "
+             "machine before comparing them"),
         ))
     explained = comparison.explained_share
     out.append(Finding(
