@@ -538,7 +538,8 @@ def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str,
                "the cores with its steps: fewer workers, or fewer intra-op threads, so that together they fit the cores")
     else:
         why = ("compare the two runs' intra-op threads, dtype (float64; float16 / bfloat16 on a CPU without fast "
-               "half precision), tensor shapes, and what else ran on the machine")
+               "half precision), tensor shapes, debug modes that work inside each op (torch.autograd.detect_anomaly "
+               "records a Python stack per op), and what else ran on the machine")
     return (f"the same compute ops, at the same counts per step, took {ratio:.1f}x as long in the {SIDES[slower]}: "
             f"not more ops but slower ones; {why}"), evidence
 
