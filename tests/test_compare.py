@@ -196,3 +196,21 @@ def test_the_same_ops_slower_beside_the_candidates_own_dataloader_workers_are_na
     truth = REPO / "benchmarks" / "truth" / "cases" / "torch-large-matmul"
     more_math = gap_kernel(compare(diagnosis(truth / "clean"), diagnosis(truth / "injected")))
     assert more_math.advice == "" and more_math.evidence["same_ops_ratio"] < SAME_WORK_SLOWER[0]
+
+
+def test_the_same_ops_slower_with_more_dtype_casts_name_the_dtype() -> None:
+    """Real captures (tests/data/tf_cpu_mixed_precision/capture.py): the same Keras fit of a CNN
+    under the float32 and the mixed_float16 policy on a CPU without native half precision. The
+    same ops at the same counts take many times as long, and the candidate runs many more Cast
+    ops: gap_kernel names the dtype (it read as kernel only, "speed up the math")."""
+    from traceview.analyzers.rules import MORE_DTYPE_CASTS, SAME_WORK_SLOWER
+    from traceview.loader import trace_paths
+
+    data = REPO / "tests" / "data" / "tf_cpu_mixed_precision"
+    float32, mixed = (cached_diagnosis(trace_paths(data / policy)[0]) for policy in ("float32", "mixed_float16"))
+    cmp = compare(float32, mixed)
+    base_casts, cand_casts = cmp.dtype_casts_per_step
+    assert cand_casts >= max(MORE_DTYPE_CASTS[0] * base_casts, base_casts + MORE_DTYPE_CASTS[1])
+    kernel = next(f for f in cmp.findings if f.rule == "gap_kernel")
+    assert kernel.evidence["same_ops_ratio"] >= SAME_WORK_SLOWER[0]
+    assert "the candidate casts dtypes" in kernel.advice and "mixed precision" in kernel.advice

@@ -94,6 +94,12 @@ TORCH_INPUT = re.compile(r"^enumerate\(DataLoader\)#|DataLoaderIter\.__next__")
 # A DataLoader with worker processes (num_workers > 0: torch/utils/data/dataloader.py names its iterator
 # _MultiProcessingDataLoaderIter): processes of the program's own that run beside the step.
 TORCH_WORKER_INPUT = re.compile(r"_MultiProcessingDataLoaderIter")
+# Dtype casts, as compare's per-op table names them (compare.dtype_casts_per_step): TensorFlow's op
+# type Cast (tensorflow/core/kernels/cast_op.cc; XPlane op events end ":Cast", Keras mixed precision
+# casts inputs and variables); torch's ToCopyBackward0, the autograd node of aten::_to_copy behind
+# .to(dtype) and autocast's casts (torch's CPU traces record the cast itself as an aten::copy_, as
+# any copy).
+DTYPE_CAST = re.compile(r":Cast$|^Cast$|ToCopyBackward0$")
 
 # --------------------------------------------------------------------------------------------
 # TensorFlow / JAX (XPlane) host names

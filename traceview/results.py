@@ -600,6 +600,8 @@ class Comparison:
     same_count_compute_ns: tuple[float, float] | None = None
     # Whether each side (baseline, candidate) reads its batches from DataLoader worker processes.
     dataloader_workers: tuple[bool, bool] = (False, False)
+    # Dtype casts a steady step runs on each side (baseline, candidate): analyzers/compare.dtype_casts_per_step.
+    dtype_casts_per_step: tuple[float, float] = (0.0, 0.0)
 
     @property
     def baseline_step_ns(self) -> float:

@@ -126,7 +126,8 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
                         compiled_regions=_compiled_regions(baseline, candidate),
                         same_count_compute_ns=(None if _runs_compiled_code(baseline) or _runs_compiled_code(candidate)
                                                else same_count_compute(aligned)),
-                        dataloader_workers=(dataloader_workers(baseline.timeline), dataloader_workers(candidate.timeline)))
+                        dataloader_workers=(dataloader_workers(baseline.timeline), dataloader_workers(candidate.timeline)),
+                        dtype_casts_per_step=dtype_casts_per_step(aligned))
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
 
 
@@ -153,6 +154,15 @@ def same_count_compute(aligned: pd.DataFrame) -> tuple[float, float] | None:
         return None
     return (float(rows["baseline_time_per_step_ns"].to_numpy(dtype=np.float64)[same].sum()),
             float(rows["candidate_time_per_step_ns"].to_numpy(dtype=np.float64)[same].sum()))
+
+
+def dtype_casts_per_step(aligned: pd.DataFrame) -> tuple[float, float]:
+    """Dtype casts (categories.DTYPE_CAST) a steady step runs on each side, (baseline, candidate),
+    from the full per-op diff: each name counted once, at the larger of its kernel and op rows."""
+    casts = aligned[aligned["name"].str.contains(cat.DTYPE_CAST)]
+    per_name = casts.groupby("name", sort=True)[["baseline_count_per_step", "candidate_count_per_step"]].max()
+    return (float(per_name["baseline_count_per_step"].fillna(0.0).sum()),
+            float(per_name["candidate_count_per_step"].fillna(0.0).sum()))
 
 
 def _compiled_regions(baseline: Diagnosis, candidate: Diagnosis) -> tuple[float, float] | None:

@@ -510,6 +510,10 @@ EXPLAINED_GOAL = 0.9
 # of the kernel delta: the math did not grow, the CPU each op got (or the size of its tensors) did.
 SAME_WORK_SLOWER = (1.5, 0.5)
 SIDES = ("baseline", "candidate")
+# The slower side computes in another dtype when it runs at least this many times the other's dtype
+# casts a step, and at least this many more (Keras mixed_float16 on CPU: 35 Cast ops against 12 a
+# step, the same ops 77x as long).
+MORE_DTYPE_CASTS = (2.0, 4.0)
 
 
 def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str, dict[str, object]]:
@@ -528,6 +532,7 @@ def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str,
     facts = [(d.timeline.meta.extra.get("capture") or {}).get("intra_op_threads") for d in
              (comparison.baseline, comparison.candidate)]
     workers = comparison.dataloader_workers
+    casts = comparison.dtype_casts_per_step
     if facts[0] and facts[1] and facts[0] != facts[1]:
         evidence["intra_op_threads"] = facts
         why = (f"the {SIDES[slower]} ran {facts[slower]} intra-op thread(s) against {facts[1 - slower]}: give the "
@@ -536,6 +541,11 @@ def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str,
         evidence["own_dataloader_workers"] = True
         why = (f"the {SIDES[slower]}'s DataLoader worker processes (num_workers > 0; the other side has none) share "
                "the cores with its steps: fewer workers, or fewer intra-op threads, so that together they fit the cores")
+    elif casts[slower] >= max(MORE_DTYPE_CASTS[0] * casts[1 - slower], casts[1 - slower] + MORE_DTYPE_CASTS[1]):
+        evidence["dtype_casts_per_step"] = casts
+        why = (f"the {SIDES[slower]} casts dtypes {casts[slower]:.0f} times a step against {casts[1 - slower]:.0f}: "
+               "its math runs in another dtype (mixed precision); float16 / bfloat16 math on a CPU without native "
+               "half-precision units runs slower than float32 — keep float32 there, or check which ops got the new dtype")
     else:
         why = ("compare the two runs' intra-op threads, dtype (float64; float16 / bfloat16 on a CPU without fast "
                "half precision), tensor shapes, debug modes that work inside each op (torch.autograd.detect_anomaly "
