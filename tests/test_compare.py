@@ -214,3 +214,32 @@ def test_the_same_ops_slower_with_more_dtype_casts_name_the_dtype() -> None:
     kernel = next(f for f in cmp.findings if f.rule == "gap_kernel")
     assert kernel.evidence["same_ops_ratio"] >= SAME_WORK_SLOWER[0]
     assert "the candidate casts dtypes" in kernel.advice and "mixed precision" in kernel.advice
+
+
+def test_sides_captured_with_different_profiler_options_are_warned_about() -> None:
+    """The same torch program captured with and without Python events (tests/data/torch_cpu_python
+    tokenize vs tokenize_stack): the Python tracer's own cost is in one side's host time, so the
+    first paragraph says which side has them. Input shapes recorded on one torch side only
+    (the sample captures record them; the tiny-ops ground-truth case does not) change how tiny
+    ops read: said too. Across frameworks shapes are not compared (only torch records them), and
+    a pair captured alike gets no such sentence."""
+    from traceview.analyzers.compare import RECORDED_EXTRAS
+    from traceview.loader import trace_paths
+    from traceview.renderers.phrasing import gap_caveats
+
+    def diagnosis(folder):  # noqa: ANN001, ANN202
+        return cached_diagnosis(trace_paths(folder)[0])
+
+    data = REPO / "tests" / "data" / "torch_cpu_python"
+    plain, stack = diagnosis(data / "tokenize"), diagnosis(data / "tokenize_stack")
+    cmp = compare(plain, stack)
+    assert "python_events" in cmp.recorded[1] and "python_events" not in cmp.recorded[0]
+    assert "Only the candidate was captured with Python events" in gap_caveats(cmp)
+    assert "Only the baseline was captured with Python events" in gap_caveats(compare(stack, plain))
+    assert "captured with" not in gap_caveats(compare(plain, plain))
+    samples = REPO / "sample_traces" / "mlp2"
+    shapes = diagnosis(samples / "torch-eager")
+    no_shapes = diagnosis(REPO / "benchmarks" / "truth" / "cases" / "torch-tiny-ops" / "clean")
+    assert set(cmp.recorded[0]) | set(cmp.recorded[1]) <= set(RECORDED_EXTRAS)
+    assert "Only the candidate was captured with input shapes" in gap_caveats(compare(no_shapes, shapes))
+    assert "input shapes" not in gap_caveats(compare(shapes, diagnosis(samples / "tf-eager")))

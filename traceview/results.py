@@ -600,6 +600,9 @@ class Comparison:
     same_count_compute_ns: tuple[float, float] | None = None
     # Whether each side (baseline, candidate) reads its batches from DataLoader worker processes.
     dataloader_workers: tuple[bool, bool] = (False, False)
+    # What each side's trace records beside the ops (baseline, candidate), of RECORDED_EXTRAS
+    # (analyzers/compare.recorded_extras): a side captured with more records its ops differently.
+    recorded: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     # Dtype casts a steady step runs on each side (baseline, candidate): analyzers/compare.dtype_casts_per_step.
     dtype_casts_per_step: tuple[float, float] = (0.0, 0.0)
 
@@ -713,6 +716,7 @@ class Comparison:
             "paused_delta_ns": self.paused_delta_ns,
             "thin_sides": [{"side": side, "why": why} for side, why in self.thin_sides],
             "compiled_regions_per_step": list(self.compiled_regions) if self.compiled_regions else None,
+            "recorded": {"baseline": list(self.recorded[0]), "candidate": list(self.recorded[1])},
             "buckets": [
                 {"bucket": d.bucket, "baseline_ns": d.baseline_ns, "candidate_ns": d.candidate_ns,
                  "delta_ns": d.delta_ns, "share_of_gap": (d.delta_ns / gap if gap else 0.0)}

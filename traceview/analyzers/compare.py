@@ -127,7 +127,8 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
                         same_count_compute_ns=(None if _runs_compiled_code(baseline) or _runs_compiled_code(candidate)
                                                else same_count_compute(aligned)),
                         dataloader_workers=(dataloader_workers(baseline.timeline), dataloader_workers(candidate.timeline)),
-                        dtype_casts_per_step=dtype_casts_per_step(aligned))
+                        dtype_casts_per_step=dtype_casts_per_step(aligned),
+                        recorded=(recorded_extras(baseline), recorded_extras(candidate)))
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
 
 
@@ -154,6 +155,21 @@ def same_count_compute(aligned: pd.DataFrame) -> tuple[float, float] | None:
         return None
     return (float(rows["baseline_time_per_step_ns"].to_numpy(dtype=np.float64)[same].sum()),
             float(rows["candidate_time_per_step_ns"].to_numpy(dtype=np.float64)[same].sum()))
+
+
+# What a trace can record beside its ops that changes how they read (Comparison.recorded):
+# ``python_events``: the Python tracer's frames (torch with_stack=True, JAX's default tracer, TF's
+# python_tracer_level), whose own cost lands in the host time around every op; ``input_shapes``:
+# torch record_shapes=True, by which an op on a tiny input counts as dispatch (roles.TINY_OP_ELEMENTS).
+RECORDED_EXTRAS = ("python_events", "input_shapes")
+
+
+def recorded_extras(diag: Diagnosis) -> tuple[str, ...]:
+    """Which of RECORDED_EXTRAS the diagnosis's trace holds."""
+    ev = diag.timeline.events
+    python = bool(membership(ev["kind"].array)([Kind.PYTHON.value]).any())
+    shapes = "elements" in ev.columns and bool((ev["elements"].to_numpy() >= 0).any())
+    return tuple(extra for extra, held in zip(RECORDED_EXTRAS, (python, shapes)) if held)
 
 
 def dtype_casts_per_step(aligned: pd.DataFrame) -> tuple[float, float]:

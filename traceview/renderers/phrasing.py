@@ -94,7 +94,31 @@ def gap_caveats(cmp: Any) -> str:
     """What qualifies the compare report's first line, as sentences after it (each starts with a
     space): the ratio without the profiler and the profiler's uneven inflation, when the captures
     measured it; sides with too few steady steps; graph breaks on one side and not the other."""
-    return unprofiled_sentence(cmp) + _few_steps_sentence(cmp) + _graph_breaks_sentence(cmp)
+    return unprofiled_sentence(cmp) + _few_steps_sentence(cmp) + _graph_breaks_sentence(cmp) + _recorded_sentence(cmp)
+
+
+# What a trace records beside its ops (compare.RECORDED_EXTRAS), as the sentence that warns when only
+# one side holds it says it and what it changes; and whether the warning needs both sides of one
+# framework (torch alone records input shapes: across frameworks no option would even them out).
+RECORDED_DIFFERENCE = {
+    "python_events": ("Python events (the Python tracer)", "the tracer's own cost is in that side's host time "
+                      "around every op", False),
+    "input_shapes": ("input shapes (record_shapes)", "ops on tiny inputs count as dispatch where shapes are "
+                     "recorded and as compute where not", True),
+}
+
+
+def _recorded_sentence(cmp: Any) -> str:
+    """Where one side's trace records Python events or input shapes and the other's does not."""
+    out = ""
+    base, cand = (set(side) for side in cmp.recorded)
+    one_framework = cmp.baseline.timeline.meta.framework == cmp.candidate.timeline.meta.framework
+    for extra, (what, effect, same_framework) in RECORDED_DIFFERENCE.items():
+        if (extra in base) != (extra in cand) and (one_framework or not same_framework):
+            side = "baseline" if extra in base else "candidate"
+            out += (f" Only the {side} was captured with {what}: {effect}; capture both sides with the same "
+                    "profiler options.")
+    return out
 
 
 def _graph_breaks_sentence(cmp: Any) -> str:
