@@ -543,9 +543,12 @@ def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str,
                "the cores with its steps: fewer workers, or fewer intra-op threads, so that together they fit the cores")
     elif casts[slower] >= max(MORE_DTYPE_CASTS[0] * casts[1 - slower], casts[1 - slower] + MORE_DTYPE_CASTS[1]):
         evidence["dtype_casts_per_step"] = casts
+        on_cpu = not (comparison.baseline.timeline.has_device or comparison.candidate.timeline.has_device)
         why = (f"the {SIDES[slower]} casts dtypes {casts[slower]:.0f} times a step against {casts[1 - slower]:.0f}: "
-               "its math runs in another dtype (mixed precision); float16 / bfloat16 math on a CPU without native "
-               "half-precision units runs slower than float32 — keep float32 there, or check which ops got the new dtype")
+               "its math runs in another dtype (mixed precision); "
+               + ("float16 / bfloat16 math on a CPU without native half-precision units runs slower than float32 — "
+                  "keep float32 there, or " if on_cpu else "")
+               + "check which ops got the new dtype")
     else:
         why = ("compare the two runs' intra-op threads, dtype (float64; float16 / bfloat16 on a CPU without fast "
                "half precision), tensor shapes, debug modes that work inside each op (torch.autograd.detect_anomaly "
