@@ -152,6 +152,11 @@ TF_OP_KERNEL = re.compile(r"^[^\s:]+:[A-Za-z_][\w]*$")
 # __repr__ / __str__ / __format__ (torch/_tensor.py) and the formatting module they call
 # (torch/_tensor_str.py). They run only when the user prints, formats or logs a tensor.
 TENSOR_TO_TEXT_FRAME = re.compile(r"(^|[/\\])torch[/\\](_tensor_str\.py\(|_tensor\.py\(\d+\): __(repr|str|format)__$)")
+# XLA on CPU: the thunk executor waiting for the thunks it runs on its worker threads (TraceMe in
+# xla/backends/cpu/runtime/thunk_executor.cc). The program runs meanwhile, so for the step it is the
+# program's time (roles.py: compiled_code); but its own time is a wait, no math of its own: the
+# thunks it waits for are counted on their threads, so the per-op tables leave it out.
+XLA_PROGRAM_WAIT = re.compile(r"^ThunkExecutor::Execute \(wait for completion\)$")
 XLA_SYNC = re.compile(r"^(BlockUntilReady|BlockHostUntilReady|\w+::BlockHostUntilReady|\w+::BlockUntilReady)$")
 # Python frames as JAX's and TensorFlow's Python tracers name them: "$<file base name>:<line> <function>"
 # (no folder: a framework's files cannot be told from the user's by their package's path).

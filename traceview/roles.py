@@ -186,7 +186,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule(Role.COMPILED_CODE, _OP_OR_RANGE, "XLA on CPU: the thunk executor waits for the thunks it ran "
              "asynchronously on its worker threads — the program is still running, between and around the "
              "thunks the profiler records (xla/backends/cpu/runtime/thunk_executor.cc)",
-             name=_re(r"^ThunkExecutor::Execute \(wait for completion\)$")),
+             name=cat.XLA_PROGRAM_WAIT),
     # ---- calls: the caller waits while the body runs on other threads or in unrecorded code ----
     RoleRule(Role.CALL, _OP_OR_RANGE, "TF python line: a tf.function call event, named after the Python "
              "function (`_step`, Keras `multi_step_on_iterator`), stat tf_function_call", fn_call=True),

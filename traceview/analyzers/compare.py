@@ -40,7 +40,7 @@ from traceview.analyzers.rules import comparison_findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes, first_of_each, membership
 from traceview.capture_facts import declared_cold_steps
-from traceview.normalize import (compute_ops, compute_self_time, nearest_ancestor, op_name_codes, self_time,
+from traceview.normalize import (compute_ops, compute_self_time, math_ops, nearest_ancestor, op_name_codes, self_time,
                                  top_level_ops)
 from traceview.renderers.phrasing import THIN_COLD_ONLY, THIN_ONE_STEP
 from traceview.results import (OP_DIFF_COLUMNS, PAUSED_DETAIL, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
@@ -261,7 +261,7 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
         compute_time = inclusive
         compute_inside = np.zeros(len(ev), dtype=np.int64)  # device work does not block host dispatch
     else:
-        compute_rows = steady & compute_ops(ev)
+        compute_rows = steady & math_ops(ev)
         compute_family = family
         compute_time = compute_self_time(ev)  # on CPU an op computes during its self time
         compute_inside = _compute_inside_top(ev, compute_ops(ev), compute_time)

@@ -1,7 +1,9 @@
 """The heaviest kernels and framework ops of the steady-state steps.
 
 Kernels: on device traces, device ``kernel`` events; on CPU-only traces, compute ops by self
-time (what the attribution counts as ``kernel``). Framework ops: top-level host ops (ops whose parent is
+time (what the attribution counts as ``kernel``), less the waits for compiled work on other threads
+(XLA's thunk executor waiting for its thunks, ``categories.XLA_PROGRAM_WAIT``; a sync inside
+compiled code: their own time is a wait, and the work is counted on the threads that run it). Framework ops: top-level host ops (ops whose parent is
 not an op), with inclusive host time, so ``aten::linear`` counts its ``aten::addmm``.
 All numbers are per steady-state step (totals divided by the number of steady steps).
 """
@@ -16,7 +18,7 @@ import pandas as pd
 from traceview.analyzers.pauses import without_pauses
 from traceview.analyzers.steps import Steps
 from traceview.arrays import column_codes, membership
-from traceview.normalize import compute_ops, compute_self_time, op_name_codes, self_time, top_level_ops
+from traceview.normalize import compute_self_time, math_ops, op_name_codes, self_time, top_level_ops
 from traceview.schema import Kind, Timeline
 
 TOP_N = 10
@@ -72,7 +74,7 @@ def top_kernels(timeline: Timeline, steps: Steps, limit: int | None = TOP_N,
         return _summarize(codes[mask], values, ev["dur"].to_numpy()[mask], n, limit)
     # CPU: compute ops by their self time (what the attribution counts as kernel time), named by
     # the framework op when the reader knows it (TF eager runs every op as KernelAndDeviceFunc::Run).
-    mask = steady & compute_ops(ev)
+    mask = steady & math_ops(ev)
     codes, values = op_name_codes(ev)
     own = without_pauses(compute_self_time(ev), ev["parent"].to_numpy(), mask, paused)
     return _summarize(codes[mask], values, own[mask], n, limit)
