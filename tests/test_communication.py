@@ -241,3 +241,28 @@ def test_a_gloo_collective_on_cpu_is_communication_and_names_its_straggler() -> 
     assert spread.loc["communication", "max_rank"] == 0 and spread.loc["host_compute", "max_rank"] == 1
     holdup, = (note for note in run.notes if "holds the collectives up" in note)
     assert holdup.startswith("rank 1 holds") and "in host compute" in holdup
+
+
+MIRRORED = Path(__file__).resolve().parent / "data" / "tf_cpu_mirrored"  # (how: capture.py there)
+
+
+def test_a_tf_distribute_collective_on_cpu_is_communication() -> None:
+    """tf.distribute.MirroredStrategy over two logical CPUs all-reduces the gradients each step:
+    `CollectiveReduceV2` op kernels on the collective_ops threads, run by TF's collective executor
+    (CollectiveOpV2Kernel::Run, CollectiveExecutor::… ranges). They move and reduce the replicas'
+    data: communication (the op kernels read as the top compute op, the executor's ranges as
+    dispatch, and no communication was reported at all)."""
+    from traceview.loader import trace_paths
+    from traceview.roles import Role
+
+    diag = diagnose(trace_paths(MIRRORED)[0])
+    ev = diag.timeline.events
+    names = ev["name"].astype(str)
+    collective = names.str.contains(r":CollectiveReduceV2$") | names.str.match(r"^(Base)?CollectiveExecutor::|^CollectiveOpV2Kernel::")
+    assert collective.sum() > 0
+    assert set(ev.loc[collective, "role"].astype(str)) == {Role.COMMUNICATION.value}
+    assert diag.communication is not None and diag.communication.steady(diag.steady_positions)["collectives"] > 0
+    assert diag.steady_attribution()["communication"] > 0
+    assert not any("Collective" in str(name) for name in diag.kernels["name"])
+    exposed = next(f for f in diag.findings if f.rule == "exposed_communication")
+    assert exposed.grade != "skipped"

@@ -40,27 +40,29 @@ EXAMPLES: list[tuple[int, str, str, str, str]] = [
     (23, "host_op", "tf_print/StringFormat:StringFormat", "", ""),
     (24, "host_op", "KernelAndDeviceOp::Run", "PrintV2", ""),
     (25, "host_op", "aten::addmm", "", ""),
-    (26, "host_op", "sgd_1/Mul_3:Mul", "", ""),
-    (27, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
-    (28, "host_op", "ynn_fusion.2", "jit(_eval_step)/conv_general_dilated", ""),
-    (29, "annotation", "Optimizer.step#SGD.step", "", ""),
-    (30, "annotation", "DistributedDataParallel.forward", "", ""),
-    (31, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
-    (32, "annotation", "gloo:all_reduce", "", ""),
-    (33, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
-    (34, "annotation", "my_record_function_range", "", ""),
-    (35, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
-    (36, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
-    (37, "python", "train.py(42): step", "", ""),
+    (26, "host_op", "sgd_1/CollectiveReduceV2:CollectiveReduceV2", "", ""),
+    (27, "host_op", "sgd_1/Mul_3:Mul", "", ""),
+    (28, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
+    (29, "host_op", "ynn_fusion.2", "jit(_eval_step)/conv_general_dilated", ""),
+    (30, "annotation", "Optimizer.step#SGD.step", "", ""),
+    (31, "annotation", "DistributedDataParallel.forward", "", ""),
+    (32, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
+    (33, "annotation", "gloo:all_reduce", "", ""),
+    (34, "annotation", "CollectiveExecutor::ExecuteAsync::Done", "", ""),
+    (35, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
+    (36, "annotation", "my_record_function_range", "", ""),
+    (37, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
+    (38, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
+    (39, "python", "train.py(42): step", "", ""),
 ]
 # Examples that carry XPlane's hlo_op stat (an XLA thunk), by name.
 HLO_OPS = {"ynn_fusion.2": "ynn_fusion.2"}
 # Device rows: (row index, kind, kernel name, launcher: the framework op that queued it).
 DEVICE_EXAMPLES: list[tuple[int, str, str, str]] = [
-    (38, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
-    (39, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
-    (40, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
-    (41, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
+    (40, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
+    (41, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
+    (42, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
+    (43, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
 ]
 
 

@@ -252,6 +252,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # ---- the math (allowlist) ----
     RoleRule(Role.COMPUTE, _OP, "aten / prims / quantized / mkldnn / vision leaf ops (torch.profiler cpu_op)",
              name=_re(r"^(aten|prims|quantized|mkldnn|onednn|fbgemm|torchvision|torchaudio)::\w+$")),
+    RoleRule(Role.COMMUNICATION, _OP, "TF collective op kernels run on the host (tf.distribute on CPU: "
+             "`sgd/CollectiveReduceV2:CollectiveReduceV2` on the collective_ops threads waits for the other "
+             "replicas and reduces their data; categories.FRAMEWORK_COLLECTIVE_OP)", name=cat.FRAMEWORK_COLLECTIVE_OP),
     RoleRule(Role.COMPUTE, _OP, "TF op kernels `name:Type` on executor threads (tf_Compute, inter-op pools)",
              name=_re(r"^[^\s:]+:[A-Za-z_]\w*$")),
     RoleRule(Role.COMPUTE, _OP, "TF eager: the op kernel itself (KernelAndDeviceOp::Run / KernelAndDeviceFunc::Run "
@@ -271,6 +274,11 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              "range ProcessGroupGloo records around each collective it runs on its work threads (waiting for the "
              "peers and moving the data; torch/csrc/distributed/c10d/ProcessGroupGloo.cpp)",
              name=_re(r"^gloo:\w+$")),
+    RoleRule(Role.COMMUNICATION, _RANGE, "TF's collective executor running a collective op "
+             "(CollectiveOpV2Kernel::Run, BaseCollectiveExecutor::ExecuteAsync, CollectiveExecutor::CompleteParams, "
+             "CollectiveExecutor::ExecuteAsync::Done …; tensorflow/core/common_runtime/base_collective_executor.cc, "
+             "tensorflow/core/kernels/collective_ops.cc)",
+             name=_re(r"^(Base)?CollectiveExecutor::|^CollectiveOpV2Kernel::")),
     RoleRule(Role.DISPATCH, _RANGE, "TF executor / tf.data runtime ranges (ExecutorState::ProcessAsync::Start, "
              "ExecutorDoneCallback)", name=_re(r"^(ExecutorState::|ExecutorDoneCallback|ThreadpoolListener)")),
     RoleRule(Role.ANNOTATION, _RANGE, "any other range: user record_function / tf.profiler Trace, library ranges"),
