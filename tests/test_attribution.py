@@ -398,3 +398,27 @@ def test_pauses_beside_the_programs_own_dataloader_workers_point_at_them():
                  if f.rule == "paused")
     assert alone.grade == "skipped" or (alone.evidence["dataloader_workers"] is False
                                         and alone.advice.startswith("time the machine took"))
+
+
+def test_overhead_outside_the_step_functions_calls_is_not_sent_to_the_compiler():
+    """A real capture (tests/data/tf_cpu_callback_save/capture.py): Keras fit with a callback that
+    saves the weights after every batch, inside the step marker. The train function (a
+    tf.function) is a fifth of the step; the rest is the save's eager ops and the gaps between
+    them. launch_bound said "let XLA fuse the function's ops (jit_compile=True)"; it now says
+    the overhead lies outside the function's calls. Every tf.function sample keeps the mode's
+    advice (their overhead is inside the calls)."""
+    from tests.conftest import SAMPLES
+    from traceview.analyzers.rules import OUTSIDE_CALLS_SHARE
+    from traceview.loader import trace_paths
+
+    data = Path(__file__).resolve().parent / "data" / "tf_cpu_callback_save"
+    diag = traceview.diagnose(trace_paths(data)[0])
+    assert diag.mode == "tensorflow-function"
+    launch = next(f for f in diag.findings if f.rule == "launch_bound")
+    assert launch.grade == "high" and launch.evidence["launch_outside_calls_share"] >= OUTSIDE_CALLS_SHARE
+    assert "outside the step's tf.function calls" in launch.advice and "jit_compile" not in launch.advice
+    for folder in sorted(SAMPLES.glob("*/tf-function")) + sorted(SAMPLES.glob("*/tf-xla")):
+        sample = next(f for f in cached_diagnosis(trace_paths(folder)[0]).findings if f.rule == "launch_bound")
+        if sample.grade != "none":
+            assert sample.evidence["launch_outside_calls_share"] < OUTSIDE_CALLS_SHARE, folder
+            assert "outside the step's tf.function calls" not in sample.advice

@@ -39,10 +39,11 @@ from typing import Callable
 import numpy as np
 
 from traceview import categories as cat
-from traceview.analyzers.attribution import INFERRED_GLUE
+from traceview.analyzers.attribution import INFERRED_GLUE, attribution_segments, covered
 from traceview.analyzers.modes import COMPILE_WITH_BREAKS, advice, compiled_regions_per_step, dataloader_workers
 from traceview.arrays import codes_matching, column_codes, membership
 from traceview.normalize import nearest_ancestor, top_level_ops
+from traceview.renderers.units import fmt_pct
 from traceview.results import GRADES, PAUSED_DETAIL, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role, frames_name_paths
 from traceview.schema import Kind
@@ -150,6 +151,41 @@ def _per_tensor_update(diag: Diagnosis) -> tuple[str, dict[str, object]]:
             "besides, ", evidence)
 
 
+# TensorFlow modes whose launch advice assumes the step's overhead is inside its tf.function
+# calls (analyzers/modes.ADVICE "fuse": let XLA fuse the function, run several steps per call).
+# Where most of the steady steps' launch/dispatch time lies outside those calls on the step's
+# thread (OUTSIDE_CALLS_SHARE), compiling the function cannot reach it and the advice says so
+# instead: a Keras callback writing weights each batch put 15 of a step's 18 ms of overhead in
+# eager ops and gaps after fit's train function returned. (torch.compile's optimizer step runs
+# eager outside its compiled regions by design: the advice there stays the mode's.)
+COMPILED_STEP_MODES = ("tensorflow-function", "tensorflow-xla")
+OUTSIDE_CALLS_SHARE = 0.5
+_CALL_ROLES = [Role.CALL.value, Role.CALL_TRACING.value, Role.COMPILED_CODE.value]
+
+
+def _launch_outside_calls(diag: Diagnosis) -> float:
+    """The share of the steady steps' launch/dispatch time (attribution segments) that lies on the
+    step's thread outside the outermost calls of compiled functions (role call / compiled code)."""
+    ev = diag.timeline.events
+    segments = attribution_segments(diag.timeline, diag.steps, diag.attribution)
+    launch = segments[segments["bucket"].to_numpy() == "launch_overhead"]
+    launch = launch[np.isin(launch["step"].to_numpy(), diag.steady_positions)]
+    total = float((launch["end"] - launch["start"]).sum())
+    if not total or not diag.steps.driver_track:
+        return 0.0
+    on_driver = ev["track"].astype(str).to_numpy() == diag.steps.driver_track
+    calls = membership(ev["role"].array)(_CALL_ROLES) & on_driver
+    rows = np.flatnonzero(calls)
+    outermost = rows[nearest_ancestor(ev, rows, calls, include_self=False) < 0]
+    starts = ev["ts"].to_numpy()[outermost]
+    ends = starts + ev["dur"].to_numpy()[outermost]
+    seg_start, seg_end = launch["start"].to_numpy(), launch["end"].to_numpy()
+    points = np.unique(np.concatenate([seg_start, seg_end, starts, ends]))
+    lengths = np.diff(points)
+    both = covered(points, seg_start, seg_end) & covered(points, starts, ends)
+    return max(0.0, 1.0 - float(lengths[both].sum()) / total)
+
+
 @rule
 def launch_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
@@ -168,11 +204,20 @@ def launch_bound(diag: Diagnosis) -> Finding:
         regions = {"compiled_regions_per_step": compiled_regions_per_step(diag.timeline, diag.steps)}
         if regions["compiled_regions_per_step"] > 1:
             mode = COMPILE_WITH_BREAKS
+    words = advice("fuse", mode)
+    if mode in COMPILED_STEP_MODES and grade != "none":
+        outside = _launch_outside_calls(diag)
+        regions["launch_outside_calls_share"] = outside
+        if outside >= OUTSIDE_CALLS_SHARE:
+            words = (f"{fmt_pct(outside)} of this overhead lies outside the step's tf.function calls — eager ops and "
+                     "the gaps between them before or after the calls (a callback saving weights or computing "
+                     "metrics each batch, the loop's own TF calls), which compiling the function cannot reach: "
+                     "move that work out of the step, run it every N steps, or put it in the function")
     return Finding(
         "launch_bound", "launch/dispatch-bound steps: " + where, grade,
         {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op,
          **glue_evidence, **optimizer_evidence, **regions},
-        glue + optimizer + advice("fuse", mode),
+        glue + optimizer + words,
         "≥ 3 % moderate, ≥ 15 % high (XProf kernel-launch verdict)",
         share * total,
     )
