@@ -243,3 +243,27 @@ def test_sides_captured_with_different_profiler_options_are_warned_about() -> No
     assert set(cmp.recorded[0]) | set(cmp.recorded[1]) <= set(RECORDED_EXTRAS)
     assert "Only the candidate was captured with input shapes" in gap_caveats(compare(no_shapes, shapes))
     assert "input shapes" not in gap_caveats(compare(shapes, diagnosis(samples / "tf-eager")))
+
+
+def test_compute_ops_take_the_family_of_their_top_level_op():
+    """A real capture (tests/data/keras_torch_fit/capture.py): Keras fit on the torch backend,
+    whose Adam runs as top-level multi-tensor ops (aten::_foreach_*) with no torch.optim range;
+    they compute through aten::add / aten::mul / aten::sqrt. On a CPU trace a compute op takes its
+    top-level op's family where that op's own name has one, as a device kernel takes its
+    launcher's: the update is optimizer time (it read as elementwise, and a torch loop's equal
+    update as 10x the optimizer time of Keras')."""
+    from traceview.analyzers.compare import FAMILIES, op_families
+    from traceview.loader import trace_paths
+    from traceview.normalize import compute_self_time, math_ops, nearest_ancestor, top_level_ops
+
+    diag = cached_diagnosis(trace_paths(REPO / "tests" / "data" / "keras_torch_fit" / "fit")[0])
+    ev = diag.timeline.events
+    names = ev["name"].astype(str).to_numpy()
+    foreach = top_level_ops(ev) & np.char.startswith(names.astype(str), "aten::_foreach_")
+    assert foreach.any()
+    rows = np.flatnonzero(math_ops(ev) & diag.steps.in_steady(ev))
+    under = rows[nearest_ancestor(ev, rows, foreach) >= 0]
+    update_ns = compute_self_time(ev)[under].sum() / len(diag.steady_positions)
+    families = op_families(diag)
+    assert "optimizer" in FAMILIES and families.loc["optimizer", "compute_ns"] >= update_ns > 0
+    assert families.loc["optimizer", "compute_ns"] > families.loc["elementwise", "compute_ns"]

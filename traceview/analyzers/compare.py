@@ -11,9 +11,11 @@
   framework's doing (a ``gap_paused`` finding when they matter);
 - op families: framework ops and kernels mapped to common families (matmul, conv, elementwise,
   reduction, normalization, loss, optimizer, copy, other; patterns in ``categories.OP_FAMILIES``)
-  with, per steady step: top-level op count, compute time (device kernels on device traces,
-  leaf compute ops on CPU traces) and host dispatch time per op (inclusive host time of the
-  top-level op minus the compute inside it);
+  with, per steady step: top-level op count, compute time (device kernels on device traces, each
+  in its launcher's family; compute ops on CPU traces by their own time as math, each in its
+  top-level op's family where that op's name has one — a multi-tensor optimizer op computes
+  through ``aten::add`` — else its own) and host dispatch time per op (inclusive host time of
+  the top-level op minus the compute inside it);
 - per-op diff: the ops and kernels of both traces aligned by exact name (the diagnose report's
   kernel and framework-op tables, every row), count and time per steady step on each side,
   largest absolute difference first. Names are matched exactly or not at all: across frameworks
@@ -249,6 +251,7 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
     family[_under_optimizer_scope(ev)] = FAMILIES.index("optimizer")
     inclusive = ev["dur"].to_numpy()
 
+    named = family  # (each row's family by its own name, optimizer scope applied)
     family = _family_from_first_compute(ev, family, compute_ops(ev))
     top = steady & top_level_ops(ev)
     if diag.timeline.has_device:
@@ -262,7 +265,7 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
         compute_inside = np.zeros(len(ev), dtype=np.int64)  # device work does not block host dispatch
     else:
         compute_rows = steady & math_ops(ev)
-        compute_family = family
+        compute_family = _family_of_named_owner(ev, named)
         compute_time = compute_self_time(ev)  # on CPU an op computes during its self time
         compute_inside = _compute_inside_top(ev, compute_ops(ev), compute_time)
     rows = []
@@ -308,6 +311,17 @@ def _compute_inside_top(ev: pd.DataFrame, compute: np.ndarray, compute_time: np.
     ok = owner >= 0
     np.add.at(out, owner[ok], compute_time[rows[ok]])
     return out
+
+
+def _family_of_named_owner(ev: pd.DataFrame, named: np.ndarray) -> np.ndarray:
+    """Each row's family on a CPU trace: its top-level op's, where that op's own name has one (not
+    ``other``), as a device kernel takes its launcher's — a multi-tensor optimizer op
+    (``aten::_foreach_add_``, Keras' Adam on torch) computes through ``aten::add`` / ``aten::sqrt``,
+    whose own names read as elementwise; else the row's own."""
+    rows = np.arange(len(ev))
+    owner = _top_owner(ev, rows)
+    owner_family = np.where(owner >= 0, named[np.maximum(owner, 0)], FAMILIES.index("other"))
+    return np.where(owner_family != FAMILIES.index("other"), owner_family, named).astype(named.dtype)
 
 
 def _family_from_first_compute(ev: pd.DataFrame, family: np.ndarray, compute: np.ndarray) -> np.ndarray:
