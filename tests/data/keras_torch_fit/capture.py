@@ -15,25 +15,17 @@ from pathlib import Path
 os.environ["KERAS_BACKEND"] = "torch"
 
 import keras  # noqa: E402
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gzip_in_place import gzip_in_place  # noqa: E402 - tests/data/gzip_in_place.py
-
-BATCH = 64
+from keras_mlp import BATCH, compiled_mlp, data  # noqa: E402 - tests/data/keras_mlp.py
 
 
 def main(out: Path) -> None:
     torch.set_num_threads(2)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((BATCH * 20, 256)).astype("float32")
-    y = rng.integers(0, 10, BATCH * 20)
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(512, activation="relu"),
-                              keras.layers.Dense(512, activation="relu"), keras.layers.Dense(10)])
-    model.compile(optimizer=keras.optimizers.Adam(1e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x, y = data(20)
+    model = compiled_mlp()
     model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False)  # (warm)
     prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                   schedule=torch.profiler.schedule(wait=1, warmup=2, active=3),

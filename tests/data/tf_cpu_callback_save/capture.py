@@ -22,10 +22,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ["KERAS_BACKEND"] = "tensorflow"
 
 import keras  # noqa: E402
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-BATCH = 64
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from keras_mlp import BATCH, compiled_mlp, data  # noqa: E402 - tests/data/keras_mlp.py
 
 
 class SaveWeights(keras.callbacks.Callback):
@@ -52,14 +52,8 @@ class MarkSteps(keras.callbacks.Callback):
 
 def main(out: Path) -> None:
     tf.config.threading.set_intra_op_parallelism_threads(2)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((BATCH * 20, 256)).astype("float32")
-    y = rng.integers(0, 10, BATCH * 20)
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(512, activation="relu"),
-                              keras.layers.Dense(512, activation="relu"), keras.layers.Dense(10)])
-    model.compile(optimizer=keras.optimizers.Adam(1e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x, y = data(20)
+    model = compiled_mlp()
     with tempfile.TemporaryDirectory() as scratch:
         save = SaveWeights(str(Path(scratch) / "w.weights.h5"))
         model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False, callbacks=[save])  # (warm)
