@@ -422,3 +422,25 @@ def test_overhead_outside_the_step_functions_calls_is_not_sent_to_the_compiler()
         if sample.grade != "none":
             assert sample.evidence["launch_outside_calls_share"] < OUTSIDE_CALLS_SHARE, folder
             assert "outside the step's tf.function calls" not in sample.advice
+
+
+def test_input_advice_follows_what_the_tf_data_pipeline_already_does():
+    """tf.data's iterators name their place in the pipeline (Iterator::Root::Prefetch::Map::…).
+    A pipeline that maps one element at a time and never prefetches (the tf-input-map ground-truth
+    case) is told both; one that already prefetches and maps in parallel (Keras fit's own, on the
+    mlp2 sample) is told its producer is slower than the step — not to "prefetch" again."""
+    from tests.conftest import SAMPLES
+    from traceview.analyzers.rules import tf_data_components
+    from traceview.loader import trace_paths
+
+    truth = Path(__file__).resolve().parents[1] / "benchmarks" / "truth" / "cases" / "tf-input-map" / "injected"
+    plain = cached_diagnosis(trace_paths(truth)[0])
+    assert {"Map", "BatchV2"} <= tf_data_components(plain) and "Prefetch" not in tf_data_components(plain)
+    advice = next(f for f in plain.findings if f.rule == "input_bound").advice
+    assert "num_parallel_calls=tf.data.AUTOTUNE" in advice and ".prefetch(tf.data.AUTOTUNE)" in advice
+    fit = cached_diagnosis(trace_paths(SAMPLES / "mlp2" / "tf-fit")[0])
+    assert {"Prefetch", "ParallelMapV2"} <= tf_data_components(fit)
+    finding = next(f for f in fit.findings if f.rule == "input_bound")
+    assert finding.grade != "none" and finding.evidence["tf_data_datasets"]
+    assert finding.advice.startswith("the tf.data pipeline already prefetches and maps in parallel")
+    assert "num_parallel_calls" not in finding.advice

@@ -152,6 +152,18 @@ TF_OP_KERNEL = re.compile(r"^[^\s:]+:[A-Za-z_][\w]*$")
 # __repr__ / __str__ / __format__ (torch/_tensor.py) and the formatting module they call
 # (torch/_tensor_str.py). They run only when the user prints, formats or logs a tensor.
 TENSOR_TO_TEXT_FRAME = re.compile(r"(^|[/\\])torch[/\\](_tensor_str\.py\(|_tensor\.py\(\d+\): __(repr|str|format)__$)")
+# tf.data's iterators record their place in the pipeline as a path from the root
+# ("Iterator::Root::Prefetch::ParallelMapV2::…::TensorSlice": TraceMe names of
+# tensorflow/core/framework/dataset.cc, one component per dataset, "[n]" for a repeat's epoch).
+# The components that say how the pipeline feeds the step (input_bound's advice):
+TF_DATA_ITERATOR = re.compile(r"^Iterator::")
+TF_DATA_PREFETCH = frozenset({"Prefetch"})  # dataset.prefetch(n): batches made ahead, on their own thread
+# map with num_parallel_calls, its fused map-and-batch, parallel interleave and batch
+TF_DATA_PARALLEL = frozenset({"ParallelMap", "ParallelMapV2", "MapAndBatch", "ParallelInterleave",
+                              "ParallelInterleaveV2", "ParallelInterleaveV3", "ParallelInterleaveV4", "ParallelBatch"})
+TF_DATA_SEQUENTIAL_MAP = frozenset({"Map"})  # dataset.map(f) without num_parallel_calls: one element at a time
+TF_DATA_CACHE = frozenset({"MemoryCache", "Cache", "CacheV2"})  # dataset.cache()
+
 # XLA on CPU: the thunk executor waiting for the thunks it runs on its worker threads (TraceMe in
 # xla/backends/cpu/runtime/thunk_executor.cc). The program runs meanwhile, so for the step it is the
 # program's time (roles.py: compiled_code); but its own time is a wait, no math of its own: the

@@ -378,14 +378,51 @@ def exposed_communication(diag: Diagnosis) -> Finding | None:
     )
 
 
+def tf_data_components(diag: Diagnosis) -> frozenset[str]:
+    """The datasets of the trace's tf.data pipelines, read from their iterators' names
+    (categories.TF_DATA_ITERATOR: "Iterator::Root::Prefetch::Map::…"; a repeat's "[n]" dropped)."""
+    _, names = column_codes(diag.timeline.events["name"])
+    parts: set[str] = set()
+    for name in names:
+        text = str(name)
+        if cat.TF_DATA_ITERATOR.match(text):
+            parts.update(part.split("[", 1)[0] for part in text.split("::")[2:])
+    return frozenset(parts)
+
+
+def _tf_data_advice(components: frozenset[str]) -> str:
+    """input_bound's advice from what a tf.data pipeline already does; "" when the trace names no
+    tf.data iterator (a Python generator, a PyDataset: the mode's general advice)."""
+    if not components:
+        return ""
+    parallel = bool(components & cat.TF_DATA_PARALLEL)
+    steps = []
+    if components & cat.TF_DATA_SEQUENTIAL_MAP and not parallel:
+        steps.append("its map runs one element at a time (Iterator::…::Map): .map(f, num_parallel_calls="
+                     "tf.data.AUTOTUNE)")
+    if not components & cat.TF_DATA_PREFETCH:
+        steps.append("nothing prefetches (no Iterator::…::Prefetch): end it with .prefetch(tf.data.AUTOTUNE) so the "
+                     "next batch is made while the step runs")
+    if steps:
+        return "the tf.data pipeline waits on the step's thread: " + "; ".join(steps)
+    cached = bool(components & cat.TF_DATA_CACHE)
+    return ("the tf.data pipeline already prefetches" + (" and maps in parallel" if parallel else "")
+            + (" from a cache" if cached else "") + ", yet the step still waits for it: its producer is slower "
+            "than the step — " + ("" if cached else ".cache() the result of deterministic preprocessing, ")
+            + "make the per-element work lighter, or leave the input threads cores the step does not use "
+            "(the step's intra-op pool and the input threads share the machine)")
+
+
 @rule
 def input_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["input"]
+    components = tf_data_components(diag) if diag.timeline.meta.framework == "tensorflow" else frozenset()
+    pipeline = {"tf_data_datasets": sorted(components)} if components else {}
     return Finding(
         "input_bound", "steps waiting for the input pipeline", _grade(share, 0.05, 0.20),
-        {"input_share": share},
-        advice("input", diag.mode),
+        {"input_share": share, **pipeline},
+        _tf_data_advice(components) or advice("input", diag.mode),
         "≥ 5 % moderate, ≥ 20 % high (XProf input verdict)",
         share * total,
     )
