@@ -151,14 +151,28 @@ def _per_tensor_update(diag: Diagnosis) -> tuple[str, dict[str, object]]:
             "besides, ", evidence)
 
 
-# TensorFlow modes whose launch advice assumes the step's overhead is inside its tf.function
-# calls (analyzers/modes.ADVICE "fuse": let XLA fuse the function, run several steps per call).
-# Where most of the steady steps' launch/dispatch time lies outside those calls on the step's
-# thread (OUTSIDE_CALLS_SHARE), compiling the function cannot reach it and the advice says so
-# instead: a Keras callback writing weights each batch put 15 of a step's 18 ms of overhead in
-# eager ops and gaps after fit's train function returned. (torch.compile's optimizer step runs
-# eager outside its compiled regions by design: the advice there stays the mode's.)
-COMPILED_STEP_MODES = ("tensorflow-function", "tensorflow-xla")
+# Modes whose launch advice assumes the step's overhead is inside its compiled calls
+# (analyzers/modes.ADVICE "fuse": let XLA fuse the tf.function, capture torch.compile's graph in
+# CUDA graphs). Where most of the steady steps' launch/dispatch time lies on the step's thread
+# outside those calls (OUTSIDE_CALLS_SHARE), compiling the function further cannot reach it and the
+# advice says where it is instead, per mode ({share}: that part; {device}: the GPU-only words).
+# A Keras callback writing weights each batch put 15 of a step's 18 ms of overhead in eager ops
+# and gaps after fit's train function returned; every torch.compile sample and ground-truth
+# capture (CPU) has 75-85 % of it outside its compiled code: torch.compile's wrappers around each
+# region (guards, the runtime prologue) and the eager loss / optimizer step between regions.
+OUTSIDE_CALLS_ADVICE = {
+    "tensorflow-function": "{share} of this overhead lies outside the step's tf.function calls — eager ops and "
+                           "the gaps between them before or after the calls (a callback saving weights or computing "
+                           "metrics each batch, the loop's own TF calls), which compiling the function cannot reach: "
+                           "move that work out of the step, run it every N steps, or put it in the function",
+    "torch-compile": "{share} of this overhead lies outside the compiled code — torch.compile's wrappers around "
+                     "each compiled region (guards, the runtime prologue) and the eager ops between regions (the "
+                     "loss or the optimizer step when not compiled with the model): compile the whole step, loss "
+                     "and optimizer.step included, so that one compiled graph runs its ops{device}, or grow the "
+                     "batch so each op does more work",
+}
+OUTSIDE_CALLS_ADVICE["tensorflow-xla"] = OUTSIDE_CALLS_ADVICE["tensorflow-function"]
+OUTSIDE_CALLS_DEVICE = " (then capture it in CUDA graphs: mode='reduce-overhead')"
 OUTSIDE_CALLS_SHARE = 0.5
 _CALL_ROLES = [Role.CALL.value, Role.CALL_TRACING.value, Role.COMPILED_CODE.value]
 
@@ -205,14 +219,12 @@ def launch_bound(diag: Diagnosis) -> Finding:
         if regions["compiled_regions_per_step"] > 1:
             mode = COMPILE_WITH_BREAKS
     words = advice("fuse", mode)
-    if mode in COMPILED_STEP_MODES and grade != "none":
+    if mode in OUTSIDE_CALLS_ADVICE and grade != "none":
         outside = _launch_outside_calls(diag)
         regions["launch_outside_calls_share"] = outside
         if outside >= OUTSIDE_CALLS_SHARE:
-            words = (f"{fmt_pct(outside)} of this overhead lies outside the step's tf.function calls — eager ops and "
-                     "the gaps between them before or after the calls (a callback saving weights or computing "
-                     "metrics each batch, the loop's own TF calls), which compiling the function cannot reach: "
-                     "move that work out of the step, run it every N steps, or put it in the function")
+            words = OUTSIDE_CALLS_ADVICE[mode].format(
+                share=fmt_pct(outside), device=OUTSIDE_CALLS_DEVICE if diag.timeline.has_device else "")
     return Finding(
         "launch_bound", "launch/dispatch-bound steps: " + where, grade,
         {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op,
