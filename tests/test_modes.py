@@ -93,7 +93,8 @@ def test_graph_breaks_are_told_from_a_step_compiled_whole():
               for name, diag in (("whole", whole), ("broken", broken))}
     assert advice["whole"].evidence["compiled_regions_per_step"] == 1
     assert advice["broken"].evidence["compiled_regions_per_step"] == 2
-    assert "graph breaks" not in advice["whole"].advice and "already one compiled graph" in advice["whole"].advice
+    # (The whole step's overhead lies mostly outside its compiled code: the advice says where.)
+    assert "graph breaks" not in advice["whole"].advice and "outside the compiled code" in advice["whole"].advice
     assert advice["broken"].advice.startswith("graph breaks split the compiled step")
     cmp = compare(whole, broken)
     assert cmp.compiled_regions == (1, 2)
