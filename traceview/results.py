@@ -159,6 +159,10 @@ class Attribution:
     compared_steps: tuple[int, ...] = ()
     # The pause taken off the own time of each paused event: (event rows, ns).
     paused_events: tuple[np.ndarray, np.ndarray] = ()  # type: ignore[assignment]
+    # Per step position: the launch/dispatch time (ns) inside the outermost compiled calls on the
+    # step's thread (tf.function / jitted / torch.compile calls, compiled code); the rest lies
+    # outside them (analyzers/attribution._launch_in_calls; launch_bound's advice).
+    launch_in_calls: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __repr__(self) -> str:
         return (f"Attribution({self.mode}, {len(self.per_step)} steps, dispatch-gap threshold "

@@ -70,9 +70,9 @@ import pandas as pd
 
 from traceview import compiled
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
-from traceview.arrays import (at_rows, combination_codes, membership, order_by_start_then_longest, unique_sorted,
-                              values_at)
-from traceview.normalize import compute_ops, launch_rows, own_pieces_cut, self_time
+from traceview.arrays import (at_rows, column_codes, combination_codes, membership, order_by_start_then_longest,
+                              unique_sorted, values_at)
+from traceview.normalize import compute_ops, launch_rows, nearest_ancestor, own_pieces_cut, self_time
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
 from traceview.roles import Role
 from traceview.schema import Kind, Timeline, categorical
@@ -506,7 +506,44 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
     details = pd.DataFrame(dict(sorted(detail_cols.items())), index=per_step.index)
     return Attribution(per_step=per_step, details=details, mode=mode, options=options,
                        gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule,
-                       compared_steps=seg.compared_steps, paused_events=seg.paused_events)
+                       compared_steps=seg.compared_steps, paused_events=seg.paused_events,
+                       launch_in_calls=_launch_in_calls(timeline, steps, seg, n_steps))
+
+
+# Roles of the calls a compiled step runs through: a tf.function / jitted / torch.compile call and the
+# compiled code itself (Attribution.launch_in_calls).
+_COMPILED_CALL_ROLES = [Role.CALL.value, Role.CALL_TRACING.value, Role.COMPILED_CODE.value]
+
+
+def _launch_in_calls(timeline: Timeline, steps: Steps, seg: _Segments, n_steps: int) -> np.ndarray:
+    """Per step, the launch/dispatch time (ns) that lies inside the outermost compiled calls on the
+    step's thread (roles call / compiled code): the union of those calls' intervals against the
+    launch segments, each overlap measured through the runs' cumulative length."""
+    out = np.zeros(n_steps, dtype=np.int64)
+    ev = timeline.events
+    launch = seg.in_step & (seg.bucket == BUCKETS.index("launch_overhead"))
+    if not launch.any() or not steps.driver_track or not len(ev):
+        return out
+    codes, values = column_codes(ev["track"])
+    if steps.driver_track not in values:
+        return out
+    calls = membership(ev["role"].array)(_COMPILED_CALL_ROLES)
+    calls &= codes == values.index(steps.driver_track)
+    rows = np.flatnonzero(calls)
+    if not len(rows):
+        return out
+    rows = rows[nearest_ancestor(ev, rows, calls, include_self=False) < 0]
+    run_start, run_end = merged_runs(ev["ts"].to_numpy()[rows], ev["ts"].to_numpy()[rows] + ev["dur"].to_numpy()[rows])
+    covered_before = np.concatenate([[0], np.cumsum(run_end - run_start)])
+
+    def covered_until(x: np.ndarray) -> np.ndarray:  # length of the runs' union before each x
+        k = np.searchsorted(run_start, x, side="right")
+        return covered_before[k] - np.maximum(run_end[np.maximum(k - 1, 0)] - x, 0) * (k > 0)
+
+    start = seg.start[launch]
+    inside = covered_until(start + seg.length[launch]) - covered_until(start)
+    np.add.at(out, seg.step[launch].astype(np.int64), inside.astype(np.int64))
+    return out
 
 
 def int_bincount(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:

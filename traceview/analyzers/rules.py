@@ -39,7 +39,7 @@ from typing import Callable
 import numpy as np
 
 from traceview import categories as cat
-from traceview.analyzers.attribution import INFERRED_GLUE, attribution_segments, covered
+from traceview.analyzers.attribution import INFERRED_GLUE
 from traceview.analyzers.modes import COMPILE_WITH_BREAKS, advice, compiled_regions_per_step, dataloader_workers
 from traceview.arrays import codes_matching, column_codes, membership
 from traceview.normalize import nearest_ancestor, top_level_ops
@@ -174,30 +174,17 @@ OUTSIDE_CALLS_ADVICE = {
 OUTSIDE_CALLS_ADVICE["tensorflow-xla"] = OUTSIDE_CALLS_ADVICE["tensorflow-function"]
 OUTSIDE_CALLS_DEVICE = " (then capture it in CUDA graphs: mode='reduce-overhead')"
 OUTSIDE_CALLS_SHARE = 0.5
-_CALL_ROLES = [Role.CALL.value, Role.CALL_TRACING.value, Role.COMPILED_CODE.value]
 
 
 def _launch_outside_calls(diag: Diagnosis) -> float:
-    """The share of the steady steps' launch/dispatch time (attribution segments) that lies on the
-    step's thread outside the outermost calls of compiled functions (role call / compiled code)."""
-    ev = diag.timeline.events
-    segments = attribution_segments(diag.timeline, diag.steps, diag.attribution)
-    launch = segments[segments["bucket"].to_numpy() == "launch_overhead"]
-    launch = launch[np.isin(launch["step"].to_numpy(), diag.steady_positions)]
-    total = float((launch["end"] - launch["start"]).sum())
-    if not total or not diag.steps.driver_track:
+    """The share of the steady steps' launch/dispatch time that lies outside the outermost compiled
+    calls on the step's thread (Attribution.launch_in_calls)."""
+    positions = diag.steady_positions
+    total = float(diag.attribution.per_step["launch_overhead"].to_numpy()[positions].sum())
+    inside = diag.attribution.launch_in_calls
+    if not total or len(inside) != len(diag.attribution.per_step):
         return 0.0
-    on_driver = ev["track"].astype(str).to_numpy() == diag.steps.driver_track
-    calls = membership(ev["role"].array)(_CALL_ROLES) & on_driver
-    rows = np.flatnonzero(calls)
-    outermost = rows[nearest_ancestor(ev, rows, calls, include_self=False) < 0]
-    starts = ev["ts"].to_numpy()[outermost]
-    ends = starts + ev["dur"].to_numpy()[outermost]
-    seg_start, seg_end = launch["start"].to_numpy(), launch["end"].to_numpy()
-    points = np.unique(np.concatenate([seg_start, seg_end, starts, ends]))
-    lengths = np.diff(points)
-    both = covered(points, seg_start, seg_end) & covered(points, starts, ends)
-    return max(0.0, 1.0 - float(lengths[both].sum()) / total)
+    return max(0.0, 1.0 - float(inside[positions].sum()) / total)
 
 
 @rule
