@@ -266,3 +266,25 @@ def test_a_tf_distribute_collective_on_cpu_is_communication() -> None:
     assert not any("Collective" in str(name) for name in diag.kernels["name"])
     exposed = next(f for f in diag.findings if f.rule == "exposed_communication")
     assert exposed.grade != "skipped"
+
+
+SHARDED = Path(__file__).resolve().parent / "data" / "jax_cpu_sharded"  # (how: capture.py there)
+
+
+def test_an_xla_collective_on_host_devices_is_communication():
+    """JAX sharded over two host devices all-reduces the gradients in `all-reduce.N` thunks on
+    XLA's worker threads, each waiting in a Rendezvous for the other device. They are
+    communication (they were compute ops: the top one, in the reduction family), overlapped here
+    by the other device's math; the compute advice speaks of XLA's thread pool, not torch's."""
+    from traceview.loader import trace_paths
+    from traceview.roles import Role
+
+    diag = diagnose(trace_paths(SHARDED)[0])
+    ev = diag.timeline.events
+    all_reduce = ev["name"].astype(str).str.match(r"^all-reduce(\.\d+)?$")
+    assert all_reduce.sum() > 0
+    assert set(ev.loc[all_reduce, "role"].astype(str)) == {Role.COMMUNICATION.value}
+    assert diag.communication is not None and diag.communication.steady(diag.steady_positions)["collectives"] > 0
+    assert not any(str(name).startswith("all-reduce") for name in diag.kernels["name"])
+    compute = next(f for f in diag.findings if f.rule == "compute_bound")
+    assert "XLA_FLAGS" in compute.advice and "torch" not in compute.advice

@@ -267,3 +267,18 @@ def test_compute_ops_take_the_family_of_their_top_level_op():
     families = op_families(diag)
     assert "optimizer" in FAMILIES and families.loc["optimizer", "compute_ns"] >= update_ns > 0
     assert families.loc["optimizer", "compute_ns"] > families.loc["elementwise", "compute_ns"]
+
+
+@pytest.mark.parametrize("name,family", [
+    ("dot.3", "matmul"),  # XLA numbers its instructions: the same op as "dot"
+    ("dot_general.2", "matmul"),
+    ("aten::addmm", "matmul"),
+    ("sequential/dense/Cast:Cast", "copy"),  # TF's Cast op
+    ("broadcast_multiply_fusion", "other"),  # not a Cast: "broadcast" only ends in "cast"
+    ("aten::broadcast_tensors", "other"),
+    ("autograd::engine::evaluate_function: AddmmBackward0", "matmul"),
+])
+def test_op_families_of_names(name: str, family: str) -> None:
+    from traceview.categories import op_family
+
+    assert op_family(name) == family

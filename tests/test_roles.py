@@ -41,28 +41,29 @@ EXAMPLES: list[tuple[int, str, str, str, str]] = [
     (24, "host_op", "KernelAndDeviceOp::Run", "PrintV2", ""),
     (25, "host_op", "aten::addmm", "", ""),
     (26, "host_op", "sgd_1/CollectiveReduceV2:CollectiveReduceV2", "", ""),
-    (27, "host_op", "sgd_1/Mul_3:Mul", "", ""),
-    (28, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
-    (29, "host_op", "ynn_fusion.2", "jit(_eval_step)/conv_general_dilated", ""),
-    (30, "annotation", "Optimizer.step#SGD.step", "", ""),
-    (31, "annotation", "DistributedDataParallel.forward", "", ""),
-    (32, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
-    (33, "annotation", "gloo:all_reduce", "", ""),
-    (34, "annotation", "CollectiveExecutor::ExecuteAsync::Done", "", ""),
-    (35, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
-    (36, "annotation", "my_record_function_range", "", ""),
-    (37, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
-    (38, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
-    (39, "python", "train.py(42): step", "", ""),
+    (27, "host_op", "all-reduce.4", "", ""),
+    (28, "host_op", "sgd_1/Mul_3:Mul", "", ""),
+    (29, "host_op", "KernelAndDeviceFunc::Run", "MatMul", ""),
+    (30, "host_op", "ynn_fusion.2", "jit(_eval_step)/conv_general_dilated", ""),
+    (31, "annotation", "Optimizer.step#SGD.step", "", ""),
+    (32, "annotation", "DistributedDataParallel.forward", "", ""),
+    (33, "host_op", "TFE_Py_FastPathExecute_C", "", ""),
+    (34, "annotation", "gloo:all_reduce", "", ""),
+    (35, "annotation", "CollectiveExecutor::ExecuteAsync::Done", "", ""),
+    (36, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
+    (37, "annotation", "my_record_function_range", "", ""),
+    (38, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
+    (39, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
+    (40, "python", "train.py(42): step", "", ""),
 ]
 # Examples that carry XPlane's hlo_op stat (an XLA thunk), by name.
 HLO_OPS = {"ynn_fusion.2": "ynn_fusion.2"}
 # Device rows: (row index, kind, kernel name, launcher: the framework op that queued it).
 DEVICE_EXAMPLES: list[tuple[int, str, str, str]] = [
-    (40, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
-    (41, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
-    (42, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
-    (43, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
+    (41, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
+    (42, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
+    (43, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
+    (44, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
 ]
 
 
@@ -324,3 +325,14 @@ def test_the_top_compute_ops_hold_no_wait_for_compiled_work(folder: str):
     own = compute_self_time(ev)
     for row in nested:
         assert own[parent[row]] <= ev["dur"].iat[parent[row]] - ev["dur"].iat[row]
+
+
+def test_a_tf_function_of_a_lambda_is_a_call_not_math():
+    """TF names a function after its Python one: a tf.function over a lambda runs as
+    `__inference_<lambda>_149` (KernelAndDeviceFunc::Run with that eager_op; the op kernel of the
+    call inside a graph). It is a call whose body runs on executor threads, not a compute op (it
+    was the top "compute op" of a Keras inference loop, 60 % of it)."""
+    frame = _frame([{"kind": "host_op", "name": "KernelAndDeviceFunc::Run", "fw_op": "__inference_<lambda>_149"},
+                    {"kind": "host_op", "name": "__inference_<lambda>_149:__inference_<lambda>_149"},
+                    {"kind": "host_op", "name": "EagerLocalExecute: __inference_<lambda>_149"}])
+    assert list(assign_roles(frame)) == [Role.CALL.value] * 3

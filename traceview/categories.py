@@ -333,12 +333,12 @@ OP_FAMILIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("conv", re.compile(r"(?i)(conv(?!ert)|cudnn_convolution|Conv2D|Conv3D|winograd|implicit_gemm|"
                         r"(?<![a-z])dgrad|(?<![a-z])wgrad)")),
     ("matmul", re.compile(
-        r"(?i)(^(addmm|mm|bmm|matmul|linear|baddbmm|addmv|mv|dot|einsum)$|MatMul|BatchMatMul|gemm|gemv|cublas|cutlass|"
+        r"(?i)(^(addmm|mm|bmm|matmul|linear|baddbmm|addmv|mv|dot|dot_general|einsum)$|MatMul|BatchMatMul|gemm|gemv|cublas|cutlass|"
         r"_scaled_mm|^lstm|^gru|^rnn|LSTM|GRU|Dense)")),
     ("reduction", re.compile(r"(?i)(^(sum|mean|max|min|amax|amin|prod|norm|argmax|argmin|var|std)$|reduce|Sum$|Mean$|Max$|"
                              r"BiasAddGrad|Prod$|ArgMax)")),
     ("copy", re.compile(r"(?i)(^(copy_|to|_to_copy|cat|stack|clone|contiguous|index|index_select|gather|scatter)$|"
-                        r"Memcpy|memcpy|Copy|Cast|ConcatV2|Pack|Identity|Transpose|Tile|GatherV2|Slice)")),
+                        r"Memcpy|memcpy|Copy|(?<![a-z])Cast|ConcatV2|Pack|Identity|Transpose|Tile|GatherV2|Slice)")),
     ("elementwise", re.compile(
         r"(?i)(^(add|add_|sub|mul|mul_|div|div_|relu|relu_|threshold|threshold_backward|sigmoid|tanh|exp|log|pow|sqrt|"
         r"rsqrt|neg|abs|clamp|clamp_min|where|fill_|zero_|zeros|ones|gelu|silu|dropout|native_dropout|"
@@ -371,13 +371,15 @@ FAMILY_NAME_CHARS = 1024
 def op_family(name: str) -> str:
     """Common family of a framework op or kernel name; "other" when none matches.
 
-    Tried in order: the op's own name ("BiasAddGrad"), the same without a backward suffix
-    ("AddmmBackward0" -> "Addmm"), then the full name (name scopes such as "Adam/…").
+    Tried in order: the op's own name ("BiasAddGrad"), the same without an XLA instruction's
+    number ("dot.3" -> "dot") or a backward suffix ("AddmmBackward0" -> "Addmm"), then the full
+    name (name scopes such as "Adam/…").
     """
     name = str(name)[:FAMILY_NAME_CHARS]
     base = op_base_name(name)
+    unnumbered = re.sub(r"\.\d+$", "", base)
     forward = re.sub(r"(Backward\d|Grad)$", "", base)
-    for text in (base, forward, name):
+    for text in (base, unnumbered, forward, name):
         for family, pattern in OP_FAMILIES:
             if pattern.search(text):
                 return family

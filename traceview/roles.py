@@ -118,7 +118,9 @@ _KERNEL = frozenset({Kind.KERNEL.value})
 # or the type after ":" in an op kernel name). tensorflow/core/common_runtime/function*.cc,
 # tf.function's `__inference_<name>_<id>` / `__forward_…` / `__backward_…` concrete functions,
 # XLA clusters launched by `_XlaRun` / `XlaLaunch` (tensorflow/compiler/jit/kernels/xla_ops.cc).
-_FUNCTION_TYPE = r"(__inference_\w*|__forward_\w*|__backward_\w*|StatefulPartitionedCall|PartitionedCall|_XlaRun|XlaLaunch)"
+# (A function's name is the Python one's: `__inference_<lambda>_149` for a tf.function of a lambda.)
+_FUNCTION_TYPE = (r"(__inference_[^\s:]*|__forward_[^\s:]*|__backward_[^\s:]*|StatefulPartitionedCall|PartitionedCall|"
+                  r"_XlaRun|XlaLaunch)")
 # Input-pipeline op types: tf.data's ops (tensorflow/core/ops/dataset_ops.cc,
 # experimental_dataset_ops.cc). Each dataset constructor's type ends in "Dataset" (MapDataset,
 # ParallelMapDatasetV2, PrefetchDataset …: Keras fit builds them each epoch); the iterator ops make an
@@ -255,6 +257,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule(Role.COMMUNICATION, _OP, "TF collective op kernels run on the host (tf.distribute on CPU: "
              "`sgd/CollectiveReduceV2:CollectiveReduceV2` on the collective_ops threads waits for the other "
              "replicas and reduces their data; categories.FRAMEWORK_COLLECTIVE_OP)", name=cat.FRAMEWORK_COLLECTIVE_OP),
+    RoleRule(Role.COMMUNICATION, _OP, "XLA on CPU: a collective thunk (`all-reduce.4` with stat hlo_op, on an "
+             "XLA worker thread: JAX sharded over host devices) waits in a Rendezvous for the other devices and "
+             "moves their data; categories.XLA_COLLECTIVE_HLO", name=cat.XLA_COLLECTIVE_HLO),
     RoleRule(Role.COMPUTE, _OP, "TF op kernels `name:Type` on executor threads (tf_Compute, inter-op pools)",
              name=_re(r"^[^\s:]+:[A-Za-z_]\w*$")),
     RoleRule(Role.COMPUTE, _OP, "TF eager: the op kernel itself (KernelAndDeviceOp::Run / KernelAndDeviceFunc::Run "

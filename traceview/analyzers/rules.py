@@ -474,6 +474,18 @@ def low_utilization(diag: Diagnosis) -> Finding:
     )
 
 
+# compute_bound's words on CPU threads, per framework: how each sizes the pool its math runs on
+# (torch.set_num_threads; tf.config.threading; XLA's CPU backend takes XLA_FLAGS, where
+# --xla_cpu_multi_thread_eigen=false or intra_op_parallelism_threads=1 keep it to one thread).
+INTRA_OP_POOL = {
+    "torch": "the intra-op pool every core (torch.set_num_threads)",
+    "tensorflow": "the intra-op pool every core (tf.config.threading.set_intra_op_parallelism_threads)",
+    "jax": "XLA's thread pool every core (no --xla_cpu_multi_thread_eigen=false or intra_op_parallelism_threads=1 "
+           "in XLA_FLAGS)",
+    "": "the intra-op pool every core (torch.set_num_threads, TF intra_op_parallelism_threads)",
+}
+
+
 @rule
 def compute_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
@@ -494,8 +506,8 @@ def compute_bound(diag: Diagnosis) -> Finding:
          **({"intra_op_threads": threads} if threads else {})},
         # (Not "overhead is not the bottleneck" beside a launch/dispatch share that launch_bound grades high.)
         ("framework overhead is not the bottleneck: " if shares["launch_overhead"] < LAUNCH_BOUND_GRADES[1] else "")
-        + "speed up the math (dtype, shapes, algorithm, fusion); on CPU give the intra-op pool every core "
-          "(torch.set_num_threads, TF intra_op_parallelism_threads)",
+        + "speed up the math (dtype, shapes, algorithm, fusion); on CPU give "
+        + INTRA_OP_POOL.get(diag.timeline.meta.framework, INTRA_OP_POOL[""]),
         "≥ 60 % moderate, ≥ 85 % high",
         share * total,
     )
