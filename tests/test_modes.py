@@ -109,3 +109,19 @@ def test_input_advice_names_its_own_frameworks_pipeline() -> None:
     torch_input = advice("input", "torch-eager")
     assert "DataLoader(num_workers>0" in torch_input and "tf.data" not in torch_input
     assert "DataLoader" not in advice("input", "jax-jit")
+
+
+def test_a_step_that_differentiates_its_gradients_is_not_told_to_use_torch_compile():
+    """A real capture (tests/data/torch_cpu_gradient_penalty/capture.py): a gradient penalty
+    differentiates the gradients again (TanhBackwardBackward0 …). torch.compile refuses such a
+    step ("does not currently support double backward"), so launch_bound does not advise it; a
+    plain eager step still gets it."""
+    from tests.conftest import SAMPLES
+
+    data = Path(__file__).resolve().parent / "data" / "torch_cpu_gradient_penalty" / "penalty"
+    penalty = next(f for f in diagnose(trace_paths(data)[0]).findings if f.rule == "launch_bound")
+    assert penalty.evidence["double_backward"] is True
+    assert "double backward" in penalty.advice and "with torch.compile" not in penalty.advice
+    plain = next(f for f in diagnose(trace_paths(SAMPLES / "mlp2" / "torch-eager")[0]).findings
+                 if f.rule == "launch_bound")
+    assert "double_backward" not in plain.evidence and "torch.compile" in plain.advice

@@ -94,6 +94,10 @@ TORCH_INPUT = re.compile(r"^enumerate\(DataLoader\)#|DataLoaderIter\.__next__")
 # A DataLoader with worker processes (num_workers > 0: torch/utils/data/dataloader.py names its iterator
 # _MultiProcessingDataLoaderIter): processes of the program's own that run beside the step.
 TORCH_WORKER_INPUT = re.compile(r"_MultiProcessingDataLoaderIter")
+# torch autograd's nodes for the backward of a backward (torch/csrc/autograd/generated/Functions.h:
+# TanhBackwardBackward0, MseLossBackwardBackward0): the step differentiates its own gradients
+# (torch.autograd.grad(create_graph=True)), which torch.compile does not compile.
+TORCH_DOUBLE_BACKWARD = re.compile(r"BackwardBackward\d*$")
 # Dtype casts, as compare's per-op table names them (compare.dtype_casts_per_step): TensorFlow's op
 # type Cast (tensorflow/core/kernels/cast_op.cc; XPlane op events end ":Cast", Keras mixed precision
 # casts inputs and variables); torch's ToCopyBackward0, the autograd node of aten::_to_copy behind

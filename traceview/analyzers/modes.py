@@ -135,9 +135,16 @@ def _named_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str], out
 # only suggests what the mode does not already do. COMPILE_WITH_BREAKS: a torch-compile step that
 # runs more than one compiled region.
 COMPILE_WITH_BREAKS = "torch-compile-breaks"
+# DOUBLE_BACKWARD: a torch eager step that differentiates its gradients (categories.TORCH_DOUBLE_BACKWARD),
+# which torch.compile's AOT autograd refuses ("does not currently support double backward").
+DOUBLE_BACKWARD = "torch-eager-double-backward"
 _FUSE = {
     "torch-eager": "fuse work into fewer, larger ops with torch.compile (mode='reduce-overhead' adds CUDA "
                    "graphs on GPU), or grow the batch so each op does more work",
+    DOUBLE_BACKWARD: "the step differentiates its gradients (create_graph=True: a gradient penalty, "
+                     "higher-order derivatives), which torch.compile cannot compile (AOT autograd does not support "
+                     "double backward): grow the batch so each op does more work, or compute the penalty every N "
+                     "steps",
     "torch-compile": "the step is already one compiled graph: capture it in CUDA graphs "
                      "(mode='reduce-overhead'), or grow the batch so each op does more work",
     # (torch-compile with more than one compiled region a step: compiled_regions_per_step)

@@ -40,7 +40,8 @@ import numpy as np
 
 from traceview import categories as cat
 from traceview.analyzers.attribution import INFERRED_GLUE
-from traceview.analyzers.modes import COMPILE_WITH_BREAKS, advice, compiled_regions_per_step, dataloader_workers
+from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
+                                      dataloader_workers)
 from traceview.arrays import codes_matching, column_codes, membership
 from traceview.normalize import nearest_ancestor, top_level_ops
 from traceview.renderers.units import fmt_pct
@@ -176,6 +177,12 @@ OUTSIDE_CALLS_DEVICE = " (then capture it in CUDA graphs: mode='reduce-overhead'
 OUTSIDE_CALLS_SHARE = 0.5
 
 
+def _differentiates_twice(diag: Diagnosis) -> bool:
+    """Whether the trace runs autograd nodes of a backward's backward (categories.TORCH_DOUBLE_BACKWARD)."""
+    _, names = column_codes(diag.timeline.events["name"])
+    return any(cat.TORCH_DOUBLE_BACKWARD.search(str(name)) for name in names)
+
+
 def _launch_outside_calls(diag: Diagnosis) -> float:
     """The share of the steady steps' launch/dispatch time that lies outside the outermost compiled
     calls on the step's thread (Attribution.launch_in_calls)."""
@@ -201,6 +208,8 @@ def launch_bound(diag: Diagnosis) -> Finding:
     glue, glue_evidence = _glue_or_your_code(diag, share * total, s.ops_per_step)
     optimizer, optimizer_evidence = _per_tensor_update(diag)
     mode, regions = diag.mode, {}
+    if mode == "torch-eager" and _differentiates_twice(diag):
+        mode, regions = DOUBLE_BACKWARD, {"double_backward": True}
     if mode == "torch-compile":
         regions = {"compiled_regions_per_step": compiled_regions_per_step(diag.timeline, diag.steps)}
         if regions["compiled_regions_per_step"] > 1:
