@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from traceview.analyzers.diagnosis import diagnose
-from traceview.analyzers.modes import ADVICE, COMPILE_WITH_BREAKS, MODE_RULES, advice, execution_mode
+from traceview.analyzers.modes import ADVICE, COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, MODE_RULES, advice, execution_mode
 from traceview.loader import load_with_steps, trace_paths
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
@@ -50,12 +50,14 @@ def test_jax_ops_run_one_by_one_are_eager_mode(case: str, jitted: str) -> None:
 def test_advice_does_not_ask_for_what_the_mode_already_does() -> None:
     assert "jit_compile=True" not in advice("fuse", "tensorflow-xla")
     assert "torch.compile" not in advice("fuse", "torch-torchscript")
+    assert "with torch.compile" not in advice("fuse", DOUBLE_BACKWARD)
     assert "torch.compile" not in advice("fuse", "torch-compile").replace("compiled", "")
     assert "tf.function" not in advice("fuse", "torch-eager") and "torch.compile" not in advice("fuse",
                                                                                               "tensorflow-eager")
     for kind, table in ADVICE.items():
         assert "*" in table, kind
-    modes = {f"{r.framework}-{r.mode}" for r in MODE_RULES} | {COMPILE_WITH_BREAKS}  # (a torch-compile variant)
+    # (variants: torch-compile with graph breaks, torch-eager differentiating twice)
+    modes = {f"{r.framework}-{r.mode}" for r in MODE_RULES} | {COMPILE_WITH_BREAKS, DOUBLE_BACKWARD}
     for table in ADVICE.values():
         assert set(table) - {"*"} <= modes
 
