@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, cached_diagnosis, sample_kineto_traces, sample_xplane_traces
-from traceview.analyzers.quality import CHECK_KEYS, EXPECTED_DROPS, is_expected_drop
+from traceview.analyzers.quality import CHECK_KEYS, EXPECTED_DROPS, PYTHON_TRACER_NOTE, is_expected_drop
 from traceview.loader import trace_paths
 
 CLEAN_COUNTS = dict.fromkeys(CHECK_KEYS, 0)
@@ -291,7 +291,12 @@ def test_sample_traces_have_no_problem_but_the_known_ones(path: Path):
     quality = cached_diagnosis(path).quality
     expected = SAMPLE_PROBLEMS.get(_capture(path))
     assert [c.key for c in quality.problems()] == ([expected] if expected else [])
-    assert quality.dropped == {} and quality.notes == ()
+    assert quality.dropped == {}
+    # The one note a sample may carry: it was captured with Python events (the transformer's torch
+    # capture records them).
+    events = cached_diagnosis(path).timeline.events
+    python = bool((events["kind"] == "python").any())
+    assert quality.notes == ((PYTHON_TRACER_NOTE,) if python else ())
     assert all(is_expected_drop(reason) for reason in quality.expected_drops)
 
 
