@@ -308,8 +308,11 @@ def _compute_bound(e: Mapping[str, Any], explains: float) -> str:
 
 
 def _host_between_steps(e: Mapping[str, Any], explains: float) -> str:
-    return (f"{fmt_ns(e['mean_gap_ns'])} between consecutive steps on average ({fmt_pct(e['gap_share'])} of a "
-            "steady step)")
+    gap = f"{fmt_ns(e['mean_gap_ns'])} between consecutive steps on average ({fmt_pct(e['gap_share'])} of a steady step)"
+    if e.get("profiler_step_transition"):
+        return (gap + ": torch.profiler's own step() call — ProfilerStep#N runs from one prof.step() to the next, "
+                "so the loop's own work is inside the steps")
+    return gap
 
 
 def _paused(e: Mapping[str, Any], explains: float) -> str:
