@@ -123,7 +123,7 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     interval, without_pauses = ratio_interval(baseline, candidate)
     aligned = op_diff(baseline, candidate, None)
     result = Comparison(baseline, candidate, buckets, families, aligned if top is None else aligned.head(top),
-                        _cold_start(baseline, candidate), interval, interval_without_pauses=without_pauses,
+                        _cold_start(baseline, candidate, interval), interval, interval_without_pauses=without_pauses,
                         thin_sides=_thin_sides(baseline, candidate),
                         compiled_regions=_compiled_regions(baseline, candidate),
                         same_count_compute_ns=(None if _runs_compiled_code(baseline) or _runs_compiled_code(candidate)
@@ -342,7 +342,10 @@ def _family_from_first_compute(ev: pd.DataFrame, family: np.ndarray, compute: np
     return result
 
 
-def _cold_start(baseline: Diagnosis, candidate: Diagnosis) -> ColdStart:
+def _cold_start(baseline: Diagnosis, candidate: Diagnosis,
+                interval: tuple[float, float] | None = None) -> ColdStart:
+    """The first cold step of each side and the payback of the larger one; where the steady
+    steps' ratio interval holds 1 (``interval``), their difference is noise and pays nothing back."""
     def cold_of(diag: Diagnosis) -> tuple[float | None, float]:
         table = diag.steps.table
         cold = np.flatnonzero(table["cold"].to_numpy())
@@ -360,9 +363,16 @@ def _cold_start(baseline: Diagnosis, candidate: Diagnosis) -> ColdStart:
     if a_cold is not None and b_cold is not None:
         extra_cold = b_cold - a_cold
         saving = a_steady - b_steady  # > 0 when the candidate is faster per steady step
+        steady_noise = interval is not None and interval[0] <= 1.0 <= interval[1]
         if abs(extra_cold) <= SAME_COLD_SHARE * max(a_cold, b_cold) and abs(saving) <= SAME_COLD_SHARE * max(
                 a_steady, b_steady):
             note = "the cold and the steady steps take the same time on both sides"
+        elif steady_noise and abs(extra_cold) > SAME_COLD_SHARE * max(a_cold, b_cold):
+            larger = "candidate" if extra_cold > 0 else "baseline"
+            note = (f"the {larger}'s cold step is larger and the steady steps differ by no more than their noise: "
+                    "no measurable steady gain pays it back")
+        elif steady_noise:
+            note = "the cold steps take the same time and the steady steps differ by no more than their noise"
         elif extra_cold > 0 and saving > 0:
             payback = extra_cold / saving
             note = f"the candidate's larger cold step is paid back after {payback:.1f} steady steps"
