@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -53,17 +54,18 @@ EXAMPLES: list[tuple[int, str, str, str, str]] = [
     (36, "annotation", "ExecutorState::ProcessAsync::Start", "", ""),
     (37, "annotation", "my_record_function_range", "", ""),
     (38, "python", "torch/_dynamo/convert_frame.py(1200): __call__", "", ""),
-    (39, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
-    (40, "python", "train.py(42): step", "", ""),
+    (39, "python", "$pjit.py:466 _trace_for_jit", "", ""),
+    (40, "python", "torch/nn/modules/module.py(1751): _call_impl", "", ""),
+    (41, "python", "train.py(42): step", "", ""),
 ]
 # Examples that carry XPlane's hlo_op stat (an XLA thunk), by name.
 HLO_OPS = {"ynn_fusion.2": "ynn_fusion.2"}
 # Device rows: (row index, kind, kernel name, launcher: the framework op that queued it).
 DEVICE_EXAMPLES: list[tuple[int, str, str, str]] = [
-    (41, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
-    (42, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
-    (43, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
-    (44, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
+    (42, "kernel", "cross_device_reduce_1stage", "record_param_comms"),
+    (43, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all-reduce-start.1"),
+    (44, "kernel", "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "jit(train_step)/all_gather"),
+    (45, "kernel", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", ""),
 ]
 
 
@@ -336,3 +338,30 @@ def test_a_tf_function_of_a_lambda_is_a_call_not_math():
                     {"kind": "host_op", "name": "__inference_<lambda>_149:__inference_<lambda>_149"},
                     {"kind": "host_op", "name": "EagerLocalExecute: __inference_<lambda>_149"}])
     assert list(assign_roles(frame)) == [Role.CALL.value] * 3
+
+
+def test_jax_tracing_a_jitted_function_is_graph_building_as_its_python_tracer_names_it():
+    """A real capture with JAX's default Python tracer (tests/data/jax_cpu_python): on a cache miss
+    jax.jit traces (`$pjit.py:466 _trace_for_jit`, partial_eval.py and the user's function below it)
+    and lowers (`_resolve_and_lower`) in Python the tracer names by file base name. That is graph
+    building (it read as dispatch: the path-based rule never matched a base name); the step
+    holding it is the cold one and its graph_build holds the frames' time."""
+    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import trace_paths
+    from traceview.normalize import nearest_ancestor
+
+    data = Path(__file__).resolve().parent / "data" / "jax_cpu_python" / "plugins"
+    diag = diagnose(trace_paths(data)[0])
+    ev = diag.timeline.events
+    names = ev["name"].astype(str)
+    tracing = names.str.match(r"^\$pjit\.py:\d+ (_trace_for_jit|_resolve_and_lower)$").to_numpy()
+    assert tracing.any() and set(ev.loc[tracing, "role"].astype(str)) == {Role.COMPILE.value}
+    below = np.flatnonzero(nearest_ancestor(ev, np.arange(len(ev)), tracing, include_self=False) >= 0)
+    assert len(below) and set(ev["role"].astype(str).to_numpy()[below]) <= {Role.COMPILE.value}
+    step = ev["step"].to_numpy()[tracing]
+    cold = diag.steps.table["cold"].to_numpy()
+    assert cold[step].all()
+    outermost = np.flatnonzero(tracing)[nearest_ancestor(ev, np.flatnonzero(tracing), tracing, include_self=False) < 0]
+    per_step = diag.attribution.per_step["graph_build"].to_numpy()
+    for s in set(step.tolist()):
+        assert per_step[s] >= 0.9 * ev["dur"].to_numpy()[outermost[ev["step"].to_numpy()[outermost] == s]].sum()

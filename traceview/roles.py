@@ -296,6 +296,17 @@ ROLE_RULES: tuple[RoleRule, ...] = (
                       r"torch/_inductor/(compile_fx|graph|lowering|scheduler|codegen/|ir|fx_passes/|codecache|"
                       r"async_compile|select_algorithm|decomposition)|torch/fx/(?!graph_module)|torch/_subclasses/fake_|"
                       r"jax/_src/(interpreters/partial_eval|interpreters/mlir|pjit\.py.*_pjit_lower|compiler\.py))")),
+    RoleRule(Role.COMPILE, _PYTHON, "jax.jit tracing, lowering and compiling a function on a cache miss, as "
+             "JAX's own Python tracer names the frames (`$file.py:LINE function`, the file's base name only): in "
+             "pjit.py _trace_for_jit / _create_pjit_jaxpr / _resolve_and_lower / _pjit_lower*, in compiler.py "
+             "compile_or_get_cached / _compile_and_write_cache / backend_compile*, in pxla.py the lowering and "
+             "compile steps (jax/_src). The tracing below them (partial_eval.py, the user's function) takes their "
+             "role; un-jitted transformations (jax.grad called eagerly) trace outside them and stay the "
+             "framework's dispatch. 140 ms of a JAX loop's first step read as dispatch",
+             name=_re(r"^\$pjit\.py:\d+ (_trace_for_jit|_create_pjit_jaxpr|_resolve_and_lower|_pjit_lower\w*)$|"
+                      r"^\$compiler\.py:\d+ (compile_or_get_cached|_compile_and_write_cache|backend_compile\w*)$|"
+                      r"^\$pxla\.py:\d+ (lower_sharding_computation|_cached_lowering_to_hlo|_cached_compilation|"
+                      r"from_hlo|compile)$")),
     RoleRule(Role.PYTHON_FRAMEWORK, _PYTHON, "Python in the frameworks' packages, and their C bindings "
              "(`<built-in method mul of Tensor object>`, `torch/_C` builtins)",
              name=_re(r"(^|[/\\$])(torch|tensorflow|keras|tf_keras|jax|jaxlib|flax|optax|triton|functorch|"

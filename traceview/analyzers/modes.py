@@ -181,6 +181,9 @@ _RETRACE = {
                       "tensors, set input_signature / reduce_retracing, pad to a few fixed shapes",
     "jax-jit": "jax.jit retraces and recompiles on new shapes or static arguments: pad to a few fixed "
                "shapes, keep static_argnums values few",
+    "jax-eager": "jax.jit retraces and recompiles on new shapes or static arguments (each un-jitted jax.numpy "
+                 "call is a small jitted function of its own): jit the whole step, pad to a few fixed shapes, keep "
+                 "static_argnums values few",
     "*": "tf.function retraces on new Python values or shapes: pass tensors, set input_signature / "
          "reduce_retracing; torch.compile recompiles on new shapes or guards: mark_dynamic or dynamic=True",
 }
