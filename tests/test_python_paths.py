@@ -50,7 +50,8 @@ def test_frames_of_files_that_run_inside_the_frameworks_api_calls_are_the_framew
     python = ev[ev["kind"] == "python"]
     roles = python.groupby(python["name"].astype(str).str.extract(r"^\$([^:]+):", expand=False), observed=True)["role"]
     role_of_file = roles.agg(lambda r: set(r.astype(str)))
-    assert role_of_file["core.py"] == {"python_framework"} and role_of_file["api.py"] == {"python_framework"}
+    # (core.py's frames below jax.jit's tracing on a cache miss are that tracing: compile.)
+    assert role_of_file["core.py"] == {"python_framework", "compile"} and role_of_file["api.py"] == {"python_framework"}
     assert role_of_file["capture.py"] == {"python_user"}
     findings = [f for f in _report(DATA / "jax_cpu_python")["findings"] if f["grade"] in ("moderate", "high")]
     assert "launch_bound" in [f["rule"] for f in findings]
