@@ -607,6 +607,9 @@ class Comparison:
     # What each side's trace records beside the ops (baseline, candidate), of RECORDED_EXTRAS
     # (analyzers/compare.recorded_extras): a side captured with more records its ops differently.
     recorded: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    # Input pipeline work on threads other than the step's, per steady step, on each side (baseline,
+    # candidate): analyzers/compare.input_beside_step_ns.
+    input_beside_step_ns: tuple[float, float] = (0.0, 0.0)
     # Dtype casts a steady step runs on each side (baseline, candidate): analyzers/compare.dtype_casts_per_step.
     dtype_casts_per_step: tuple[float, float] = (0.0, 0.0)
 

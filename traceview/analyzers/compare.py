@@ -130,7 +130,8 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
                                                else same_count_compute(aligned)),
                         dataloader_workers=(dataloader_workers(baseline.timeline), dataloader_workers(candidate.timeline)),
                         dtype_casts_per_step=dtype_casts_per_step(aligned),
-                        recorded=(recorded_extras(baseline), recorded_extras(candidate)))
+                        recorded=(recorded_extras(baseline), recorded_extras(candidate)),
+                        input_beside_step_ns=(input_beside_step_ns(baseline), input_beside_step_ns(candidate)))
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
 
 
@@ -172,6 +173,21 @@ def recorded_extras(diag: Diagnosis) -> tuple[str, ...]:
     python = bool(membership(ev["kind"].array)([Kind.PYTHON.value]).any())
     shapes = "elements" in ev.columns and bool((ev["elements"].to_numpy() >= 0).any())
     return tuple(extra for extra, held in zip(RECORDED_EXTRAS, (python, shapes)) if held)
+
+
+def input_beside_step_ns(diag: Diagnosis) -> float:
+    """Input pipeline work (role input) on threads other than the step's, per steady step: the
+    outermost such events' time (tf.data's map and parse on its own threads, a DataLoader's
+    in-process pin-memory thread), which shares the machine's cores with the step's math."""
+    ev = diag.timeline.events
+    if not len(ev) or not diag.steps.driver_track:
+        return 0.0
+    codes, values = column_codes(ev["track"])
+    driver = values.index(diag.steps.driver_track) if diag.steps.driver_track in values else -2
+    work = membership(ev["role"].array)([Role.INPUT.value]) & (codes != driver) & diag.steps.in_steady(ev)
+    rows = np.flatnonzero(work)
+    outermost = rows[nearest_ancestor(ev, rows, work, include_self=False) < 0]
+    return float(ev["dur"].to_numpy()[outermost].sum()) / max(len(diag.steady_positions), 1)
 
 
 def dtype_casts_per_step(aligned: pd.DataFrame) -> tuple[float, float]:

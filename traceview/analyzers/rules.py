@@ -44,7 +44,7 @@ from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, adv
                                       dataloader_workers)
 from traceview.arrays import codes_matching, column_codes, membership
 from traceview.normalize import nearest_ancestor, top_level_ops
-from traceview.renderers.units import fmt_pct
+from traceview.renderers.units import fmt_ns, fmt_pct
 from traceview.results import GRADES, PAUSED_DETAIL, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role, frames_name_paths
 from traceview.schema import Kind
@@ -615,12 +615,16 @@ EXPLAINED_GOAL = 0.9
 # The same compute ops (by name, at the same count per step) are "the same work, slower" on one side
 # when together they take at least this many times as long there and make up at least this share
 # of the kernel delta: the math did not grow, the CPU each op got (or the size of its tensors) did.
-SAME_WORK_SLOWER = (1.5, 0.5)
+SAME_WORK_SLOWER = (1.3, 0.5)
 SIDES = ("baseline", "candidate")
 # The slower side computes in another dtype when it runs at least this many times the other's dtype
 # casts a step, and at least this many more (Keras mixed_float16 on CPU: 35 Cast ops against 12 a
 # step, the same ops 77x as long).
 MORE_DTYPE_CASTS = (2.0, 4.0)
+# The slower side's input pipeline takes the cores from its math when it runs on other threads, a
+# step, more than the other side's by at least this share of the same ops' extra time (tf.data
+# reading TFRecords: ~4 ms a step of map and parse beside 0.4 ms more of the same matmuls).
+INPUT_BESIDE_SHARE = 0.5
 
 
 def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str, dict[str, object]]:
@@ -640,6 +644,7 @@ def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str,
              (comparison.baseline, comparison.candidate)]
     workers = comparison.dataloader_workers
     casts = comparison.dtype_casts_per_step
+    inputs = comparison.input_beside_step_ns
     if facts[0] and facts[1] and facts[0] != facts[1]:
         evidence["intra_op_threads"] = facts
         why = (f"the {SIDES[slower]} ran {facts[slower]} intra-op thread(s) against {facts[1 - slower]}: give the "
@@ -656,6 +661,11 @@ def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str,
                + ("float16 / bfloat16 math on a CPU without native half-precision units runs slower than float32 — "
                   "keep float32 there, or " if on_cpu else "")
                + "check which ops got the new dtype")
+    elif inputs[slower] - inputs[1 - slower] >= INPUT_BESIDE_SHARE * (slow - fast):
+        evidence["input_beside_step_ns"] = inputs
+        why = (f"the {SIDES[slower]}'s input pipeline runs {fmt_ns(inputs[slower])} a step on other threads beside "
+               f"its math ({fmt_ns(inputs[1 - slower])} on the other side), on the same cores: give it fewer threads, "
+               "cache or lighten its per-element work, or leave it cores the step's ops do not use")
     else:
         why = ("compare the two runs' intra-op threads, dtype (float64; float16 / bfloat16 on a CPU without fast "
                "half precision), tensor shapes, debug modes that work inside each op (torch.autograd.detect_anomaly "
