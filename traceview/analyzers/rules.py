@@ -623,7 +623,9 @@ SIDES = ("baseline", "candidate")
 MORE_DTYPE_CASTS = (2.0, 4.0)
 # The slower side's input pipeline takes the cores from its math when it runs on other threads, a
 # step, more than the other side's by at least this share of the same ops' extra time (tf.data
-# reading TFRecords: ~4 ms a step of map and parse beside 0.4 ms more of the same matmuls).
+# mapping a Python function: 8.6 ms a step beside the step's math, the tf-input-pyfunc
+# ground-truth pair; reading TFRecords: ~2.7 ms of map and parse beside 0.4 ms more of the same
+# matmuls).
 INPUT_BESIDE_SHARE = 0.5
 
 
@@ -647,8 +649,9 @@ def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str,
     inputs = comparison.input_beside_step_ns
     if facts[0] and facts[1] and facts[0] != facts[1]:
         evidence["intra_op_threads"] = facts
-        why = (f"the {SIDES[slower]} ran {facts[slower]} intra-op thread(s) against {facts[1 - slower]}: give the "
-               "intra-op pool every core (torch.set_num_threads, TF intra_op_parallelism_threads)")
+        framework = (comparison.candidate if slower else comparison.baseline).timeline.meta.framework
+        why = (f"the {SIDES[slower]} ran {facts[slower]} intra-op thread(s) against {facts[1 - slower]}: give "
+               + INTRA_OP_POOL.get(framework, INTRA_OP_POOL[""]))
     elif workers[slower] and not workers[1 - slower]:
         evidence["own_dataloader_workers"] = True
         why = (f"the {SIDES[slower]}'s DataLoader worker processes (num_workers > 0; the other side has none) share "
