@@ -376,3 +376,19 @@ def test_the_period_is_found_however_often_its_first_op_recurs_inside_it():
     assert smallest_period(one_step * 8 + one_step[:5]) == len(one_step)  # (a last one cut short)
     assert smallest_period(one_step) == len(one_step)  # (no repetition)
     assert smallest_period([4, 4, 4]) == 1
+
+
+def test_a_retrace_in_the_middle_of_the_run_is_steady_state_not_warm_up():
+    """A real capture (tests/data/tf_cpu_retrace_midrun/capture.py): a tf.function traced at step 0
+    and traced again at step 5 when the batch size changes. Step 0 is warm-up (cold); step 5 is a
+    recompile in the steady state — it was called cold and left out of the steady steps, so
+    steady_graph_build read "0 build/compile events" while 43 ms of tracing went unreported."""
+    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import trace_paths
+
+    diag = diagnose(trace_paths(Path(__file__).resolve().parent / "data" / "tf_cpu_retrace_midrun")[0])
+    table = diag.steps.table
+    assert table["cold"].tolist() == [True] + [False] * 7
+    assert table["graph_build_events"].iloc[5] > 0 and 5 in diag.steady_positions
+    finding = next(f for f in diag.findings if f.rule == "steady_graph_build")
+    assert finding.grade == "high" and "retraces" in finding.advice

@@ -44,7 +44,8 @@ last one too (Holistic Trace Analysis drops the last ProfilerStep; traceview doe
 step whose window holds no event except markers (the last ``ProfilerStep#N`` when the loop ends
 at the last ``step()`` call: the stretch to the profiler's stop) is no step and is left out.
 
-Cold steps: a step that holds graph building or compilation; the steps a capture's manifest
+Cold steps: the steps holding graph building or compilation that the trace starts with (a run of
+them from the first step; a later one is a recompile in the steady state); the steps a capture's manifest
 lists as cold or warm-up; the first step when slower than ``COLD_FACTOR`` × the median of the
 others; and the steps still warming up after it: each next one, while all before it are cold,
 when slower than ``WARMUP_FACTOR`` × the median of the steps after it. Steady state = the
@@ -196,15 +197,17 @@ def find_steps(timeline: Timeline) -> Steps:
     is_build = membership(events["kind"].array)([Kind.GRAPH_BUILD.value, Kind.COMPILE.value])
     build_counts = np.bincount(step_col[is_build & (step_col >= 0)], minlength=len(starts))[: len(starts)]
     duration = ends - starts
-    cold = build_counts > 0
-    if len(duration) >= 2:
-        rest = np.median(duration[1:])
-        if duration[0] > COLD_FACTOR * rest:
-            cold[0] = True
-    if cold.all() and len(cold) > 1:
-        # Every step builds graphs (e.g. retracing each step): none is "cold", they are the steady state.
-        cold[:] = False
-        cold[0] = duration[0] > COLD_FACTOR * np.median(duration[1:])
+    builds = build_counts > 0
+    cold = np.zeros(len(duration), dtype=bool)
+    if not (builds.all() and len(builds) > 1):
+        # The building steps the trace starts with are its warm-up; a later one is a recompile in the
+        # steady state (a new shape mid-run: it was called cold and left out of the steady steps,
+        # hiding a 41 ms retrace from steady_graph_build). (Every step building graphs — retracing
+        # each step — is the steady state: none is cold by building.)
+        leading = int(np.argmin(builds)) if not builds.all() else len(builds)
+        cold[:leading] = True
+    if len(duration) >= 2 and duration[0] > COLD_FACTOR * np.median(duration[1:]):
+        cold[0] = True
     declared = declared_cold_steps(timeline.meta.extra.get("capture") or {})
     if declared and rule == "markers" and not np.isin(numbers, sorted(declared)).all():
         # The capture's manifest says which steps were cold or warm-up: they are not steady state.

@@ -1,0 +1,45 @@
+"""How the TensorFlow profile beside this file was captured (tensorflow-cpu 2.21): a tf.function
+SGD step of a 256-512-512-10 MLP called with batches of 48 rows, then from step 5 on with a new
+batch size (56), which makes tf.function trace the step again in the middle of the run
+(reduce_retracing=True: one more trace, with a relaxed shape). Profiled from the first call,
+each step marked with ``tf.profiler.experimental.Trace("train", step_num=i, _r=1)``: step 0
+traces the function (warm-up), step 5 traces it again (a recompile in the steady state).
+
+    python tests/data/tf_cpu_retrace_midrun/capture.py tests/data/tf_cpu_retrace_midrun
+"""
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import tensorflow as tf  # noqa: E402
+
+NEW_SHAPE_AT = 5
+
+
+def main(out: Path) -> None:
+    tf.random.set_seed(0)
+    weights = [tf.Variable(tf.random.normal(shape) * 0.05) for shape in ((256, 512), (512, 512), (512, 10))]
+
+    @tf.function(reduce_retracing=True)
+    def step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            hidden = tf.nn.relu(tf.nn.relu(x @ weights[0]) @ weights[1])
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, hidden @ weights[2]))
+        for weight, grad in zip(weights, tape.gradient(loss, weights)):
+            weight.assign_sub(0.01 * grad)
+        return loss
+
+    batches = {rows: (tf.random.normal((rows, 256)), tf.random.uniform((rows,), maxval=10, dtype=tf.int32))
+               for rows in (48, 56)}
+    tf.profiler.experimental.start(str(out))
+    for i in range(8):
+        with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
+            step(*batches[48 if i < NEW_SHAPE_AT else 56]).numpy()
+    tf.profiler.experimental.stop()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
