@@ -127,3 +127,24 @@ def test_a_step_that_differentiates_its_gradients_is_not_told_to_use_torch_compi
     plain = next(f for f in diagnose(trace_paths(SAMPLES / "mlp2" / "torch-eager")[0]).findings
                  if f.rule == "launch_bound")
     assert "double_backward" not in plain.evidence and "torch.compile" in plain.advice
+
+
+def test_xla_auto_clustering_is_the_xla_mode_and_its_cache_lookups_are_no_graph_building():
+    """A real capture (tests/data/tf_cpu_autojit/capture.py): a tf.function under XLA
+    auto-clustering runs its clusters as _XlaCompile / _XlaRun op kernels, with no jit_compile on
+    the function. It runs as XLA (it was told "let XLA fuse the function's ops"); its cold step
+    compiles; the later _XlaCompile calls are cache lookups (they read as 2 % of steady graph
+    building, with retrace advice, beside "0 build/compile events")."""
+    from traceview.roles import Role
+
+    diag = diagnose(trace_paths(Path(__file__).resolve().parent / "data" / "tf_cpu_autojit")[0])
+    assert diag.mode == "tensorflow-xla"
+    ev = diag.timeline.events
+    compile_ops = ev["name"].astype(str).str.endswith(":_XlaCompile").to_numpy()
+    steady = diag.steps.in_steady(ev)
+    assert (compile_ops & steady).any() and set(ev["role"].astype(str).to_numpy()[compile_ops & steady]) == {
+        Role.DISPATCH.value}
+    assert diag.steps.table["cold"].iloc[0] and diag.attribution.per_step["graph_build"].iloc[0] > 0
+    assert next(f for f in diag.findings if f.rule == "steady_graph_build").grade == "none"
+    launch = next(f for f in diag.findings if f.rule == "launch_bound")
+    assert "jit_compile" not in launch.advice and launch.advice == advice("fuse", "tensorflow-xla")

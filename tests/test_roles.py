@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from traceview.normalize import normalize
-from traceview.roles import ROLE_RULES, Role, assign_roles
+from traceview.roles import ROLE_RULES, XLA_CACHE_HIT_NS, Role, assign_roles
 from traceview.schema import Timeline, TraceMeta, build_events
 
 # (row index, kind, name, fw_op, tf_function_call stat) → the row that must decide it.
@@ -86,7 +86,9 @@ def test_every_row_has_an_example():
 @pytest.mark.parametrize("row,kind,name,fw_op,fn_call", EXAMPLES, ids=[f"row{e[0]}" for e in EXAMPLES])
 def test_row_decides_its_example(row: int, kind: str, name: str, fw_op: str, fn_call: str):
     hlo_op = HLO_OPS.get(name, "")
-    frame = _frame([{"kind": kind, "name": name, "fw_op": fw_op, "fn_call": fn_call, "hlo_op": hlo_op}])
+    # (long enough to be what it is by name: an XLA compile op shorter than a lookup is the cache's)
+    frame = _frame([{"kind": kind, "name": name, "fw_op": fw_op, "fn_call": fn_call, "hlo_op": hlo_op,
+                     "dur": XLA_CACHE_HIT_NS * 10}])
     assert assign_roles(frame)[0] == ROLE_RULES[row].role.value
     # And no earlier row would have matched it: the example exercises this row.
     for earlier in ROLE_RULES[:row]:
@@ -365,3 +367,12 @@ def test_jax_tracing_a_jitted_function_is_graph_building_as_its_python_tracer_na
     per_step = diag.attribution.per_step["graph_build"].to_numpy()
     for s in set(step.tolist()):
         assert per_step[s] >= 0.9 * ev["dur"].to_numpy()[outermost[ev["step"].to_numpy()[outermost] == s]].sum()
+
+
+def test_an_xla_compile_op_that_hits_the_cache_is_dispatch():
+    """XLA auto-clustering runs `cluster:_XlaCompile` before every launch of its cluster: the first
+    compiles (235 ms on a CPU capture), the later ones look the executable up (47 µs): those are
+    the framework's dispatch, not steady-state graph building."""
+    frame = _frame([{"kind": "host_op", "name": "cluster_0_1/xla_compile:_XlaCompile", "dur": 235_000_000},
+                    {"kind": "host_op", "name": "cluster_0_1/xla_compile:_XlaCompile", "dur": 47_000}])
+    assert list(assign_roles(frame)) == [Role.COMPILE.value, Role.DISPATCH.value]

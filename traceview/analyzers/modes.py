@@ -61,6 +61,9 @@ MODE_RULES: tuple[ModeRule, ...] = (
     ModeRule("eager", "torch", "no compiled region in the trace"),
     ModeRule("xla", "tensorflow", "tf.function calls compiled by XLA (stat tf_function_call traced-xla / "
              "notTraced-xla)", fn_call=re.compile(r"-xla$")),
+    ModeRule("xla", "tensorflow", "XLA auto-clustering (TF_XLA_FLAGS=--tf_xla_auto_jit, "
+             "tf.config.optimizer.set_jit): the graph's clusters run as _XlaCompile / _XlaRun op kernels "
+             "(tensorflow/compiler/jit/kernels/xla_ops.cc)", name=re.compile(r":_XlaRun$")),
     ModeRule("graph-v1", "tensorflow", "TF1 Session.run (TraceMe SessionRun, direct_session.cc)",
              name=re.compile(r"^SessionRun$")),
     ModeRule("function", "tensorflow", "tf.function calls (stat tf_function_call traced-nonXla / "

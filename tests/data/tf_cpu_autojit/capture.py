@@ -1,0 +1,43 @@
+"""How the TensorFlow profile beside this file was captured (tensorflow-cpu 2.21): a tf.function
+SGD step of a 256-512-512-10 MLP under XLA auto-clustering (``TF_XLA_FLAGS=--tf_xla_auto_jit=2
+--tf_xla_cpu_global_jit``, set before TensorFlow is imported; no jit_compile on the function),
+profiled from the first call, each step marked with ``tf.profiler.experimental.Trace("train",
+step_num=i, _r=1)``. The graph's clusters run as ``_XlaCompile`` / ``_XlaRun`` op kernels: the
+first call compiles them, every later ``_XlaCompile`` finds its executable in XLA's cache.
+
+    python tests/data/tf_cpu_autojit/capture.py tests/data/tf_cpu_autojit
+"""
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ["TF_XLA_FLAGS"] = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
+
+import tensorflow as tf  # noqa: E402
+
+
+def main(out: Path) -> None:
+    tf.random.set_seed(0)
+    weights = [tf.Variable(tf.random.normal(shape) * 0.05) for shape in ((256, 512), (512, 512), (512, 10))]
+
+    @tf.function
+    def step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            hidden = tf.nn.relu(tf.nn.relu(x @ weights[0]) @ weights[1])
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, hidden @ weights[2]))
+        for weight, grad in zip(weights, tape.gradient(loss, weights)):
+            weight.assign_sub(0.01 * grad)
+        return loss
+
+    x, y = tf.random.normal((64, 256)), tf.random.uniform((64,), maxval=10, dtype=tf.int32)
+    tf.profiler.experimental.start(str(out))
+    for i in range(6):
+        with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
+            step(x, y).numpy()
+    tf.profiler.experimental.stop()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
