@@ -16,21 +16,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tensorflow as tf  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tf_mlp_step import sgd_step  # noqa: E402 - tests/data/tf_mlp_step.py
+
 NEW_SHAPE_AT = 5
 
 
 def main(out: Path) -> None:
-    tf.random.set_seed(0)
-    weights = [tf.Variable(tf.random.normal(shape) * 0.05) for shape in ((256, 512), (512, 512), (512, 10))]
-
-    @tf.function(reduce_retracing=True)
-    def step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
-        with tf.GradientTape() as tape:
-            hidden = tf.nn.relu(tf.nn.relu(x @ weights[0]) @ weights[1])
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, hidden @ weights[2]))
-        for weight, grad in zip(weights, tape.gradient(loss, weights)):
-            weight.assign_sub(0.01 * grad)
-        return loss
+    step = tf.function(reduce_retracing=True)(sgd_step())
 
     batches = {rows: (tf.random.normal((rows, 256)), tf.random.uniform((rows,), maxval=10, dtype=tf.int32))
                for rows in (48, 56)}
