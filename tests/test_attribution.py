@@ -483,3 +483,25 @@ def test_time_between_profiler_steps_is_the_profilers_own_step_call():
     tf_gap = next(f for f in cached_diagnosis(trace_paths(truth / "injected")[0]).findings
                   if f.rule == "host_between_steps")
     assert tf_gap.grade != "none" and "profiler_step_transition" not in tf_gap.evidence
+
+
+def test_time_between_steps_says_what_it_holds_and_whether_it_is_occasional():
+    """A real capture (tests/data/tf_cpu_unmarked/fit_validation): Keras fit with validation_data,
+    the steps found without markers. Between two training steps the epoch ends: a validation pass
+    (calls of the compiled evaluation function) and a new iterator. That one gap is most of the
+    between-step time: the finding says it is occasional and what it holds, and advises on the
+    validation pass (it said "move logging, metrics and checkpoint work out of the loop"). The
+    ground-truth case with Python between every step keeps that advice."""
+    from traceview.analyzers.rules import BETWEEN_STEPS_DEFAULT
+    from traceview.loader import trace_paths
+
+    data = Path(__file__).resolve().parent / "data" / "tf_cpu_unmarked" / "fit_validation"
+    between = next(f for f in cached_diagnosis(trace_paths(data)[0]).findings if f.rule == "host_between_steps")
+    assert between.evidence["largest_gap_ns"] >= 0.5 * between.evidence["mean_gap_ns"] * 2
+    assert between.evidence["between_steps_compiled_calls_ns"] > between.evidence.get("between_steps_input_ns", 0)
+    assert between.advice.startswith("the loop calls compiled functions between training steps")
+    assert "occasional work" in between.summary
+    truth = Path(__file__).resolve().parents[1] / "benchmarks" / "truth" / "cases" / "tf-python-between-steps"
+    user = next(f for f in cached_diagnosis(trace_paths(truth / "injected")[0]).findings
+                if f.rule == "host_between_steps")
+    assert user.advice == BETWEEN_STEPS_DEFAULT and "largest_gap_ns" not in user.evidence

@@ -312,6 +312,14 @@ def _host_between_steps(e: Mapping[str, Any], explains: float) -> str:
     if e.get("profiler_step_transition"):
         return (gap + ": torch.profiler's own step() call — ProfilerStep#N runs from one prof.step() to the next, "
                 "so the loop's own work is inside the steps")
+    if "largest_gap_ns" in e:
+        gap += (f", most of it in one gap of {fmt_ns(e['largest_gap_ns'])} (the median gap is "
+                f"{fmt_ns(e['median_gap_ns'])}: occasional work — an epoch's end, say — not work after every step)")
+    kinds = {"compiled_calls": "calls of compiled functions", "input": "input pipeline work"}
+    named = sorted(((e[f"between_steps_{key}_ns"], what) for key, what in kinds.items()
+                    if f"between_steps_{key}_ns" in e), reverse=True)
+    for time_in, what in named:
+        gap += f"; {fmt_ns(time_in)} of the time between steps is {what}"
     return gap
 
 
