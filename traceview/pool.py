@@ -102,6 +102,9 @@ def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
                     value = future.result()
                 except CancelledError:
                     continue
+                except BrokenProcessPool:
+                    _kill_live_workers(pool)
+                    raise
                 slots[index] = value
                 done += 1
                 if isinstance(value, _Failed) and index < first_failure:
@@ -125,6 +128,17 @@ def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
         failed = slots[first_failure]
         raise WorkerError(failed.message, failed.exit_code)
     return slots
+
+
+def _kill_live_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill the workers of a broken pool that are still alive, before its shutdown waits for them.
+    The pool terminates its workers when it breaks, but one started or busy at that moment can
+    outlive that and block forever on the result queue's lock, held by a worker terminated
+    mid-write: the shutdown then never returns (a CI run hung there). The process table is the
+    executor's private attribute, read with a default."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.kill()
 
 
 @dataclass
