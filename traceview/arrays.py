@@ -12,6 +12,7 @@ main thread is still importing pandas (readers/_prefetch.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -290,6 +291,18 @@ def codes_matching(codes: np.ndarray, hit: np.ndarray) -> np.ndarray:
             mask |= codes == code
         return mask
     return np.append(hit, False)[codes]  # (the last entry: code -1)
+
+
+def values_matching(values: Sequence[Any], pattern: re.Pattern[str]) -> np.ndarray:
+    """Per distinct value of a column (:func:`column_codes`), whether ``pattern`` is found in it:
+    a name rule tested once per distinct name, never per row."""
+    return np.array([bool(pattern.search(str(value))) for value in values], dtype=bool)
+
+
+def rows_matching(column: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+    """Whether ``pattern`` is found in each row's value (a missing value never matches)."""
+    codes, values = column_codes(column)
+    return codes_matching(codes, values_matching(values, pattern))
 
 
 def order_by_start_then_longest(ts: np.ndarray, dur: np.ndarray) -> np.ndarray | None:

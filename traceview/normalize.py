@@ -17,7 +17,7 @@ import pandas as pd
 
 from traceview import categories as cat
 from traceview import compiled
-from traceview.arrays import at_rows, codes_matching, column_codes, membership, unique_sorted
+from traceview.arrays import at_rows, column_codes, membership, rows_matching, unique_sorted
 from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
 from traceview.schema import DEVICE_KINDS, Kind, Timeline, TraceMeta, categorical_from_codes
 
@@ -285,6 +285,12 @@ def launch_rows(events: pd.DataFrame) -> np.ndarray:
     return result
 
 
+def outermost_rows(events: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
+    """The rows of ``mask`` that no other row of ``mask`` holds (none of their ancestors is in it)."""
+    rows = np.flatnonzero(mask)
+    return rows[nearest_ancestor(events, rows, mask, include_self=False) < 0]
+
+
 def top_level_ops(events: pd.DataFrame) -> np.ndarray:
     """Host ops whose parent is not itself a host op (ops called from Python, a step marker or an annotation)."""
     is_op = membership(events["kind"].array)([Kind.HOST_OP.value])
@@ -305,10 +311,8 @@ def math_ops(events: pd.DataFrame) -> np.ndarray:
     sync inside compiled code (TF XLA's BlockUntilReady in CpuExecutable) — : the rows whose own
     time the per-op tables count as math, each moment once (the work waited for is counted on the
     threads that run it)."""
-    codes, values = column_codes(events["name"])
-    waits = np.array([bool(cat.XLA_PROGRAM_WAIT.match(str(value))) for value in values], dtype=bool)
     mask = compute_ops(events) & ~membership(events["kind"].array)([Kind.SYNC.value])
-    return mask & ~codes_matching(codes, waits) if waits.any() else mask
+    return mask & ~rows_matching(events["name"], cat.XLA_PROGRAM_WAIT)
 
 
 def _running_max_by_group(values: np.ndarray, first: np.ndarray) -> np.ndarray:

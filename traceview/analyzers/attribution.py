@@ -70,9 +70,9 @@ import pandas as pd
 
 from traceview import compiled
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
-from traceview.arrays import (at_rows, column_codes, combination_codes, membership, order_by_start_then_longest,
-                              unique_sorted, values_at)
-from traceview.normalize import compute_ops, launch_rows, nearest_ancestor, own_pieces_cut, self_time
+from traceview.arrays import (at_rows, combination_codes, membership, order_by_start_then_longest, unique_sorted,
+                              values_at)
+from traceview.normalize import compute_ops, launch_rows, outermost_rows, own_pieces_cut, self_time
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
 from traceview.roles import Role
 from traceview.schema import Kind, Timeline, categorical
@@ -522,17 +522,10 @@ def _launch_in_calls(timeline: Timeline, steps: Steps, seg: _Segments, n_steps: 
     out = np.zeros(n_steps, dtype=np.int64)
     ev = timeline.events
     launch = seg.in_step & (seg.bucket == BUCKETS.index("launch_overhead"))
-    if not launch.any() or not steps.driver_track or not len(ev):
+    calls = membership(ev["role"].array)(_COMPILED_CALL_ROLES) & driver_rows(ev, steps)
+    if not launch.any() or not calls.any():
         return out
-    codes, values = column_codes(ev["track"])
-    if steps.driver_track not in values:
-        return out
-    calls = membership(ev["role"].array)(_COMPILED_CALL_ROLES)
-    calls &= codes == values.index(steps.driver_track)
-    rows = np.flatnonzero(calls)
-    if not len(rows):
-        return out
-    rows = rows[nearest_ancestor(ev, rows, calls, include_self=False) < 0]
+    rows = outermost_rows(ev, calls)
     run_start, run_end = merged_runs(ev["ts"].to_numpy()[rows], ev["ts"].to_numpy()[rows] + ev["dur"].to_numpy()[rows])
     covered_before = np.concatenate([[0], np.cumsum(run_end - run_start)])
 

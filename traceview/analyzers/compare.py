@@ -36,14 +36,15 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
+from traceview.analyzers.attribution import driver_rows
 from traceview.analyzers.diagnosis import diagnose
 from traceview.analyzers.modes import compiled_regions_per_step, dataloader_workers
 from traceview.analyzers.rules import comparison_findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes, first_of_each, membership
 from traceview.capture_facts import declared_cold_steps
-from traceview.normalize import (compute_ops, compute_self_time, math_ops, nearest_ancestor, op_name_codes, self_time,
-                                 top_level_ops)
+from traceview.normalize import (compute_ops, compute_self_time, math_ops, nearest_ancestor, op_name_codes,
+                                 outermost_rows, self_time, top_level_ops)
 from traceview.renderers.phrasing import THIN_COLD_ONLY, THIN_ONE_STEP
 from traceview.results import (OP_DIFF_COLUMNS, PAUSED_DETAIL, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
                                Diagnosis, shown_buckets)
@@ -180,14 +181,10 @@ def input_beside_step_ns(diag: Diagnosis) -> float:
     outermost such events' time (tf.data's map and parse on its own threads, a DataLoader's
     in-process pin-memory thread), which shares the machine's cores with the step's math."""
     ev = diag.timeline.events
-    if not len(ev) or not diag.steps.driver_track:
+    if not diag.steps.driver_track:
         return 0.0
-    codes, values = column_codes(ev["track"])
-    driver = values.index(diag.steps.driver_track) if diag.steps.driver_track in values else -2
-    work = membership(ev["role"].array)([Role.INPUT.value]) & (codes != driver) & diag.steps.in_steady(ev)
-    rows = np.flatnonzero(work)
-    outermost = rows[nearest_ancestor(ev, rows, work, include_self=False) < 0]
-    return float(ev["dur"].to_numpy()[outermost].sum()) / max(len(diag.steady_positions), 1)
+    work = membership(ev["role"].array)([Role.INPUT.value]) & ~driver_rows(ev, diag.steps) & diag.steps.in_steady(ev)
+    return float(ev["dur"].to_numpy()[outermost_rows(ev, work)].sum()) / max(len(diag.steady_positions), 1)
 
 
 def dtype_casts_per_step(aligned: pd.DataFrame) -> tuple[float, float]:
@@ -268,7 +265,8 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
     inclusive = ev["dur"].to_numpy()
 
     named = family  # (each row's family by its own name, optimizer scope applied)
-    family = _family_from_first_compute(ev, family, compute_ops(ev))
+    compute = compute_ops(ev)
+    family = _family_from_first_compute(ev, family, compute)
     top = steady & top_level_ops(ev)
     if diag.timeline.has_device:
         compute_rows = steady & membership(ev["kind"].array)([Kind.KERNEL.value])
@@ -281,9 +279,9 @@ def op_families(diag: Diagnosis) -> pd.DataFrame:
         compute_inside = np.zeros(len(ev), dtype=np.int64)  # device work does not block host dispatch
     else:
         compute_rows = steady & math_ops(ev)
-        compute_family = _family_of_named_owner(ev, named)
+        compute_family = _family_of_named_owner(ev, named, compute_rows)
         compute_time = compute_self_time(ev)  # on CPU an op computes during its self time
-        compute_inside = _compute_inside_top(ev, compute_ops(ev), compute_time)
+        compute_inside = _compute_inside_top(ev, compute, compute_time)
     rows = []
     for position, fam in enumerate(FAMILIES):
         ops = top & (family == position)
@@ -329,15 +327,18 @@ def _compute_inside_top(ev: pd.DataFrame, compute: np.ndarray, compute_time: np.
     return out
 
 
-def _family_of_named_owner(ev: pd.DataFrame, named: np.ndarray) -> np.ndarray:
-    """Each row's family on a CPU trace: its top-level op's, where that op's own name has one (not
-    ``other``), as a device kernel takes its launcher's — a multi-tensor optimizer op
-    (``aten::_foreach_add_``, Keras' Adam on torch) computes through ``aten::add`` / ``aten::sqrt``,
-    whose own names read as elementwise; else the row's own."""
-    rows = np.arange(len(ev))
+def _family_of_named_owner(ev: pd.DataFrame, named: np.ndarray, selected: np.ndarray) -> np.ndarray:
+    """The family of each ``selected`` row on a CPU trace (others keep their own): its top-level
+    op's, where that op's own name has one (not ``other``), as a device kernel takes its
+    launcher's — a multi-tensor optimizer op (``aten::_foreach_add_``, Keras' Adam on torch)
+    computes through ``aten::add`` / ``aten::sqrt``, whose own names read as elementwise; else
+    the row's own."""
+    rows = np.flatnonzero(selected)
     owner = _top_owner(ev, rows)
     owner_family = np.where(owner >= 0, named[np.maximum(owner, 0)], FAMILIES.index("other"))
-    return np.where(owner_family != FAMILIES.index("other"), owner_family, named).astype(named.dtype)
+    family = named.copy()
+    family[rows] = np.where(owner_family != FAMILIES.index("other"), owner_family, named[rows])
+    return family
 
 
 def _family_from_first_compute(ev: pd.DataFrame, family: np.ndarray, compute: np.ndarray) -> np.ndarray:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview import categories as cat
-from traceview.arrays import codes_matching, column_codes
-from traceview.normalize import nearest_ancestor
+from traceview.arrays import column_codes, rows_matching, values_matching
+from traceview.normalize import outermost_rows
 from traceview.results import Steps
 from traceview.schema import Timeline
 
@@ -109,7 +109,7 @@ def dataloader_workers(timeline: Timeline) -> bool:
     """Whether the program reads its batches from a torch DataLoader's worker processes
     (num_workers > 0): they run beside the step and share the machine's cores with it."""
     _, names = column_codes(timeline.events["name"])
-    return any(cat.TORCH_WORKER_INPUT.search(str(name)) for name in names)
+    return bool(values_matching(names, cat.TORCH_WORKER_INPUT).any())
 
 
 def _outermost_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str]) -> float:
@@ -122,13 +122,10 @@ def _named_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str], out
     """The median, over the steady steps, of the events named like ``name`` (with ``outermost``,
     those no other such event holds)."""
     events = timeline.events
-    codes, values = column_codes(events["name"])
-    named = codes_matching(codes, np.array([bool(name.search(str(v))) for v in values], dtype=bool))
-    rows = np.flatnonzero(named)
-    if not len(rows) or not len(steps.table):
+    named = rows_matching(events["name"], name)
+    if not named.any() or not len(steps.table):
         return 0.0
-    if outermost:
-        rows = rows[nearest_ancestor(events, rows, named, include_self=False) < 0]
+    rows = outermost_rows(events, named) if outermost else np.flatnonzero(named)
     step = events["step"].to_numpy()[rows]
     counts = np.bincount(step[step >= 0], minlength=len(steps.table))[: len(steps.table)]
     return float(np.median(counts[steps.steady_positions]))

@@ -39,11 +39,11 @@ from typing import Callable
 import numpy as np
 
 from traceview import categories as cat
-from traceview.analyzers.attribution import INFERRED_GLUE
+from traceview.analyzers.attribution import INFERRED_GLUE, driver_rows
 from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
                                       dataloader_workers)
-from traceview.arrays import codes_matching, column_codes, membership
-from traceview.normalize import nearest_ancestor, top_level_ops
+from traceview.arrays import codes_matching, column_codes, membership, values_matching
+from traceview.normalize import nearest_ancestor, outermost_rows, top_level_ops
 from traceview.renderers.units import fmt_ns, fmt_pct
 from traceview.results import GRADES, PAUSED_DETAIL, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role, frames_name_paths
@@ -180,7 +180,7 @@ OUTSIDE_CALLS_SHARE = 0.5
 def _differentiates_twice(diag: Diagnosis) -> bool:
     """Whether the trace runs autograd nodes of a backward's backward (categories.TORCH_DOUBLE_BACKWARD)."""
     _, names = column_codes(diag.timeline.events["name"])
-    return any(cat.TORCH_DOUBLE_BACKWARD.search(str(name)) for name in names)
+    return bool(values_matching(names, cat.TORCH_DOUBLE_BACKWARD).any())
 
 
 def _launch_outside_calls(diag: Diagnosis) -> float:
@@ -545,17 +545,12 @@ def _between_steps_work(diag: Diagnosis, gap_start: np.ndarray, gap_end: np.ndar
     gaps between step windows."""
     ev = diag.timeline.events
     out = {key: 0.0 for _, key, _ in BETWEEN_STEPS_WORK}
-    if not len(ev) or not diag.steps.driver_track or not len(gap_start):
+    if not len(gap_start):
         return out
-    codes, values = column_codes(ev["track"])
-    if diag.steps.driver_track not in values:
-        return out
-    outside = (codes == values.index(diag.steps.driver_track)) & (ev["step"].to_numpy() < 0)
+    outside = driver_rows(ev, diag.steps) & (ev["step"].to_numpy() < 0)
     ts, end = ev["ts"].to_numpy(), ev["ts"].to_numpy() + ev["dur"].to_numpy()
     for roles, key, _ in BETWEEN_STEPS_WORK:
-        mask = outside & membership(ev["role"].array)(list(roles))
-        rows = np.flatnonzero(mask)
-        rows = rows[nearest_ancestor(ev, rows, mask, include_self=False) < 0]
+        rows = outermost_rows(ev, outside & membership(ev["role"].array)(list(roles)))
         gap = np.searchsorted(gap_start, ts[rows], side="right") - 1
         inside = (gap >= 0) & (end[rows] <= gap_end[np.maximum(gap, 0)])
         out[key] = float((end[rows] - ts[rows])[inside].sum())
@@ -574,8 +569,7 @@ def host_between_steps(diag: Diagnosis) -> Finding:
     # torch.profiler's ProfilerStep#N runs from one prof.step() call to the next: all the loop's own
     # work is inside the steps, and the time between them is step()'s own bookkeeping (30-110 µs a
     # step on the torch samples, read as "move logging out of the loop").
-    transition = diag.steps.rule == "markers" and bool(len(table)) and all(
-        cat.TORCH_STEP.match(str(name)) for name in table["name"])
+    transition = diag.steps.rule == "markers" and all(cat.TORCH_STEP.match(str(name)) for name in table["name"])
     evidence: dict[str, object] = {"mean_gap_ns": mean_gap, "gap_share": share,
                                    **({"profiler_step_transition": True} if transition else {})}
     total, largest, median = float(gaps.sum()), float(gaps.max()), float(np.median(gaps))

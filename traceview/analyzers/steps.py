@@ -60,9 +60,9 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import at_rows, codes_matching, column_codes, membership, values_at
+from traceview.arrays import at_rows, codes_matching, column_codes, membership, values_at, values_matching
 from traceview.capture_facts import declared_cold_steps
-from traceview.normalize import launch_rows, nearest_ancestor
+from traceview.normalize import launch_rows, nearest_ancestor, outermost_rows
 from traceview.results import Steps
 from traceview.roles import Role
 from traceview.schema import DEVICE_KINDS, Kind, Timeline
@@ -444,10 +444,9 @@ def _optimizer_updates(events: pd.DataFrame) -> tuple[np.ndarray, str]:
     update = codes_matching(codes, np.array([str(v).startswith(cat.TORCH_OPTIMIZER_UPDATE) for v in values],
                                             dtype=bool))
     update &= events["device"].to_numpy() < 0
-    rows = np.flatnonzero(update)
-    if len(rows) < 2:
+    if np.count_nonzero(update) < 2:
         return np.array([], dtype=np.int64), ""
-    rows = rows[nearest_ancestor(events, rows, update, include_self=False) < 0]
+    rows = outermost_rows(events, update)
     tracks = values_at(events["track"], rows).astype(str)
     found, counts = np.unique(tracks, return_counts=True)
     track = str(found[np.argmax(counts)])  # (np.unique sorts: the first of equal counts, by name)
@@ -516,7 +515,7 @@ def _loop_track_rows(events: pd.DataFrame, track: str) -> np.ndarray:
     rows = np.flatnonzero((events["depth"].to_numpy() == 0) & (events["device"].to_numpy() < 0))
     rows = rows[values_at(events["track"], rows).astype(str) == track]
     codes, values = column_codes(events["name"])
-    machinery = np.array([bool(cat.NOT_A_STEP.search(str(v))) for v in values], dtype=bool)
+    machinery = values_matching(values, cat.NOT_A_STEP)
     return rows[~codes_matching(codes[rows], machinery)]
 
 
