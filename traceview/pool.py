@@ -92,6 +92,7 @@ def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
     slots: list[Any] = [None] * total
     first_failure = total
     done = 0
+    started_before = set(multiprocessing.active_children())
     try:
         with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=_context(), initializer=prepare_worker,
                                  initargs=(pyarrow_withheld(), one_values_shared(), huge_page_advice_off())) as pool:
@@ -103,7 +104,7 @@ def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
                 except CancelledError:
                     continue
                 except BrokenProcessPool:
-                    _kill_live_workers(pool)
+                    _kill_live_workers(pool, started_before)
                     raise
                 slots[index] = value
                 done += 1
@@ -130,13 +131,15 @@ def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
     return slots
 
 
-def _kill_live_workers(pool: ProcessPoolExecutor) -> None:
+def _kill_live_workers(pool: ProcessPoolExecutor, started_before: set[Any]) -> None:
     """Kill the workers of a broken pool that are still alive, before its shutdown waits for them.
-    The pool terminates its workers when it breaks, but one started or busy at that moment can
-    outlive that and block forever on the result queue's lock, held by a worker terminated
-    mid-write: the shutdown then never returns (a CI run hung there). The process table is the
-    executor's private attribute, read with a default."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    The pool terminates its workers when it breaks, but one can outlive that and block forever on
+    a queue's lock held by a worker terminated mid-write: the shutdown then never returns (a CI
+    run hung there, a worker waiting in the task queue's get). Every process this one started
+    since the pool was made is killed, with those of the executor's process table (a private
+    attribute, read with a default)."""
+    table = list((getattr(pool, "_processes", None) or {}).values())
+    for process in table + [p for p in multiprocessing.active_children() if p not in started_before]:
         if process.is_alive():
             process.kill()
 
