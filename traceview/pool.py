@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
+import pickle
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
@@ -58,11 +59,24 @@ class WorkerError(TraceviewError):
         self.exit_code = exit_code
 
 
-def _guarded(fn: Callable[[Path], T], path: Path) -> T | _Failed:
+@dataclass(frozen=True)
+class _Unreadable:
+    """A result that would not be read back in the parent, as plain data: sent instead of it, so
+    the pool never breaks on it (a broken pool's shutdown can wait forever on a worker)."""
+
+    detail: str
+
+
+def _guarded(fn: Callable[[Path], T], path: Path) -> T | _Failed | _Unreadable:
     try:
-        return fn(path)
+        value = fn(path)
     except TraceviewError as err:
         return _Failed(str(err), err.exit_code)
+    try:
+        pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception as err:  # noqa: BLE001 - whatever the reading raises is the defect to report
+        return _Unreadable(f"{type(err).__name__}: {err}")
+    return value
 
 
 def _context() -> Any:  # noqa: ANN401 - a multiprocessing context
@@ -106,6 +120,8 @@ def map_traces(fn: Callable[[Path], T], paths: Sequence[Path], jobs: int,
                 except BrokenProcessPool:
                     _kill_live_workers(pool, started_before)
                     raise
+                if isinstance(value, _Unreadable):
+                    raise RuntimeError(f"a worker's result could not be read back ({value.detail})")
                 slots[index] = value
                 done += 1
                 if isinstance(value, _Failed) and index < first_failure:
