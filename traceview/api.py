@@ -125,16 +125,12 @@ def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: 
                     keep_events: bool = True, progress: Progress | None = None) -> Diagnosis | FolderDiagnosis:
     """:func:`diagnose` without the ``strict`` check (the command line writes the report first),
     saying what it reads to ``progress``."""
-    from traceview.analyzers.compare import folder_comparisons
-    from traceview.pool import default_jobs
-    from traceview.results import FolderDiagnosis
-
     options = attribution_options(dispatch_gap_us)
     rows = top_rows(top)
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     paths = trace_files(path, run)
-    diagnoses = _diagnose_paths(paths, options, rows, min(jobs or default_jobs(), len(paths)), keep_events, progress)
+    diagnoses = _diagnose_paths(paths, options, rows, _workers(jobs, len(paths)), keep_events, progress)
     runs = []
     if len(diagnoses) >= 2:
         from traceview.analyzers.ranks import multi_rank, summarize
@@ -149,7 +145,20 @@ def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: 
         diagnoses = redacted
     if len(diagnoses) == 1:
         return diagnoses[0]
+    from traceview.analyzers.compare import folder_comparisons  # (a folder's only: not a lone trace's import)
+    from traceview.results import FolderDiagnosis
+
     return FolderDiagnosis(tuple(diagnoses), tuple(folder_comparisons(diagnoses, rows)), tuple(runs))
+
+
+def _workers(jobs: int | None, traces: int) -> int:
+    """Processes for ``traces`` traces: one for a lone trace (without importing the pool, which a
+    lone trace's diagnosis does not need), else ``jobs`` or one per core, at most one a trace."""
+    if traces <= 1:
+        return 1
+    from traceview.pool import default_jobs
+
+    return min(jobs or default_jobs(), traces)
 
 
 def _diagnose_paths(paths: list[Path], options: AttributionOptions, rows: int | None, workers: int,
