@@ -376,3 +376,19 @@ def test_an_xla_compile_op_that_hits_the_cache_is_dispatch():
     frame = _frame([{"kind": "host_op", "name": "cluster_0_1/xla_compile:_XlaCompile", "dur": 235_000_000},
                     {"kind": "host_op", "name": "cluster_0_1/xla_compile:_XlaCompile", "dur": 47_000}])
     assert list(assign_roles(frame)) == [Role.COMPILE.value, Role.DISPATCH.value]
+
+
+def test_a_python_autograd_function_is_the_users_python_and_torchs_own_stay_glue():
+    """torch records ``Function.apply`` under the class's name and the backward node as
+    ``<class>Backward``: the pair is a Python Function, whose own time is its Python (a custom
+    Function's 1.8 ms Python backward read as launch/dispatch). torch's own Functions keep their
+    glue as dispatch; AOT autograd's ``CompiledFunction`` stays a call; a backward node with no
+    forward op beside it, or a C++ node (numbered), stays the engine's."""
+    frame = _frame([{"name": n} for n in ("ClipGrad", "ClipGradBackward", "autograd::engine::evaluate_function: "
+                                                                          "ClipGradBackward",
+                                          "CheckpointFunction", "CheckpointFunctionBackward",
+                                          "CompiledFunction", "CompiledFunctionBackward",
+                                          "LonelyBackward", "Addmm", "AddmmBackward0")])
+    assert list(assign_roles(frame)) == [Role.PYTHON_USER.value, Role.PYTHON_USER.value, Role.DISPATCH.value,
+                                         Role.DISPATCH.value, Role.DISPATCH.value, Role.CALL.value, Role.CALL.value,
+                                         Role.DISPATCH.value, Role.DISPATCH.value, Role.DISPATCH.value]

@@ -98,6 +98,40 @@ TORCH_WORKER_INPUT = re.compile(r"_MultiProcessingDataLoaderIter")
 # TanhBackwardBackward0, MseLossBackwardBackward0): the step differentiates its own gradients
 # (torch.autograd.grad(create_graph=True)), which torch.compile does not compile.
 TORCH_DOUBLE_BACKWARD = re.compile(r"BackwardBackward\d*$")
+# torch: a Python autograd.Function. `Function.apply` records an op named after the class
+# (THPFunction_apply in torch/csrc/autograd/python_function.cpp: RECORD_FUNCTION of the type's
+# name, `MyFn`), and its backward node is a class made at definition, named `<class>Backward`
+# (torch/autograd/function.py, FunctionMeta); C++ nodes generated from derivatives.yaml end in
+# the overload's number (`AddmmBackward0`). A trace holding both `X` and `XBackward` as ops ran
+# the Python Function X: the own time of both is its Python forward / backward.
+TORCH_PYTHON_FUNCTION_BACKWARD = re.compile(r"^(\w+)Backward$")
+# torch's own Python autograd.Functions (classes deriving autograd.Function in torch 2.13's
+# torch/ package, test helpers left out): their own time is the framework's Python glue around
+# the ops they call, not the user's code. Not listed: BackwardHookFunction (torch/nn/modules/
+# _functions.py, for register_full_backward_hook): its backward node runs the user's hooks; CompiledFunction: a call (roles.py).
+TORCH_OWN_PYTHON_FUNCTIONS = frozenset({
+    "CheckpointFunction",  # torch/utils/checkpoint.py (use_reentrant=True)
+    "_DDPSink",  # torch/nn/parallel/distributed.py
+    "Broadcast", "ReduceAddCoalesced", "Gather", "Scatter",  # torch/nn/parallel/_functions.py (DataParallel)
+    "SyncBatchNorm", "CrossMapLRN2d",  # torch/nn/modules/_functions.py
+    "_AllGather", "_AllGatherBase", "_AllReduce", "_AlltoAll", "_AlltoAllSingle", "_Broadcast", "_Gather",
+    "_Reduce", "_Reduce_Scatter", "_Scatter",  # torch/distributed/nn/functional.py
+    "RegisterPostBackwardFunction", "RegisterPreBackwardFunction",  # torch/distributed/fsdp/_fully_shard
+    "Redistribute", "NestedRedistribute", "_ToTorchTensor", "_FromTorchTensor",  # torch/distributed/tensor
+    "Graphed",  # torch/cuda/graphs.py make_graphed_callables
+    "ViewBufferFromNested", "ViewNestedFromBuffer",  # torch/nested/_internal/nested_tensor.py
+    "CondAutogradOp", "ScanAutogradOp", "AssociativeScanAutogradOp", "WhileLoopAutogradOp", "MapAutogradOp",
+    "FlexAttentionAutogradOp", "InvokeSubgraphAutogradOp", "InvokeLeafFunctionAutogradOp",
+    "LocalMapAutogradOp",  # torch/_higher_order_ops/*.py
+    "LinearPerSampleGrad", "ConvPerSampleGrad", "EmbeddingPerSampleGrad", "GroupNormPerSampleGrad",
+    "InstanceNormPerSampleGrad", "LayerNormPerSampleGrad",  # torch/nn/utils/_expanded_weights
+    "RMSNormFunction",  # torch/_vendor/quack/rmsnorm.py
+    "LOBPCGAutogradFunction",  # torch/_lobpcg.py
+    "_Dirichlet",  # torch/distributions/dirichlet.py
+    "FakeQuantPerChannel",  # torch/ao/quantization
+    "_MaskedContiguous", "_MaskedToDense", "_MaskedToSparse", "_MaskedToSparseCsr", "_MaskedWhere",
+    "GetData", "Constructor",  # torch/masked/maskedtensor
+})
 # Dtype casts, as compare's per-op table names them (compare.dtype_casts_per_step): TensorFlow's op
 # type Cast (tensorflow/core/kernels/cast_op.cc; XPlane op events end ":Cast", Keras mixed precision
 # casts inputs and variables); torch's ToCopyBackward0, the autograd node of aten::_to_copy behind

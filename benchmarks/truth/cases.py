@@ -409,6 +409,24 @@ def torch_between(variant: str, knob: int) -> StepProgram:
     return TorchStep(between=lambda i: python_work(n) and None)
 
 
+def torch_python_function(variant: str, knob: int) -> StepProgram:
+    import torch
+
+    n = _amount(variant, knob)
+
+    class ScaleGrad(torch.autograd.Function):  # a user's autograd.Function whose backward runs Python
+        @staticmethod
+        def forward(ctx: Any, logits: Any) -> Any:
+            return logits.clone()
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            python_work(n)  # a gradient statistic / clipping rule written in Python (stand-in)
+            return grad
+
+    return TorchStep(wrap=lambda model: (lambda x: ScaleGrad.apply(model(x))))
+
+
 def torch_gc(variant: str, knob: int) -> StepProgram:
     n = _amount(variant, knob)
     return TorchStep(mid=lambda i: make_cycles(n), enter=_gc_switch(variant == "injected"))
@@ -993,6 +1011,11 @@ CASES: tuple[Case, ...] = (
          isolate=True, threads=(2, 1)),
     Case("torch-user-python", "torch", "pure-Python loop (no framework calls) between backward and the optimizer step",
          "host_compute", "host_compute", "steady", torch_user_python, knob=Knob(start=100_000), score_against="in_trace", score_reason=_PYTRACER),
+    Case("torch-python-function", "torch", "a custom autograd.Function on the logits whose backward runs a pure-Python "
+         "loop (the clean twin runs the same Function with no loop); no Python tracer: the Function's backward node "
+         "is an op whose own time is the Python", "host_compute", "host_compute", "steady", torch_python_function,
+         knob=Knob(start=100_000), python_events=False,
+         python_events_reason="the case is the user's Python recorded only as the op that runs it"),
     Case("tf-user-python", "tensorflow", "pure-Python loop (no framework calls) between the gradient call and the update call",
          "host_compute", "host_compute", "steady", tf_user_python, knob=Knob(start=100_000)),
     Case("tf-pyfunc-in-step", "tensorflow", "tf.py_function running a pure-Python loop inside the tf.function gradient "

@@ -640,7 +640,9 @@ def _layer_intervals(
     event_pause, paused_events = _carve_pauses(host_start, host_end, host_row, paused_rows, paused_ns, len(ev))
     pauses = (np.concatenate((event_pause[0], gap_pause[0])), np.concatenate((event_pause[1], gap_pause[1])))
     del paused_rows, paused_ns, event_pause, gap_pause
-    glue = _python_glue(host_start, host_end, piece_role, piece_driver, threshold, roles)
+    python_frame = membership(ev["kind"].array)([Kind.PYTHON.value])[host_row]
+    glue = _python_glue(host_start, host_end, piece_role, piece_driver, python_frame, threshold, roles)
+    del python_frame
     piece_role[glue] = roles.code(GLUE)
     del glue
     per_call = _split_call_cost(ev, host_start, host_end, host_row, piece_role, piece_driver, roles)
@@ -818,11 +820,13 @@ def _carve_pauses(start: np.ndarray, end: np.ndarray, row: np.ndarray, paused_ro
     return (end[pieces].astype(np.int64), old_end.astype(np.int64)), (row[pieces].astype(np.int64), cut.astype(np.int64))
 
 
-def _python_glue(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver: np.ndarray,
+def _python_glue(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver: np.ndarray, python_frame: np.ndarray,
                  threshold: int, roles: _RoleCodes) -> np.ndarray:
     """Pieces of a user Python frame's own time on the step's thread that sit between two pieces
     of framework work and last no longer than the gap threshold: the Python → framework call
-    (argument parsing in the binding, which the Python tracer does not record as a frame)."""
+    (argument parsing in the binding, which the Python tracer does not record as a frame). Only
+    a Python frame's (``python_frame``): an op of the user's Python (a custom autograd.Function's
+    backward, roles._python_functions) records the Python itself, not a call into the framework."""
     glue = np.zeros(len(start), dtype=bool)
     user_code = roles.code(R.PYTHON_USER.value)
     rows = np.flatnonzero(driver)
@@ -837,7 +841,7 @@ def _python_glue(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver: n
     touching_next = np.zeros(len(rows), dtype=bool)
     touching_prev[1:] = framework[:-1] & (end[rows[:-1]] == start[rows[1:]])
     touching_next[:-1] = framework[1:] & (start[rows[1:]] == end[rows[:-1]])
-    glue[rows[user & short & touching_prev & touching_next]] = True
+    glue[rows[user & python_frame[rows] & short & touching_prev & touching_next]] = True
     return glue
 
 

@@ -461,12 +461,32 @@ def host_compute(diag: Diagnosis) -> Finding:
         _grade(share, 0.05, 0.20),
         {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred, "range_ns": in_ranges,
          "other_threads_ns": other_threads, "other_host_ns": other_host, "python_events": python_events,
-         "python_paths": python_events and frames_name_paths(name_values, name_codes, python_rows)},
+         "python_paths": python_events and frames_name_paths(name_values, name_codes, python_rows),
+         "python_ops": _python_ops(diag)},
         "move per-step Python work (metrics, logging, data munging, object churn that triggers garbage "
         "collection) out of the step, vectorize it, or run it in the input pipeline",
         "≥ 5 % moderate, ≥ 20 % high",
         share * total,
     )
+
+
+# Ops named in host_compute's summary as the ones that run the user's Python, at most.
+PYTHON_OPS_NAMED = 3
+
+
+def _python_ops(diag: Diagnosis) -> list[str]:
+    """The ops of the steady steps that run the user's Python (role python_user: a Python
+    autograd.Function's forward and backward, a tf.py_function's kernel, a tf.print), longest in
+    total first (then by name): where the user's Python time is when the trace records no frames."""
+    ev = diag.timeline.events
+    ops = membership(ev["kind"].array)([Kind.HOST_OP.value]) & membership(ev["role"].array)([Role.PYTHON_USER.value])
+    ops &= diag.steps.in_steady(ev)
+    if not ops.any():
+        return []
+    name_codes, name_values = column_codes(ev["name"])
+    total = np.bincount(name_codes[ops], weights=ev["dur"].to_numpy()[ops], minlength=len(name_values))
+    order = sorted((-total[c], name_values[c]) for c in np.flatnonzero(total > 0).tolist())
+    return [str(name) for _, name in order[:PYTHON_OPS_NAMED]]
 
 
 @rule

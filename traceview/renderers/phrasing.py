@@ -272,11 +272,14 @@ def _input_bound(e: Mapping[str, Any], explains: float) -> str:
 def _host_compute(e: Mapping[str, Any], explains: float) -> str:
     caveat = ("; the trace records no Python calls, so that unrecorded time may also be the framework's own "
               "Python around its calls" if e["inferred_ns"] and not e.get("python_events", True) else "")
-    if e["python_ns"] and not e.get("python_paths", True):
+    if e["python_ns"] and e.get("python_events", True) and not e.get("python_paths", True):
         caveat += ("; the trace names Python files without their folders (JAX's and TensorFlow's Python tracers), so "
                    "the framework's own Python is told from yours only by what runs inside its API calls, and the rest "
                    "of it is counted here")
-    parts = [(e["python_ns"], "in the user's Python frames"),
+    # (Without Python frames in the trace, the user's Python is what ops running it recorded.)
+    frames_or_ops = "in the user's Python" if e["python_ns"] and not e.get("python_events", True) else \
+        "in the user's Python frames"
+    parts = [(e["python_ns"], frames_or_ops),
              (e["inferred_ns"], "in unrecorded stretches longer than the dispatch-gap threshold"),
              (e.get("range_ns", 0.0), "inside user ranges, outside every recorded op"),
              (e.get("other_threads_ns", 0.0), "in the user's work run by the framework on another thread "
@@ -285,6 +288,10 @@ def _host_compute(e: Mapping[str, Any], explains: float) -> str:
              (e.get("other_host_ns", 0.0), "in other recorded host work while the device idles")]
     # Every part that holds time (the first two, at zero, when none does): they add up to the total.
     shown = [(ns, where) for ns, where in parts if ns >= 0.5] or parts[:2]
+    ops = e.get("python_ops") or []
+    if ops and (e["python_ns"] or e.get("other_threads_ns", 0.0)):
+        # (A Python autograd.Function's forward / backward, a tf.py_function's or a tf.print's kernel.)
+        caveat += "; the ops that run it: " + ", ".join(f"'{shorten(str(name), TOP_KERNEL_CHARS)}'" for name in ops)
     return (f"host work outside the framework is {fmt_pct(e['host_compute_share'])} of the step ({fmt_ns(explains)}): "
             + ", ".join(f"{fmt_ns(ns)} {where}" for ns, where in shown) + caveat)
 
