@@ -104,6 +104,11 @@ TORCH_DOUBLE_BACKWARD = re.compile(r"BackwardBackward\d*$")
 # (torch/autograd/function.py, FunctionMeta); C++ nodes generated from derivatives.yaml end in
 # the overload's number (`AddmmBackward0`). A trace holding both `X` and `XBackward` as ops ran
 # the Python Function X: the own time of both is its Python forward / backward.
+# torch: the autograd engine's range around one node's evaluation (torch/csrc/autograd/engine.cpp,
+# evaluate_function): inside it the node's own op (`AddmmBackward0`), and around that, unrecorded,
+# the hooks registered on the node and its inputs (tensor.register_hook, module full backward
+# hooks, post-accumulate-grad hooks) and the engine's bookkeeping.
+TORCH_ENGINE_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 TORCH_PYTHON_FUNCTION_BACKWARD = re.compile(r"^(\w+)Backward$")
 # torch's own Python autograd.Functions (classes deriving autograd.Function in torch 2.13's
 # torch/ package, test helpers left out): their own time is the framework's Python glue around

@@ -427,6 +427,18 @@ def torch_python_function(variant: str, knob: int) -> StepProgram:
     return TorchStep(wrap=lambda model: (lambda x: ScaleGrad.apply(model(x))))
 
 
+def torch_grad_hooks(variant: str, knob: int) -> StepProgram:
+    n = _amount(variant, knob)
+
+    def hook(grad: Any) -> None:
+        python_work(n)  # a gradient statistic in Python (stand-in); the gradient is left as it is
+
+    step = TorchStep()
+    for layer in (step.model[0], step.model[2]):  # a hook on each weight's gradient (the clean twin's do nothing)
+        layer.weight.register_hook(hook)
+    return step
+
+
 def torch_gc(variant: str, knob: int) -> StepProgram:
     n = _amount(variant, knob)
     return TorchStep(mid=lambda i: make_cycles(n), enter=_gc_switch(variant == "injected"))
@@ -1016,6 +1028,11 @@ CASES: tuple[Case, ...] = (
          "is an op whose own time is the Python", "host_compute", "host_compute", "steady", torch_python_function,
          knob=Knob(start=100_000), python_events=False,
          python_events_reason="the case is the user's Python recorded only as the op that runs it"),
+    Case("torch-grad-hooks", "torch", "a hook on each weight's gradient (tensor.register_hook) running a pure-Python "
+         "loop (the clean twin's hooks do nothing); no Python tracer: the autograd engine runs the hooks inside a "
+         "node's range, outside its op", "host_compute", "host_compute", "steady", torch_grad_hooks,
+         knob=Knob(start=50_000), python_events=False,
+         python_events_reason="the case is the user's Python run by the autograd engine without a Python tracer"),
     Case("tf-user-python", "tensorflow", "pure-Python loop (no framework calls) between the gradient call and the update call",
          "host_compute", "host_compute", "steady", tf_user_python, knob=Knob(start=100_000)),
     Case("tf-pyfunc-in-step", "tensorflow", "tf.py_function running a pure-Python loop inside the tf.function gradient "

@@ -68,10 +68,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from traceview import categories as cat
 from traceview import compiled
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
-from traceview.arrays import (at_rows, combination_codes, membership, order_by_start_then_longest, unique_sorted,
-                              values_at)
+from traceview.arrays import (at_rows, combination_codes, membership, order_by_start_then_longest, rows_matching,
+                              unique_sorted, values_at)
 from traceview.normalize import compute_ops, launch_rows, outermost_rows, own_pieces_cut, self_time
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
 from traceview.roles import Role
@@ -126,11 +127,18 @@ WAIT_FALLBACKS = ((WAIT, "launch_overhead.call"), (WAIT_TRACING, "graph_build.in
 GAP_SHORT, GAP_LONG, QUEUED, CALL_FALLBACK = "<short gap>", "<long gap>", "<queued>", "<nothing>"
 PAUSE = "<pause: longer than at the same place in the other steps>"
 GLUE = "<user frame between framework calls>"
+HOOKS = "<hooks the autograd engine runs around a node>"
 PER_CALL = "<per-call cost of a compute call>"
 # A CPU op call's fixed cost (dispatcher, TensorIterator set-up, output allocation), when the trace
 # has no no-math calls of the same entry point to measure it: aten::mul on 8 elements takes 2.4 µs
 # own time, on 16 elements 2.2–2.7 µs (profiled, torch 2.13 CPU).
 PER_CALL_MAX_NS = 3_000
+# The autograd engine's own work around one node (checking its outputs, queueing the next nodes:
+# torch/csrc/autograd/engine.cpp) is µs: the own time of `autograd::engine::evaluate_function: …`
+# is ≤ 65 µs at the 99th percentile of every sample and shared torch trace (CPU and GPU; 292 µs
+# at most, once a step). What a node's range holds beyond this, outside its own op, is the hooks
+# the engine ran on it (a tensor hook on each weight doing 0.6 ms of Python read as dispatch).
+ENGINE_BOOKKEEPING_NS = 100_000
 # Roles of the framework's own work on the step's thread (the neighbours that make a short stretch
 # of a user frame the call into the framework).
 _FRAMEWORK_ROLES = frozenset({R.COMPUTE.value, R.COMPILED_CODE.value, R.DISPATCH.value, R.VIEW_ALLOC.value,
@@ -181,11 +189,17 @@ LAYERS: tuple[Layer, ...] = (
     Layer("input", "driver", (R.INPUT.value,), _CPU, "the step's thread is in the input pipeline"),
     Layer("communication.host", "driver", (R.COMMUNICATION.value,), _CPU,
           "the step's thread runs a collective (Gloo: waiting for the peers, moving the data)"),
+    Layer("host_compute.hooks", "host", (HOOKS,), _DEV,
+          "(device idle) the autograd engine runs hooks around a node: a node range's own time beyond the "
+          "engine's bookkeeping (ENGINE_BOOKKEEPING_NS)"),
     Layer("launch_overhead.dispatch", "host",
           (R.DISPATCH.value, R.VIEW_ALLOC.value, R.CALL.value, R.CALL_TRACING.value, R.COMPILED_CODE.value,
            R.COMPUTE.value), _DEV,
           "(device idle) a framework op / call dispatches on the host"),
     Layer("input", "host", (R.INPUT.value,), _DEV, "(device idle) input pipeline"),
+    Layer("host_compute.hooks", "driver", (HOOKS,), _CPU,
+          "the step's thread runs hooks the autograd engine calls around a node (tensor, module and gradient "
+          "hooks): a node range's own time beyond the engine's bookkeeping (ENGINE_BOOKKEEPING_NS)"),
     Layer("launch_overhead.dispatch", "driver", (R.DISPATCH.value, R.VIEW_ALLOC.value), _CPU,
           "the step's thread runs framework runtime: op wrappers, views, allocation, autograd engine"),
     Layer("launch_overhead.python", "driver", (R.PYTHON_FRAMEWORK.value,), _BOTH,
@@ -636,8 +650,9 @@ def _layer_intervals(
         host_start, host_end, host_row = pieces.result()
     piece_role = roles.rows[host_row]
     piece_driver = on_driver[host_row]
+    event_pause, paused_events = _carve(host_start, host_end, host_row, paused_rows, paused_ns, len(ev))
+    hooks = _engine_hooks(ev, host_start, host_end, host_row, on_driver)
     del on_driver
-    event_pause, paused_events = _carve_pauses(host_start, host_end, host_row, paused_rows, paused_ns, len(ev))
     pauses = (np.concatenate((event_pause[0], gap_pause[0])), np.concatenate((event_pause[1], gap_pause[1])))
     del paused_rows, paused_ns, event_pause, gap_pause
     python_frame = membership(ev["kind"].array)([Kind.PYTHON.value])[host_row]
@@ -680,6 +695,8 @@ def _layer_intervals(
             out.append(empty)  # chosen in _segments where no other "others" layer is active
         elif sel == (PER_CALL,):
             out.append(per_call)  # the step thread's pieces, cut off its compute calls
+        elif sel == (HOOKS,):
+            out.append(hooks[0] if layer.scope == "driver" else hooks[1])
         else:
             table = roles.table(sel)
             present = (on_step_thread if layer.scope == "driver" else on_others if layer.scope == "others"
@@ -796,16 +813,66 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
     return paused[runs_here].astype(np.int64), pause[runs_here], shape_of_step
 
 
-def _carve_pauses(start: np.ndarray, end: np.ndarray, row: np.ndarray, paused_rows: np.ndarray,
-                  paused_ns: np.ndarray, n_rows: int) -> tuple[Intervals, Intervals]:
-    """Take each paused event's pause off the end of its longest own piece (where in the event the
-    thread stopped is not recorded; the step's sums do not depend on it). ``end`` is changed in
-    place; returns the pause intervals (starts, ends) and the pause taken off each event (rows, ns)."""
+def hooked_nodes(ev: pd.DataFrame) -> tuple[np.ndarray, int]:
+    """The autograd engine's node ranges (categories.TORCH_ENGINE_NODE, role dispatch) around which
+    it ran hooks, and the engine's usual bookkeeping in a range (the median own time of the
+    trace's other node ranges, ns). A node ran hooks where its range's own time passes
+    ENGINE_BOOKKEEPING_NS in at least half the steps that evaluate that node (by name): hooks run
+    every step, where a stall of the machine lands once (a ReluBackward0 range of 315 µs, once
+    in five steps, with no hook)."""
+    node_ranges = rows_matching(ev["name"], cat.TORCH_ENGINE_NODE) & membership(ev["role"].array)([R.DISPATCH.value])
+    if not node_ranges.any():
+        return node_ranges, 0
+    own = self_time(ev)
+    heavy = node_ranges & (own > ENGINE_BOOKKEEPING_NS)
+    light = node_ranges & ~heavy
+    # (Every range heavy — hooks on every node: a µs of bookkeeping each is left to them.)
+    bookkeeping = int(np.median(own[light])) if light.any() else 0
+    if not heavy.any():
+        return heavy, bookkeeping
+    name = ev["name"].cat.codes.to_numpy().astype(np.int64)
+    step = ev["step"].to_numpy().astype(np.int64)
+    # Per node name, the steps that evaluate it and those where its range ran long.
+    pairs_all = np.unique(np.stack((name[node_ranges], step[node_ranges]), axis=1), axis=0)
+    pairs_heavy = np.unique(np.stack((name[heavy], step[heavy]), axis=1), axis=0)
+    n_names = int(name.max()) + 1
+    evaluated = np.bincount(pairs_all[:, 0], minlength=n_names)
+    long_in = np.bincount(pairs_heavy[:, 0], minlength=n_names)
+    every_step = 2 * long_in >= evaluated + 1
+    return heavy & every_step[np.maximum(name, 0)], bookkeeping
+
+
+def _engine_hooks(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, row: np.ndarray,
+                  on_driver: np.ndarray) -> tuple[Intervals, Intervals]:
+    """The hooks the autograd engine ran around its nodes (:func:`hooked_nodes`): each hooked
+    range's own time beyond the engine's usual bookkeeping, taken off its longest own piece
+    (``end`` changed in place, as for a pause). Returns the intervals on the step's thread and on
+    every host thread. With Python events recorded, a Python hook's frames are inside the range
+    and its own time stays bookkeeping."""
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
-    if not len(paused_rows):
+    hooked, bookkeeping = hooked_nodes(ev)
+    rows = np.flatnonzero(hooked)
+    if not len(rows):
+        return none, none
+    pieces = np.flatnonzero(hooked[row])
+    own = np.bincount(row[pieces], weights=end[pieces] - start[pieces], minlength=len(ev)).astype(np.int64)
+    beyond = np.maximum(own[rows] - bookkeeping, 0)
+    hooks, (hooked_rows, _) = _carve(start, end, row, rows[beyond > 0], beyond[beyond > 0], len(ev))
+    on_step_thread = on_driver[hooked_rows]
+    return (hooks[0][on_step_thread], hooks[1][on_step_thread]), hooks
+
+
+def _carve(start: np.ndarray, end: np.ndarray, row: np.ndarray, carved_rows: np.ndarray,
+           carved_ns: np.ndarray, n_rows: int) -> tuple[Intervals, Intervals]:
+    """Take an amount of each of ``carved_rows``' own time (a pause, hooks) off the end of its
+    longest own piece (where in the event it happened is not recorded; the step's sums do not
+    depend on it). ``end`` is changed in place; returns the intervals taken (starts, ends) and the
+    amount taken off each event (rows, ns)."""
+    none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    if not len(carved_rows):
         return none, none
     amount = np.zeros(n_rows, dtype=np.int64)
-    amount[paused_rows] = paused_ns
+    amount[carved_rows] = carved_ns
     pieces = np.flatnonzero(amount[row] > 0)
     if not len(pieces):
         return none, none

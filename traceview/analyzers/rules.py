@@ -39,12 +39,12 @@ from typing import Callable
 import numpy as np
 
 from traceview import categories as cat
-from traceview.analyzers.attribution import INFERRED_GLUE, driver_rows
+from traceview.analyzers.attribution import INFERRED_GLUE, driver_rows, hooked_nodes
 from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
                                       dataloader_workers)
 from traceview.arrays import codes_matching, column_codes, membership, values_matching
-from traceview.normalize import nearest_ancestor, outermost_rows, top_level_ops
-from traceview.renderers.units import fmt_ns, fmt_pct
+from traceview.normalize import nearest_ancestor, outermost_rows, self_time, top_level_ops
+from traceview.renderers.units import fmt_ns, fmt_pct, shorten
 from traceview.results import GRADES, PAUSED_DETAIL, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role, frames_name_paths
 from traceview.schema import Kind
@@ -91,6 +91,14 @@ LAUNCH_BOUND_GRADES = (0.03, 0.15)
 # sample and ground-truth captures the inferred part is at most 2.3x the recorded one per op (TF eager
 # Keras glue: cnn-infer); a torch loop building its batch from Python lists made it 3.6x and 17x.
 INFERRED_GLUE_CAVEAT = (0.5, 3.0)
+
+# launch_bound first names a framework op or range whose own time — no op inside — is this long a
+# call on average and holds at least this share of the overhead: far beyond any op's dispatch
+# (2-30 µs a call on CPU; the autograd engine's node ranges ≤ 65 µs at the 99th percentile, see
+# attribution.ENGINE_BOOKKEEPING_NS). Without Python events, hooks or Python the trace does not
+# record run there: a hook on the optimizer's step doing 1.8 ms of Python read as 94 µs of
+# dispatch per op, with "fuse the ops" advice.
+HEAVY_OWN_TIME = (100_000, 0.3)
 
 
 # launch_bound first advises a foreach / fused optimizer where, none of them a multi-tensor op,
@@ -139,6 +147,36 @@ def _glue_or_your_code(diag: Diagnosis, overhead: float, ops_per_step: float) ->
     return ("first tell glue from your code: most of this is unrecorded time between ops, which Python of your own "
             "between them (building tensors from Python lists, say) also leaves; profile with Python events "
             "(torch.profiler with_stack=True, JAX / TF's Python tracer) to see which it is; then ", evidence)
+
+
+def _heavy_own_time(diag: Diagnosis, overhead: float) -> tuple[str, dict[str, object]]:
+    """The advice's first words where one framework op or range holds much of the overhead in its
+    own time, call after call (HEAVY_OWN_TIME), in an eager torch trace without Python events, and
+    the evidence. (Not in compiled modes: there a runtime range around compiled code — JAX's PjRt
+    execution, torch.compile's region — holds unrecorded work of the framework's own.)"""
+    ev = diag.timeline.events
+    if not overhead or diag.mode != "torch-eager" or membership(ev["kind"].array)([Kind.PYTHON.value]).any():
+        return "", {}
+    framework = membership(ev["role"].array)([Role.DISPATCH.value, Role.PYTHON_FRAMEWORK.value, Role.VIEW_ALLOC.value])
+    # (Node ranges that ran hooks are counted as the hooks already: attribution.hooked_nodes.)
+    rows = framework & driver_rows(ev, diag.steps) & diag.steps.in_steady(ev) & ~hooked_nodes(ev)[0]
+    if not rows.any():
+        return "", {}
+    own = self_time(ev)
+    name_codes, name_values = column_codes(ev["name"])
+    total = np.bincount(name_codes[rows], weights=own[rows], minlength=len(name_values))
+    calls = np.bincount(name_codes[rows], minlength=len(name_values))
+    top = int(np.argmax(total))
+    steps = max(len(diag.steady_positions), 1)
+    per_step, per_call = total[top] / steps, total[top] / max(calls[top], 1)
+    if per_call < HEAVY_OWN_TIME[0] or per_step < HEAVY_OWN_TIME[1] * overhead:
+        return "", {}
+    name = str(name_values[top])
+    return (f"first see what runs inside '{shorten(name, 80)}': {fmt_ns(per_step)} of its own time a step "
+            f"({fmt_ns(per_call)} a call), with no op inside — more than any op's dispatch costs: hooks or Python "
+            "that the trace does not record (profile with Python events, torch.profiler with_stack=True, to see "
+            "whose); then ", {"heavy_own_op": name, "heavy_own_ns_per_step": per_step,
+                             "heavy_own_ns_per_call": per_call})
 
 
 def _per_tensor_update(diag: Diagnosis) -> tuple[str, dict[str, object]]:
@@ -206,6 +244,8 @@ def launch_bound(diag: Diagnosis) -> Finding:
     grade = _grade(share, *LAUNCH_BOUND_GRADES)
     where = "the device waits for the host" if diag.timeline.has_device else "framework dispatch outside the math"
     glue, glue_evidence = _glue_or_your_code(diag, share * total, s.ops_per_step)
+    heavy, heavy_evidence = _heavy_own_time(diag, share * total)
+    glue = heavy or glue  # (one "first": the op that holds the time, where there is one)
     optimizer, optimizer_evidence = _per_tensor_update(diag)
     mode, regions = diag.mode, {}
     if mode == "torch-eager" and _differentiates_twice(diag):
@@ -224,7 +264,7 @@ def launch_bound(diag: Diagnosis) -> Finding:
     return Finding(
         "launch_bound", "launch/dispatch-bound steps: " + where, grade,
         {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op,
-         **glue_evidence, **optimizer_evidence, **regions},
+         **glue_evidence, **heavy_evidence, **optimizer_evidence, **regions},
         glue + optimizer + words,
         "≥ 3 % moderate, ≥ 15 % high (XProf kernel-launch verdict)",
         share * total,
@@ -445,8 +485,9 @@ def host_compute(diag: Diagnosis) -> Finding:
     inferred = details.get("host_compute.inferred", 0.0)
     in_ranges = details.get("host_compute.annotation", 0.0)
     other_threads = details.get("host_compute.other_threads", 0.0)
+    hooks = details.get("host_compute.hooks", 0.0)
     # (Traces with device activity: recorded host work of any thread while the device idles.)
-    other_host = max(0.0, share * total - python - inferred - in_ranges - other_threads)
+    other_host = max(0.0, share * total - python - inferred - in_ranges - other_threads - hooks)
     # Without Python calls in the trace, unrecorded time on the step's thread is the user's code or
     # the framework's own Python around its calls (TF's Session.run wrapper, Keras layers): the
     # summary says so (the grade stays the share's).
@@ -462,7 +503,7 @@ def host_compute(diag: Diagnosis) -> Finding:
         {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred, "range_ns": in_ranges,
          "other_threads_ns": other_threads, "other_host_ns": other_host, "python_events": python_events,
          "python_paths": python_events and frames_name_paths(name_values, name_codes, python_rows),
-         "python_ops": _python_ops(diag)},
+         "python_ops": _python_ops(diag), "hooks_ns": hooks, "hooked_nodes": _hooked_nodes(diag) if hooks else []},
         "move per-step Python work (metrics, logging, data munging, object churn that triggers garbage "
         "collection) out of the step, vectorize it, or run it in the input pipeline",
         "≥ 5 % moderate, ≥ 20 % high",
@@ -487,6 +528,21 @@ def _python_ops(diag: Diagnosis) -> list[str]:
     total = np.bincount(name_codes[ops], weights=ev["dur"].to_numpy()[ops], minlength=len(name_values))
     order = sorted((-total[c], name_values[c]) for c in np.flatnonzero(total > 0).tolist())
     return [str(name) for _, name in order[:PYTHON_OPS_NAMED]]
+
+
+def _hooked_nodes(diag: Diagnosis) -> list[str]:
+    """The autograd nodes around which the engine ran hooks in the steady steps
+    (attribution.hooked_nodes), most own time first (then by name), named as the engine names
+    them (``torch::autograd::AccumulateGrad``: a tensor hook on a weight)."""
+    ev = diag.timeline.events
+    nodes = hooked_nodes(ev)[0] & diag.steps.in_steady(ev)
+    if not nodes.any():
+        return []
+    own = self_time(ev)
+    name_codes, name_values = column_codes(ev["name"])
+    total = np.bincount(name_codes[nodes], weights=own[nodes], minlength=len(name_values))
+    order = sorted((-total[c], name_values[c]) for c in np.flatnonzero(total > 0).tolist())
+    return [str(name).split(": ", 1)[-1] for _, name in order[:PYTHON_OPS_NAMED]]
 
 
 @rule

@@ -285,15 +285,21 @@ def _host_compute(e: Mapping[str, Any], explains: float) -> str:
              (e.get("other_threads_ns", 0.0), "in the user's work run by the framework on another thread "
                                                "(a tf.py_function's Python, a tf.print's formatting) while the step "
                                                "waits"),
+             (e.get("hooks_ns", 0.0), "in hooks the autograd engine runs around its nodes (tensor.register_hook, "
+                                      "module backward hooks)" + _named(e.get("hooked_nodes"), "hooked nodes")),
              (e.get("other_host_ns", 0.0), "in other recorded host work while the device idles")]
     # Every part that holds time (the first two, at zero, when none does): they add up to the total.
     shown = [(ns, where) for ns, where in parts if ns >= 0.5] or parts[:2]
-    ops = e.get("python_ops") or []
-    if ops and (e["python_ns"] or e.get("other_threads_ns", 0.0)):
+    if e["python_ns"] or e.get("other_threads_ns", 0.0):
         # (A Python autograd.Function's forward / backward, a tf.py_function's or a tf.print's kernel.)
-        caveat += "; the ops that run it: " + ", ".join(f"'{shorten(str(name), TOP_KERNEL_CHARS)}'" for name in ops)
+        caveat += _named(e.get("python_ops"), "the ops that run it", "; ")
     return (f"host work outside the framework is {fmt_pct(e['host_compute_share'])} of the step ({fmt_ns(explains)}): "
             + ", ".join(f"{fmt_ns(ns)} {where}" for ns, where in shown) + caveat)
+
+
+def _named(names: list[str] | None, label: str, lead: str = " — ") -> str:
+    """``lead`` + ``label``: the names quoted, or nothing where there are none."""
+    return f"{lead}{label}: " + ", ".join(f"'{shorten(str(n), TOP_KERNEL_CHARS)}'" for n in names) if names else ""
 
 
 def _low_utilization(e: Mapping[str, Any], explains: float) -> str:
