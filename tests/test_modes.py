@@ -148,3 +148,14 @@ def test_xla_auto_clustering_is_the_xla_mode_and_its_cache_lookups_are_no_graph_
     assert next(f for f in diag.findings if f.rule == "steady_graph_build").grade == "none"
     launch = next(f for f in diag.findings if f.rule == "launch_bound")
     assert "jit_compile" not in launch.advice and launch.advice == advice("fuse", "tensorflow-xla")
+
+
+def test_a_tf_function_run_eagerly_is_told_to_turn_the_switch_off():
+    """A real capture (tests/data/tf_cpu_functions_eagerly/capture.py): a tf.function step with
+    tf.config.run_functions_eagerly(True) left on runs op by op (7.9 ms a step against 1.6 ms):
+    its calls carry the tf_function_call stat ``eager``. It read as an eager step and was told to
+    "run the step as a tf.function", which it already is."""
+    diag = diagnose(trace_paths(Path(__file__).resolve().parent / "data" / "tf_cpu_functions_eagerly")[0])
+    assert diag.mode == "tensorflow-functions-eagerly"
+    launch = next(f for f in diag.findings if f.rule == "launch_bound")
+    assert launch.grade == "high" and "run_functions_eagerly(True) is on" in launch.advice

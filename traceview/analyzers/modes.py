@@ -68,6 +68,9 @@ MODE_RULES: tuple[ModeRule, ...] = (
              name=re.compile(r"^SessionRun$")),
     ModeRule("function", "tensorflow", "tf.function calls (stat tf_function_call traced-nonXla / "
              "notTraced-nonXla; Keras fit runs one)", fn_call=re.compile(r"-nonXla$")),
+    ModeRule("functions-eagerly", "tensorflow", "tf.function calls run as plain Python, op by op: "
+             "tf.config.run_functions_eagerly(True), a debugging switch (stat tf_function_call eager; "
+             "tensorflow/python/eager/polymorphic_function/polymorphic_function.py)", fn_call=re.compile(r"^eager$")),
     ModeRule("eager", "tensorflow", "no graph function call in the trace"),
 )
 
@@ -161,6 +164,9 @@ _FUSE = {
                         "batch so each op does more work",
     "tensorflow-function": "let XLA fuse the function's ops (tf.function(jit_compile=True)), or grow the batch "
                            "so each op does more work",
+    "tensorflow-functions-eagerly": "the step's tf.function runs op by op as plain Python, because "
+                                    "tf.config.run_functions_eagerly(True) is on: turn that debugging switch off so "
+                                    "the function runs as one graph, then let XLA fuse its ops (jit_compile=True)",
     "tensorflow-graph-v1": "move the step to a tf.function with jit_compile=True, or grow the batch so each "
                            "op does more work",
     "tensorflow-xla": "the step is already XLA-compiled: grow the batch so each op does more work, or "
@@ -208,7 +214,7 @@ _TF_INPUT = ("prefetch and parallelize input: tf.data .map(num_parallel_calls=AU
              "keras.utils.PyDataset fed to fit runs on workers with PyDataset(workers=N, use_multiprocessing=True)")
 _INPUT = {
     **{f"torch-{mode}": _TORCH_INPUT for mode in ("eager", "compile", "compile-fallback", "torchscript")},
-    **{f"tensorflow-{mode}": _TF_INPUT for mode in ("eager", "function", "xla", "graph-v1")},
+    **{f"tensorflow-{mode}": _TF_INPUT for mode in ("eager", "function", "functions-eagerly", "xla", "graph-v1")},
     **{f"jax-{mode}": "prefetch input on other threads (a tf.data or grain pipeline with prefetch, or a background "
                       "iterator) and put the next batch on the device (jax.device_put) while the step runs"
        for mode in ("jit", "eager")},
