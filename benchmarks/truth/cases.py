@@ -741,6 +741,14 @@ def tf_contention(variant: str, knob: int) -> StepProgram:
     return ContendedStep(TFStep(mode="eager", mid=mid), compete=variant == "injected")
 
 
+def tf_functions_eagerly(variant: str, knob: int) -> StepProgram:
+    import tensorflow as tf
+
+    # A process-wide debugging switch (each variant in its own processes: isolate=True).
+    tf.config.run_functions_eagerly(variant == "injected")
+    return TFStep(mode="function")
+
+
 def tf_function_vs_eager(variant: str, knob: int) -> StepProgram:
     return TFStep(mode="eager" if variant == "injected" else "function")
 
@@ -1033,6 +1041,11 @@ CASES: tuple[Case, ...] = (
          "node's range, outside its op", "host_compute", "host_compute", "steady", torch_grad_hooks,
          knob=Knob(start=50_000), python_events=False,
          python_events_reason="the case is the user's Python run by the autograd engine without a Python tracer"),
+    Case("tf-functions-eagerly", "tensorflow", "the tf.function step with tf.config.run_functions_eagerly(True) "
+         "(a debugging switch left on: each call runs its Python op by op) vs off", "launch_overhead", "launch_bound",
+         "steady", tf_functions_eagerly, isolate=True, score_against="in_trace",
+         score_reason="the profiler records each eager op's dispatch (the cost is ~1.2× in the trace): it holds "
+         "more of the cost than runs without it"),
     Case("tf-user-python", "tensorflow", "pure-Python loop (no framework calls) between the gradient call and the update call",
          "host_compute", "host_compute", "steady", tf_user_python, knob=Knob(start=100_000)),
     Case("tf-pyfunc-in-step", "tensorflow", "tf.py_function running a pure-Python loop inside the tf.function gradient "

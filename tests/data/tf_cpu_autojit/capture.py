@@ -18,17 +18,11 @@ os.environ["TF_XLA_FLAGS"] = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
 import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tf_mlp_step import sgd_step  # noqa: E402 - tests/data/tf_mlp_step.py
+from tf_mlp_step import profile_steps, sgd_step  # noqa: E402 - tests/data/tf_mlp_step.py
 
 
 def main(out: Path) -> None:
-    step = tf.function(sgd_step())
-    x, y = tf.random.normal((64, 256)), tf.random.uniform((64,), maxval=10, dtype=tf.int32)
-    tf.profiler.experimental.start(str(out))
-    for i in range(6):
-        with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
-            step(x, y).numpy()
-    tf.profiler.experimental.stop()
+    profile_steps(str(out), tf.function(sgd_step()), 6)
 
 
 if __name__ == "__main__":

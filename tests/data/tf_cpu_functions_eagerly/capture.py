@@ -16,20 +16,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tf_mlp_step import sgd_step  # noqa: E402 - tests/data/tf_mlp_step.py
+from tf_mlp_step import profile_steps, sgd_step  # noqa: E402 - tests/data/tf_mlp_step.py
 
 
 def main(out: Path) -> None:
     tf.config.run_functions_eagerly(True)
     step = tf.function(sgd_step())
-    x, y = tf.random.normal((64, 256)), tf.random.uniform((64,), maxval=10, dtype=tf.int32)
+    warm = tf.random.normal((64, 256)), tf.random.uniform((64,), maxval=10, dtype=tf.int32)
     for _ in range(5):
-        step(x, y).numpy()
-    tf.profiler.experimental.start(str(out))
-    for i in range(8):
-        with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
-            step(x, y).numpy()
-    tf.profiler.experimental.stop()
+        step(*warm).numpy()
+    profile_steps(str(out), step, 8)
 
 
 if __name__ == "__main__":
