@@ -228,6 +228,10 @@ PYTHON_API_BOUNDARY = re.compile(r"^\$traceback_utils?\.py:\d+ (reraise_with_fil
 # ("custom-call.1", "loop_convert_fusion", "wrapped_transpose") is a thunk (kind host_op).
 XLA_MODULE_EXECUTION = re.compile(r"(:XLA (CPU|GPU|TPU) module$|^ThunkExecutor::Execute$|^GpuExecutable::ExecuteThunks$)")
 XLA_THUNK_NAME = re.compile(r"^[A-Za-z_][\w.\-]*$")
+# JAX's host callbacks: the XLA program stops in an instruction named after the callback's
+# primitive (jax/_src/callback.py: pure_callback, io_callback; jax/_src/debugging.py:
+# debug_callback, debug_print — jax.debug.print) that calls the user's Python on the host.
+JAX_HOST_CALLBACK = re.compile(r"^(pure_callback|io_callback|debug_callback|debug_print)(\.\d+)?$")
 # HLO pass and pass-pipeline names as XLA's pass pipeline records them: lower case words with
 # - _ . ("dce", "sharding-removal", "float-normalization-bf16", "simplification after layout
 # assignment"). Used only next to a compile event under the same parent (see readers/xplane.py).

@@ -42,7 +42,8 @@ each row says where the names come from. Kinds without a matching row take the r
 kind (:data:`KIND_ROLES`: a ``kernel`` is ``device_kernel`` unless a row makes it
 ``device_communication``). An op ``X`` beside an op ``XBackward`` is a Python autograd.Function:
 its own time, left dispatch by the rows, is the user's Python (:func:`_python_functions`). Nesting
-rules (:func:`assign_roles`) then apply:
+rules (:func:`assign_roles`) then apply (and JAX's host callbacks are the user's Python:
+:func:`_host_callbacks`):
 everything inside graph building / compilation / input takes that role, an op called by
 compiled code is compute, and a Python builtin inherits the role of the frame that called it.
 """
@@ -416,7 +417,8 @@ def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
     role = _python_functions(role, name_values, name_codes, host_op)
     role = _framework_files_by_api_calls(role, name_values, name_codes, python, nesting)
     role = _nesting(role, name_values, name_codes, tracing, python, host_op, nesting)
-    return _loose_thunks(events, role, name_values, name_codes, host_op)
+    role = _loose_thunks(events, role, name_values, name_codes, host_op)
+    return _host_callbacks(role, name_values, name_codes, host_op)
 
 
 def _combinations(columns: tuple[np.ndarray, ...], values: tuple[list[str], ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -567,6 +569,18 @@ def _loose_thunks(events: pd.DataFrame, role: np.ndarray, name_values: list[str]
     loose = (depth == 0) & host_op & worker[track] & (role == code[Role.DISPATCH.value])
     loose &= _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
     role[loose] = code[Role.COMPUTE.value]
+    return role
+
+
+def _host_callbacks(role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
+                    host_op: np.ndarray) -> np.ndarray:
+    """JAX's host callbacks (categories.JAX_HOST_CALLBACK: ``pure_callback.1``, ``debug_print.1``)
+    are the user's Python, not math: the XLA program waits in the instruction while the host runs
+    the callback (2 ms of Python in a pure_callback read as kernel time without JAX's Python
+    tracer). Decided after the nesting rules, which read the instruction as math to make the
+    Python frames under it the user's where the tracer records them."""
+    callback = host_op & _lookup(cat.JAX_HOST_CALLBACK, name_values, name_codes)
+    role[callback & np.isin(role, _MATH_ROLE_CODES)] = _ROLE_CODE[Role.PYTHON_USER.value]
     return role
 
 

@@ -941,6 +941,21 @@ def jax_user_python(variant: str, knob: int) -> StepProgram:
     return JaxStep(mid=lambda i: python_work(n) and None)
 
 
+def jax_host_callback(variant: str, knob: int) -> StepProgram:
+    import jax
+
+    n = _amount(variant, knob)
+
+    def host_metric(value: Any) -> Any:
+        python_work(n)  # a metric computed in Python on the host (stand-in)
+        return np.asarray(value, dtype=np.float32)
+
+    def extra(value: Any) -> Any:
+        return jax.pure_callback(host_metric, jax.ShapeDtypeStruct((), np.float32), value)
+
+    return JaxStep(extra=extra, extra_args=(np.float32(1.0),))
+
+
 def jax_retrace(variant: str, knob: int) -> StepProgram:
     # jit specializes on static arguments: a new float on every call retraces and recompiles the step.
     return JaxStep(scale=_fresh_floats()) if variant == "injected" else JaxStep()
@@ -1046,6 +1061,10 @@ CASES: tuple[Case, ...] = (
          "steady", tf_functions_eagerly, isolate=True, score_against="in_trace",
          score_reason="the profiler records each eager op's dispatch (the cost is ~1.2× in the trace): it holds "
          "more of the cost than runs without it"),
+    Case("jax-host-callback", "jax", "a jax.pure_callback inside the jitted step whose host function runs a "
+         "pure-Python loop (the clean twin's does nothing), JAX's Python tracer off: the XLA program waits in "
+         "the callback's instruction while the host runs it", "host_compute", "host_compute", "steady",
+         jax_host_callback, knob=Knob(start=100_000)),
     Case("tf-user-python", "tensorflow", "pure-Python loop (no framework calls) between the gradient call and the update call",
          "host_compute", "host_compute", "steady", tf_user_python, knob=Knob(start=100_000)),
     Case("tf-pyfunc-in-step", "tensorflow", "tf.py_function running a pure-Python loop inside the tf.function gradient "
