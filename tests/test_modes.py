@@ -159,3 +159,18 @@ def test_a_tf_function_run_eagerly_is_told_to_turn_the_switch_off():
     assert diag.mode == "tensorflow-functions-eagerly"
     launch = next(f for f in diag.findings if f.rule == "launch_bound")
     assert launch.grade == "high" and "run_functions_eagerly(True) is on" in launch.advice
+
+
+def test_a_jitted_step_with_jit_disabled_is_told_to_turn_the_switch_off():
+    """Real captures (benchmarks/truth/cases/jax-disable-jit): the jitted step with jax_disable_jit
+    on runs as Python, each operation a jitted call of its own inside the step's (15× slower); it
+    was told "the step is already jitted". Jitted calls inside another are that mode only in steps
+    that build no graph: a step retraced every call (jax-retrace) calls them while tracing, and a
+    jitted step is recorded as two nested calls of its own name."""
+    truth = Path(__file__).resolve().parent.parent / "benchmarks" / "truth" / "cases"
+    disabled = diagnose(trace_paths(truth / "jax-disable-jit" / "injected")[0])
+    assert disabled.mode == "jax-jit-disabled"
+    launch = next(f for f in disabled.findings if f.rule == "launch_bound")
+    assert launch.advice == advice("fuse", "jax-jit-disabled")
+    for case in ("jax-disable-jit/clean", "jax-retrace/injected", "jax-cold/injected"):
+        assert diagnose(trace_paths(truth / case)[0]).mode == "jax-jit", case

@@ -291,6 +291,17 @@ def outermost_rows(events: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
     return rows[nearest_ancestor(events, rows, mask, include_self=False) < 0]
 
 
+def rows_inside_another(events: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
+    """The rows of ``mask`` held by a row of ``mask`` of another name (the nearest such holder's
+    name differs: a profiler that records one call twice, nested, holds a row of its own name)."""
+    rows = np.flatnonzero(mask)
+    holder = nearest_ancestor(events, rows, mask, include_self=False)
+    name = events["name"].cat.codes.to_numpy()
+    held = holder >= 0
+    held[held] = name[holder[held]] != name[rows[held]]
+    return rows[held]
+
+
 def top_level_ops(events: pd.DataFrame) -> np.ndarray:
     """Host ops whose parent is not itself a host op (ops called from Python, a step marker or an annotation)."""
     is_op = membership(events["kind"].array)([Kind.HOST_OP.value])

@@ -956,6 +956,14 @@ def jax_host_callback(variant: str, knob: int) -> StepProgram:
     return JaxStep(extra=extra, extra_args=(np.float32(1.0),))
 
 
+def jax_disable_jit(variant: str, knob: int) -> StepProgram:
+    import jax
+
+    # A process-wide debugging switch (each variant in its own processes: isolate=True).
+    jax.config.update("jax_disable_jit", variant == "injected")
+    return JaxStep()
+
+
 def jax_retrace(variant: str, knob: int) -> StepProgram:
     # jit specializes on static arguments: a new float on every call retraces and recompiles the step.
     return JaxStep(scale=_fresh_floats()) if variant == "injected" else JaxStep()
@@ -1065,6 +1073,9 @@ CASES: tuple[Case, ...] = (
          "pure-Python loop (the clean twin's does nothing), JAX's Python tracer off: the XLA program waits in "
          "the callback's instruction while the host runs it", "host_compute", "host_compute", "steady",
          jax_host_callback, knob=Knob(start=100_000)),
+    Case("jax-disable-jit", "jax", "the jitted step with jax_disable_jit on (a debugging switch left on: the step "
+         "runs as Python, each jax.numpy operation a jitted call of its own) vs off", "launch_overhead",
+         "launch_bound", "steady", jax_disable_jit, isolate=True),
     Case("tf-user-python", "tensorflow", "pure-Python loop (no framework calls) between the gradient call and the update call",
          "host_compute", "host_compute", "steady", tf_user_python, knob=Knob(start=100_000)),
     Case("tf-pyfunc-in-step", "tensorflow", "tf.py_function running a pure-Python loop inside the tf.function gradient "

@@ -15,7 +15,7 @@ import numpy as np
 
 from traceview import categories as cat
 from traceview.arrays import column_codes, rows_matching, values_matching
-from traceview.normalize import outermost_rows
+from traceview.normalize import outermost_rows, rows_inside_another
 from traceview.results import Steps
 from traceview.schema import Timeline
 
@@ -39,9 +39,17 @@ class ModeRule:
     # With ``name``: the events so named, outermost ones only, must number more than this per
     # steady step (median).
     per_step_over: int | None = None
+    # With ``name`` and ``per_step_over``: count the events so named inside one of another name
+    # instead of the outermost ones.
+    inside_another: bool = False
 
 
 MODE_RULES: tuple[ModeRule, ...] = (
+    ModeRule("jit-disabled", "jax", "jitted calls inside a jitted call of another function in the steady "
+             "steps: jit is disabled (jax.disable_jit(), the jax_disable_jit flag, JAX_DISABLE_JIT=1), so the "
+             "jitted function runs as Python and each jax.numpy operation in it as a jitted call of its own (a "
+             "compiled step runs as one program and calls no jitted function)",
+             name=re.compile(r"^(Pjit|Pmap)Function\("), per_step_over=0, inside_another=True),
     ModeRule("eager", "jax", f"more than {EAGER_CALLS_PER_STEP} outermost jitted calls (`PjitFunction(f)`, "
              "jax/_src/pjit.py) per steady step: the step's jax.numpy operations run one by one, each a jitted "
              "call of its own, not one jitted step", name=re.compile(r"^(Pjit|Pmap)Function\("),
@@ -89,7 +97,8 @@ def execution_mode(timeline: Timeline, steps: Steps | None = None) -> str:
         if rule.fn_call is not None and not any(rule.fn_call.search(c) for c in calls):
             continue
         if rule.per_step_over is not None and rule.name is not None and (
-                steps is None or _outermost_per_step(timeline, steps, rule.name) <= rule.per_step_over):
+                steps is None or _outermost_per_step(timeline, steps, rule.name, rule.inside_another)
+                <= rule.per_step_over):
             continue
         return f"{framework}-{rule.mode}"
     return "unknown"
@@ -115,23 +124,32 @@ def dataloader_workers(timeline: Timeline) -> bool:
     return bool(values_matching(names, cat.TORCH_WORKER_INPUT).any())
 
 
-def _outermost_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str]) -> float:
+def _outermost_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str], inside_another: bool = False) -> float:
     """The median, over the steady steps, of the events named like ``name`` that no other such
-    event holds."""
-    return _named_per_step(timeline, steps, name, outermost=True)
+    event holds (with ``inside_another``: that one of another name holds)."""
+    return _named_per_step(timeline, steps, name, outermost=not inside_another, inside_another=inside_another)
 
 
-def _named_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str], outermost: bool) -> float:
+def _named_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str], outermost: bool,
+                    inside_another: bool = False) -> float:
     """The median, over the steady steps, of the events named like ``name`` (with ``outermost``,
-    those no other such event holds)."""
+    those no other such event holds; with ``inside_another``, those one of another name holds)."""
     events = timeline.events
     named = rows_matching(events["name"], name)
     if not named.any() or not len(steps.table):
         return 0.0
-    rows = outermost_rows(events, named) if outermost else np.flatnonzero(named)
+    rows = (rows_inside_another(events, named) if inside_another else outermost_rows(events, named) if outermost
+            else np.flatnonzero(named))
     step = events["step"].to_numpy()[rows]
     counts = np.bincount(step[step >= 0], minlength=len(steps.table))[: len(steps.table)]
-    return float(np.median(counts[steps.steady_positions]))
+    positions = steps.steady_positions
+    if inside_another:
+        # Only steps that build no graph: tracing a function calls the jitted functions inside it
+        # (a step retraced every call read as jit disabled).
+        positions = positions[steps.table["graph_build_events"].to_numpy()[positions] == 0]
+        if not len(positions):
+            return 0.0
+    return float(np.median(counts[positions]))
 
 
 # Advice that depends on the mode: finding -> mode -> text ("*" for any other mode). Each text
@@ -175,6 +193,9 @@ _FUSE = {
                "lax.fori_loop over the step)",
     "jax-eager": "jit the step (jax.jit over the whole update, gradient included): its jax.numpy operations "
                  "now run one by one, each a dispatch of its own; or grow the batch so each does more work",
+    "jax-jit-disabled": "the step's jax.jit runs op by op as Python because jit is disabled (jax.disable_jit(), "
+                        "the jax_disable_jit flag or JAX_DISABLE_JIT=1: debugging switches): turn it off so the "
+                        "step runs as one XLA program",
     "*": "fuse work into fewer, larger ops: torch.compile / CUDA graphs in PyTorch, tf.function / "
          "jit_compile=True in TensorFlow, jax.jit; or grow the batch so each op does more work",
 }
@@ -217,7 +238,7 @@ _INPUT = {
     **{f"tensorflow-{mode}": _TF_INPUT for mode in ("eager", "function", "functions-eagerly", "xla", "graph-v1")},
     **{f"jax-{mode}": "prefetch input on other threads (a tf.data or grain pipeline with prefetch, or a background "
                       "iterator) and put the next batch on the device (jax.device_put) while the step runs"
-       for mode in ("jit", "eager")},
+       for mode in ("jit", "eager", "jit-disabled")},
     "*": "prefetch and parallelize input: DataLoader(num_workers>0, pin_memory=True); tf.data .prefetch(AUTOTUNE) "
          "and .map(num_parallel_calls=AUTOTUNE)",
 }
