@@ -178,8 +178,8 @@ _FUSE = {
                               "the batch so each op does more work",
     "torch-torchscript": "TorchScript runs the ops one by one: freeze the module (torch.jit.freeze) so "
                          "constants fold and ops fuse, or grow the batch so each op does more work",
-    "tensorflow-eager": "run the step as a tf.function (jit_compile=True lets XLA fuse its ops), or grow the "
-                        "batch so each op does more work",
+    "tensorflow-eager": "run the step as a tf.function (Keras: compile(run_eagerly=False), the default; "
+                        "jit_compile=True lets XLA fuse its ops), or grow the batch so each op does more work",
     "tensorflow-function": "let XLA fuse the function's ops (tf.function(jit_compile=True)), or grow the batch "
                            "so each op does more work",
     "tensorflow-functions-eagerly": "the step's tf.function runs op by op as plain Python, because "
