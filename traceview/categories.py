@@ -98,22 +98,23 @@ TORCH_WORKER_INPUT = re.compile(r"_MultiProcessingDataLoaderIter")
 # TanhBackwardBackward0, MseLossBackwardBackward0): the step differentiates its own gradients
 # (torch.autograd.grad(create_graph=True)), which torch.compile does not compile.
 TORCH_DOUBLE_BACKWARD = re.compile(r"BackwardBackward\d*$")
+# torch: the autograd engine's range around one node's evaluation (torch/csrc/autograd/engine.cpp,
+# evaluate_function): inside it the node's own op (`AddmmBackward0`), and around that, unrecorded,
+# the hooks registered on the node and its inputs (tensor.register_hook, module full backward
+# hooks, post-accumulate-grad hooks) and the engine's bookkeeping.
+TORCH_ENGINE_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 # torch: a Python autograd.Function. `Function.apply` records an op named after the class
 # (THPFunction_apply in torch/csrc/autograd/python_function.cpp: RECORD_FUNCTION of the type's
 # name, `MyFn`), and its backward node is a class made at definition, named `<class>Backward`
 # (torch/autograd/function.py, FunctionMeta); C++ nodes generated from derivatives.yaml end in
 # the overload's number (`AddmmBackward0`). A trace holding both `X` and `XBackward` as ops ran
 # the Python Function X: the own time of both is its Python forward / backward.
-# torch: the autograd engine's range around one node's evaluation (torch/csrc/autograd/engine.cpp,
-# evaluate_function): inside it the node's own op (`AddmmBackward0`), and around that, unrecorded,
-# the hooks registered on the node and its inputs (tensor.register_hook, module full backward
-# hooks, post-accumulate-grad hooks) and the engine's bookkeeping.
-TORCH_ENGINE_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
 TORCH_PYTHON_FUNCTION_BACKWARD = re.compile(r"^(\w+)Backward$")
 # torch's own Python autograd.Functions (classes deriving autograd.Function in torch 2.13's
 # torch/ package, test helpers left out): their own time is the framework's Python glue around
 # the ops they call, not the user's code. Not listed: BackwardHookFunction (torch/nn/modules/
-# _functions.py, for register_full_backward_hook): its backward node runs the user's hooks; CompiledFunction: a call (roles.py).
+# _functions.py, for register_full_backward_hook): its backward node runs the user's hooks;
+# CompiledFunction: a call (roles.py).
 TORCH_OWN_PYTHON_FUNCTIONS = frozenset({
     "CheckpointFunction",  # torch/utils/checkpoint.py (use_reentrant=True)
     "_DDPSink",  # torch/nn/parallel/distributed.py
@@ -399,8 +400,7 @@ def op_base_name(name: str) -> str:
     """The op's own name without framework prefixes: "aten::addmm" -> "addmm",
     "dense/MatMul:MatMul" -> "MatMul", "EagerLocalExecute: MatMul" -> "MatMul"."""
     name = str(name)
-    if name.startswith("autograd::engine::evaluate_function: "):
-        name = name.split(": ", 1)[1]
+    name = TORCH_ENGINE_NODE.sub("", name, count=1)
     if ": " in name:
         name = name.rsplit(": ", 1)[1]
     elif ":" in name and "::" not in name:

@@ -163,6 +163,9 @@ class Attribution:
     # step's thread (tf.function / jitted / torch.compile calls, compiled code); the rest lies
     # outside them (analyzers/attribution._launch_in_calls; launch_bound's advice).
     launch_in_calls: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # The event rows of the autograd engine's node ranges around which it ran hooks, their own time
+    # beyond the engine's bookkeeping counted as host_compute.hooks (analyzers/attribution.hooked_nodes).
+    hooked_nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __repr__(self) -> str:
         return (f"Attribution({self.mode}, {len(self.per_step)} steps, dispatch-gap threshold "

@@ -405,8 +405,7 @@ def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
         role[tiny] = _ROLE_CODE[Role.DISPATCH.value]
     api = kind_in([Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
     role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
-    xla_compile = codes_matching(name_codes, np.array([bool(XLA_COMPILE_OP.search(str(v))) for v in name_values],
-                                                      dtype=bool))
+    xla_compile = _lookup(XLA_COMPILE_OP, name_values, name_codes)
     if xla_compile.any():
         # A cluster's compile op that returns this fast found its executable in XLA's cache.
         role[xla_compile & (events["dur"].to_numpy() < XLA_CACHE_HIT_NS)] = _ROLE_CODE[Role.DISPATCH.value]

@@ -263,6 +263,7 @@ class _Segments:
     gap_rule: str
     compared_steps: tuple[int, ...]  # step positions compared for pauses (analyzers/pauses.py)
     paused_events: tuple[np.ndarray, np.ndarray]  # (rows, ns): the pause taken off each event's own time
+    hooked_nodes: np.ndarray  # rows of the node ranges around which the engine ran hooks (hooked_nodes)
 
 
 def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionOptions) -> _Segments:
@@ -270,7 +271,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     winning layer."""
     table = steps.table
     layers = [layer for layer in LAYERS if mode in layer.modes]
-    intervals, threshold, rule, compared, paused_events = _layer_intervals(timeline, steps, layers, options)
+    intervals, threshold, rule, compared, paused_events, hooked = _layer_intervals(timeline, steps, layers, options)
     window_start, window_end = table["start"].to_numpy(), table["end"].to_numpy()
     points, active = layer_activity(window_start, window_end, intervals)
     seg_start = points[:-1]
@@ -313,7 +314,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     bucket_of_layer = np.array([BUCKETS.index(layer.bucket) if layer.bucket in BUCKETS else -1 for layer in layers])
     bucket = np.where(winner >= 0, at_rows(bucket_of_layer, winner), BUCKETS.index("idle"))
     return _Segments(seg_start, seg_len, step_idx, in_step, winner, bucket, [layer.name for layer in layers],
-                     threshold, rule, compared, paused_events)
+                     threshold, rule, compared, paused_events, hooked)
 
 
 def layer_activity(
@@ -521,7 +522,7 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
     return Attribution(per_step=per_step, details=details, mode=mode, options=options,
                        gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule,
                        compared_steps=seg.compared_steps, paused_events=seg.paused_events,
-                       launch_in_calls=_launch_in_calls(timeline, steps, seg, n_steps))
+                       launch_in_calls=_launch_in_calls(timeline, steps, seg, n_steps), hooked_nodes=seg.hooked_nodes)
 
 
 # Roles of the calls a compiled step runs through: a tf.function / jitted / torch.compile call and the
@@ -651,7 +652,7 @@ def _layer_intervals(
     piece_role = roles.rows[host_row]
     piece_driver = on_driver[host_row]
     event_pause, paused_events = _carve(host_start, host_end, host_row, paused_rows, paused_ns, len(ev))
-    hooks = _engine_hooks(ev, host_start, host_end, host_row, on_driver)
+    hooks, hooked = _engine_hooks(ev, host_start, host_end, host_row, on_driver)
     del on_driver
     pauses = (np.concatenate((event_pause[0], gap_pause[0])), np.concatenate((event_pause[1], gap_pause[1])))
     del paused_rows, paused_ns, event_pause, gap_pause
@@ -715,7 +716,7 @@ def _layer_intervals(
             elif layer.scope == "others":
                 wanted &= ~piece_driver
             out.append((host_start[wanted], host_end[wanted]))
-    return out, threshold, rule, tuple(sorted(shape_of_step)), paused_events
+    return out, threshold, rule, tuple(sorted(shape_of_step)), paused_events, hooked
 
 
 # A layer's scope as the compiled selection takes it (traceview/_passes.c selected_runs).
@@ -829,7 +830,8 @@ def hooked_nodes(ev: pd.DataFrame) -> tuple[np.ndarray, int]:
     calls = {name_values[c] for c in unique_sorted(name_codes[membership(ev["role"].array)([R.CALL.value])]).tolist()
              if c >= 0}
     if calls:
-        around_call = np.array([v.split(": ", 1)[-1] in calls for v in name_values] + [False], dtype=bool)
+        around_call = np.array([cat.TORCH_ENGINE_NODE.sub("", v, count=1) in calls for v in name_values] + [False],
+                               dtype=bool)
         node_ranges &= ~around_call[name_codes]
     own = self_time(ev)
     heavy = node_ranges & (own > ENGINE_BOOKKEEPING_NS)
@@ -851,23 +853,23 @@ def hooked_nodes(ev: pd.DataFrame) -> tuple[np.ndarray, int]:
 
 
 def _engine_hooks(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, row: np.ndarray,
-                  on_driver: np.ndarray) -> tuple[Intervals, Intervals]:
+                  on_driver: np.ndarray) -> tuple[tuple[Intervals, Intervals], np.ndarray]:
     """The hooks the autograd engine ran around its nodes (:func:`hooked_nodes`): each hooked
     range's own time beyond the engine's usual bookkeeping, taken off its longest own piece
     (``end`` changed in place, as for a pause). Returns the intervals on the step's thread and on
-    every host thread. With Python events recorded, a Python hook's frames are inside the range
-    and its own time stays bookkeeping."""
+    every host thread, and the hooked ranges' rows. With Python events recorded, a Python hook's
+    frames are inside the range and its own time stays bookkeeping."""
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     hooked, bookkeeping = hooked_nodes(ev)
     rows = np.flatnonzero(hooked)
     if not len(rows):
-        return none, none
+        return (none, none), rows
     pieces = np.flatnonzero(hooked[row])
     own = np.bincount(row[pieces], weights=end[pieces] - start[pieces], minlength=len(ev)).astype(np.int64)
     beyond = np.maximum(own[rows] - bookkeeping, 0)
     hooks, (hooked_rows, _) = _carve(start, end, row, rows[beyond > 0], beyond[beyond > 0], len(ev))
     on_step_thread = on_driver[hooked_rows]
-    return (hooks[0][on_step_thread], hooks[1][on_step_thread]), hooks
+    return ((hooks[0][on_step_thread], hooks[1][on_step_thread]), hooks), rows
 
 
 def _carve(start: np.ndarray, end: np.ndarray, row: np.ndarray, carved_rows: np.ndarray,

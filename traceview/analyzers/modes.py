@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -97,7 +98,8 @@ def execution_mode(timeline: Timeline, steps: Steps | None = None) -> str:
         if rule.fn_call is not None and not any(rule.fn_call.search(c) for c in calls):
             continue
         if rule.per_step_over is not None and rule.name is not None and (
-                steps is None or _outermost_per_step(timeline, steps, rule.name, rule.inside_another)
+                steps is None or _named_per_step(timeline, steps, rule.name,
+                                                 "inside_another" if rule.inside_another else "outermost")
                 <= rule.per_step_over):
             continue
         return f"{framework}-{rule.mode}"
@@ -114,7 +116,7 @@ COMPILED_REGION = re.compile(r"^Torch-Compiled Region: ")
 def compiled_regions_per_step(timeline: Timeline, steps: Steps) -> float:
     """The median, over the steady steps, of the torch.compile regions a step runs (nested ones
     included): 1 for a step compiled whole, more where graph breaks split it."""
-    return _named_per_step(timeline, steps, COMPILED_REGION, outermost=False)
+    return _named_per_step(timeline, steps, COMPILED_REGION, "all")
 
 
 def dataloader_workers(timeline: Timeline) -> bool:
@@ -124,26 +126,25 @@ def dataloader_workers(timeline: Timeline) -> bool:
     return bool(values_matching(names, cat.TORCH_WORKER_INPUT).any())
 
 
-def _outermost_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str], inside_another: bool = False) -> float:
-    """The median, over the steady steps, of the events named like ``name`` that no other such
-    event holds (with ``inside_another``: that one of another name holds)."""
-    return _named_per_step(timeline, steps, name, outermost=not inside_another, inside_another=inside_another)
-
-
-def _named_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str], outermost: bool,
-                    inside_another: bool = False) -> float:
-    """The median, over the steady steps, of the events named like ``name`` (with ``outermost``,
-    those no other such event holds; with ``inside_another``, those one of another name holds)."""
+def _named_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str],
+                    which: Literal["all", "outermost", "inside_another"]) -> float:
+    """The median, over the steady steps, of the events named like ``name``: all of them, the
+    ``outermost`` (no other such event holds them), or those ``inside_another`` (one of another
+    name holds them; counted in the steady steps that build no graph)."""
     events = timeline.events
     named = rows_matching(events["name"], name)
     if not named.any() or not len(steps.table):
         return 0.0
-    rows = (rows_inside_another(events, named) if inside_another else outermost_rows(events, named) if outermost
-            else np.flatnonzero(named))
+    if which == "outermost":
+        rows = outermost_rows(events, named)
+    elif which == "inside_another":
+        rows = rows_inside_another(events, named)
+    else:
+        rows = np.flatnonzero(named)
     step = events["step"].to_numpy()[rows]
     counts = np.bincount(step[step >= 0], minlength=len(steps.table))[: len(steps.table)]
     positions = steps.steady_positions
-    if inside_another:
+    if which == "inside_another":
         # Only steps that build no graph: tracing a function calls the jitted functions inside it
         # (a step retraced every call read as jit disabled).
         positions = positions[steps.table["graph_build_events"].to_numpy()[positions] == 0]

@@ -39,7 +39,7 @@ from typing import Callable
 import numpy as np
 
 from traceview import categories as cat
-from traceview.analyzers.attribution import INFERRED_GLUE, driver_rows, hooked_nodes
+from traceview.analyzers.attribution import INFERRED_GLUE, driver_rows
 from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
                                       dataloader_workers)
 from traceview.arrays import codes_matching, column_codes, membership, values_matching
@@ -158,8 +158,8 @@ def _heavy_own_time(diag: Diagnosis, overhead: float) -> tuple[str, dict[str, ob
     if not overhead or diag.mode != "torch-eager" or membership(ev["kind"].array)([Kind.PYTHON.value]).any():
         return "", {}
     framework = membership(ev["role"].array)([Role.DISPATCH.value, Role.PYTHON_FRAMEWORK.value, Role.VIEW_ALLOC.value])
-    # (Node ranges that ran hooks are counted as the hooks already: attribution.hooked_nodes.)
-    rows = framework & driver_rows(ev, diag.steps) & diag.steps.in_steady(ev) & ~hooked_nodes(ev)[0]
+    framework[diag.attribution.hooked_nodes] = False  # (counted as the hooks they ran already)
+    rows = framework & driver_rows(ev, diag.steps) & diag.steps.in_steady(ev)
     if not rows.any():
         return "", {}
     own = self_time(ev)
@@ -518,31 +518,32 @@ PYTHON_OPS_NAMED = 3
 def _python_ops(diag: Diagnosis) -> list[str]:
     """The ops of the steady steps that run the user's Python (role python_user: a Python
     autograd.Function's forward and backward, a tf.py_function's kernel, a tf.print), longest in
-    total first (then by name): where the user's Python time is when the trace records no frames."""
+    total first: where the user's Python time is when the trace records no frames."""
     ev = diag.timeline.events
     ops = membership(ev["kind"].array)([Kind.HOST_OP.value]) & membership(ev["role"].array)([Role.PYTHON_USER.value])
-    ops &= diag.steps.in_steady(ev)
-    if not ops.any():
-        return []
-    name_codes, name_values = column_codes(ev["name"])
-    total = np.bincount(name_codes[ops], weights=ev["dur"].to_numpy()[ops], minlength=len(name_values))
-    order = sorted((-total[c], name_values[c]) for c in np.flatnonzero(total > 0).tolist())
-    return [str(name) for _, name in order[:PYTHON_OPS_NAMED]]
+    return _names_by_time(diag, ops & diag.steps.in_steady(ev), ev["dur"].to_numpy())
 
 
 def _hooked_nodes(diag: Diagnosis) -> list[str]:
     """The autograd nodes around which the engine ran hooks in the steady steps
-    (attribution.hooked_nodes), most own time first (then by name), named as the engine names
-    them (``torch::autograd::AccumulateGrad``: a tensor hook on a weight)."""
+    (Attribution.hooked_nodes), most own time first, named as the engine names them
+    (``torch::autograd::AccumulateGrad``: a tensor hook on a weight)."""
     ev = diag.timeline.events
-    nodes = hooked_nodes(ev)[0] & diag.steps.in_steady(ev)
-    if not nodes.any():
+    nodes = np.zeros(len(ev), dtype=bool)
+    nodes[diag.attribution.hooked_nodes] = True
+    return [cat.TORCH_ENGINE_NODE.sub("", name, count=1)
+            for name in _names_by_time(diag, nodes & diag.steps.in_steady(ev), self_time(ev))]
+
+
+def _names_by_time(diag: Diagnosis, rows: np.ndarray, time: np.ndarray) -> list[str]:
+    """The event names of the ``rows`` (a mask), most ``time`` in total first (then by name), at
+    most PYTHON_OPS_NAMED of them."""
+    if not rows.any():
         return []
-    own = self_time(ev)
-    name_codes, name_values = column_codes(ev["name"])
-    total = np.bincount(name_codes[nodes], weights=own[nodes], minlength=len(name_values))
+    name_codes, name_values = column_codes(diag.timeline.events["name"])
+    total = np.bincount(name_codes[rows], weights=time[rows], minlength=len(name_values))
     order = sorted((-total[c], name_values[c]) for c in np.flatnonzero(total > 0).tolist())
-    return [str(name).split(": ", 1)[-1] for _, name in order[:PYTHON_OPS_NAMED]]
+    return [str(name) for _, name in order[:PYTHON_OPS_NAMED]]
 
 
 @rule
