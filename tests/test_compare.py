@@ -125,7 +125,7 @@ def test_headline_of_a_candidate_whose_steps_last_nothing() -> None:
 
     cmp = SimpleNamespace(gap_ns=-1_000_000.0, ratio_interval=(0.0, 0.0), candidate_step_ns=0.0,
                           baseline_step_ns=1_000_000.0, significant=True, ratio=0.0, ranked=lambda: [],
-                          batch_ratio=None, interval_without_pauses=False)
+                          batch_ratio=None, interval_without_pauses=False, run_to_run=False)
     lead, rest = gap_headline(cmp)
     assert lead.startswith("The baseline is") and "95 % interval" not in rest
     cmp.ratio_interval = (0.0, 0.5)
@@ -319,3 +319,146 @@ def test_the_same_ops_slower_beside_the_input_pipelines_threads_are_named():
     assert kernel.evidence["same_ops_ratio"] >= SAME_WORK_SLOWER[0]
     assert cand - base >= INPUT_BESIDE_SHARE * (slow - fast) > 0
     assert "the candidate's input pipeline runs" in kernel.advice and "on other threads beside its math" in kernel.advice
+
+
+def _same_program_pair():  # noqa: ANN202
+    """tests/data/torch_cpu_same_program: one unchanged program captured twice (README.md there)."""
+    from traceview.loader import trace_paths
+
+    data = REPO / "tests" / "data" / "torch_cpu_same_program"
+    return tuple(cached_diagnosis(trace_paths(data / run)[0]) for run in ("run_a", "run_b"))
+
+
+def _truth_pair(case: str):  # noqa: ANN202
+    import json
+
+    from benchmarks.truth.score import _trace
+
+    folder = REPO / "benchmarks" / "truth" / "cases" / case
+    truth = json.loads((folder / "ground_truth.json").read_text())
+    return tuple(cached_diagnosis(_trace(folder, truth, variant)) for variant in ("clean", "injected"))
+
+
+def _scaled(cmp, ratio: float):  # noqa: ANN001, ANN202
+    """The comparison with the candidate's buckets (and its same ops' compute) all scaled, as a run's
+    speed scales them, to ``ratio`` times the baseline's step (its interval with them, 5 % either side)."""
+    import dataclasses
+
+    from traceview.results import BucketDelta
+
+    scale = ratio * cmp.baseline_step_ns / cmp.candidate_step_ns
+    return dataclasses.replace(cmp, buckets=tuple(BucketDelta(d.bucket, d.baseline_ns, d.candidate_ns * scale)
+                                                  for d in cmp.buckets), ratio_interval=(ratio * 0.95, ratio * 1.05),
+                               same_count_compute_ns=(None if cmp.same_count_compute_ns is None else
+                                                      (cmp.same_count_compute_ns[0],
+                                                       cmp.same_count_compute_ns[1] * scale)))
+
+
+def test_two_captures_of_one_program_name_no_cause() -> None:
+    """Real captures of one program (tests/data/torch_cpu_same_program): the second ran on a slowed
+    machine, 1.44x the first in the trace, 0.94x by the captures' own unprofiled timing. Both run the
+    same work and record nothing that differs: no cause is named and the first line says why (it read
+    'HIGH gap_kernel … the same compute ops took 2.0x as long'). The same holds for the JAX
+    same-program ground-truth pair, which has no unprofiled timing (1.33x profiled)."""
+    from traceview.renderers.phrasing import gap_headline, listed_causes
+    from traceview.results import RUN_TO_RUN_RATIO, UNPROFILED_RUN_TO_RUN_RATIO
+
+    cmp = compare(*_same_program_pair())
+    assert cmp.same_work and cmp.known_differences == () and cmp.ratio > 1.4
+    spread, bound, unprofiled = cmp.run_spread
+    assert unprofiled and bound == UNPROFILED_RUN_TO_RUN_RATIO and spread < bound and cmp.run_to_run
+    (gap,) = cmp.findings
+    assert gap.rule == "gap" and gap.grade == "none" and gap.evidence["run_to_run"]
+    # (the collector records input shapes: the same on both sides, so no caveat about them)
+    assert cmp.shapes_compared and "without the profiler" in gap.summary and "tensor shapes" not in gap.summary
+    lead, rest = gap_headline(cmp)
+    assert lead == "No difference beyond run-to-run variation" and "apart without the profiler" in rest
+    assert "differ in size" not in rest and listed_causes(cmp) == []
+    jax = compare(*_truth_pair("jax-same-program"))
+    assert jax.unprofiled_ratio is None and jax.run_spread[1] == RUN_TO_RUN_RATIO and jax.run_to_run
+    # Without recorded shapes, inputs of another size would look the same: the report says so.
+    (jax_gap,) = jax.findings
+    assert not jax.shapes_compared and "record no tensor shapes" in jax_gap.summary
+    assert "inputs of another size" in jax_gap.advice and "unless the inputs differ in size" in gap_headline(jax)[1]
+
+
+def test_the_same_work_beyond_the_runs_own_variation_names_causes_that_say_so() -> None:
+    """The JAX same-program pair with its candidate scaled beyond RUN_TO_RUN_RATIO: causes are named,
+    and their advice says both run the same work with nothing recorded to tell them apart (the
+    dispatch gap had no advice; the kernel one listed threads, dtype and shapes first)."""
+    from traceview.analyzers.rules import comparison_findings
+    from traceview.results import RUN_TO_RUN_RATIO
+
+    slower = _scaled(compare(*_truth_pair("jax-same-program")), RUN_TO_RUN_RATIO + 0.3)
+    assert slower.same_work and not slower.run_to_run
+    assert any(f.rule == "gap_kernel" and f.grade == "high" for f in comparison_findings(slower))
+    # (compiled programs' op names are no sign of the same math: no same-ops advice for them)
+    torch_slower = _scaled(compare(*_truth_pair("torch-same-program")), RUN_TO_RUN_RATIO + 0.3)
+    found = {f.rule: f for f in comparison_findings(torch_slower)}
+    assert "nothing else they record tells the runs apart" in found["gap_kernel"].advice
+    dispatch = found["gap_launch_overhead"]
+    assert dispatch.evidence["same_work"] and dispatch.evidence["dispatch_ratio"] > 1.0
+    assert "not more ops but slower host work per op" in dispatch.advice
+
+
+def test_each_condition_of_the_runs_own_variation_is_needed() -> None:
+    """Each condition of Comparison.run_to_run, taken away alone from a same-program pair, brings the
+    causes back: a recorded difference between the runs, the gap moved into the user's Python
+    (work the per-op alignment does not see), other work on one side."""
+    import dataclasses
+
+    from traceview.analyzers.rules import comparison_findings
+    from traceview.results import BucketDelta
+
+    same = _scaled(compare(*_truth_pair("jax-same-program")), 1.2)
+    assert same.run_to_run
+
+    def names_causes(variant) -> bool:  # noqa: ANN001
+        return any(f.grade in ("high", "moderate") for f in comparison_findings(variant))
+
+    assert not names_causes(same)
+    assert names_causes(dataclasses.replace(same, known_differences=("intra_op_threads",)))
+    into_python = tuple(BucketDelta(d.bucket, d.baseline_ns,
+                                    d.baseline_ns + (same.gap_ns if d.bucket == "host_compute" else 0.0))
+                        for d in same.buckets)
+    assert names_causes(dataclasses.replace(same, buckets=into_python))
+    assert names_causes(dataclasses.replace(same, same_work_shares=(1.0, 0.9)))
+
+
+def test_a_pair_with_an_injected_cause_is_never_the_runs_own_variation() -> None:
+    """Every steady ground-truth pair adds a cost to an otherwise unchanged step: none may read as
+    run-to-run variation, even those whose ops are the same on both sides (Python, input, pauses,
+    intra-op threads)."""
+    import json
+
+    from benchmarks.truth.score import _trace, case_folders
+
+    checked = 0
+    for folder in case_folders():
+        truth = json.loads((folder / "ground_truth.json").read_text())
+        if truth["case"]["window"] != "steady" or truth["case"].get("kind", "cause") != "cause":
+            continue
+        cmp = compare(cached_diagnosis(_trace(folder, truth, "clean")),
+                      cached_diagnosis(_trace(folder, truth, "injected")))
+        assert not cmp.run_to_run, folder.name
+        checked += 1
+    assert checked >= 20
+
+
+def test_input_shapes_recorded_on_both_sides_tell_two_runs_apart() -> None:
+    """torch record_shapes: the sample torch captures record each op's input elements; a trace
+    compared with itself has the same, and one whose ops took other inputs (another workload's
+    captures) differs in them."""
+    from traceview.analyzers.compare import input_elements_per_step, known_differences
+    from traceview.loader import trace_paths
+
+    def diagnosis(folder):  # noqa: ANN001, ANN202
+        return cached_diagnosis(trace_paths(folder)[0])
+
+    mlp2 = diagnosis(REPO / "sample_traces" / "mlp2" / "torch-eager")
+    cnn = diagnosis(REPO / "sample_traces" / "cnn" / "torch-eager")
+    assert input_elements_per_step(mlp2) and input_elements_per_step(cnn)
+    assert known_differences(mlp2, mlp2) == ()
+    assert "input shapes" in known_differences(mlp2, cnn)
+    no_shapes = diagnosis(REPO / "benchmarks" / "truth" / "cases" / "torch-tiny-ops" / "clean")
+    assert input_elements_per_step(no_shapes) is None

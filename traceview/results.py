@@ -580,6 +580,28 @@ OP_DIFF_COLUMNS: tuple[str, ...] = ("name", "kind", "baseline_count_per_step", "
 # the compare headline says so beside the unprofiled ratio.
 UNEVEN_INFLATION = 1.25
 
+# Two traces run the same work when the ops and kernels at the same count per step on both sides
+# hold at least this share of each side's op and kernel time (Comparison.same_work_shares).
+SAME_WORK_SHARE = 0.95
+# Separate runs of one unchanged program differ in mean steady step by up to this ratio (slower /
+# faster), as profiled: benchmarks/run_to_run.py captured 5 framework modes x 2 workloads 4 times
+# each, every capture its own process, on a shared 2-core VM; with the three same-program
+# ground-truth pairs, 69 pairs of captures of one program, the largest 1.44x (a run the machine
+# slowed: each of its kernels ~2x as long; the profiler's own inflation of one program varied
+# 1.8x-2.9x between runs), 64 within 1.25x. A gap of the same work within it is no difference one
+# pair of captures can show.
+RUN_TO_RUN_RATIO = 1.45
+# The same without the profiler, where both captures timed their steps unprofiled (traceview
+# collect's manifests): those 60 pairs were within 1.19x. That ratio, which no profiler distorts,
+# then decides.
+UNPROFILED_RUN_TO_RUN_RATIO = 1.25
+# The buckets a run's speed moves for the same work: the ops' compute, transfers and dispatch,
+# and the host's waits on them. Where the same work's gap is at least OPS_GAP_SHARE of them, it is
+# the same ops running slower; elsewhere (Python, input, graph building, pauses) it is work the
+# per-op alignment does not see.
+OPS_BUCKETS = ("kernel", "communication", "memcpy", "sync_wait", "launch_overhead")
+OPS_GAP_SHARE = 0.75
+
 @dataclass(frozen=True, eq=False)
 class Comparison:
     """Why one trace's steady-state step is slower than another's (``candidate`` vs ``baseline``)."""
@@ -615,6 +637,16 @@ class Comparison:
     input_beside_step_ns: tuple[float, float] = (0.0, 0.0)
     # Dtype casts a steady step runs on each side (baseline, candidate): analyzers/compare.dtype_casts_per_step.
     dtype_casts_per_step: tuple[float, float] = (0.0, 0.0)
+    # Share of each side's op and kernel time (baseline, candidate) in the ops both run at the same
+    # count per step (analyzers/compare.same_work_shares): 1.0 on both where they run the same work.
+    same_work_shares: tuple[float, float] = (0.0, 0.0)
+    # What the traces record differently about how they ran (analyzers/compare.known_differences):
+    # framework, host, devices, recorded, or a capture fact's name. Empty: nothing tells the runs apart.
+    known_differences: tuple[str, ...] = ()
+    # Whether both traces record their ops' input shapes (torch record_shapes), so that inputs of
+    # another size would be a known difference; without them, a change of batch or model size that
+    # keeps the ops looks like the same work.
+    shapes_compared: bool = False
 
     @property
     def baseline_step_ns(self) -> float:
@@ -693,6 +725,44 @@ class Comparison:
         interval = self.ratio_interval
         return interval is None or not interval[0] <= 1.0 <= interval[1]
 
+    @property
+    def same_work(self) -> bool:
+        """Whether both traces run the same ops and kernels at the same counts per step
+        (SAME_WORK_SHARE of each side's op time)."""
+        return min(self.same_work_shares) >= SAME_WORK_SHARE
+
+    @property
+    def ops_gap_share(self) -> float:
+        """The share of the gap in the buckets a run's speed moves for the same work (OPS_BUCKETS)."""
+        gap = self.gap_ns
+        return sum(d.delta_ns for d in self.buckets if d.bucket in OPS_BUCKETS) / gap if gap else 0.0
+
+    @property
+    def gap_in_same_ops(self) -> bool:
+        """Whether the gap is the same ops running slower: both traces run the same work and at least
+        OPS_GAP_SHARE of the gap is in the buckets a run's speed moves for it."""
+        return self.same_work and self.ops_gap_share >= OPS_GAP_SHARE
+
+    @property
+    def run_to_run(self) -> bool:
+        """Whether the gap is no more than separate runs of one program show: the same work, nothing
+        recorded that tells the runs apart, the gap in the ops' own time, and the ratio within the
+        runs' own variation either way: the unprofiled ratio within UNPROFILED_RUN_TO_RUN_RATIO where
+        both captures timed their steps, else the profiled one within RUN_TO_RUN_RATIO."""
+        if not self.gap_in_same_ops or self.known_differences or self.batch_ratio is not None:
+            return False
+        spread, bound, _ = self.run_spread
+        return spread <= bound
+
+    @property
+    def run_spread(self) -> tuple[float, float, bool]:
+        """(slower / faster step, the runs' own variation it is held against, whether unprofiled):
+        the captures' unprofiled steps where both timed them, else the profiled ones (run_to_run)."""
+        unprofiled = self.unprofiled_ratio
+        ratio, bound = ((unprofiled, UNPROFILED_RUN_TO_RUN_RATIO) if unprofiled is not None
+                        else (self.ratio, RUN_TO_RUN_RATIO))
+        return (max(ratio, 1 / ratio) if 0 < ratio < math.inf else math.inf), bound, unprofiled is not None
+
     def ranked(self) -> list[BucketDelta]:
         """Named causes (idle excluded) in the direction of the gap, largest first."""
         sign = 1.0 if self.gap_ns >= 0 else -1.0
@@ -715,6 +785,10 @@ class Comparison:
             "ratio_interval": list(self.ratio_interval) if self.ratio_interval else None,
             "interval_without_pauses": self.interval_without_pauses,
             "significant": self.significant,
+            "same_work_shares": list(self.same_work_shares),
+            "known_differences": list(self.known_differences),
+            "run_to_run": self.run_to_run,
+            "shapes_compared": self.shapes_compared,
             "unprofiled_ratio": self.unprofiled_ratio,
             "batches_per_step": list(self.batches_per_step),
             "batch_ratio": self.batch_ratio,

@@ -115,7 +115,7 @@ class Case:
     score_against: str = "unprofiled"  # or "in_trace"
     score_reason: str = ""
     knob: Knob | None = None
-    kind: str = "cause"  # or "control": two ways to run the same math
+    kind: str = "cause"  # or "control": two ways to run the same math; or "same": one program captured twice
     isolate: bool = False  # each variant in its own processes (process-wide settings differ)
     threads: tuple[int, int] = (2, 2)  # intra-op threads of (clean, injected)
     env: dict[str, str] = field(default_factory=dict)  # "{fresh_dir}" = a new empty folder per process
@@ -973,6 +973,19 @@ def jax_jit(variant: str, knob: int) -> StepProgram:
     return JaxStep()
 
 
+# One program, both variants (the same-program cases: each variant is captured in its own process).
+def torch_same(variant: str, knob: int) -> StepProgram:
+    return TorchStep()
+
+
+def tf_same(variant: str, knob: int) -> StepProgram:
+    return TFStep(mode="eager")
+
+
+def jax_same(variant: str, knob: int) -> StepProgram:
+    return JaxStep()
+
+
 # ---------------------------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------------------------
@@ -1147,6 +1160,14 @@ CASES: tuple[Case, ...] = (
          "kernel", "", "steady", tf_function_vs_eager, kind="control", rounds=6),
     Case("torch-torchscript-vs-eager", "torch", "the same model through torch.jit.script vs eager",
          "kernel", "", "steady", torch_torchscript, kind="control", rounds=6),
+    # Same program: one unchanged step captured twice, each capture its own process (an A/A pair);
+    # the comparison must name no cause of a gap (the runs differ, the program does not).
+    Case("torch-same-program", "torch", "the eager step captured twice, nothing injected", "", "", "steady",
+         torch_same, kind="same", isolate=True, rounds=6),
+    Case("tf-same-program", "tensorflow", "the eager step captured twice, nothing injected", "", "", "steady",
+         tf_same, kind="same", isolate=True, rounds=6),
+    Case("jax-same-program", "jax", "the jitted step captured twice, nothing injected", "", "", "steady",
+         jax_same, kind="same", isolate=True, rounds=6),
 )
 
 BY_NAME = {c.name: c for c in CASES}

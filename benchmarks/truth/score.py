@@ -16,7 +16,9 @@ A two-cause case is right when the two buckets that grew most are its two expect
 first two actionable findings are their two rules (in either order: ranking them by size is the
 report's own business, and two costs of similar size may fall either way), and each expected
 bucket's growth is within 0.75–1.25 of that cause's own cost. A control is right when the two
-kernel buckets agree within 2×. Exit status 1 when any case is wrong (``--no-fail``: always 0).
+kernel buckets agree within 2×. A same-program case (one unchanged program captured twice, each
+capture its own process) is right when ``traceview.compare`` names no cause of a gap: no gap
+finding graded high or moderate. Exit status 1 when any case is wrong (``--no-fail``: always 0).
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ class Score:
     kernel_b_ns: float = float("nan")
     error: str = ""
     causes: list[CauseScore] = field(default_factory=list)  # two-cause cases: each cost
+    step_a_ns: float = float("nan")  # mean steady step of the clean / injected trace (same-program cases)
+    step_b_ns: float = float("nan")
+    compare_ratio: float = float("nan")  # candidate / baseline mean steady step
+    gap_causes: list[str] = field(default_factory=list)  # the comparison's actionable findings (same-program cases)
 
     @property
     def ratio(self) -> float:
@@ -91,6 +97,8 @@ class Score:
             return False
         if self.kind == "control":
             return self.ratio <= CONTROL_FACTOR
+        if self.kind == "same":
+            return not self.gap_causes
         if self.causes:
             n = len(self.causes)
             return all(1 <= c.growth_rank <= n and 1 <= c.finding_rank <= n
@@ -109,7 +117,8 @@ class Score:
             "cost_ns": self.cost_ns, "cost_kind": self.cost_kind, "ratio": self.ratio,
             "right": self.right, "growth_ns": self.growth, "compare_top": self.compare_top,
             "kernel_a_ns": self.kernel_a_ns, "kernel_b_ns": self.kernel_b_ns, "error": self.error,
-            "causes": [c.to_dict() for c in self.causes],
+            "causes": [c.to_dict() for c in self.causes], "step_a_ns": self.step_a_ns, "step_b_ns": self.step_b_ns,
+            "compare_ratio": self.compare_ratio, "gap_causes": self.gap_causes,
         }
 
 
@@ -165,6 +174,12 @@ def score_case(folder: Path) -> Score:
     spec = truth["case"]
     s = Score(spec["name"], spec.get("kind", "cause"), spec["expected_bucket"], spec["expected_finding"])
     try:
+        if s.kind == "same":
+            cmp = traceview.compare(_trace(folder, truth, "clean"), _trace(folder, truth, "injected"))
+            s.compare_ratio = cmp.ratio
+            s.step_a_ns, s.step_b_ns = cmp.baseline_step_ns, cmp.candidate_step_ns
+            s.gap_causes = [f.rule for f in cmp.findings if f.grade in ACTIONABLE]
+            return s
         clean = traceview.diagnose(_trace(folder, truth, "clean"))
         injected = traceview.diagnose(_trace(folder, truth, "injected"))
         a, b = _window_buckets(clean, spec["window"]), _window_buckets(injected, spec["window"])
@@ -200,7 +215,8 @@ def _ms(ns: float) -> str:
 
 
 def render(scores: list[Score], markdown: bool) -> str:
-    causes = [s for s in scores if s.kind != "control" and not s.causes]
+    causes = [s for s in scores if s.kind not in ("control", "same") and not s.causes]
+    same = [s for s in scores if s.kind == "same"]
     pairs = [s for s in scores if s.causes]
     controls = [s for s in scores if s.kind == "control"]
     head = ["case", "expected bucket", "grew most", "first finding", "attributed", "cost", "ratio", "right?"]
@@ -225,6 +241,12 @@ def render(scores: list[Score], markdown: bool) -> str:
     if controls:
         out += ["", _table(chead, crows, markdown), "",
                 f"controls: {sum(s.right for s in controls)}/{len(controls)} within {CONTROL_FACTOR:g}×"]
+    if same:
+        shead = ["same program", "step A", "step B", "ratio", "causes named", "none named?"]
+        srows = [[s.case, _ms(s.step_a_ns), _ms(s.step_b_ns), f"{s.compare_ratio:.2f}",
+                  ", ".join(s.gap_causes) or "—", "yes" if s.right else ("ERROR" if s.error else "no")] for s in same]
+        out += ["", _table(shead, srows, markdown), "",
+                f"same program: {sum(s.right for s in same)}/{len(same)} with no cause named"]
     errors = [s for s in scores if s.error]
     for s in errors:
         out.append(f"{s.case}: {s.error}")

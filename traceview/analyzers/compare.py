@@ -132,7 +132,11 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
                         dataloader_workers=(dataloader_workers(baseline.timeline), dataloader_workers(candidate.timeline)),
                         dtype_casts_per_step=dtype_casts_per_step(aligned),
                         recorded=(recorded_extras(baseline), recorded_extras(candidate)),
-                        input_beside_step_ns=(input_beside_step_ns(baseline), input_beside_step_ns(candidate)))
+                        input_beside_step_ns=(input_beside_step_ns(baseline), input_beside_step_ns(candidate)),
+                        same_work_shares=same_work_shares(aligned),
+                        known_differences=known_differences(baseline, candidate),
+                        shapes_compared=(input_elements_per_step(baseline) is not None
+                                         and input_elements_per_step(candidate) is not None))
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
 
 
@@ -159,6 +163,66 @@ def same_count_compute(aligned: pd.DataFrame) -> tuple[float, float] | None:
         return None
     return (float(rows["baseline_time_per_step_ns"].to_numpy(dtype=np.float64)[same].sum()),
             float(rows["candidate_time_per_step_ns"].to_numpy(dtype=np.float64)[same].sum()))
+
+
+def same_work_shares(aligned: pd.DataFrame) -> tuple[float, float]:
+    """The share of each side's op and kernel time per steady step, (baseline, candidate), held by
+    the names (rows of the full per-op diff) that run as many times a step on both sides
+    (SAME_COUNT_SHARE): 1.0 on both sides where the two traces run the same ops and kernels."""
+    count_a = aligned["baseline_count_per_step"].to_numpy(dtype=np.float64)
+    count_b = aligned["candidate_count_per_step"].to_numpy(dtype=np.float64)
+    same = (count_a > 0) & (np.abs(count_b - count_a) <= SAME_COUNT_SHARE * count_a)  # (NaN: not both)
+    shares = []
+    for side in ("baseline", "candidate"):
+        time = np.nan_to_num(aligned[f"{side}_time_per_step_ns"].to_numpy(dtype=np.float64))
+        total = float(time.sum())
+        shares.append(float(time[same].sum()) / total if total > 0 else 0.0)
+    return shares[0], shares[1]
+
+
+def known_differences(baseline: Diagnosis, candidate: Diagnosis) -> tuple[str, ...]:
+    """What the two traces record differently about how they ran, beside their ops
+    (Comparison.known_differences): the framework, the host, the devices, what the profiler
+    recorded (RECORDED_EXTRAS), the ops' input shapes where both record them, and the capture
+    facts both manifests state (CAPTURE_FACTS_COMPARED).
+    Empty where nothing recorded tells the two runs apart."""
+    differ: list[str] = []
+    a, b = baseline.timeline.meta, candidate.timeline.meta
+    if a.framework != b.framework:
+        differ.append("framework")
+    if a.host_name and b.host_name and a.host_name != b.host_name:
+        differ.append("host")
+    if sorted(d.name for d in a.devices) != sorted(d.name for d in b.devices):
+        differ.append("devices")
+    if recorded_extras(baseline) != recorded_extras(candidate):
+        differ.append("recorded")
+    elements = (input_elements_per_step(baseline), input_elements_per_step(candidate))
+    if None not in elements and abs(elements[0] - elements[1]) > SAME_ELEMENTS_SHARE * max(elements):
+        differ.append("input shapes")
+    facts_a, facts_b = a.extra.get("capture") or {}, b.extra.get("capture") or {}
+    differ.extend(fact for fact in CAPTURE_FACTS_COMPARED
+                  if fact in facts_a and fact in facts_b and facts_a[fact] != facts_b[fact])
+    return tuple(differ)
+
+
+def input_elements_per_step(diag: Diagnosis) -> float | None:
+    """The input elements of the ops a steady step runs, summed (torch record_shapes); None where
+    the trace records no input shapes."""
+    ev = diag.timeline.events
+    if "elements" not in ev.columns:
+        return None
+    elements = ev["elements"].to_numpy()
+    rows = diag.steps.in_steady(ev) & (elements >= 0)
+    if not rows.any():
+        return None
+    return float(elements[rows].sum()) / max(len(diag.steady_positions), 1)
+
+
+# Two traces' ops take inputs of other shapes when their input elements per step differ by more
+# than this share (a batch of 64 against 128 doubles them; the same program's steps repeat them).
+SAME_ELEMENTS_SHARE = 0.01
+# Capture facts (the manifest's, capture_facts.py) that tell two runs apart when they differ.
+CAPTURE_FACTS_COMPARED = ("workload", "intra_op_threads")
 
 
 # What a trace can record beside its ops that changes how they read (Comparison.recorded):

@@ -45,7 +45,7 @@ from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, adv
 from traceview.arrays import codes_matching, column_codes, membership, values_matching
 from traceview.normalize import nearest_ancestor, outermost_rows, self_time, top_level_ops
 from traceview.renderers.units import fmt_ns, fmt_pct, shorten
-from traceview.results import GRADES, PAUSED_DETAIL, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
+from traceview.results import GRADES, PAUSED_DETAIL, BucketDelta, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role, frames_name_paths
 from traceview.schema import Kind
 # cold_compile is ranked as its extra time spread over this many steps (or the captured steps,
@@ -801,8 +801,32 @@ def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str,
         why = ("compare the two runs' intra-op threads, dtype (float64; float16 / bfloat16 on a CPU without fast "
                "half precision), tensor shapes, debug modes that work inside each op (torch.autograd.detect_anomaly "
                "records a Python stack per op), and what else ran on the machine")
+        if comparison.gap_in_same_ops and not comparison.known_differences:
+            # Nothing recorded tells the runs apart: a run the machine slowed is as likely as any.
+            evidence["same_work"] = True
+            why = (f"both traces run the same work and nothing else they record tells the runs apart (a run the "
+                   f"machine slowed looks just like this: capture both again, alternating, on an otherwise idle "
+                   f"machine); else {why}")
     return (f"the same compute ops, at the same counts per step, took {ratio:.1f}x as long in the {SIDES[slower]}: "
             f"not more ops but slower ones; {why}"), evidence
+
+
+def _same_ops_dispatched_slower(comparison: Comparison, launch: BucketDelta) -> tuple[str, dict[str, object]]:
+    """The gap_launch_overhead advice where the gap is the same ops running slower
+    (Comparison.gap_in_same_ops): each dispatched slower on one side; and the evidence."""
+    if not comparison.gap_in_same_ops or launch.delta_ns == 0:
+        return "", {}
+    slower = 1 if launch.delta_ns > 0 else 0
+    times = (launch.baseline_ns, launch.candidate_ns)
+    ratio = times[slower] / times[1 - slower] if times[1 - slower] > 0 else 0.0
+    differ = comparison.known_differences
+    told = (f"the traces differ in {', '.join(differ)}" if differ else
+            "nothing else the traces record tells the two runs apart")
+    return (f"both traces run the same ops at the same counts per step; each took {ratio:.1f}x as long to dispatch "
+            f"in the {SIDES[slower]}: not more ops but slower host work per op ({told}); compare the two runs' "
+            "framework versions, debug modes and tracers that work around each op (torch.autograd.detect_anomaly, "
+            "a debugger or coverage tool: sys.settrace), profiler options, and what else ran on the machine"), \
+        {"same_work": True, "dispatch_ratio": ratio, "known_differences": list(differ)}
 
 
 def comparison_findings(comparison: Comparison) -> list[Finding]:
@@ -822,6 +846,19 @@ def comparison_findings(comparison: Comparison) -> list[Finding]:
                         {"batches_per_step_baseline": a, "batches_per_step_candidate": b,
                          "batch_ratio": comparison.batch_ratio},
                         f"capture both with the same batches per step ({a} vs {b}) to compare their causes")]
+    if comparison.run_to_run:
+        # The same ops at the same counts, nothing recorded that tells the runs apart, and a gap
+        # that separate runs of one unchanged program also show: no cause of the program's to name.
+        spread, bound, unprofiled = comparison.run_spread
+        return [Finding("gap", "step-time difference", "none",
+                        {"same_work": True, "run_to_run": True, "run_spread": spread, "run_to_run_bound": bound,
+                         "unprofiled": unprofiled, "shapes_compared": comparison.shapes_compared},
+                        ("" if comparison.shapes_compared else
+                         "if the two runs feed inputs of another size (batch, sequence, model width), that is the "
+                         "difference: these traces record no tensor shapes to show it; else ")
+                        + "capture each side several times, alternating between them, on an otherwise idle machine, "
+                        "and compare their medians: one capture a side cannot tell a difference this small from "
+                        "the runs' own")]
     for d in comparison.ranked()[:MOST_GAP_CAUSES]:
         share = d.delta_ns / gap
         if share <= GAP_CAUSE_SHARE:
@@ -830,6 +867,9 @@ def comparison_findings(comparison: Comparison) -> list[Finding]:
         words = ""
         if d.bucket == "kernel":
             words, more = _same_work_slower(comparison, d.delta_ns)
+            evidence.update(more)
+        elif d.bucket == "launch_overhead":
+            words, more = _same_ops_dispatched_slower(comparison, d)
             evidence.update(more)
         out.append(Finding(
             f"gap_{d.bucket}", f"{d.bucket} explains part of the gap", "high" if share >= HIGH_GAP_SHARE else "moderate",

@@ -52,6 +52,16 @@ def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[st
     if not cmp.significant:
         return ("No significant difference", f": {steps}, ratio {fmt_ratio(cmp.ratio)}{spread}, within the spread "
                                              f"of the steady steps; the per-cause deltas below are noise.")
+    if cmp.run_to_run:
+        apart, bound, unprofiled = cmp.run_spread
+        measured = f"{fmt_ratio(apart)} apart" + (" without the profiler" if unprofiled else "")
+        return ("No difference beyond run-to-run variation",
+                f": {steps}, ratio {fmt_ratio(cmp.ratio)}{spread}. Both traces run the same ops at the same "
+                f"counts per step, nothing they record tells the runs apart, and their steps ({measured}) differ "
+                f"no more than separate captures of one unchanged program do (up to {fmt_ratio(bound)}): the "
+                f"per-cause deltas below are the runs', not the program's"
+                + ("." if cmp.shapes_compared else
+                   " — unless the inputs differ in size, which these traces, recording no tensor shapes, cannot show."))
     slower = "candidate" if gap >= 0 else "baseline"
     ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
     lead = f"The {slower} is {fmt_ratio(ratio)} slower"
@@ -169,7 +179,7 @@ def listed_causes(cmp: Any) -> list[Any]:
     within the steady steps' noise, or where a step holds a different number of batches on each
     side (the per-step gap is then no slowdown to explain)."""
     gap = cmp.gap_ns
-    if not cmp.significant or cmp.batch_ratio is not None:
+    if not cmp.significant or cmp.batch_ratio is not None or cmp.run_to_run:
         return []
     return [d for d in cmp.ranked() if gap and d.delta_ns / gap > LISTED_CAUSE_SHARE]
 
@@ -352,6 +362,14 @@ def _unrecorded(e: Mapping[str, Any], explains: float) -> str:
 def _gap(e: Mapping[str, Any], explains: float) -> str:
     if e.get("significant") is False:
         return "the steady steps differ by no more than their own spread: no cause of a gap to name"
+    if e.get("run_to_run"):
+        measured = "without the profiler " if e["unprofiled"] else ""
+        return (f"both traces run the same ops at the same counts per step and nothing they record tells the runs "
+                f"apart; their steps, {fmt_ratio(e['run_spread'])} apart {measured}(slower / faster), differ no more "
+                f"than separate captures of one unchanged program do (up to {fmt_ratio(e['run_to_run_bound'])}): no "
+                "cause of the program's to name" + ("" if e.get("shapes_compared") else
+                                                     " (the traces record no tensor shapes: inputs of another size "
+                                                     "would look the same)"))
     if "batch_ratio" in e:
         return (f"a baseline step holds {_batches(e['batches_per_step_baseline'])} and a candidate step "
                 f"{_batches(e['batches_per_step_candidate'])}: the per-step gap is no cause of a slowdown "
