@@ -602,6 +602,7 @@ UNPROFILED_RUN_TO_RUN_RATIO = 1.25
 OPS_BUCKETS = ("kernel", "communication", "memcpy", "sync_wait", "launch_overhead")
 OPS_GAP_SHARE = 0.75
 
+
 @dataclass(frozen=True, eq=False)
 class Comparison:
     """Why one trace's steady-state step is slower than another's (``candidate`` vs ``baseline``)."""

@@ -123,6 +123,7 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     families = families.reindex([f for f in FAMILIES if f in families.index])
     interval, without_pauses = ratio_interval(baseline, candidate)
     aligned = op_diff(baseline, candidate, None)
+    elements = (input_elements_per_step(baseline), input_elements_per_step(candidate))
     result = Comparison(baseline, candidate, buckets, families, aligned if top is None else aligned.head(top),
                         _cold_start(baseline, candidate, interval), interval, interval_without_pauses=without_pauses,
                         thin_sides=_thin_sides(baseline, candidate),
@@ -134,9 +135,8 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
                         recorded=(recorded_extras(baseline), recorded_extras(candidate)),
                         input_beside_step_ns=(input_beside_step_ns(baseline), input_beside_step_ns(candidate)),
                         same_work_shares=same_work_shares(aligned),
-                        known_differences=known_differences(baseline, candidate),
-                        shapes_compared=(input_elements_per_step(baseline) is not None
-                                         and input_elements_per_step(candidate) is not None))
+                        known_differences=known_differences(baseline, candidate, elements),
+                        shapes_compared=None not in elements)
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
 
 
@@ -180,12 +180,13 @@ def same_work_shares(aligned: pd.DataFrame) -> tuple[float, float]:
     return shares[0], shares[1]
 
 
-def known_differences(baseline: Diagnosis, candidate: Diagnosis) -> tuple[str, ...]:
+def known_differences(baseline: Diagnosis, candidate: Diagnosis,
+                      elements: tuple[float | None, float | None] | None = None) -> tuple[str, ...]:
     """What the two traces record differently about how they ran, beside their ops
     (Comparison.known_differences): the framework, the host, the devices, what the profiler
-    recorded (RECORDED_EXTRAS), the ops' input shapes where both record them, and the capture
-    facts both manifests state (CAPTURE_FACTS_COMPARED).
-    Empty where nothing recorded tells the two runs apart."""
+    recorded (RECORDED_EXTRAS), the ops' input shapes where both record them (``elements``: each
+    side's input_elements_per_step, when the caller has them), and the capture facts both manifests
+    state (CAPTURE_FACTS_COMPARED). Empty where nothing recorded tells the two runs apart."""
     differ: list[str] = []
     a, b = baseline.timeline.meta, candidate.timeline.meta
     if a.framework != b.framework:
@@ -196,8 +197,8 @@ def known_differences(baseline: Diagnosis, candidate: Diagnosis) -> tuple[str, .
         differ.append("devices")
     if recorded_extras(baseline) != recorded_extras(candidate):
         differ.append("recorded")
-    elements = (input_elements_per_step(baseline), input_elements_per_step(candidate))
-    if None not in elements and abs(elements[0] - elements[1]) > SAME_ELEMENTS_SHARE * max(elements):
+    first, second = elements or (input_elements_per_step(baseline), input_elements_per_step(candidate))
+    if first is not None and second is not None and abs(first - second) > SAME_ELEMENTS_SHARE * max(first, second):
         differ.append("input shapes")
     facts_a, facts_b = a.extra.get("capture") or {}, b.extra.get("capture") or {}
     differ.extend(fact for fact in CAPTURE_FACTS_COMPARED
