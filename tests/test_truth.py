@@ -3,7 +3,8 @@
 A case is right when the bucket that grew most from the clean to the injected trace is the
 injected cause's bucket, the first actionable finding is the expected rule, and the attributed
 growth is within 0.75–1.25 of the measured cost; a two-cause case, when both costs are found,
-each at its size (benchmarks/truth/README.md).
+each at its size; a same-program case, when comparing its two captures names no cause
+(benchmarks/truth/README.md).
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ def test_case_is_right(folder) -> None:
     assert not s.error, s.error
     if s.kind == "control":
         assert s.right, f"kernel time {s.kernel_a_ns / 1e6:.2f} vs {s.kernel_b_ns / 1e6:.2f} ms differs more than 2x"
+        return
+    if s.kind == "same":
+        assert s.right, (f"one program captured twice ({s.compare_ratio:.2f}x apart) named causes of a gap: "
+                         f"{', '.join(s.gap_causes)}")
         return
     if s.causes:
         assert s.right, "; ".join(
