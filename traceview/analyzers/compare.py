@@ -124,6 +124,7 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     interval, without_pauses = ratio_interval(baseline, candidate)
     aligned = op_diff(baseline, candidate, None)
     elements = (input_elements_per_step(baseline), input_elements_per_step(candidate))
+    recorded = (recorded_extras(baseline), recorded_extras(candidate))
     result = Comparison(baseline, candidate, buckets, families, aligned if top is None else aligned.head(top),
                         _cold_start(baseline, candidate, interval), interval, interval_without_pauses=without_pauses,
                         thin_sides=_thin_sides(baseline, candidate),
@@ -132,10 +133,10 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
                                                else same_count_compute(aligned)),
                         dataloader_workers=(dataloader_workers(baseline.timeline), dataloader_workers(candidate.timeline)),
                         dtype_casts_per_step=dtype_casts_per_step(aligned),
-                        recorded=(recorded_extras(baseline), recorded_extras(candidate)),
+                        recorded=recorded,
                         input_beside_step_ns=(input_beside_step_ns(baseline), input_beside_step_ns(candidate)),
                         same_work_shares=same_work_shares(aligned),
-                        known_differences=known_differences(baseline, candidate, elements),
+                        known_differences=known_differences(baseline, candidate, recorded, elements),
                         shapes_compared=None not in elements)
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
 
@@ -156,22 +157,25 @@ def same_count_compute(aligned: pd.DataFrame) -> tuple[float, float] | None:
     full per-op diff) that run as many times a step on both sides: the same work, by name and
     count. ``None`` where no compute op is in both traces at the same count."""
     rows = aligned[aligned["kind"] == "kernel"]
-    count_a = rows["baseline_count_per_step"].to_numpy(dtype=np.float64)
-    count_b = rows["candidate_count_per_step"].to_numpy(dtype=np.float64)
-    same = (count_a > 0) & (np.abs(count_b - count_a) <= SAME_COUNT_SHARE * count_a)  # (NaN: not both)
+    same = _at_same_count(rows)
     if not same.any():
         return None
     return (float(rows["baseline_time_per_step_ns"].to_numpy(dtype=np.float64)[same].sum()),
             float(rows["candidate_time_per_step_ns"].to_numpy(dtype=np.float64)[same].sum()))
 
 
+def _at_same_count(rows: pd.DataFrame) -> np.ndarray:
+    """Which rows of the per-op diff run on both sides, as many times a step (SAME_COUNT_SHARE)."""
+    count_a = rows["baseline_count_per_step"].to_numpy(dtype=np.float64)
+    count_b = rows["candidate_count_per_step"].to_numpy(dtype=np.float64)
+    return (count_a > 0) & (np.abs(count_b - count_a) <= SAME_COUNT_SHARE * count_a)  # (NaN: not both)
+
+
 def same_work_shares(aligned: pd.DataFrame) -> tuple[float, float]:
     """The share of each side's op and kernel time per steady step, (baseline, candidate), held by
     the names (rows of the full per-op diff) that run as many times a step on both sides
     (SAME_COUNT_SHARE): 1.0 on both sides where the two traces run the same ops and kernels."""
-    count_a = aligned["baseline_count_per_step"].to_numpy(dtype=np.float64)
-    count_b = aligned["candidate_count_per_step"].to_numpy(dtype=np.float64)
-    same = (count_a > 0) & (np.abs(count_b - count_a) <= SAME_COUNT_SHARE * count_a)  # (NaN: not both)
+    same = _at_same_count(aligned)
     shares = []
     for side in ("baseline", "candidate"):
         time = np.nan_to_num(aligned[f"{side}_time_per_step_ns"].to_numpy(dtype=np.float64))
@@ -181,12 +185,14 @@ def same_work_shares(aligned: pd.DataFrame) -> tuple[float, float]:
 
 
 def known_differences(baseline: Diagnosis, candidate: Diagnosis,
+                      recorded: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
                       elements: tuple[float | None, float | None] | None = None) -> tuple[str, ...]:
     """What the two traces record differently about how they ran, beside their ops
     (Comparison.known_differences): the framework, the host, the devices, what the profiler
-    recorded (RECORDED_EXTRAS), the ops' input shapes where both record them (``elements``: each
-    side's input_elements_per_step, when the caller has them), and the capture facts both manifests
-    state (CAPTURE_FACTS_COMPARED). Empty where nothing recorded tells the two runs apart."""
+    recorded (RECORDED_EXTRAS), the ops' input shapes where both record them, and the capture facts
+    both manifests state (CAPTURE_FACTS_COMPARED); ``recorded`` and ``elements``: each side's
+    recorded_extras and input_elements_per_step, when the caller has them. Empty where nothing
+    recorded tells the two runs apart."""
     differ: list[str] = []
     a, b = baseline.timeline.meta, candidate.timeline.meta
     if a.framework != b.framework:
@@ -195,7 +201,8 @@ def known_differences(baseline: Diagnosis, candidate: Diagnosis,
         differ.append("host")
     if sorted(d.name for d in a.devices) != sorted(d.name for d in b.devices):
         differ.append("devices")
-    if recorded_extras(baseline) != recorded_extras(candidate):
+    recorded_a, recorded_b = recorded or (recorded_extras(baseline), recorded_extras(candidate))
+    if recorded_a != recorded_b:
         differ.append("recorded")
     first, second = elements or (input_elements_per_step(baseline), input_elements_per_step(candidate))
     if first is not None and second is not None and abs(first - second) > SAME_ELEMENTS_SHARE * max(first, second):
