@@ -401,6 +401,45 @@ def test_the_same_work_beyond_the_runs_own_variation_names_causes_that_say_so() 
     assert "not more ops but slower host work per op" in dispatch.advice
 
 
+def test_ops_on_another_dtype_are_a_recorded_difference_and_named() -> None:
+    """Real captures (tests/data/torch_cpu_dtype, README.md there): one MLP step in float32, then in
+    float64, both with record_shapes. The same ops at the same counts run slower, and both traces
+    record their ops' input types: the comparison knows the runs differ in dtype, so even a gap
+    within the runs' own variation names its causes (it said "No difference beyond run-to-run
+    variation" at 1.2x, and beyond it "nothing else they record tells the runs apart"), and
+    gap_kernel names the two dtypes, whichever side is slower."""
+    import dataclasses
+
+    from traceview.analyzers.rules import comparison_findings
+
+    data = REPO / "tests" / "data" / "torch_cpu_dtype"
+    float32, float64 = (cached_diagnosis(data / f"{dtype}.pt.trace.json.gz") for dtype in ("float32", "float64"))
+    cmp = compare(float32, float64)
+    assert cmp.same_work and cmp.known_differences == ("input dtypes",)
+    kernel = next(f for f in cmp.findings if f.rule == "gap_kernel")
+    # (every op both run changed; the loss's int64 targets stay beside its inputs)
+    changes = {(a, b) for a, b, _ in cmp.input_dtype_changes}
+    assert ("float", "double") in changes and ("float+long int", "double+long int") in changes
+    assert all(a.replace("float", "double") == b for a, b in changes)
+    assert kernel.evidence["input_dtypes"] == ["float", "double"]
+    assert "the candidate's ops take double inputs where the baseline's take float" in kernel.advice
+    assert "float64 math" in kernel.advice and "nothing else they record" not in kernel.advice
+    swapped = next(f for f in compare(float64, float32).findings if f.rule == "gap_kernel")
+    assert "the baseline's ops take double inputs where the candidate's take float" in swapped.advice
+    # Within the runs' own variation, the recorded dtypes still tell the runs apart.
+    near = _scaled(cmp, 1.2)
+    assert near.gap_in_same_ops and not near.run_to_run
+    assert any(f.rule == "gap_kernel" for f in comparison_findings(near))
+    assert dataclasses.replace(near, known_differences=()).run_to_run
+    # Two captures of one program record the same dtypes: no difference; nor do eager and TorchScript
+    # runs of one model (other ops, in the same dtypes).
+    same = compare(*_same_program_pair())
+    assert "input_shapes" in same.recorded[0] and same.input_dtype_changes == ()
+    assert "input dtypes" not in same.known_differences
+    scripted = compare(*_truth_pair("torch-torchscript-vs-eager"))
+    assert "input_shapes" in scripted.recorded[0] and scripted.input_dtype_changes == ()
+
+
 def test_each_condition_of_the_runs_own_variation_is_needed() -> None:
     """Each condition of Comparison.run_to_run, taken away alone from a same-program pair, brings the
     causes back: a recorded difference between the runs, the gap moved into the user's Python

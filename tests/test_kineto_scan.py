@@ -33,7 +33,7 @@ def assert_same_fields(a: kineto_fields.ScannedFields, b: kineto_fields.ScannedF
     """Two scans of one document hold the same fields, event by event (the interned values may
     be listed in another order: the blocks, and the halves of each, can fall elsewhere)."""
     assert a.events_seen == b.events_seen and a.top == b.top
-    for field in ("ph", "cat", "name", "pid", "tid"):
+    for field in ("ph", "cat", "name", "pid", "tid", "input_dtypes"):
         per_event = []
         for fields in (a.fields, b.fields):
             interner = getattr(fields, field)
@@ -86,6 +86,11 @@ def _check(tmp_path: Path, text: str, *, scanned: bool) -> None:
     _doc(KERNEL.replace('"tid": 7', '"tid": "stream 7"')),
     _doc(OP.replace("[[1000, 10], [10, 3], []]", "[[2, -1], [1.5], [4, 4], 7, null, [[1]]]")),
     _doc(OP.replace("[[1000, 10], [10, 3], []]", "[[99999999999999999, 99999999999999999], [0, 99999999999999999]]")),
+    # record_shapes' input types: a list of dtype names and markers; anything else records none
+    _doc(OP.replace('"External id"', '"Input type": ["float", "Scalar", "", "long int"], "External id"')),
+    _doc(OP.replace('"External id"', '"Input type": [1, null, ["x"], "double", {"k": "v"}], "External id"')),
+    _doc(OP.replace('"External id"', '"Input type": "float", "External id"'),
+         OP.replace('"External id"', '"Input type": {"0": "float"}, "External id"')),
     _doc(OP.replace('"ts": 998', '"ts": 1669783687464181.123')),  # epoch µs with ns digits
     _doc(OP.replace('"ts": 998', '"ts": -12.5')),
     _doc(OP.replace('"ts": 998', '"ts": 0.0000000000000000000000000000000000000000004')),  # long fraction
@@ -112,6 +117,7 @@ def test_what_the_scanner_takes_it_reads_like_the_reference(tmp_path: Path, text
     _doc(OP.replace('"ph"', '"p\\u0068"')),  # an escaped key could be any key
     _doc(OP.replace('"name": "aten::mm"', '"name": "a", "name": "b"')),  # a duplicated key
     _doc(KERNEL.replace('"correlation": 11', '"correlation": 11, "correlation": 12')),
+    _doc(OP.replace('"External id"', '"Input type": ["float"], "Input type": ["double"], "External id"')),
     _doc(OP.replace('"ts": 998', '"ts": 9.98e2')),  # exponent
     _doc(OP.replace('"ts": 998', '"ts": 1234567890123456789')),  # more digits than int64 µs hold
     _doc(OP.replace('"ts": 998', '"ts": "998"')),  # a string where a number belongs
@@ -169,3 +175,14 @@ def test_two_halves_on_two_threads_read_like_one(tmp_path: Path, monkeypatch: py
     events = [OP.replace("aten::mm", quoted if i % 2 else f"op{i % 5}").replace('"ts": 998', f'"ts": {i}')
               for i in range(400)]
     _check(tmp_path, _doc(*events, LAUNCH, KERNEL), scanned=True)
+
+
+def test_input_dtypes_label() -> None:
+    """An op's input dtypes from record_shapes' ``Input type``: the distinct tensor dtypes, sorted;
+    the words for inputs that are not one tensor, empty entries and non-strings left out."""
+    label = kineto_fields.input_dtypes_label
+    assert label(["float", "Scalar", "", "long int", "float", "ScalarList"]) == "float+long int"
+    assert label(["double", "TensorList", "GenericList", "None"]) == "double"
+    assert label(["c10::Half", "float"]) == "c10::Half+float"
+    assert label([1, None, ["float"], "Scalar"]) == ""
+    assert label("float") == "" and label(None) == "" and label({"0": "float"}) == ""

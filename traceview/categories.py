@@ -89,6 +89,11 @@ TORCH_COMPILE = re.compile(
     r"_recursive_joint_graph_passes|code_gen|PyCodeCache|TritonBundler|CachingAutotuner|"
     r"min_cut_rematerialization_partition|.*: compile_id=\d+/\d+)"
 )
+# torch.profiler(record_shapes=True) writes each op's input types in args "Input type": a tensor's
+# dtype name ("float", "double", "c10::Half", "c10::BFloat16", "long int"), "" for an absent
+# input, and these words for inputs that are not one tensor (torch/csrc/profiler/collection.cpp,
+# the input encoder's tags: a scalar, a list of scalars / tensors, any other list).
+NON_TENSOR_INPUT_TYPES = frozenset({"Scalar", "ScalarList", "TensorList", "GenericList", "None"})
 # DataLoader iteration: "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__".
 TORCH_INPUT = re.compile(r"^enumerate\(DataLoader\)#|DataLoaderIter\.__next__")
 # A DataLoader with worker processes (num_workers > 0: torch/utils/data/dataloader.py names its iterator

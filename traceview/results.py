@@ -648,6 +648,10 @@ class Comparison:
     # another size would be a known difference; without them, a change of batch or model size that
     # keeps the ops looks like the same work.
     shapes_compared: bool = False
+    # The ops both traces run whose recorded input dtypes differ (analyzers/compare.dtype_changes):
+    # (baseline dtypes, candidate dtypes, ops a steady step runs so changed), most ops first; empty
+    # where they differ nowhere or a trace records no input types.
+    input_dtype_changes: tuple[tuple[str, str, float], ...] = ()
 
     @property
     def baseline_step_ns(self) -> float:

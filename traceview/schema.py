@@ -27,7 +27,8 @@ from traceview.arrays import is_one_value, one_value, one_values_shared, order_b
 # 1.1: role column; XPlane fn_call, Kineto elements. 1.2: role device_communication (collective kernels
 # were device_kernel before: a filter on device_kernel no longer sees them). 1.3: memory table columns
 # op and allocator; XPlane allocator samples (MemoryAllocation / MemoryDeallocation) fill the memory table.
-SCHEMA_VERSION = "1.3"
+# 1.4: Kineto input_dtypes.
+SCHEMA_VERSION = "1.4"
 
 
 class Kind(str, Enum):

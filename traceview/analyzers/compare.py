@@ -124,6 +124,7 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     interval, without_pauses = ratio_interval(baseline, candidate)
     aligned = op_diff(baseline, candidate, None)
     elements = (input_elements_per_step(baseline), input_elements_per_step(candidate))
+    dtypes = dtype_changes(baseline, candidate)
     recorded = (recorded_extras(baseline), recorded_extras(candidate))
     result = Comparison(baseline, candidate, buckets, families, aligned if top is None else aligned.head(top),
                         _cold_start(baseline, candidate, interval), interval, interval_without_pauses=without_pauses,
@@ -136,8 +137,8 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
                         recorded=recorded,
                         input_beside_step_ns=(input_beside_step_ns(baseline), input_beside_step_ns(candidate)),
                         same_work_shares=same_work_shares(aligned),
-                        known_differences=known_differences(baseline, candidate, recorded, elements),
-                        shapes_compared=None not in elements)
+                        known_differences=known_differences(baseline, candidate, recorded, elements, dtypes),
+                        shapes_compared=None not in elements, input_dtype_changes=dtypes)
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
 
 
@@ -186,13 +187,15 @@ def same_work_shares(aligned: pd.DataFrame) -> tuple[float, float]:
 
 def known_differences(baseline: Diagnosis, candidate: Diagnosis,
                       recorded: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
-                      elements: tuple[float | None, float | None] | None = None) -> tuple[str, ...]:
+                      elements: tuple[float | None, float | None] | None = None,
+                      dtypes: tuple[tuple[str, str, float], ...] | None = None) -> tuple[str, ...]:
     """What the two traces record differently about how they ran, beside their ops
     (Comparison.known_differences): the framework, the host, the devices, what the profiler
-    recorded (RECORDED_EXTRAS), the ops' input shapes where both record them, and the capture facts
-    both manifests state (CAPTURE_FACTS_COMPARED); ``recorded`` and ``elements``: each side's
-    recorded_extras and input_elements_per_step, when the caller has them. Empty where nothing
-    recorded tells the two runs apart."""
+    recorded (RECORDED_EXTRAS), the ops' input shapes and input dtypes where both record them, and
+    the capture facts both manifests state (CAPTURE_FACTS_COMPARED); ``recorded``, ``elements``
+    and ``dtypes``: each side's recorded_extras and input_elements_per_step, and the
+    dtype_changes, when the caller has them. Empty where nothing recorded tells the two runs
+    apart."""
     differ: list[str] = []
     a, b = baseline.timeline.meta, candidate.timeline.meta
     if a.framework != b.framework:
@@ -207,6 +210,8 @@ def known_differences(baseline: Diagnosis, candidate: Diagnosis,
     first, second = elements or (input_elements_per_step(baseline), input_elements_per_step(candidate))
     if first is not None and second is not None and abs(first - second) > SAME_ELEMENTS_SHARE * max(first, second):
         differ.append("input shapes")
+    if dtypes if dtypes is not None else dtype_changes(baseline, candidate):
+        differ.append("input dtypes")
     facts_a, facts_b = a.extra.get("capture") or {}, b.extra.get("capture") or {}
     differ.extend(fact for fact in CAPTURE_FACTS_COMPARED
                   if fact in facts_a and fact in facts_b and facts_a[fact] != facts_b[fact])
@@ -226,9 +231,65 @@ def input_elements_per_step(diag: Diagnosis) -> float | None:
     return float(elements[rows].sum()) / max(len(diag.steady_positions), 1)
 
 
+def dtype_changes(baseline: Diagnosis, candidate: Diagnosis) -> tuple[tuple[str, str, float], ...]:
+    """The ops both traces run whose input dtypes changed (torch record_shapes' ``Input type``, as
+    kineto_fields.input_dtypes_label): for each op name both run with recorded types, its calls
+    per steady step on dtypes the other side never gives it, as many on each side (the fewer),
+    count for the pair (baseline dtypes, candidate dtypes) most such calls take. Pairs with the
+    most calls first; empty unless they add up to DTYPE_CHANGE_SHARE of the calls both run with
+    recorded types. Calls one side adds on other dtypes change nothing (TorchScript's extra bool
+    casts beside eager's float ones); float64 for float32 changes every op."""
+    sides = [_dtypes_by_op(baseline), _dtypes_by_op(candidate)]
+    changed: dict[tuple[str, str], float] = {}
+    total = 0.0
+    for name in sorted(sides[0].keys() & sides[1].keys()):
+        calls_a, calls_b = sides[0][name], sides[1][name]
+        total += min(sum(calls_a.values()), sum(calls_b.values()))
+        only_a = {dtypes: calls for dtypes, calls in calls_a.items() if dtypes not in calls_b}
+        only_b = {dtypes: calls for dtypes, calls in calls_b.items() if dtypes not in calls_a}
+        moved = min(sum(only_a.values()), sum(only_b.values()))
+        if moved > 0:
+            pair = (_most_calls(only_a), _most_calls(only_b))
+            changed[pair] = changed.get(pair, 0.0) + moved
+    if not changed or sum(changed.values()) < DTYPE_CHANGE_SHARE * total:
+        return ()
+    return tuple((a, b, calls) for (a, b), calls in sorted(changed.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _most_calls(calls: dict[str, float]) -> str:
+    """The dtypes most calls take (ties: the first in sorted order, whatever the categories' order)."""
+    return min(calls.items(), key=lambda item: (-item[1], item[0]))[0]
+
+
+def _dtypes_by_op(diag: Diagnosis) -> dict[str, dict[str, float]]:
+    """Each op name a steady step runs with recorded input types: its calls per steady step on each
+    dtypes label."""
+    ev = diag.timeline.events
+    if "input_dtypes" not in ev.columns:
+        return {}
+    labels, names = ev["input_dtypes"].array, ev["name"].array
+    label_codes = np.asarray(labels.codes, dtype=np.int64)
+    empty = labels.categories.get_indexer([""])[0]
+    rows = diag.steps.in_steady(ev) & (label_codes >= 0) & (label_codes != empty)
+    if not rows.any():
+        return {}
+    width = len(labels.categories)
+    pairs, calls = np.unique(np.asarray(names.codes, dtype=np.int64)[rows] * width + label_codes[rows],
+                             return_counts=True)
+    steps = max(len(diag.steady_positions), 1)
+    name_values, label_values = names.categories.tolist(), labels.categories.tolist()
+    by_op: dict[str, dict[str, float]] = {}
+    for pair, count in zip(pairs.tolist(), calls.tolist()):
+        by_op.setdefault(name_values[pair // width], {})[label_values[pair % width]] = count / steps
+    return by_op
+
+
 # Two traces' ops take inputs of other shapes when their input elements per step differ by more
 # than this share (a batch of 64 against 128 doubles them; the same program's steps repeat them).
 SAME_ELEMENTS_SHARE = 0.01
+# Two traces run in other dtypes when at least this share of the calls of the ops both run take
+# inputs of dtypes the other side never gives that op (dtype_changes).
+DTYPE_CHANGE_SHARE = 0.01
 # Capture facts (the manifest's, capture_facts.py) that tell two runs apart when they differ.
 CAPTURE_FACTS_COMPARED = ("workload", "intra_op_threads")
 

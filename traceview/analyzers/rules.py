@@ -755,6 +755,16 @@ MORE_DTYPE_CASTS = (2.0, 4.0)
 # ground-truth pair; reading TFRecords: ~2.7 ms of map and parse beside 0.4 ms more of the same
 # matmuls).
 INPUT_BESIDE_SHARE = 0.5
+# Why the slower side's ops are slower where their recorded input dtype (torch record_shapes'
+# "Input type", by the names torch writes) is one of these and the other side's is not.
+SLOWER_DTYPE_WHY = {
+    "double": "float64 math runs at half float32's speed or less (far less on most GPUs) and moves twice the "
+              "bytes: keep the model and data in float32 (model.float(), float32 tensors, "
+              "torch.set_default_dtype) unless the precision is needed",
+    "c10::Half": "float16 math on a CPU without native half-precision units runs slower than float32",
+    "c10::BFloat16": "bfloat16 math on a CPU without native bfloat16 units runs slower than float32",
+}
+HALF_PRECISION = ("c10::Half", "c10::BFloat16")
 
 
 def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str, dict[str, object]]:
@@ -780,6 +790,14 @@ def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str,
         framework = (comparison.candidate if slower else comparison.baseline).timeline.meta.framework
         why = (f"the {SIDES[slower]} ran {facts[slower]} intra-op thread(s) against {facts[1 - slower]}: give "
                + INTRA_OP_POOL.get(framework, INTRA_OP_POOL[""]))
+    elif "input dtypes" in comparison.known_differences:
+        dtypes = comparison.input_dtype_changes[0][:2]  # (the change of the most ops)
+        evidence["input_dtypes"] = list(dtypes)
+        evidence["ops_on_other_dtypes_per_step"] = sum(calls for _, _, calls in comparison.input_dtype_changes)
+        why = (f"the {SIDES[slower]}'s ops take {dtypes[slower]} inputs where the {SIDES[1 - slower]}'s take "
+               f"{dtypes[1 - slower]} (the same ops, by the input types both traces record): "
+               + _slower_dtype_why([d for d in dtypes[slower].split("+") if d not in dtypes[1 - slower].split("+")],
+                                   comparison))
     elif workers[slower] and not workers[1 - slower]:
         evidence["own_dataloader_workers"] = True
         why = (f"the {SIDES[slower]}'s DataLoader worker processes (num_workers > 0; the other side has none) share "
@@ -809,6 +827,16 @@ def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str,
                    f"machine); else {why}")
     return (f"the same compute ops, at the same counts per step, took {ratio:.1f}x as long in the {SIDES[slower]}: "
             f"not more ops but slower ones; {why}"), evidence
+
+
+def _slower_dtype_why(slower_only: list[str], comparison: Comparison) -> str:
+    """What a dtype only the slower side computes in costs (SLOWER_DTYPE_WHY; half precision only on
+    a CPU)."""
+    on_device = comparison.baseline.timeline.has_device or comparison.candidate.timeline.has_device
+    for dtype in slower_only:
+        if dtype in SLOWER_DTYPE_WHY and not (on_device and dtype in HALF_PRECISION):
+            return SLOWER_DTYPE_WHY[dtype]
+    return "the same ops run in another dtype: check which ops got it and whether they need it"
 
 
 def _same_ops_dispatched_slower(comparison: Comparison, launch: BucketDelta) -> tuple[str, dict[str, object]]:
@@ -854,8 +882,8 @@ def comparison_findings(comparison: Comparison) -> list[Finding]:
                         {"same_work": True, "run_to_run": True, "run_spread": spread, "run_to_run_bound": bound,
                          "unprofiled": unprofiled, "shapes_compared": comparison.shapes_compared},
                         ("" if comparison.shapes_compared else
-                         "if the two runs feed inputs of another size (batch, sequence, model width), that is the "
-                         "difference: these traces record no tensor shapes to show it; else ")
+                         "if the two runs feed inputs of another size (batch, sequence, model width) or dtype, that "
+                         "is the difference: these traces record no tensor shapes or types to show it; else ")
                         + "capture each side several times, alternating between them, on an otherwise idle machine, "
                         "and compare their medians: one capture a side cannot tell a difference this small from "
                         "the runs' own")]

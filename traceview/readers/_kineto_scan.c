@@ -33,6 +33,7 @@
 /* Rows of the int64 output. */
 enum {
     ROW_PH, ROW_CAT, ROW_NAME, ROW_PID, ROW_TID, /* interned-token codes */
+    ROW_INPUT_TYPES, /* interned too: the raw text of args "Input type" (a list; torch record_shapes) */
     ROW_TS_NS,       /* exact ns of a plain ts: whole µs * 1000 + first three fraction digits */
     ROW_ELEMENTS,    /* elements of the largest "Input Dims" shape; -1 none */
     ROW_ARGS_START, ROW_ARGS_END, /* offsets of the args object in buf; -1 absent */
@@ -51,7 +52,7 @@ static const struct {
 };
 enum { N_INTEGER_ARGS = sizeof(INTEGER_ARGS) / sizeof(INTEGER_ARGS[0]), INT_ROWS = ROW_FIRST_INTEGER_ARG + N_INTEGER_ARGS };
 enum { ROW_TS, ROW_DUR, DOUBLE_ROWS };
-enum { N_INTERNED = 5 };
+enum { N_INTERNED = 6 };
 
 /* Bits of the flags output. */
 enum {
@@ -533,8 +534,10 @@ typedef struct {
 #define INT_AT(cols, row, i) ((cols)->ints[(Py_ssize_t)(row) * (cols)->capacity + (i)])
 #define DOUBLE_AT(cols, row, i) ((cols)->doubles[(Py_ssize_t)(row) * (cols)->capacity + (i)])
 
-/* The args object at the cursor: the integer args, "Input Dims", and where the object lies. */
-static int scan_args(Cursor *c, Columns *cols, Py_ssize_t i) {
+/* The args object at the cursor: the integer args, "Input Dims", "Input type" (its raw text,
+ * interned by the caller through ``type_start`` / ``type_length``), and where the object lies. */
+static int scan_args(Cursor *c, Columns *cols, Py_ssize_t i, const unsigned char **type_start,
+                     Py_ssize_t *type_length) {
     if (*c->p != '{') return decline(c, "args is not an object");
     INT_AT(cols, ROW_ARGS_START, i) = c->p - c->base;
     unsigned seen = 0;
@@ -547,6 +550,7 @@ static int scan_args(Cursor *c, Columns *cols, Py_ssize_t i) {
         int row = -1;
         unsigned bit = 0;
         if (KEY_IS(key, klen, "Input Dims")) row = ROW_ELEMENTS, bit = 1u << N_INTEGER_ARGS;
+        else if (KEY_IS(key, klen, "Input type")) row = ROW_INPUT_TYPES, bit = 1u << (N_INTEGER_ARGS + 1);
         else
             for (int k = 0; k < N_INTEGER_ARGS; k++)
                 if (klen == INTEGER_ARGS[k].length && memcmp(key, INTEGER_ARGS[k].text, (size_t)klen) == 0) {
@@ -560,6 +564,11 @@ static int scan_args(Cursor *c, Columns *cols, Py_ssize_t i) {
         }
         if (row == ROW_ELEMENTS) {
             if (input_dims(c, &INT_AT(cols, ROW_ELEMENTS, i)) < 0) return -1;
+        } else if (row == ROW_INPUT_TYPES) {
+            const unsigned char *start = c->p;
+            if (skip_value(c, 2) < 0) return -1;
+            *type_start = start;
+            *type_length = c->p - start;
         } else if (row >= 0) {
             if (integer_arg(c, &INT_AT(cols, row, i), &other) < 0) return -1;
         } else if (skip_value(c, 2) < 0) {
@@ -652,7 +661,7 @@ static int scan_event(Cursor *c, Columns *cols, Py_ssize_t i, Interner *tables) 
         } else if (bit == 64) {
             if (scan_dur(c, cols, i) < 0) return -1;
         } else if (bit == 128) {
-            if (scan_args(c, cols, i) < 0) return -1;
+            if (scan_args(c, cols, i, &token_start[ROW_INPUT_TYPES], &token_length[ROW_INPUT_TYPES]) < 0) return -1;
         } else if (skip_value(c, 1) < 0) {
             return -1;
         }

@@ -351,6 +351,7 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
     correlation = joined(fields.correlation, np.int64)[rows]
     nbytes = joined(fields.nbytes, np.int64)[rows]
     elements = joined(fields.elements, np.int64)[rows]
+    input_dtypes = categorical_from_codes(fields.input_dtypes.all_codes()[rows], fields.input_dtypes.values)
     names = categorical_from_codes(name_code[rows], fields.name.values)
 
     # Copy kind: "" by default, from the name for memcpys (once per distinct name), "memset" for memsets.
@@ -370,7 +371,7 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
                            process_names, thread_names)
     meta.origin_ns = int(base_ns) + origin_raw if base_ns is not None else origin_raw
     meta.devices = _devices(top, device[is_device])
-    meta.extra["extra_columns"] = ["elements"]
+    meta.extra["extra_columns"] = ["elements", "input_dtypes"]
     raw = RawTrace(
         columns={
             "ts": ts_ns - origin_raw,
@@ -387,12 +388,14 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
             "copy_kind": copy_kind,
         },
         meta=meta,
-        # Extra column (record_shapes): elements of the op's largest input, -1 when not recorded.
-        extra={"elements": elements},
+        # Extra columns (record_shapes): elements of the op's largest input, -1 when not recorded;
+        # the dtypes of its tensor inputs (kineto_fields.input_dtypes_label), "" when not recorded.
+        extra={"elements": elements, "input_dtypes": input_dtypes},
         memory=memory,
     )
     # The builder takes the columns over and lets each go once sorted; nothing here may keep them.
     del ts_ns, dur_ns, kinds, names, track, pid, tid, device, stream, correlation, nbytes, copy_kind, elements
+    del input_dtypes
     del fields, ts, dur, ph_code, cat_code, name_code, pid_code, tid_code, rows, memory, memory_ts_ns
     del args_bad, everything, complete, phase_rows, keep, class_of, combo, kind_code, is_device, copy_code
     return build(raw)

@@ -21,6 +21,7 @@ import msgspec
 import numpy as np
 
 from traceview.arrays import joined
+from traceview.categories import NON_TENSOR_INPUT_TYPES
 from traceview.readers import kineto_scan
 from traceview.readers._json_stream import Declined
 from traceview.readers.kineto_scan import EventScanner, ScannedBlock
@@ -39,6 +40,7 @@ class _Args(msgspec.Struct, frozen=True, gc=False):
     stream: int | str | None = None
     correlation: int | str | None = None
     input_dims: Any = msgspec.field(default=None, name="Input Dims")
+    input_types: Any = msgspec.field(default=None, name="Input type")
     bytes: int | str | None = None
     name: Any = None  # metadata events: the process / thread name
     # profile_memory=True: "[memory]" instant events (allocations > 0, frees < 0).
@@ -85,6 +87,7 @@ _PH_TOKEN = msgspec.json.Decoder(str | None)
 _TEXT_TOKEN = msgspec.json.Decoder(str)
 _PID_TOKEN = msgspec.json.Decoder(int | float | str | None)
 _TID_TOKEN = msgspec.json.Decoder(int | float | str)
+_INPUT_TYPES_TOKEN = msgspec.json.Decoder(Any)  # (_Args.input_types' type)
 
 
 def _token_value(decoder: msgspec.json.Decoder[Any], token: bytes) -> Any:
@@ -218,6 +221,7 @@ class Fields:
         self.correlation: list[np.ndarray] = []
         self.nbytes: list[np.ndarray] = []
         self.elements: list[np.ndarray] = []
+        self.input_dtypes = _Interner()  # each event's input_dtypes_label ("" where none is recorded)
         self.args_bad: list[np.ndarray] = []
         self.meta_names: dict[int, Any] = {}  # event position -> args.name, metadata events only
         # "[memory]" events: their positions, and each MEMORY_ARGS field as int64 (-1: absent)
@@ -275,6 +279,10 @@ class Fields:
         self.correlation.append(integer_arg("correlation"))
         self.nbytes.append(integer_arg("bytes"))
         self.elements.append(ints[kineto_scan.ROW_ELEMENTS].copy())
+        type_tokens = block.tokens[kineto_scan.ROW_INPUT_TYPES]
+        labels = [input_dtypes_label(_token_value(_INPUT_TYPES_TOKEN, token)) for token in type_tokens] + [""]
+        type_codes = ints[kineto_scan.ROW_INPUT_TYPES]
+        self.input_dtypes.add_coded(labels, np.where(type_codes < 0, len(type_tokens), type_codes))
         self.args_bad.append(np.zeros(n, dtype=bool))
         self._add_special_rows(lambda rows: [args.name for args in _decode_args_of(block, rows)],
                                lambda rows: {field: integer_arg(field, rows) for field in MEMORY_ARGS})
@@ -332,7 +340,8 @@ class Fields:
             dur=_float_column([0 if e.dur is None else e.dur for e in events]),
             device=[a.device for a in args], stream=[a.stream for a in args],
             correlation=[a.correlation for a in args], nbytes=[a.bytes for a in args],
-            dims=[a.input_dims for a in args], args=args, arg=getattr, args_bad=None)
+            dims=[a.input_dims for a in args], types=[a.input_types for a in args], args=args, arg=getattr,
+            args_bad=None)
 
     def add_dicts(self, events: list[Any]) -> None:
         """The whole array from orjson, with the type checks the typed decoder would have made:
@@ -375,11 +384,12 @@ class Fields:
             dur=np.array(dur, dtype=np.float64), device=[a.get("device") for a in args],
             stream=[a.get("stream") for a in args], correlation=[a.get("correlation") for a in args],
             nbytes=[a.get("bytes") for a in args], dims=[a.get("Input Dims") for a in args],
-            args=args, arg=_dict_arg, args_bad=np.array(args_bad, dtype=bool))
+            types=[a.get("Input type") for a in args], args=args, arg=_dict_arg,
+            args_bad=np.array(args_bad, dtype=bool))
 
     def _add(self, *, ph: list[Any], cats: list[Any], names: list[Any], pids: list[Any], tids: list[Any],
              ts: np.ndarray, dur: np.ndarray, device: list[Any], stream: list[Any], correlation: list[Any],
-             nbytes: list[Any], dims: list[Any], args: list[Any], arg: Callable[[Any, str], Any],
+             nbytes: list[Any], dims: list[Any], types: list[Any], args: list[Any], arg: Callable[[Any, str], Any],
              args_bad: np.ndarray | None) -> None:
         n = len(ph)
         for interner, values in ((self.ph, ph), (self.cat, cats), (self.name, names), (self.pid, pids),
@@ -394,6 +404,10 @@ class Fields:
         for i in itertools.compress(range(n), [d is not None for d in dims]):
             elements[i] = _largest_input(dims[i])
         self.elements.append(elements)
+        distinct: dict[str, int] = {}  # (the lists themselves are not hashable: their labels are)
+        type_codes = np.array([distinct.setdefault(input_dtypes_label(t), len(distinct)) for t in types],
+                              dtype=np.int64)
+        self.input_dtypes.add_coded(list(distinct), type_codes)
         self.ts.append(ts)
         self.dur.append(dur)
         self.args_bad.append(args_bad if args_bad is not None else np.zeros(n, dtype=bool))
@@ -432,6 +446,15 @@ def _largest_input(dims: Any) -> int:
             count = min(count * d, _MAX_ELEMENTS)
         largest = max(largest, count)
     return largest
+
+
+def input_dtypes_label(types: Any) -> str:
+    """The dtypes of an op's tensor inputs from Kineto's ``Input type`` (["float", "Scalar", "",
+    "long int"] → "float+long int"): the distinct tensor dtypes, sorted, joined by "+"; "" where
+    none is recorded. Entries that name no dtype (categories.NON_TENSOR_INPUT_TYPES) are left out."""
+    if not isinstance(types, list):
+        return ""
+    return "+".join(sorted({t for t in types if type(t) is str and t and t not in NON_TENSOR_INPUT_TYPES}))
 
 
 _NUMBER_TEXT_WIDTH = 40  # longer "numbers" are not timestamps in range

@@ -34,13 +34,13 @@ except ImportError:  # pragma: no cover - exercised where no C compiler was avai
     _kineto_scan = None
 
 # Rows of the scanner's int64 and float64 outputs and bits of its flags (mirrors the C enums).
-ROW_PH, ROW_CAT, ROW_NAME, ROW_PID, ROW_TID = range(5)
-ROW_TS_NS, ROW_ELEMENTS, ROW_ARGS_START, ROW_ARGS_END = range(5, 9)
+ROW_PH, ROW_CAT, ROW_NAME, ROW_PID, ROW_TID, ROW_INPUT_TYPES = range(6)  # interned tokens' codes
+ROW_TS_NS, ROW_ELEMENTS, ROW_ARGS_START, ROW_ARGS_END = range(6, 10)
 # Then one row per args key read as an integer, in the C table's order (INTEGER_ARGS).
 INTEGER_ARGS = ("device", "stream", "correlation", "bytes",
                 "Bytes", "Total Allocated", "Total Reserved", "Device Type", "Device Id")
-INTEGER_ARG_ROW = {key: 9 + k for k, key in enumerate(INTEGER_ARGS)}
-INT_ROWS = 9 + len(INTEGER_ARGS)
+INTEGER_ARG_ROW = {key: 10 + k for k, key in enumerate(INTEGER_ARGS)}
+INT_ROWS = 10 + len(INTEGER_ARGS)
 ROW_TS, ROW_DUR = 0, 1
 DOUBLE_ROWS = 2
 FLAG_TS, FLAG_TS_PLAIN, FLAG_TS_BEYOND, FLAG_ARGS_OTHER = 1, 2, 4, 8

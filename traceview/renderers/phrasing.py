@@ -61,7 +61,8 @@ def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[st
                 f"no more than separate captures of one unchanged program do (up to {fmt_ratio(bound)}): the "
                 f"per-cause deltas below are the runs', not the program's"
                 + ("." if cmp.shapes_compared else
-                   " — unless the inputs differ in size, which these traces, recording no tensor shapes, cannot show."))
+                   " — unless the inputs differ in size or dtype, which these traces, recording no tensor shapes or "
+                   "types, cannot show."))
     slower = "candidate" if gap >= 0 else "baseline"
     ratio = cmp.ratio if gap >= 0 else (1 / cmp.ratio if cmp.ratio else 0.0)
     lead = f"The {slower} is {fmt_ratio(ratio)} slower"
@@ -367,9 +368,10 @@ def _gap(e: Mapping[str, Any], explains: float) -> str:
         return (f"both traces run the same ops at the same counts per step and nothing they record tells the runs "
                 f"apart; their steps, {fmt_ratio(e['run_spread'])} apart {measured}(slower / faster), differ no more "
                 f"than separate captures of one unchanged program do (up to {fmt_ratio(e['run_to_run_bound'])}): no "
-                "cause of the program's to name" + ("" if e.get("shapes_compared") else
-                                                     " (the traces record no tensor shapes: inputs of another size "
-                                                     "would look the same)"))
+                "cause of the program's to name"
+                + ("" if e.get("shapes_compared") else
+                   " (the traces record no tensor shapes or types: inputs of another size or dtype would look "
+                   "the same)"))
     if "batch_ratio" in e:
         return (f"a baseline step holds {_batches(e['batches_per_step_baseline'])} and a candidate step "
                 f"{_batches(e['batches_per_step_candidate'])}: the per-step gap is no cause of a slowdown "
