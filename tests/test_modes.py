@@ -174,3 +174,18 @@ def test_a_jitted_step_with_jit_disabled_is_told_to_turn_the_switch_off():
     assert launch.advice == advice("fuse", "jax-jit-disabled")
     for case in ("jax-disable-jit/clean", "jax-retrace/injected", "jax-cold/injected"):
         assert diagnose(trace_paths(truth / case)[0]).mode == "jax-jit", case
+
+
+def test_math_on_float64_inputs_is_named_by_its_recorded_dtype():
+    """The torch-float64 ground-truth pair (benchmarks/truth/cases/torch-float64): the same step with
+    its model and data in float64; record_shapes writes each op's input types ("double"). The
+    injected step's compute_bound says its math takes float64 inputs and what that costs (it said
+    "speed up the math (dtype, shapes …)" alike for both); the float32 twin gets no such words."""
+    from traceview.analyzers.rules import SLOW_DTYPE_SHARE, SLOWER_DTYPE_WHY
+
+    truth = Path(__file__).resolve().parent.parent / "benchmarks" / "truth" / "cases" / "torch-float64"
+    float64, float32 = (next(f for f in diagnose(trace_paths(truth / side)[0]).findings if f.rule == "compute_bound")
+                        for side in ("injected", "clean"))
+    assert float64.evidence["math_dtype"] == "double" and float64.evidence["math_dtype_share"] >= SLOW_DTYPE_SHARE
+    assert "of the math takes double inputs" in float64.advice and SLOWER_DTYPE_WHY["double"] in float64.advice
+    assert "math_dtype" not in float32.evidence and "double" not in float32.advice

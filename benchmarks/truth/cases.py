@@ -399,6 +399,16 @@ def torch_threads(variant: str, knob: int) -> StepProgram:
     return TorchStep(width=knob)
 
 
+def torch_float64(variant: str, knob: int) -> StepProgram:
+    """The compute-heavy step (width ``knob``) with its model and data in float64 (``injected``)
+    instead of float32: the same ops at the same counts, each on float64 inputs."""
+    program = TorchStep(width=knob)
+    if variant == "injected":
+        program.model.double()  # (in place: the optimizer keeps the same parameters)
+        program.x = program.x.double()
+    return program
+
+
 def torch_user_python(variant: str, knob: int) -> StepProgram:
     n = _amount(variant, knob)
     return TorchStep(mid=lambda i: python_work(n) and None)
@@ -1065,6 +1075,9 @@ CASES: tuple[Case, ...] = (
     Case("torch-threads", "torch", "compute-heavy step with 1 intra-op thread instead of 2 (torch.set_num_threads)",
          "kernel", "compute_bound", "steady", torch_threads, knob=Knob(start=2048, power=2, lo=256, hi=6144, share=0.3),
          isolate=True, threads=(2, 1)),
+    Case("torch-float64", "torch", "compute-heavy step with the model and data in float64 (model.double()) instead of "
+         "float32: the same ops, each on float64 inputs", "kernel", "compute_bound", "steady", torch_float64,
+         knob=Knob(start=1024, power=2, lo=256, hi=6144, share=0.3)),
     Case("torch-user-python", "torch", "pure-Python loop (no framework calls) between backward and the optimizer step",
          "host_compute", "host_compute", "steady", torch_user_python, knob=Knob(start=100_000), score_against="in_trace", score_reason=_PYTRACER),
     Case("torch-python-function", "torch", "a custom autograd.Function on the logits whose backward runs a pure-Python "

@@ -43,7 +43,7 @@ from traceview.analyzers.attribution import INFERRED_GLUE, driver_rows
 from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
                                       dataloader_workers)
 from traceview.arrays import codes_matching, column_codes, membership, values_matching
-from traceview.normalize import nearest_ancestor, outermost_rows, self_time, top_level_ops
+from traceview.normalize import compute_self_time, math_ops, nearest_ancestor, outermost_rows, self_time, top_level_ops
 from traceview.renderers.units import fmt_ns, fmt_pct, shorten
 from traceview.results import GRADES, PAUSED_DETAIL, BucketDelta, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role, frames_name_paths
@@ -572,6 +572,46 @@ INTRA_OP_POOL = {
 }
 
 
+# What math in these dtypes costs, by the names torch writes in record_shapes' "Input type": why the
+# side of a comparison computing in one (and the other not) is slower, or a step's math is.
+SLOWER_DTYPE_WHY = {
+    "double": "float64 math runs at half float32's speed or less (far less on most GPUs) and moves twice the "
+              "bytes: keep the model and data in float32 (model.float(), float32 tensors, "
+              "torch.set_default_dtype) unless the precision is needed",
+    "c10::Half": "float16 math on a CPU without native half-precision units runs slower than float32",
+    "c10::BFloat16": "bfloat16 math on a CPU without native bfloat16 units runs slower than float32",
+}
+HALF_PRECISION = ("c10::Half", "c10::BFloat16")
+
+
+# The math of a step runs in a slow dtype (SLOWER_DTYPE_WHY) when the compute ops taking inputs of
+# it hold at least this share of the steady steps' math time with recorded input types.
+SLOW_DTYPE_SHARE = 0.5
+
+
+def _slow_math_dtype(diag: Diagnosis) -> tuple[str, float]:
+    """The dtype of SLOWER_DTYPE_WHY that at least SLOW_DTYPE_SHARE of a CPU trace's steady math
+    takes as an input, by the compute ops' own time among those with recorded input types (torch
+    record_shapes), and that share; ("", 0.0) where none does. (On a GPU the math is the kernels,
+    not the host ops the types are recorded on.)"""
+    ev = diag.timeline.events
+    if "input_dtypes" not in ev.columns or diag.timeline.has_device:
+        return "", 0.0
+    codes, labels = column_codes(ev["input_dtypes"])
+    typed = math_ops(ev) & diag.steps.in_steady(ev) & (codes >= 0)
+    typed &= codes != (labels.index("") if "" in labels else -2)
+    own = compute_self_time(ev)
+    total = float(own[typed].sum())
+    if total <= 0:
+        return "", 0.0
+    for dtype in SLOWER_DTYPE_WHY:
+        holding = [i for i, label in enumerate(labels) if dtype in str(label).split("+")]
+        share = float(own[typed & np.isin(codes, holding)].sum()) / total
+        if share >= SLOW_DTYPE_SHARE:
+            return dtype, share
+    return "", 0.0
+
+
 @rule
 def compute_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
@@ -585,13 +625,17 @@ def compute_bound(diag: Diagnosis) -> Finding:
     top = "" if kernels is None or kernels.empty else str(kernels.iloc[0]["name"])
     top_share = 0.0 if kernels is None or kernels.empty else float(kernels.iloc[0]["share"])
     threads = (diag.timeline.meta.extra.get("capture") or {}).get("intra_op_threads")
+    dtype, dtype_share = _slow_math_dtype(diag)
     return Finding(
         "compute_bound", "the step is spent in the math itself (kernels / compute ops)",
         _grade(share, 0.60, 0.85),
         {"kernel_share": share, "top_kernel_share": top_share, **({"top_kernel": top} if top else {}),
-         **({"intra_op_threads": threads} if threads else {})},
+         **({"intra_op_threads": threads} if threads else {}),
+         **({"math_dtype": dtype, "math_dtype_share": dtype_share} if dtype else {})},
         # (Not "overhead is not the bottleneck" beside a launch/dispatch share that launch_bound grades high.)
         ("framework overhead is not the bottleneck: " if shares["launch_overhead"] < LAUNCH_BOUND_GRADES[1] else "")
+        + (f"{fmt_pct(dtype_share)} of the math takes {dtype} inputs (the input types the trace records): "
+           f"{SLOWER_DTYPE_WHY[dtype]}; else " if dtype else "")
         + "speed up the math (dtype, shapes, algorithm, fusion); on CPU give "
         + INTRA_OP_POOL.get(diag.timeline.meta.framework, INTRA_OP_POOL[""]),
         "≥ 60 % moderate, ≥ 85 % high",
@@ -755,16 +799,6 @@ MORE_DTYPE_CASTS = (2.0, 4.0)
 # ground-truth pair; reading TFRecords: ~2.7 ms of map and parse beside 0.4 ms more of the same
 # matmuls).
 INPUT_BESIDE_SHARE = 0.5
-# Why the slower side's ops are slower where their recorded input dtype (torch record_shapes'
-# "Input type", by the names torch writes) is one of these and the other side's is not.
-SLOWER_DTYPE_WHY = {
-    "double": "float64 math runs at half float32's speed or less (far less on most GPUs) and moves twice the "
-              "bytes: keep the model and data in float32 (model.float(), float32 tensors, "
-              "torch.set_default_dtype) unless the precision is needed",
-    "c10::Half": "float16 math on a CPU without native half-precision units runs slower than float32",
-    "c10::BFloat16": "bfloat16 math on a CPU without native bfloat16 units runs slower than float32",
-}
-HALF_PRECISION = ("c10::Half", "c10::BFloat16")
 
 
 def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str, dict[str, object]]:
