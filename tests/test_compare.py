@@ -42,10 +42,12 @@ def test_swapping_sides_flips_the_gap(gpu_pair):
 
 def test_every_rule_reports_a_grade_with_evidence_or_a_skip_reason():
     diag = cached_diagnosis(shared_trace("torch_gpu/resnet_v100_1rank.pt.trace.json.gz"))
-    # Every rule but the one about collectives, which this single-GPU trace does not run.
+    # Every rule but those about what this single-GPU trace does not run: collectives, autograd
+    # anomaly detection.
     assert diag.communication is None
     assert sorted(f.rule for f in diag.findings) == sorted(fn.__name__ for fn in RULES
-                                                           if fn.__name__ != "exposed_communication")
+                                                           if fn.__name__ not in ("exposed_communication",
+                                                                                  "anomaly_detection"))
     # Ranked: graded problems first, largest explained time first; then no-problem; then skipped.
     tiers = [{"high": 0, "moderate": 0, "none": 1, "skipped": 2}[f.grade] for f in diag.findings]
     assert tiers == sorted(tiers)
@@ -501,3 +503,19 @@ def test_input_shapes_recorded_on_both_sides_tell_two_runs_apart() -> None:
     assert "input shapes" in known_differences(mlp2, cnn)
     no_shapes = diagnosis(REPO / "benchmarks" / "truth" / "cases" / "torch-tiny-ops" / "clean")
     assert input_elements_per_step(no_shapes) is None
+
+
+def test_anomaly_detection_on_one_side_is_a_known_difference_and_named():
+    """The torch-anomaly-nan-checks ground-truth pair: the injected side's trace shows anomaly
+    detection's NaN checks, the clean side's nothing of it. The comparison knows the runs differ,
+    and the gap's launch/dispatch finding names the switch (it said both traces run the same ops
+    with nothing else to tell the runs apart), whichever side is the baseline."""
+    clean, injected = _truth_pair("torch-anomaly-nan-checks")
+    for baseline, candidate, side in ((clean, injected, "candidate"), (injected, clean, "baseline")):
+        cmp = compare(baseline, candidate)
+        assert "anomaly detection" in cmp.known_differences and not cmp.run_to_run
+        launch = next(f for f in cmp.findings if f.rule == "gap_launch_overhead")
+        assert launch.evidence["anomaly_detection_only"] == side
+        assert f"the {side} runs torch's autograd anomaly detection" in launch.advice
+    same = compare(*_same_program_pair())
+    assert "anomaly detection" not in same.known_differences

@@ -189,3 +189,39 @@ def test_math_on_float64_inputs_is_named_by_its_recorded_dtype():
     assert float64.evidence["math_dtype"] == "double" and float64.evidence["math_dtype_share"] >= SLOW_DTYPE_SHARE
     assert "of the math takes double inputs" in float64.advice and SLOWER_DTYPE_WHY["double"] in float64.advice
     assert "math_dtype" not in float32.evidence and "double" not in float32.advice
+
+
+def test_autograd_anomaly_detection_is_named_with_the_work_it_adds():
+    """torch.autograd.set_detect_anomaly(True) left on: the NaN checks after each backward node and
+    the Python stack each forward op stores are the framework's work (launch/dispatch), named by
+    anomaly_detection, and the advice to fuse ops or speed up the math comes after turning it off.
+
+    Ground truth (benchmarks/truth/cases/torch-anomaly-nan-checks): the NaN checks alone, both
+    variants storing stacks, no Python events: the finding explains the checks' measured cost. A
+    real capture with Python events (tests/data/torch_cpu_anomaly/capture.py): the stored stacks
+    (torch/fx/traceback.py's format_stack inside forward ops) read as 43.8 % graph building with
+    'torch.compile recompiles' advice; they are framework Python now, timed by the finding."""
+    import json
+
+    from benchmarks.truth.score import RATIO_RANGE
+    from traceview.analyzers.rules import ANOMALY_FIRST
+
+    truth = Path(__file__).resolve().parent.parent / "benchmarks" / "truth" / "cases" / "torch-anomaly-nan-checks"
+    cost = json.loads((truth / "ground_truth.json").read_text())["score"]["cost_ns"]
+    injected = {f.rule: f for f in diagnose(trace_paths(truth / "injected")[0]).findings}
+    found = injected["anomaly_detection"]
+    assert found.grade in ("high", "moderate") and found.evidence["nan_checked_nodes_per_step"] > 0
+    assert RATIO_RANGE[0] <= found.explains_ns / cost <= RATIO_RANGE[1]
+    assert not found.evidence["python_events"] and "not timed apart" in found.summary
+    assert injected["launch_bound"].advice.startswith(ANOMALY_FIRST)
+    assert injected["compute_bound"].advice.startswith(ANOMALY_FIRST)
+    # (the clean twin stores stacks without checking: without Python events nothing shows it)
+    clean = {f.rule: f for f in diagnose(trace_paths(truth / "clean")[0]).findings}
+    assert "anomaly_detection" not in clean and not clean["launch_bound"].advice.startswith(ANOMALY_FIRST)
+
+    captured = diagnose(Path(__file__).resolve().parent / "data" / "torch_cpu_anomaly" / "anomaly.pt.trace.json.gz")
+    buckets = captured.steady_attribution()
+    stacks = next(f for f in captured.findings if f.rule == "anomaly_detection").evidence
+    assert buckets["graph_build"] == 0 and buckets["host_compute"] < 0.01 * sum(buckets.values())
+    assert stacks["stacks_per_step"] > 0 and stacks["stack_ns_per_step"] > stacks["nan_check_ns_per_step"] > 0
+    assert captured.steady_details()["launch_overhead.python"] >= stacks["stack_ns_per_step"]

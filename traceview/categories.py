@@ -108,6 +108,18 @@ TORCH_DOUBLE_BACKWARD = re.compile(r"BackwardBackward\d*$")
 # the hooks registered on the node and its inputs (tensor.register_hook, module full backward
 # hooks, post-accumulate-grad hooks) and the engine's bookkeeping.
 TORCH_ENGINE_NODE = re.compile(r"^autograd::engine::evaluate_function: ")
+# torch autograd anomaly detection (torch.autograd.set_detect_anomaly(True), detect_anomaly()): a
+# debugging switch with two costs. After each backward node the engine checks every output for
+# NaN (torch/csrc/autograd/engine.cpp, call_function, with AnomalyMode::should_check_nan:
+# `isnan(output)._is_any_true().item()`): these ops, directly inside the node's range; the check's
+# own op, which no other part of the engine calls, marks a node range as checked.
+TORCH_ANOMALY_NAN_CHECK = re.compile(r"^aten::(isnan|_is_any_true|item)$")
+TORCH_ANOMALY_NAN_CHECK_MARK = "aten::_is_any_true"
+# And each forward op that records a backward node stores the Python stack that called it
+# (torch/csrc/autograd/python_anomaly_mode.cpp, PyAnomalyMetadata::store_stack:
+# torch.fx.traceback.format_stack; the standard library's traceback.format_stack in older torch):
+# with Python events, this frame inside the op.
+TORCH_ANOMALY_STACK = re.compile(r"(^|[/\\])(torch[/\\]fx[/\\])?traceback\.py\(\d+\): format_stack$")
 # torch: a Python autograd.Function. `Function.apply` records an op named after the class
 # (THPFunction_apply in torch/csrc/autograd/python_function.cpp: RECORD_FUNCTION of the type's
 # name, `MyFn`), and its backward node is a class made at definition, named `<class>Backward`

@@ -454,6 +454,27 @@ def torch_gc(variant: str, knob: int) -> StepProgram:
     return TorchStep(mid=lambda i: make_cycles(n), enter=_gc_switch(variant == "injected"))
 
 
+ANOMALY_WIDTH = 64  # the deep step's hidden width: small layers, so that each one's backward node counts
+
+
+def torch_anomaly_nan_checks(variant: str, knob: int) -> StepProgram:
+    """The step on a deep narrow MLP (``knob`` hidden layers of ANOMALY_WIDTH) with autograd anomaly
+    detection on in both variants (process-wide: set before each block), checking each backward
+    node's outputs for NaN in the ``injected`` one only (check_nan, its default): the same ops and
+    the same stored stacks, plus the NaN checks."""
+    import torch
+    from torch import nn
+
+    program = TorchStep(enter=lambda: torch.autograd.set_detect_anomaly(True, check_nan=variant == "injected"))
+    torch.manual_seed(SEED)
+    layers: list[Any] = [nn.Linear(FEATURES, ANOMALY_WIDTH), nn.ReLU()]
+    for _ in range(knob):
+        layers += [nn.Linear(ANOMALY_WIDTH, ANOMALY_WIDTH), nn.ReLU()]
+    program.model = program.forward = nn.Sequential(*layers, nn.Linear(ANOMALY_WIDTH, CLASSES))
+    program.opt = torch.optim.SGD(program.model.parameters(), lr=LR)
+    return program
+
+
 def torch_torchscript(variant: str, knob: int) -> StepProgram:
     import torch
 
@@ -1032,6 +1053,8 @@ def torch_input_and_python(variant: str, knob: int) -> StepProgram:
 _TINY = "the profiler inflates each tiny op (≈50 % on ~µs ops), so the trace holds more than the unprofiled cost"
 _PYTRACER = ("torch's Python tracer (with_stack) slows every line of Python while it is on (CPython 3.11 "
              "setprofile), so the Python work itself runs longer in the trace than without the profiler")
+_ANOMALY_NO_PY = ("each stored stack formats the Python frames that called the op: with_stack records hundreds of "
+                  "Python calls per forward op (a 7 MB trace)")
 _COMPILE_ENV = {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCHINDUCTOR_CACHE_DIR": "{fresh_dir}"}
 _COMPILE_NO_PY = "dynamo/inductor compilation makes millions of Python calls: with_stack would make the trace huge"
 
@@ -1111,6 +1134,13 @@ CASES: tuple[Case, ...] = (
          "host_compute", "host_compute", "steady", torch_between, knob=Knob(start=100_000), score_against="in_trace", score_reason=_PYTRACER),
     Case("tf-python-between-steps", "tensorflow", "pure-Python loop after each step, outside the Trace step marker",
          BETWEEN_STEPS, "host_between_steps", "steady", tf_between, knob=Knob(start=100_000)),
+    Case("torch-anomaly-nan-checks", "torch", "autograd anomaly detection on in a deep narrow MLP's step, checking "
+         "each backward node's outputs for NaN (set_detect_anomaly(True), its default) vs not (check_nan=False): "
+         "the NaN checks alone (both store a stack per forward op: without Python events, not told apart)",
+         "launch_overhead", "launch_bound", "steady", torch_anomaly_nan_checks,
+         # (both variants store the stacks, which cost several times the checks: a small target keeps the trace small)
+         knob=Knob(start=16, lo=1, hi=400, target_ms=1.5, share=0.05), python_events=False,
+         python_events_reason=_ANOMALY_NO_PY, record_shapes=False, profiled_steady=3),
     Case("torch-gc", "torch", "each step makes many cyclic Python objects, gc enabled (collector pauses in the step) vs gc disabled without the garbage",
          "host_compute", "host_compute", "steady", torch_gc, knob=Knob(start=20_000), score_against="in_trace", score_reason=_PYTRACER),
     Case("tf-gc", "tensorflow", "each step makes many cyclic Python objects, gc enabled (collector pauses in the step) vs gc disabled without the garbage",

@@ -48,7 +48,7 @@ from traceview.normalize import (compute_ops, compute_self_time, math_ops, neare
 from traceview.renderers.phrasing import THIN_COLD_ONLY, THIN_ONE_STEP
 from traceview.results import (OP_DIFF_COLUMNS, PAUSED_DETAIL, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
                                Diagnosis, shown_buckets)
-from traceview.roles import Role
+from traceview.roles import Role, anomaly_detection_rows
 from traceview.schema import Kind
 
 FAMILIES: tuple[str, ...] = tuple(f for f, _ in cat.OP_FAMILIES) + ("other",)
@@ -191,8 +191,9 @@ def known_differences(baseline: Diagnosis, candidate: Diagnosis,
                       dtypes: tuple[tuple[str, str, float], ...] | None = None) -> tuple[str, ...]:
     """What the two traces record differently about how they ran, beside their ops
     (Comparison.known_differences): the framework, the host, the devices, what the profiler
-    recorded (RECORDED_EXTRAS), the ops' input shapes and input dtypes where both record them, and
-    the capture facts both manifests state (CAPTURE_FACTS_COMPARED); ``recorded``, ``elements``
+    recorded (RECORDED_EXTRAS), the ops' input shapes and input dtypes where both record them,
+    whether torch's autograd anomaly detection ran (roles.anomaly_detection_rows), and the capture
+    facts both manifests state (CAPTURE_FACTS_COMPARED); ``recorded``, ``elements``
     and ``dtypes``: each side's recorded_extras and input_elements_per_step, and the
     dtype_changes, when the caller has them. Empty where nothing recorded tells the two runs
     apart."""
@@ -212,6 +213,8 @@ def known_differences(baseline: Diagnosis, candidate: Diagnosis,
         differ.append("input shapes")
     if dtypes if dtypes is not None else dtype_changes(baseline, candidate):
         differ.append("input dtypes")
+    if len({any(rows.any() for rows in anomaly_detection_rows(d.timeline.events)) for d in (baseline, candidate)}) > 1:
+        differ.append("anomaly detection")
     facts_a, facts_b = a.extra.get("capture") or {}, b.extra.get("capture") or {}
     differ.extend(fact for fact in CAPTURE_FACTS_COMPARED
                   if fact in facts_a and fact in facts_b and facts_a[fact] != facts_b[fact])

@@ -46,7 +46,7 @@ from traceview.arrays import codes_matching, column_codes, membership, values_ma
 from traceview.normalize import compute_self_time, math_ops, nearest_ancestor, outermost_rows, self_time, top_level_ops
 from traceview.renderers.units import fmt_ns, fmt_pct, shorten
 from traceview.results import GRADES, PAUSED_DETAIL, BucketDelta, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
-from traceview.roles import Role, frames_name_paths
+from traceview.roles import Role, anomaly_detection_rows, frames_name_paths
 from traceview.schema import Kind
 # cold_compile is ranked as its extra time spread over this many steps (or the captured steps,
 # when more): the shortest run in which one compile is worth weighing against per-step causes.
@@ -215,6 +215,19 @@ OUTSIDE_CALLS_DEVICE = " (then capture it in CUDA graphs: mode='reduce-overhead'
 OUTSIDE_CALLS_SHARE = 0.5
 
 
+# anomaly_detection is graded high from this share of the step in the work it adds; any is moderate:
+# a debugging switch left on in training is worth turning off whatever it costs.
+ANOMALY_HIGH_SHARE = 0.15
+ANOMALY_FIRST = ("autograd anomaly detection is on (anomaly_detection): turn that debugging switch off before "
+                 "anything else — its checks and stored stacks are part of this time; then ")
+
+
+def _anomaly_first(diag: Diagnosis) -> str:
+    """ANOMALY_FIRST where the trace holds the work of autograd anomaly detection (the advice to
+    fuse ops or speed up the math comes after turning it off), else ""."""
+    return ANOMALY_FIRST if any(rows.any() for rows in anomaly_detection_rows(diag.timeline.events)) else ""
+
+
 def _differentiates_twice(diag: Diagnosis) -> bool:
     """Whether the trace runs autograd nodes of a backward's backward (categories.TORCH_DOUBLE_BACKWARD)."""
     _, names = column_codes(diag.timeline.events["name"])
@@ -265,9 +278,36 @@ def launch_bound(diag: Diagnosis) -> Finding:
         "launch_bound", "launch/dispatch-bound steps: " + where, grade,
         {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op,
          **glue_evidence, **heavy_evidence, **optimizer_evidence, **regions},
-        glue + optimizer + words,
+        _anomaly_first(diag) + glue + optimizer + words,
         "≥ 3 % moderate, ≥ 15 % high (XProf kernel-launch verdict)",
         share * total,
+    )
+
+
+@rule
+def anomaly_detection(diag: Diagnosis) -> Finding | None:
+    check, stack = anomaly_detection_rows(diag.timeline.events)
+    if not (check.any() or stack.any()):
+        return None
+    ev = diag.timeline.events
+    steady = diag.steps.in_steady(ev)
+    steps = max(len(diag.steady_positions), 1)
+    dur = ev["dur"].to_numpy()
+    nodes = len(np.unique(ev["parent"].to_numpy()[check & steady]))
+    check_ns, stack_ns = (float(dur[rows & steady].sum()) / steps for rows in (check, stack))
+    _, total = _shares(diag)
+    share = (check_ns + stack_ns) / total if total else 0.0
+    python = bool(membership(ev["kind"].array)([Kind.PYTHON.value]).any())
+    return Finding(
+        "anomaly_detection", "autograd anomaly detection left on (torch.autograd.set_detect_anomaly)",
+        "high" if share >= ANOMALY_HIGH_SHARE else "moderate",
+        {"anomaly_share": share, "nan_checked_nodes_per_step": nodes / steps, "nan_check_ns_per_step": check_ns,
+         "stacks_per_step": float((stack & steady).sum()) / steps, "stack_ns_per_step": stack_ns,
+         "python_events": python},
+        "turn it off outside debugging (torch.autograd.set_detect_anomaly(False), or no detect_anomaly() context "
+        "around training); to find where a NaN first appears, turn it on only around the step that fails",
+        f"on: moderate; ≥ {ANOMALY_HIGH_SHARE:.0%} of the step: high",
+        check_ns + stack_ns,
     )
 
 
@@ -633,7 +673,8 @@ def compute_bound(diag: Diagnosis) -> Finding:
          **({"intra_op_threads": threads} if threads else {}),
          **({"math_dtype": dtype, "math_dtype_share": dtype_share} if dtype else {})},
         # (Not "overhead is not the bottleneck" beside a launch/dispatch share that launch_bound grades high.)
-        ("framework overhead is not the bottleneck: " if shares["launch_overhead"] < LAUNCH_BOUND_GRADES[1] else "")
+        _anomaly_first(diag)
+        + ("framework overhead is not the bottleneck: " if shares["launch_overhead"] < LAUNCH_BOUND_GRADES[1] else "")
         + (f"{fmt_pct(dtype_share)} of the math takes {dtype} inputs (the input types the trace records): "
            f"{SLOWER_DTYPE_WHY[dtype]}; else " if dtype else "")
         + "speed up the math (dtype, shapes, algorithm, fusion); on CPU give "
@@ -891,6 +932,20 @@ def _same_ops_dispatched_slower(comparison: Comparison, launch: BucketDelta) -> 
         {"same_work": True, "dispatch_ratio": ratio, "known_differences": list(differ)}
 
 
+def _anomaly_detection_on_one_side(comparison: Comparison, delta: BucketDelta) -> tuple[str, dict[str, object]]:
+    """The advice of a launch/dispatch or kernel delta that grows on the only side running torch's
+    autograd anomaly detection (its checks are dispatch, its stacks Python inside the forward ops,
+    in the ops' own time without Python events); and the evidence."""
+    on = [bool(_anomaly_first(side)) for side in (comparison.baseline, comparison.candidate)]
+    grew = 1 if delta.delta_ns > 0 else 0
+    if delta.bucket not in ("kernel", "launch_overhead") or not on[grew] or on[1 - grew]:
+        return "", {}
+    return (f"the {SIDES[grew]} runs torch's autograd anomaly detection — NaN checks after each backward node, a "
+            f"Python stack stored by each forward op (anomaly_detection in the {SIDES[grew]}'s findings) — and the "
+            f"{SIDES[1 - grew]}'s trace shows none of it: it is part of this; turn it off outside debugging"), \
+        {"anomaly_detection_only": SIDES[grew]}
+
+
 def comparison_findings(comparison: Comparison) -> list[Finding]:
     """What explains the gap, as findings: the top causes and whether the gap is explained."""
     out: list[Finding] = []
@@ -926,8 +981,10 @@ def comparison_findings(comparison: Comparison) -> list[Finding]:
         if share <= GAP_CAUSE_SHARE:
             break
         evidence: dict[str, object] = {"delta_ns": d.delta_ns, "share_of_gap": share}
-        words = ""
-        if d.bucket == "kernel":
+        words, more = _anomaly_detection_on_one_side(comparison, d)
+        if words:
+            evidence.update(more)
+        elif d.bucket == "kernel":
             words, more = _same_work_slower(comparison, d.delta_ns)
             evidence.update(more)
         elif d.bucket == "launch_overhead":

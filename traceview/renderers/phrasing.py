@@ -231,6 +231,21 @@ def _launch_bound(e: Mapping[str, Any], explains: float) -> str:
             f"{per_op}")
 
 
+def _anomaly_detection(e: Mapping[str, Any], explains: float) -> str:
+    parts = []
+    if e["nan_checked_nodes_per_step"]:
+        parts.append(f"its NaN checks after {e['nan_checked_nodes_per_step']:.0f} backward nodes a step take "
+                     f"{fmt_ns(e['nan_check_ns_per_step'])}")
+    if e["stacks_per_step"]:
+        parts.append(f"the {e['stacks_per_step']:.0f} Python stacks forward ops store a step take "
+                     f"{fmt_ns(e['stack_ns_per_step'])}")
+    elif not e["python_events"]:
+        parts.append("each forward op that records a backward node also stores a Python stack, inside that op's "
+                     "own time (not timed apart: the trace has no Python events)")
+    return (f"autograd anomaly detection is on: {fmt_pct(e['anomaly_share'])} of the step ({fmt_ns(explains)}) is "
+            f"its work; " + "; ".join(parts))
+
+
 def _short_kernels(e: Mapping[str, Any], explains: float) -> str:
     return (f"{fmt_pct(e['short_kernel_share'])} of kernels run for less time than their launch call "
             f"({e['short_kernels_per_step']:.0f} per step)")
@@ -386,6 +401,7 @@ def _gap_explained(e: Mapping[str, Any], explains: float) -> str:
 
 SUMMARIES: dict[str, Callable[[Mapping[str, Any], float], str]] = {
     "launch_bound": _launch_bound,
+    "anomaly_detection": _anomaly_detection,
     "short_kernels": _short_kernels,
     "steady_graph_build": _steady_graph_build,
     "cold_compile": _cold_compile,

@@ -9,21 +9,21 @@ after 3 warm-up ones):
   "double" where the other trace records "float").
 
 Unprofiled, on the machine that captured them (median of 300 steps after 30 warm-up ones):
-float32 2.78 ms a step, float64 4.15 ms (1.49x).
+float32 2.22 ms a step, float64 4.51 ms (2.03x).
 
     python tests/data/torch_cpu_dtype/capture.py float32 tests/data/torch_cpu_dtype/float32.pt.trace.json
     python tests/data/torch_cpu_dtype/capture.py float64 tests/data/torch_cpu_dtype/float64.pt.trace.json
     gzip -9 tests/data/torch_cpu_dtype/*.pt.trace.json
 """
 
-import statistics
 import sys
-import time
+from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
-from torch.profiler import ProfilerActivity, profile, schedule
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from torch_cpu_step import median_step_ms, profile_steps, sgd_step  # noqa: E402 - tests/data/torch_cpu_step.py
 
 DEPTH, WIDTH, FEATURES, CLASSES, BATCH = 6, 256, 512, 10, 128
 
@@ -40,28 +40,12 @@ def main(dtype: str, out: str) -> None:
     x, y = torch.randn(BATCH, FEATURES), torch.randint(0, CLASSES, (BATCH,))
     if dtype == "float64":
         model, x = model.double(), x.double()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    step = sgd_step(model, x, y)
 
-    def step() -> float:
-        opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    for _ in range(30):
-        step()
-    times = []
-    for _ in range(300):
-        start = time.perf_counter_ns()
-        step()
-        times.append(time.perf_counter_ns() - start)
-    print(f"{dtype}: unprofiled median {statistics.median(times) / 1e6:.2f} ms a step")
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=3, active=8),
-                 record_shapes=True, on_trace_ready=lambda p: p.export_chrome_trace(out)) as prof:
-        for _ in range(12):
-            step()
-            prof.step()
+    print(f"{dtype}: unprofiled median {median_step_ms(step, 30, 300):.2f} ms a step")
+    # (the first profiled step after one the schedule skips: ProfilerStep#1 onwards)
+    step()
+    profile_steps(step, out, warmup=3, active=8, record_shapes=True)
 
 
 if __name__ == "__main__":
