@@ -103,6 +103,28 @@ def test_graph_breaks_are_told_from_a_step_compiled_whole():
     assert "graph breaks split the candidate's compiled step" in " ".join(render_comparison(cmp, width=100).split())
 
 
+def test_a_compiled_steps_runtime_python_is_neither_compilation_nor_the_users():
+    """A real capture (tests/data/torch_cpu_compile, whole_python_events): the compiled step in its
+    steady state, with Python events. The runtime's Python — dynamo's guard check, AOT autograd's
+    runtime forward (aot_autograd.py), inductor's generated module — read as 28 % graph building
+    (HIGH steady_graph_build, "torch.compile recompiles") and 5 % the user's Python; the generated
+    module is the framework's, the C++ kernels it calls (`<built-in function kernel>`) compiled
+    code. Compilation's own frames still compile (the torch-compile-cold ground truth)."""
+    diag = diagnose(trace_paths(COMPILE / "whole_python_events")[0])
+    assert diag.mode == "torch-compile"
+    buckets, details = diag.steady_attribution(), diag.steady_details()
+    assert buckets["graph_build"] == 0 and buckets["host_compute"] < 0.01 * sum(buckets.values())
+    assert details["kernel.compiled"] > 0 and details["launch_overhead.python"] > 0
+    from traceview.categories import INDUCTOR_GENERATED_MODULE
+
+    ev = diag.timeline.events
+    names = ev["name"].astype(str)
+    generated = names.map(lambda name: bool(INDUCTOR_GENERATED_MODULE.search(name)))
+    assert generated.any() and set(ev["role"][generated].astype(str)) == {"python_framework"}
+    assert set(ev["role"][names == "<built-in function kernel>"].astype(str)) == {"compiled_code"}
+    assert next(f for f in diag.findings if f.rule == "steady_graph_build").grade == "none"
+
+
 def test_input_advice_names_its_own_frameworks_pipeline() -> None:
     """A Keras fit fed by a PyDataset with a 3 ms sleep a batch ran 8.7 → 3.5 ms a batch with
     PyDataset(workers=4): TensorFlow is told so, not about DataLoader; torch not about tf.data."""

@@ -212,6 +212,15 @@ TF_OP_KERNEL = re.compile(r"^[^\s:]+:[A-Za-z_][\w]*$")
 # python_function: "torch/_tensor.py(558): __repr__", "torch/_tensor_str.py(712): _str"): Tensor's
 # __repr__ / __str__ / __format__ (torch/_tensor.py) and the formatting module they call
 # (torch/_tensor_str.py). They run only when the user prints, formats or logs a tensor.
+# torch inductor's generated code: the Python module of each compiled graph, written to the code
+# cache as <cache dir>/<key[1:3]>/<key>.py with a key "c" + hash (torch/_inductor/codecache.py,
+# get_path and PyCodeCache; the default cache dir is /tmp/torchinductor_<user>). Its frames, with
+# Python events, sit inside `## Call CompiledFxGraph` (compiled code): the framework's runtime, not
+# the user's Python called back from the math.
+INDUCTOR_GENERATED_MODULE = re.compile(r"[/\\]([a-z0-9]{2})[/\\]c\1[a-z0-9]{20,}\.py\(\d+\)")
+# On CPU the module calls each fused C++ kernel through a Python binding whose function is named
+# "kernel" (codecache.py, CppPythonBindingsCodeCache.entry_function): the compiled math itself.
+INDUCTOR_CPP_KERNEL = re.compile(r"^<built-in function kernel>$")
 TENSOR_TO_TEXT_FRAME = re.compile(r"(^|[/\\])torch[/\\](_tensor_str\.py\(|_tensor\.py\(\d+\): __(repr|str|format)__$)")
 # tf.data's iterators record their place in the pipeline as a path from the root
 # ("Iterator::Root::Prefetch::ParallelMapV2::…::TensorSlice": TraceMe names of

@@ -299,15 +299,17 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule(Role.ANNOTATION, _RANGE, "any other range: user record_function / tf.profiler Trace, library ranges"),
     # ---- Python frames (torch with_stack / python_function; XPlane `$file.py:12 f`) ----
     RoleRule(Role.COMPILE, _PYTHON, "Python in the compilers' own modules: dynamo's tracer, AOT autograd's "
-             "compile path, inductor's lowering / codegen, torch.fx (not graph_module.py, which runs compiled "
-             "graphs, nor traceback.py, whose format_stack autograd anomaly detection calls in every forward "
-             "op: categories.TORCH_ANOMALY_STACK; under the compilers' frames both still compile, by nesting), "
-             "jax's tracing and lowering",
-             name=_re(r"(torch/_dynamo/(convert_frame|symbolic_convert|output_graph|variables/|bytecode_transformation|"
-                      r"guards)|torch/_functorch/_aot_autograd/(jit_compile_runtime_wrappers|dispatch_and_compile_graph|"
-                      r"collect_metadata_analysis|graph_compile)|torch/_functorch/(aot_autograd|partitioners)\.py|"
+             "compile path, inductor's lowering / codegen, jax's tracing and lowering. Not the modules that also "
+             "run at every call of compiled code, which compile only inside these frames (by nesting): AOT "
+             "autograd's aot_autograd.py (its runtime forward), dynamo's guards.py (the guard check before each "
+             "call), torch.fx (helpers compiled code calls; torch/fx/traceback.py's format_stack, which autograd "
+             "anomaly detection calls in every forward op: categories.TORCH_ANOMALY_STACK) — in a torch.compile "
+             "step's steady state they read as 28 % graph building (tests/data/torch_cpu_compile)",
+             name=_re(r"(torch/_dynamo/(convert_frame|symbolic_convert|output_graph|variables/|bytecode_transformation)|"
+                      r"torch/_functorch/_aot_autograd/(jit_compile_runtime_wrappers|dispatch_and_compile_graph|"
+                      r"collect_metadata_analysis|graph_compile)|torch/_functorch/partitioners\.py|"
                       r"torch/_inductor/(compile_fx|graph|lowering|scheduler|codegen/|ir|fx_passes/|codecache|"
-                      r"async_compile|select_algorithm|decomposition)|torch/fx/(?!graph_module|traceback)|torch/_subclasses/fake_|"
+                      r"async_compile|select_algorithm|decomposition)|torch/_subclasses/fake_|"
                       r"jax/_src/(interpreters/partial_eval|interpreters/mlir|pjit\.py.*_pjit_lower|compiler\.py))")),
     RoleRule(Role.COMPILE, _PYTHON, "jax.jit tracing, lowering and compiling a function on a cache miss, as "
              "JAX's own Python tracer names the frames (`$file.py:LINE function`, the file's base name only): in "
@@ -421,7 +423,8 @@ def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
     role = _nesting(role, name_values, name_codes, tracing, python, host_op, nesting)
     role = _loose_thunks(events, role, name_values, name_codes, host_op)
     role = _host_callbacks(role, name_values, name_codes, host_op)
-    return _anomaly_detection(role, anomaly_detection_rows(events, name_values, name_codes), nesting)
+    role = _inductor_generated_code(role, name_values, name_codes, python, nesting)
+    return _anomaly_detection(role, anomaly_detection_rows(events, name_values, name_codes, role), nesting)
 
 
 def _combinations(columns: tuple[np.ndarray, ...], values: tuple[list[str], ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -588,12 +591,15 @@ def _host_callbacks(role: np.ndarray, name_values: list[str], name_codes: np.nda
 
 
 def anomaly_detection_rows(events: pd.DataFrame, name_values: list[str] | None = None,
-                           name_codes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                           name_codes: np.ndarray | None = None,
+                           role: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The work torch's autograd anomaly detection adds, as the rows that begin it (each with its
     subtree): the NaN checks after backward nodes (categories.TORCH_ANOMALY_NAN_CHECK ops directly
     inside an engine node range that holds the check's own op) and the Python stacks stored by
-    forward ops (categories.TORCH_ANOMALY_STACK frames directly inside an op: recorded only with
-    Python events). Two masks; all False in any other trace."""
+    forward ops (categories.TORCH_ANOMALY_STACK frames directly inside an op, outside compilation:
+    torch.fx records the same stack for each node of a graph it traces; recorded only with Python
+    events). ``role``: the rows' role codes, while they are decided (else the table's role column).
+    Two masks; all False in any other trace."""
     if name_values is None or name_codes is None:
         name_codes, name_values = _category(events, "name")
     check = _lookup(cat.TORCH_ANOMALY_NAN_CHECK, name_values, name_codes)
@@ -616,7 +622,38 @@ def anomaly_detection_rows(events: pd.DataFrame, name_values: list[str] | None =
     stack &= kind_in([Kind.PYTHON.value]) & has_parent
     if stack.any():
         stack &= host_op[up]
+        stack &= ~(np.isin(role, _BUILDING_ROLE_CODES) if role is not None else
+                   membership(events["role"].array)([Role.COMPILE.value, Role.GRAPH_BUILD.value]))
     return check, stack
+
+
+def _inductor_generated_code(role: np.ndarray, name_values: list[str], name_codes: np.ndarray, python: np.ndarray,
+                             nesting: Nesting) -> np.ndarray:
+    """torch inductor's generated module (categories.INDUCTOR_GENERATED_MODULE), with the Python it
+    calls, is the framework's runtime: inside `## Call CompiledFxGraph` (compiled code) the nesting
+    took it for Python called back from the math, the user's (a compiled step's steady state read
+    7 % host compute); the fused C++ kernels it calls on CPU (categories.INDUCTOR_CPP_KERNEL) are
+    compiled code, the math."""
+    generated = python & _lookup(cat.INDUCTOR_GENERATED_MODULE, name_values, name_codes)
+    if not generated.any():
+        return role
+    inside = _subtree(role, generated, nesting, _PYTHON_ROLES)
+    role[inside] = _ROLE_CODE[Role.PYTHON_FRAMEWORK.value]
+    role[inside & _lookup(cat.INDUCTOR_CPP_KERNEL, name_values, name_codes)] = _ROLE_CODE[Role.COMPILED_CODE.value]
+    return role
+
+
+def _subtree(role: np.ndarray, roots: np.ndarray, nesting: Nesting, taking: np.ndarray) -> np.ndarray:
+    """The rows of ``roots`` and, below them, every row whose role is one of ``taking`` (codes) and
+    whose parent is such a row: whole subtrees, down to the first row of another role."""
+    marker = len(ROLE_VALUES)  # (a value no role has: what the roots give their subtrees)
+    values = role.copy()
+    values[roots] = marker
+    takes = np.zeros(marker + 1, dtype=bool)
+    takes[taking] = True
+    gives = np.zeros(marker + 1, dtype=bool)
+    gives[marker] = True
+    return nesting.copy_down(values, takes, gives) == marker
 
 
 def _anomaly_detection(role: np.ndarray, rows: tuple[np.ndarray, np.ndarray], nesting: Nesting) -> np.ndarray:
@@ -629,19 +666,10 @@ def _anomaly_detection(role: np.ndarray, rows: tuple[np.ndarray, np.ndarray], ne
     (tests/data/torch_cpu_anomaly)."""
     check, stack = rows
     for roots, given in ((check, Role.DISPATCH), (stack, Role.PYTHON_FRAMEWORK)):
-        if not roots.any():
-            continue
-        marker = len(ROLE_VALUES)  # (a value no role has: what the roots give their subtrees)
-        values = role.copy()
-        values[roots] = marker
-        # Ops and Python below take it; runtime calls keep theirs (a check's `item` waits for a
-        # GPU in a sync: that wait stays a sync).
-        takes = np.zeros(marker + 1, dtype=bool)
-        takes[_ANOMALY_WORK_ROLE_CODES] = True
-        gives = np.zeros(marker + 1, dtype=bool)
-        gives[marker] = True
-        values = nesting.copy_down(values, takes, gives)
-        role = np.where(values == marker, np.int8(_ROLE_CODE[given.value]), role).astype(role.dtype)
+        if roots.any():
+            # Ops and Python below take it; runtime calls keep theirs (a check's `item` waits for
+            # a GPU in a sync: that wait stays a sync).
+            role[_subtree(role, roots, nesting, _ANOMALY_WORK_ROLE_CODES)] = _ROLE_CODE[given.value]
     return role
 
 
@@ -665,6 +693,8 @@ _PARENTS_OF_BUILTINS = _role_codes(Role.PYTHON_USER, Role.PYTHON_FRAMEWORK, Role
 _PYTHON_ROLES = _role_codes(Role.PYTHON_USER, Role.PYTHON_FRAMEWORK)
 _MATH_ROLE_CODES = _role_codes(Role.COMPUTE, Role.COMPILED_CODE)
 _FRAMEWORK_PARENT_CODES = np.array([_ROLE_CODE[v] for v in _FRAMEWORK_PARENTS], dtype=np.int8)
+# Roles of graph building and compilation (anomaly_detection_rows: no anomaly work inside them).
+_BUILDING_ROLE_CODES = _role_codes(Role.COMPILE, Role.GRAPH_BUILD)
 # The roles of the events inside anomaly detection's work that take its role (_anomaly_detection).
 _ANOMALY_WORK_ROLE_CODES = _role_codes(Role.COMPUTE, Role.COMPILED_CODE, Role.DISPATCH, Role.VIEW_ALLOC,
                                        Role.ANNOTATION, Role.PYTHON_FRAMEWORK, Role.PYTHON_USER)

@@ -223,9 +223,11 @@ ANOMALY_FIRST = ("autograd anomaly detection is on (anomaly_detection): turn tha
 
 
 def _anomaly_first(diag: Diagnosis) -> str:
-    """ANOMALY_FIRST where the trace holds the work of autograd anomaly detection (the advice to
-    fuse ops or speed up the math comes after turning it off), else ""."""
-    return ANOMALY_FIRST if any(rows.any() for rows in anomaly_detection_rows(diag.timeline.events)) else ""
+    """ANOMALY_FIRST where the steady steps hold the work of autograd anomaly detection (the advice
+    to fuse ops or speed up the math comes after turning it off), else ""."""
+    ev = diag.timeline.events
+    steady = diag.steps.in_steady(ev)
+    return ANOMALY_FIRST if any((rows & steady).any() for rows in anomaly_detection_rows(ev)) else ""
 
 
 def _differentiates_twice(diag: Diagnosis) -> bool:
@@ -286,15 +288,15 @@ def launch_bound(diag: Diagnosis) -> Finding:
 
 @rule
 def anomaly_detection(diag: Diagnosis) -> Finding | None:
-    check, stack = anomaly_detection_rows(diag.timeline.events)
-    if not (check.any() or stack.any()):
-        return None
     ev = diag.timeline.events
     steady = diag.steps.in_steady(ev)
+    check, stack = (rows & steady for rows in anomaly_detection_rows(ev))
+    if not (check.any() or stack.any()):
+        return None  # (not in the steady steps: nothing of theirs to time)
     steps = max(len(diag.steady_positions), 1)
     dur = ev["dur"].to_numpy()
-    nodes = len(np.unique(ev["parent"].to_numpy()[check & steady]))
-    check_ns, stack_ns = (float(dur[rows & steady].sum()) / steps for rows in (check, stack))
+    nodes = len(np.unique(ev["parent"].to_numpy()[check]))
+    check_ns, stack_ns = (float(dur[rows].sum()) / steps for rows in (check, stack))
     _, total = _shares(diag)
     share = (check_ns + stack_ns) / total if total else 0.0
     python = bool(membership(ev["kind"].array)([Kind.PYTHON.value]).any())
@@ -302,7 +304,7 @@ def anomaly_detection(diag: Diagnosis) -> Finding | None:
         "anomaly_detection", "autograd anomaly detection left on (torch.autograd.set_detect_anomaly)",
         "high" if share >= ANOMALY_HIGH_SHARE else "moderate",
         {"anomaly_share": share, "nan_checked_nodes_per_step": nodes / steps, "nan_check_ns_per_step": check_ns,
-         "stacks_per_step": float((stack & steady).sum()) / steps, "stack_ns_per_step": stack_ns,
+         "stacks_per_step": float(stack.sum()) / steps, "stack_ns_per_step": stack_ns,
          "python_events": python},
         "turn it off outside debugging (torch.autograd.set_detect_anomaly(False), or no detect_anomaly() context "
         "around training); to find where a NaN first appears, turn it on only around the step that fails",

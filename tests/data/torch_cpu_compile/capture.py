@@ -5,8 +5,11 @@ training step under ``torch.compile``, ``prof.step()`` per step, compiled before
 - ``graph_break/``: the same forward with a graph break in the middle (``torch._dynamo.graph_break()``,
   as a ``print`` or ``.item()`` in a forward makes one): dynamo compiles the rest of the function
   as a second frame, two regions a step ("0/0", and "1/0" nested in it).
+- ``whole_python_events/``: as ``whole/``, profiled with Python events (``with_stack=True``): the
+  runtime's Python (dynamo's guard check, AOT autograd's runtime forward, inductor's generated
+  module and the C++ kernels it calls) inside each step, no compilation.
 
-    python tests/data/torch_cpu_compile/capture.py tests/data/torch_cpu_compile
+    python tests/data/torch_cpu_compile/capture.py tests/data/torch_cpu_compile [NAME ...]
 """
 
 import sys
@@ -34,9 +37,13 @@ class Net(nn.Module):
         return self.second(h)
 
 
-def main(out: Path) -> None:
+CAPTURES = {"whole": (False, False), "graph_break": (True, False), "whole_python_events": (False, True)}
+
+
+def main(out: Path, names: list[str]) -> None:
     torch.set_num_threads(2)
-    for name, breaks in (("whole", False), ("graph_break", True)):
+    for name in names or CAPTURES:
+        breaks, python_events = CAPTURES[name]
         torch.manual_seed(0)
         model = torch.compile(Net(breaks))
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -45,7 +52,7 @@ def main(out: Path) -> None:
             train_step(model, optimizer, batch)  # (compiled before the capture)
         folder = out / name
         with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=4),
-                     on_trace_ready=tensorboard_trace_handler(str(folder))) as prof:
+                     with_stack=python_events, on_trace_ready=tensorboard_trace_handler(str(folder))) as prof:
             for _ in range(5):
                 train_step(model, optimizer, batch)
                 prof.step()
@@ -60,4 +67,4 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: tuple[
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), sys.argv[2:])
