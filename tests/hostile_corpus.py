@@ -579,8 +579,13 @@ CASES: list[Case] = [
     Case("truncated-half", raw_file(lambda: base_bytes()[: len(base_bytes()) // 2]), refused(INVALID_JSON)),
     Case("cut-mid-event", raw_file(cut_mid_event), refused(INVALID_JSON)),
     Case("truncated-gzip", raw_file(truncated_gzip, "trace.json.gz"), refused("gzip")),
-    Case("invalid-utf8", raw_file(lambda: base_bytes().replace(b"aten::mm", b"aten\xff\xfe", 1)),
-         refused(f"not UTF-8 at byte {base_bytes().index(b'aten::mm') + 4}")),
+    # In an event name: torch.profiler writes names as they are (readers/kineto_names.py), so the
+    # name is read with U+FFFD for the bytes, and a note says so.
+    Case("invalid-utf8-in-name", raw_file(lambda: base_bytes().replace(b"aten::mm", b"aten\xff\xfe", 1)), OK),
+    Case("unescaped-quotes-in-name", raw_file(lambda: base_bytes().replace(b'"aten::mm"', b'"aten::mm("""):\n\\x"', 1)),
+         OK),
+    Case("invalid-utf8", raw_file(lambda: base_bytes().replace(b'"X"', b'"\xff"', 1)),
+         refused("not UTF-8 at byte " + str(base_bytes().index(b'"X"') + 1))),
     # In a key no decoding reads: the typed decoding skips such keys unseen, yet must refuse too.
     Case("invalid-utf8-in-unread-key", raw_file(lambda: base_bytes().replace(b'"ph"', b'"p\xff"', 1)),
          refused("not UTF-8 at byte")),

@@ -120,3 +120,61 @@ def test_launch_sync_and_runtime_calls_are_told_apart():
     assert kinds.get("cudaStreamSynchronize", "sync") == "sync"
     assert np.isin(ev.loc[ev["kind"] == "sync", "name"].astype(str).unique(),
                    ["cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpy", "cudaEventSynchronize"]).all()
+
+
+# torch.profiler's exporter writes event names unescaped (readers/kineto_names.py); a Python frame's
+# name as it appears in real exports, each making the whole file invalid JSON.
+_PYTHON_FRAME = ('  {{\n    "ph": "X",\n    "cat": "python_function",\n    "name": "{name}",\n    "pid": 7,\n'
+                 '    "tid": 7,\n    "ts": {ts},\n    "dur": 2\n    ,\n    "args": {{\n      "Python id": {ts}\n    }}\n  }}')
+_ONE_LINE_FRAME = ('{{"ph": "X", "cat": "python_function", "name": "{name}", "pid": 7, "tid": 7,\n'
+                   '    "ts": {ts}, "dur": 2,\n    "args": {{"Python id": {ts}}}}}')
+
+
+@pytest.mark.parametrize(("layout", "broken", "read_as"), [
+    # a module docstring's line as the function (torch 2.13, torch.compile with with_stack=True)
+    (_PYTHON_FRAME, 'torch/_inductor/fx_passes/quantization.py(0):     """', 'torch/_inductor/fx_passes/quantization.py(0):     """'),
+    # a source line with quotes and a newline (pytorch/pytorch#113001)
+    (_ONE_LINE_FRAME, '_lib = torch.library.Library("_inductor_test", "IMPL")\n(1): <module>',
+     '_lib = torch.library.Library("_inductor_test", "IMPL")\n(1): <module>'),
+    # a dict-like file name of code dynamo generates, quotes and ", " inside
+    (_PYTHON_FRAME, '{"device": "cpu", "dtype": "float32"}(12): run', '{"device": "cpu", "dtype": "float32"}(12): run'),
+    # Windows paths with bare backslashes (pytorch/pytorch#98432); a valid escape stays one
+    (_ONE_LINE_FRAME, 'torch\\cuda\\__init__.py(219): _lazy_init \\n', 'torch\\cuda\\__init__.py(219): _lazy_init \n'),
+    # a control character
+    (_PYTHON_FRAME, 'torch/_inductor/config.py(0): \x01', 'torch/_inductor/config.py(0): \x01'),
+])
+def test_event_names_the_exporter_left_unescaped_are_read(tmp_path, layout, broken, read_as):
+    """Real exports hold Python frame names that are not valid JSON strings: one makes the whole
+    file invalid. The reader escapes them, keeps every event, and says how many it repaired."""
+    events = [layout.format(name="step.py(3): train", ts=1000), layout.format(name=broken, ts=1010),
+              layout.format(name="torch/nn/modules/module.py(1751): _call_impl", ts=1020)]
+    path = tmp_path / "trace.json"
+    path.write_text('{\n  "schemaVersion": 1,\n  "traceEvents": [\n' + ",\n".join(events) + "\n  ]\n}\n",
+                    encoding="utf-8")
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(path.read_bytes())
+    timeline = kineto.read(path)
+    names = [str(n) for n in timeline.events["name"]]
+    assert names == ["step.py(3): train", read_as, "torch/nn/modules/module.py(1751): _call_impl"]
+    assert timeline.meta.input_events == 3 and not timeline.meta.dropped
+    assert any(note.startswith("1 event name(s) were not valid JSON") for note in timeline.meta.notes)
+
+
+def test_names_that_are_not_utf8_are_read_with_replacement_characters(tmp_path):
+    """A name holding bytes that are not UTF-8 (pytorch/pytorch#136180): read, the bytes replaced."""
+    event = _PYTHON_FRAME.format(name="torch/_inductor/config.py(0): @@", ts=1000).encode()
+    path = tmp_path / "trace.json"
+    path.write_bytes(b'{"traceEvents": [\n' + event.replace(b"@@", b"\xff\xfe") + b"\n]}")
+    timeline = kineto.read(path)
+    assert [str(n) for n in timeline.events["name"]] == ["torch/_inductor/config.py(0): \ufffd\ufffd"]
+
+
+def test_a_document_broken_elsewhere_is_still_refused_where_it_breaks(tmp_path):
+    """Repair is for names only: a document also broken elsewhere keeps its one-line error."""
+    from traceview.errors import FormatError
+
+    good = _PYTHON_FRAME.format(name='a.py(1): f """', ts=1000)
+    path = tmp_path / "trace.json"
+    path.write_text('{"traceEvents": [\n' + good + ",\n" + good.replace('"ts": 1000', '"ts": 1000 1') + "\n]}")
+    with pytest.raises(FormatError, match="invalid JSON at byte"):
+        kineto.read(path)

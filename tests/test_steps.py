@@ -392,3 +392,20 @@ def test_a_retrace_in_the_middle_of_the_run_is_steady_state_not_warm_up():
     assert table["graph_build_events"].iloc[5] > 0 and 5 in diag.steady_positions
     finding = next(f for f in diag.findings if f.rule == "steady_graph_build")
     assert finding.grade == "high" and "retraces" in finding.advice
+
+
+def test_a_cycle_of_steps_is_not_named_against_light_steps_of_no_duration():
+    """An edge a mutated trace reached (tests/fuzz.py, a ZeroDivisionError): every second steady
+    step holds a name the others do not, and the others last 0 ns. No multiple of them to name."""
+    import pandas as pd
+
+    from traceview.analyzers.diagnosis import periodic_heavy_steps
+    from traceview.results import Steps
+
+    numbers = np.arange(6)
+    heavy = numbers % 2 == 1
+    table = pd.DataFrame({"number": numbers, "duration": np.where(heavy, 1000, 0).astype(np.int64)})
+    events = pd.DataFrame({"step": numbers, "name": pd.Categorical(np.where(heavy, "update", "micro"))})
+    assert periodic_heavy_steps(events, Steps(table, "markers", ""), np.arange(6)) is None
+    table["duration"] = np.where(heavy, 1000, 100)  # (with light steps that take time, the cycle is named)
+    assert "every second steady step" in periodic_heavy_steps(events, Steps(table, "markers", ""), np.arange(6))

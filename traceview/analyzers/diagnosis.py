@@ -70,7 +70,8 @@ def periodic_heavy_steps(events: pd.DataFrame, steps: Steps, steady: np.ndarray)
         stride = np.diff(numbers[heavy])
         light = float(np.median(duration[~heavy]))
         slowest_light = float(duration[~heavy].max())
-        if (stride[0] < 2 or not (stride == stride[0]).all()
+        # (light steps of no duration: no multiple of them to speak of)
+        if (stride[0] < 2 or not (stride == stride[0]).all() or light <= 0
                 or duration[heavy].min() < PERIODIC_HEAVY * light or duration[heavy].min() <= slowest_light):
             continue
         extra = float(duration[heavy].mean() - light)

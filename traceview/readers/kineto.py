@@ -43,6 +43,7 @@ from traceview.readers import _prefetch
 from traceview.readers.kineto_fields import (BAD_TID, EXACT_FLOAT_LIMIT_US, EXACT_TS_DECODER, FAST_DECODER,
                                              INT64_MAX, MAX_US, NOT_AN_OBJECT, Fields, as_int, ns_from_text,
                                              scan_fields)
+from traceview.readers.kineto_names import repair_names
 from traceview.builder import RawTrace, build
 from traceview.schema import (KIND_VALUES, MEMORY_SAMPLE_REASON, Device, Kind, Timeline, TraceMeta,
                               categorical_from_codes, leveled, memory_frame)
@@ -141,18 +142,21 @@ def read_reference(path: Path) -> Timeline:
     if not raw or raw.isspace():  # (no strip(): that would copy the whole document)
         raise FormatError(f"{path}: file is empty; re-export the trace")
     skipped = len(UTF8_BOM) if raw.startswith(UTF8_BOM) else 0
+    repaired = 0
     try:
         doc = orjson.loads(memoryview(raw)[skipped:])
     except orjson.JSONDecodeError as err:
-        bad_byte = first_invalid_utf8(raw) if "UTF-8" in err.msg else None
-        if bad_byte is not None:  # (orjson then says "byte 0" and may speak of surrogates)
-            raise FormatError(f"{path}: text that is not UTF-8 at byte {bad_byte}; JSON must be UTF-8: "
-                              "re-export the trace or check the copy") from None
-        where = f"at byte {err.pos + skipped}" if getattr(err, "pos", None) is not None else ""
-        truncated = " (file looks truncated)" if err.pos is not None and err.pos >= len(raw) - 2 else ""
-        raise FormatError(
-            f"{path}: invalid JSON {where}{truncated}: {err.msg}; re-export the trace or check the copy"
-        ) from None
+        # torch.profiler writes some event names unescaped (readers/kineto_names.py): with them
+        # escaped, the rest of the document may be valid.
+        fixed, repaired = repair_names(memoryview(raw)[skipped:])
+        try:
+            doc = orjson.loads(fixed) if repaired else None
+        except orjson.JSONDecodeError:
+            repaired = 0
+        if not repaired:
+            raise _invalid_json(path, raw, skipped, err) from None
+        raw, skipped = fixed, 0
+        del fixed
     if isinstance(doc, list):
         events, top = doc, {}
     elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
@@ -166,7 +170,23 @@ def read_reference(path: Path) -> Timeline:
     timeline = _timeline(path, fields, top, len(events), ts_exact)
     if ts_exact is None and _needs_exact(events):
         timeline.meta.notes.append("timestamps re-read as parsed doubles: sub-µs precision may be off by up to 0.25 µs")
+    if repaired:
+        timeline.meta.notes.append(
+            f"{repaired} event name(s) were not valid JSON (quotes, backslashes or control characters left "
+            "unescaped, or bytes that are not UTF-8: torch.profiler writes Python frames' names as they are, "
+            "with_stack=True) and were read with them escaped")
     return timeline
+
+
+def _invalid_json(path: Path, raw: bytes, skipped: int, err: orjson.JSONDecodeError) -> FormatError:
+    """The one line that says where ``raw`` (``skipped``: a byte-order mark's length) is not JSON."""
+    bad_byte = first_invalid_utf8(raw) if "UTF-8" in err.msg else None
+    if bad_byte is not None:  # (orjson then says "byte 0" and may speak of surrogates)
+        return FormatError(f"{path}: text that is not UTF-8 at byte {bad_byte}; JSON must be UTF-8: "
+                           "re-export the trace or check the copy")
+    where = f"at byte {err.pos + skipped}" if getattr(err, "pos", None) is not None else ""
+    truncated = " (file looks truncated)" if err.pos is not None and err.pos >= len(raw) - 2 else ""
+    return FormatError(f"{path}: invalid JSON {where}{truncated}: {err.msg}; re-export the trace or check the copy")
 
 
 @contextlib.contextmanager
