@@ -632,7 +632,7 @@ def _inductor_generated_code(role: np.ndarray, name_values: list[str], name_code
     """torch inductor's generated module (categories.INDUCTOR_GENERATED_MODULE), with the Python it
     calls, is the framework's runtime: inside `## Call CompiledFxGraph` (compiled code) the nesting
     took it for Python called back from the math, the user's (a compiled step's steady state read
-    7 % host compute); the fused C++ kernels it calls on CPU (categories.INDUCTOR_CPP_KERNEL) are
+    5 % host compute: tests/data/torch_cpu_compile); the fused C++ kernels it calls on CPU (categories.INDUCTOR_CPP_KERNEL) are
     compiled code, the math."""
     generated = python & _lookup(cat.INDUCTOR_GENERATED_MODULE, name_values, name_codes)
     if not generated.any():

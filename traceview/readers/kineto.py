@@ -43,7 +43,7 @@ from traceview.readers import _prefetch
 from traceview.readers.kineto_fields import (BAD_TID, EXACT_FLOAT_LIMIT_US, EXACT_TS_DECODER, FAST_DECODER,
                                              INT64_MAX, MAX_US, NOT_AN_OBJECT, Fields, as_int, ns_from_text,
                                              scan_fields)
-from traceview.readers.kineto_names import repair_names
+from traceview.readers.kineto_names import in_a_name, repair_names
 from traceview.builder import RawTrace, build
 from traceview.schema import (KIND_VALUES, MEMORY_SAMPLE_REASON, Device, Kind, Timeline, TraceMeta,
                               categorical_from_codes, leveled, memory_frame)
@@ -148,13 +148,16 @@ def read_reference(path: Path) -> Timeline:
     except orjson.JSONDecodeError as err:
         # torch.profiler writes some event names unescaped (readers/kineto_names.py): with them
         # escaped, the rest of the document may be valid.
-        fixed, repaired = repair_names(memoryview(raw)[skipped:])
+        bad_byte = first_invalid_utf8(raw) if "UTF-8" in err.msg else None
+        at = bad_byte if bad_byte is not None else (err.pos + skipped if err.pos is not None else None)
+        fixed, repaired = repair_names(memoryview(raw)[skipped:]) if at is not None and in_a_name(raw, at) \
+            else (b"", 0)
         try:
             doc = orjson.loads(fixed) if repaired else None
         except orjson.JSONDecodeError:
             repaired = 0
         if not repaired:
-            raise _invalid_json(path, raw, skipped, err) from None
+            raise _invalid_json(path, raw, skipped, err, bad_byte) from None
         raw, skipped = fixed, 0
         del fixed
     if isinstance(doc, list):
@@ -178,9 +181,10 @@ def read_reference(path: Path) -> Timeline:
     return timeline
 
 
-def _invalid_json(path: Path, raw: bytes, skipped: int, err: orjson.JSONDecodeError) -> FormatError:
-    """The one line that says where ``raw`` (``skipped``: a byte-order mark's length) is not JSON."""
-    bad_byte = first_invalid_utf8(raw) if "UTF-8" in err.msg else None
+def _invalid_json(path: Path, raw: bytes, skipped: int, err: orjson.JSONDecodeError,
+                  bad_byte: int | None) -> FormatError:
+    """The one line that says where ``raw`` (``skipped``: a byte-order mark's length) is not JSON;
+    ``bad_byte``: where it is not UTF-8, if that is why."""
     if bad_byte is not None:  # (orjson then says "byte 0" and may speak of surrogates)
         return FormatError(f"{path}: text that is not UTF-8 at byte {bad_byte}; JSON must be UTF-8: "
                            "re-export the trace or check the copy")

@@ -404,9 +404,10 @@ class Fields:
         for i in itertools.compress(range(n), [d is not None for d in dims]):
             elements[i] = _largest_input(dims[i])
         self.elements.append(elements)
-        distinct: dict[str, int] = {}  # (the lists themselves are not hashable: their labels are)
-        type_codes = np.array([distinct.setdefault(input_dtypes_label(t), len(distinct)) for t in types],
-                              dtype=np.int64)
+        distinct = {"": 0}  # (the lists themselves are not hashable: their labels are)
+        type_codes = np.zeros(n, dtype=np.int64)
+        for i in itertools.compress(range(n), [t is not None for t in types]):
+            type_codes[i] = distinct.setdefault(input_dtypes_label(types[i]), len(distinct))
         self.input_dtypes.add_coded(list(distinct), type_codes)
         self.ts.append(ts)
         self.dur.append(dur)

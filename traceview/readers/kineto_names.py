@@ -74,6 +74,25 @@ def repair_names(raw: bytes | memoryview) -> tuple[bytes, int]:
     return b"".join(parts), repaired
 
 
+# How far before a decoding error its name key may lie (a name of a few thousand characters at most:
+# a frame's file and function, or a source line).
+_NAME_REACH = 1 << 16
+
+
+def in_a_name(raw: bytes | memoryview, position: int) -> bool:
+    """Whether the byte at ``position`` (where a decoding failed) lies in an event name's value:
+    after the last name key within _NAME_REACH before it and no later than that value's end as
+    :func:`repair_names` would take it. Repairs are tried only then: a document broken elsewhere
+    (truncated, cut mid-event) is refused at once, however large."""
+    window = bytes(raw[max(0, position - _NAME_REACH):position + 1])
+    keys = list(_NAME_KEY.finditer(window))
+    if not keys:
+        return False
+    start = max(0, position - _NAME_REACH) + keys[-1].end()
+    end = _BROKEN_END.search(bytes(raw[start:position + _NAME_REACH]))
+    return end is not None and start + end.start() >= position
+
+
 def _is_utf8(raw: bytes, start: int, end: int) -> bool:
     """Whether ``raw[start:end]`` is UTF-8 (ASCII, the usual case, checked without decoding)."""
     chunk = raw[start:end]
