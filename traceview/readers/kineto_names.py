@@ -11,8 +11,9 @@ name makes the whole file invalid JSON, and every JSON reader refuses all of it.
 :func:`repair_names` finds each ``"name": "…"`` value that is not a valid JSON string, takes its
 end to be the first quote followed by the next key Kineto writes (or the object's end), and
 escapes what lies between: quotes, backslashes that begin no JSON escape, control characters;
-bytes that are not UTF-8 become U+FFFD. Readers call it only after the document failed to decode,
-and say how many names they repaired (``TraceMeta.notes``).
+bytes that are not UTF-8 become U+FFFD. Readers call it only after the document failed to decode
+inside a name (:func:`in_a_name`), read the repaired text again, and say how many names they
+repaired (``TraceMeta.notes``).
 """
 
 from __future__ import annotations
