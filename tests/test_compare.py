@@ -519,3 +519,19 @@ def test_anomaly_detection_on_one_side_is_a_known_difference_and_named():
         assert f"the {side} runs torch's autograd anomaly detection" in launch.advice
     same = compare(*_same_program_pair())
     assert "anomaly detection" not in same.known_differences
+
+
+def test_a_gate_failing_on_two_runs_of_one_program_says_so():
+    """--fail-if-slower on two captures of one unchanged program (tests/data/torch_cpu_same_program,
+    1.44x apart as profiled): the gate still fails — a slowdown of the same ops is what it catches —
+    but its line says that nothing recorded tells the runs apart and separate runs differ as much.
+    A real difference (the float64 pair) gets no such words."""
+    from traceview.renderers.phrasing import regression_message
+
+    same = compare(*_same_program_pair())
+    message = regression_message(same, 5)
+    assert same.run_to_run and message is not None and "slower than the baseline" in message
+    assert "separate runs of one unchanged program differ by up to 1.25× without the profiler" in message
+    data = REPO / "tests" / "data" / "torch_cpu_dtype"
+    float64 = compare(*(cached_diagnosis(data / f"{d}.pt.trace.json.gz") for d in ("float32", "float64")))
+    assert "separate runs" not in regression_message(float64, 5)
