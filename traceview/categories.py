@@ -118,8 +118,10 @@ TORCH_ANOMALY_NAN_CHECK_MARK = "aten::_is_any_true"
 # And each forward op that records a backward node stores the Python stack that called it
 # (torch/csrc/autograd/python_anomaly_mode.cpp, PyAnomalyMetadata::store_stack:
 # torch.fx.traceback.format_stack; the standard library's traceback.format_stack in older torch):
-# with Python events, this frame inside the op.
+# with Python events, this frame directly inside the op — an ATen operator (TORCH_ATEN_OP), whose
+# autograd kernel records the node: a user's own autograd.Function formatting a stack is not it.
 TORCH_ANOMALY_STACK = re.compile(r"(^|[/\\])(torch[/\\]fx[/\\])?traceback\.py\(\d+\): format_stack$")
+TORCH_ATEN_OP = re.compile(r"^aten::")
 # torch: a Python autograd.Function. `Function.apply` records an op named after the class
 # (THPFunction_apply in torch/csrc/autograd/python_function.cpp: RECORD_FUNCTION of the type's
 # name, `MyFn`), and its backward node is a class made at definition, named `<class>Backward`

@@ -596,7 +596,7 @@ def anomaly_detection_rows(events: pd.DataFrame, name_values: list[str] | None =
     """The work torch's autograd anomaly detection adds, as the rows that begin it (each with its
     subtree): the NaN checks after backward nodes (categories.TORCH_ANOMALY_NAN_CHECK ops directly
     inside an engine node range that holds the check's own op) and the Python stacks stored by
-    forward ops (categories.TORCH_ANOMALY_STACK frames directly inside an op, outside compilation:
+    forward ops (categories.TORCH_ANOMALY_STACK frames directly inside an ATen op, outside compilation:
     torch.fx records the same stack for each node of a graph it traces; recorded only with Python
     events). ``role``: the rows' role codes, while they are decided (else the table's role column).
     Two masks; all False in any other trace."""
@@ -621,7 +621,7 @@ def anomaly_detection_rows(events: pd.DataFrame, name_values: list[str] | None =
         check &= checked[up]
     stack &= kind_in([Kind.PYTHON.value]) & has_parent
     if stack.any():
-        stack &= host_op[up]
+        stack &= (host_op & _lookup(cat.TORCH_ATEN_OP, name_values, name_codes))[up]
         stack &= ~(np.isin(role, _BUILDING_ROLE_CODES) if role is not None else
                    membership(events["role"].array)([Role.COMPILE.value, Role.GRAPH_BUILD.value]))
     return check, stack
