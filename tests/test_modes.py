@@ -247,3 +247,23 @@ def test_autograd_anomaly_detection_is_named_with_the_work_it_adds():
     assert buckets["graph_build"] == 0 and buckets["host_compute"] < 0.01 * sum(buckets.values())
     assert stacks["stacks_per_step"] > 0 and stacks["stack_ns_per_step"] > stacks["nan_check_ns_per_step"] > 0
     assert captured.steady_details()["launch_overhead.python"] >= stacks["stack_ns_per_step"]
+
+
+def test_an_intra_op_pool_larger_than_the_cores_is_named():
+    """Real captures (tests/data/torch_cpu_oversubscribed, README.md there): the mlp2 step with 2 and
+    with 8 intra-op threads on a 2-core machine, 14.8x apart unprofiled. Their manifests say how
+    many threads on how many cores: compute_bound says to set the pool to the core count (it said
+    "give the intra-op pool every core"), and the comparison's kernel gap says why the candidate's
+    same ops are slower; the capture with 2 threads keeps the usual advice."""
+    from traceview.analyzers.compare import compare
+
+    data = Path(__file__).resolve().parent / "data" / "torch_cpu_oversubscribed"
+    two, eight = (diagnose(trace_paths(data / name)[0]) for name in ("threads2", "threads8"))
+    over = next(f for f in eight.findings if f.rule == "compute_bound")
+    assert over.evidence["intra_op_threads"] == 8 and over.evidence["cores"] == 2
+    assert over.advice.startswith("the capture ran 8 intra-op threads on 2 cores")
+    assert "torch.set_num_threads(2)" in over.advice and "every core" not in over.advice
+    usual = next(f for f in two.findings if f.rule == "compute_bound")
+    assert "on 2 cores" in usual.summary and "every core (torch.set_num_threads)" in usual.advice
+    kernel = next(f for f in compare(two, eight).findings if f.rule == "gap_kernel")
+    assert "the candidate ran 8 intra-op threads on 2 cores (the baseline 2)" in kernel.advice

@@ -1,5 +1,5 @@
 """Facts a capture's manifest records and the trace does not: which steps were cold or warm-up,
-the same steps' time without the profiler, and the intra-op thread count.
+the same steps' time without the profiler, the intra-op thread count and the machine's cores.
 
 ``traceview collect`` (and :mod:`traceview.capture`) write ``manifest.json`` beside the trace
 (TF: at the logdir root, three folders up). It is used only when its ``trace.path`` names the
@@ -76,6 +76,10 @@ def _facts(manifest: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             facts["intra_op_threads"] = value
             break
+    host = manifest.get("host") if isinstance(manifest.get("host"), dict) else {}
+    cores = host.get("cpu_count")
+    if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0:
+        facts["cores"] = cores  # (the capturing machine's os.cpu_count())
     return facts
 
 

@@ -605,6 +605,32 @@ def low_utilization(diag: Diagnosis) -> Finding:
 # compute_bound's words on CPU threads, per framework: how each sizes the pool its math runs on
 # (torch.set_num_threads; tf.config.threading; XLA's CPU backend takes XLA_FLAGS, where
 # --xla_cpu_multi_thread_eigen=false or intra_op_parallelism_threads=1 keep it to one thread).
+# How to set the intra-op pool's size, by framework (OVERSUBSCRIBED advice).
+SET_INTRA_OP_THREADS = {
+    "torch": "torch.set_num_threads({cores})",
+    "tensorflow": "tf.config.threading.set_intra_op_parallelism_threads({cores})",
+    "jax": "XLA_FLAGS=--xla_cpu_multi_thread_eigen (one thread per core: the default)",
+    "": "torch.set_num_threads({cores}), TF set_intra_op_parallelism_threads({cores})",
+}
+
+
+def _oversubscribed(diag: Diagnosis) -> tuple[str, str]:
+    """Where the capture's manifest says the intra-op pool ran more threads than the machine has
+    cores (capture_facts: intra_op_threads, cores): how many on how many, and why that costs and
+    what to set; else ("", "").
+    Threads beyond the cores take turns on them, and each op waits for its slowest thread: the
+    mlp2 step with 8 threads on 2 cores ran 15x as long as with 2 (3.99 against 0.27 ms unprofiled,
+    tests/data/torch_cpu_oversubscribed), and read as "give the intra-op pool every core"."""
+    facts = diag.timeline.meta.extra.get("capture") or {}
+    threads, cores = facts.get("intra_op_threads"), facts.get("cores")
+    if not threads or not cores or threads <= cores:
+        return "", ""
+    setting = SET_INTRA_OP_THREADS.get(diag.timeline.meta.framework, SET_INTRA_OP_THREADS[""]).format(cores=cores)
+    return (f"{threads} intra-op threads on {cores} cores",
+            "the threads beyond the cores take turns on them and every op waits for its slowest thread — set the "
+            f"pool to the core count ({setting})")
+
+
 INTRA_OP_POOL = {
     "torch": "the intra-op pool every core (torch.set_num_threads)",
     "tensorflow": "the intra-op pool every core (tf.config.threading.set_intra_op_parallelism_threads)",
@@ -672,21 +698,24 @@ def compute_bound(diag: Diagnosis) -> Finding:
         kernels = kernels[~kernels["name"].isin(np.unique(np.asarray(collective).astype(str)))]
     top = "" if kernels is None or kernels.empty else str(kernels.iloc[0]["name"])
     top_share = 0.0 if kernels is None or kernels.empty else float(kernels.iloc[0]["share"])
-    threads = (diag.timeline.meta.extra.get("capture") or {}).get("intra_op_threads")
+    facts = diag.timeline.meta.extra.get("capture") or {}
+    threads, cores = facts.get("intra_op_threads"), facts.get("cores")
     dtype, dtype_share = _slow_math_dtype(diag)
+    over = _oversubscribed(diag)
     return Finding(
         "compute_bound", "the step is spent in the math itself (kernels / compute ops)",
         _grade(share, 0.60, 0.85),
         {"kernel_share": share, "top_kernel_share": top_share, **({"top_kernel": top} if top else {}),
          **({"intra_op_threads": threads} if threads else {}),
+         **({"cores": cores} if threads and cores else {}),
          **({"math_dtype": dtype, "math_dtype_share": dtype_share} if dtype else {})},
         # (Not "overhead is not the bottleneck" beside a launch/dispatch share that launch_bound grades high.)
-        _anomaly_first(diag)
+        _anomaly_first(diag) + (f"the capture ran {over[0]}: {over[1]}; then " if over[0] else "")
         + ("framework overhead is not the bottleneck: " if shares["launch_overhead"] < LAUNCH_BOUND_GRADES[1] else "")
         + (f"{fmt_pct(dtype_share)} of the math takes {dtype} inputs (the input types the trace records): "
            f"{SLOWER_DTYPE_WHY[dtype]}; else " if dtype else "")
-        + "speed up the math (dtype, shapes, algorithm, fusion); on CPU give "
-        + INTRA_OP_POOL.get(diag.timeline.meta.framework, INTRA_OP_POOL[""]),
+        + "speed up the math (dtype, shapes, algorithm, fusion)"
+        + ("" if over[0] else "; on CPU give " + INTRA_OP_POOL.get(diag.timeline.meta.framework, INTRA_OP_POOL[""])),
         "≥ 60 % moderate, ≥ 85 % high",
         share * total,
     )
@@ -870,9 +899,11 @@ def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str,
     inputs = comparison.input_beside_step_ns
     if facts[0] and facts[1] and facts[0] != facts[1]:
         evidence["intra_op_threads"] = facts
-        framework = (comparison.candidate if slower else comparison.baseline).timeline.meta.framework
-        why = (f"the {SIDES[slower]} ran {facts[slower]} intra-op thread(s) against {facts[1 - slower]}: give "
-               + INTRA_OP_POOL.get(framework, INTRA_OP_POOL[""]))
+        slow_side = comparison.candidate if slower else comparison.baseline
+        over = _oversubscribed(slow_side)
+        why = (f"the {SIDES[slower]} ran {over[0]} (the {SIDES[1 - slower]} {facts[1 - slower]}): {over[1]}" if over[0] else
+               f"the {SIDES[slower]} ran {facts[slower]} intra-op thread(s) against {facts[1 - slower]}: give "
+               + INTRA_OP_POOL.get(slow_side.timeline.meta.framework, INTRA_OP_POOL[""]))
     elif "input dtypes" in comparison.known_differences:
         dtypes = comparison.input_dtype_changes[0][:2]  # (the change of the most ops)
         evidence["input_dtypes"] = list(dtypes)

@@ -351,7 +351,8 @@ def _compute_bound(e: Mapping[str, Any], explains: float) -> str:
     share = fmt_pct(e["top_kernel_share"]) if top else ""
     where = f"; the top one, '{shorten(top, TOP_KERNEL_CHARS)}', is {share} of it" if top else ""
     threads = e.get("intra_op_threads")
-    thread_note = f"; captured with {threads} intra-op thread(s)" if threads else ""
+    cores = f" on {e['cores']} cores" if e.get("cores") else ""
+    thread_note = f"; captured with {threads} intra-op thread(s){cores}" if threads else ""
     return f"kernels / compute ops are {fmt_pct(e['kernel_share'])} of the step ({fmt_ns(explains)}){where}{thread_note}"
 
 
