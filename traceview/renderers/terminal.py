@@ -414,7 +414,7 @@ def _comparison_parts(cmp: Any, width: int) -> list[Any]:
     rest += gap_caveats(cmp)
     headline = Text()
     headline.append(lead, style="bold")
-    headline.append(f"{rest} Medians {fmt_ns(cand.steady_step_ns)} vs {fmt_ns(base.steady_step_ns)}.")
+    headline.append(f"{rest} Medians: candidate {fmt_ns(cand.steady_step_ns)}, baseline {fmt_ns(base.steady_step_ns)}.")
     parts.append(headline)
     causes = listed_causes(cmp)
     if causes:
