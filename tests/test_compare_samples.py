@@ -116,7 +116,8 @@ def test_a_side_whose_manifest_declares_every_step_cold_is_named_thin(tmp_path):
     cmp = compare_report(SAMPLES / "mlp2" / "torch-eager", capture)
     assert cmp.thin_sides == (("candidate", THIN_COLD_ONLY),)
     assert cmp.comparison_dict()["thin_sides"] == [{"side": "candidate", "why": THIN_COLD_ONLY}]
-    assert "The candidate's only profiled steps are cold or warm-up steps" in " ".join(render_comparison(cmp, width=100).split())
+    rendered = " ".join(render_comparison(cmp, width=100).split())
+    assert "The candidate's only profiled steps are cold or warm-up steps" in rendered
     same = compare_report(SAMPLES / "mlp2" / "torch-eager", SAMPLES / "mlp2" / "torch-eager")
     assert same.thin_sides == ()
 

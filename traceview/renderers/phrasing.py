@@ -50,7 +50,8 @@ def gap_headline(cmp: Any, labels: Mapping[str, str] = BUCKET_LABEL) -> tuple[st
     spread = f" (95 % interval {interval[0]:.2f}–{interval[1]:.2f}×{paused})" if interval else ""
     # (Each time named by its side: "The baseline is 1.32× slower: 4.18 ms vs 5.53 ms" read as if the
     # baseline's were the first.)
-    steps = f"candidate {fmt_ns(cmp.candidate_step_ns)} vs baseline {fmt_ns(cmp.baseline_step_ns)} per steady step (mean)"
+    steps = (f"candidate {fmt_ns(cmp.candidate_step_ns)} vs baseline {fmt_ns(cmp.baseline_step_ns)} per steady step "
+             "(mean)")
     if not cmp.significant:
         return ("No significant difference", f": {steps}, ratio {fmt_ratio(cmp.ratio)}{spread}, within the spread "
                                              f"of the steady steps; the per-cause deltas below are noise.")
