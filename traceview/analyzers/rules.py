@@ -605,12 +605,12 @@ def low_utilization(diag: Diagnosis) -> Finding:
 # compute_bound's words on CPU threads, per framework: how each sizes the pool its math runs on
 # (torch.set_num_threads; tf.config.threading; XLA's CPU backend takes XLA_FLAGS, where
 # --xla_cpu_multi_thread_eigen=false or intra_op_parallelism_threads=1 keep it to one thread).
-# How to set the intra-op pool's size, by framework (OVERSUBSCRIBED advice).
+# How to set the intra-op pool's size, by framework (_oversubscribed). Only frameworks whose pool
+# takes a thread count: XLA's CPU pool has one thread per core (or one, by XLA_FLAGS), whatever a
+# JAX capture's manifest says it requested.
 SET_INTRA_OP_THREADS = {
     "torch": "torch.set_num_threads({cores})",
     "tensorflow": "tf.config.threading.set_intra_op_parallelism_threads({cores})",
-    "jax": "XLA_FLAGS=--xla_cpu_multi_thread_eigen (one thread per core: the default)",
-    "": "torch.set_num_threads({cores}), TF set_intra_op_parallelism_threads({cores})",
 }
 
 
@@ -623,9 +623,10 @@ def _oversubscribed(diag: Diagnosis) -> tuple[str, str]:
     tests/data/torch_cpu_oversubscribed), and read as "give the intra-op pool every core"."""
     facts = diag.timeline.meta.extra.get("capture") or {}
     threads, cores = facts.get("intra_op_threads"), facts.get("cores")
-    if not threads or not cores or threads <= cores:
+    setting = SET_INTRA_OP_THREADS.get(diag.timeline.meta.framework)
+    if not threads or not cores or threads <= cores or setting is None:
         return "", ""
-    setting = SET_INTRA_OP_THREADS.get(diag.timeline.meta.framework, SET_INTRA_OP_THREADS[""]).format(cores=cores)
+    setting = setting.format(cores=cores)
     return (f"{threads} intra-op threads on {cores} cores",
             "the threads beyond the cores take turns on them and every op waits for its slowest thread — set the "
             f"pool to the core count ({setting})")
