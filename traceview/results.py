@@ -652,6 +652,9 @@ class Comparison:
     # (baseline dtypes, candidate dtypes, ops a steady step runs so changed), most ops first; empty
     # where they differ nowhere or a trace records no input types.
     input_dtype_changes: tuple[tuple[str, str, float], ...] = ()
+    # Whether each side's steady steps hold torch's autograd anomaly detection's work (baseline,
+    # candidate): analyzers/rules.anomaly_detection_on.
+    anomaly_detection: tuple[bool, bool] = (False, False)
 
     @property
     def baseline_step_ns(self) -> float:

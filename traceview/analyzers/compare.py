@@ -39,7 +39,7 @@ from traceview import categories as cat
 from traceview.analyzers.attribution import driver_rows
 from traceview.analyzers.diagnosis import diagnose
 from traceview.analyzers.modes import compiled_regions_per_step, dataloader_workers
-from traceview.analyzers.rules import comparison_findings
+from traceview.analyzers.rules import anomaly_detection_on, comparison_findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes, first_of_each, membership
 from traceview.capture_facts import declared_cold_steps
@@ -48,7 +48,7 @@ from traceview.normalize import (compute_ops, compute_self_time, math_ops, neare
 from traceview.renderers.phrasing import THIN_COLD_ONLY, THIN_ONE_STEP
 from traceview.results import (OP_DIFF_COLUMNS, PAUSED_DETAIL, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
                                Diagnosis, shown_buckets)
-from traceview.roles import Role, anomaly_detection_rows
+from traceview.roles import Role
 from traceview.schema import Kind
 
 FAMILIES: tuple[str, ...] = tuple(f for f, _ in cat.OP_FAMILIES) + ("other",)
@@ -138,7 +138,8 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
                         input_beside_step_ns=(input_beside_step_ns(baseline), input_beside_step_ns(candidate)),
                         same_work_shares=same_work_shares(aligned),
                         known_differences=known_differences(baseline, candidate, recorded, elements, dtypes),
-                        shapes_compared=None not in elements, input_dtype_changes=dtypes)
+                        shapes_compared=None not in elements, input_dtype_changes=dtypes,
+                        anomaly_detection=(anomaly_detection_on(baseline), anomaly_detection_on(candidate)))
     return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
 
 
@@ -192,9 +193,9 @@ def known_differences(baseline: Diagnosis, candidate: Diagnosis,
     """What the two traces record differently about how they ran, beside their ops
     (Comparison.known_differences): the framework, the host, the devices, what the profiler
     recorded (RECORDED_EXTRAS), the ops' input shapes and input dtypes where both record them,
-    whether torch's autograd anomaly detection ran (roles.anomaly_detection_rows), and the capture
-    facts both manifests state (CAPTURE_FACTS_COMPARED); ``recorded``, ``elements``
-    and ``dtypes``: each side's recorded_extras and input_elements_per_step, and the
+    whether either trace shows torch's autograd anomaly detection (rules.anomaly_detection_on, the
+    whole trace), and the capture facts both manifests state (CAPTURE_FACTS_COMPARED); ``recorded``,
+    ``elements`` and ``dtypes``: each side's recorded_extras and input_elements_per_step, and the
     dtype_changes, when the caller has them. Empty where nothing recorded tells the two runs
     apart."""
     differ: list[str] = []
@@ -213,7 +214,7 @@ def known_differences(baseline: Diagnosis, candidate: Diagnosis,
         differ.append("input shapes")
     if dtypes if dtypes is not None else dtype_changes(baseline, candidate):
         differ.append("input dtypes")
-    if len({any(rows.any() for rows in anomaly_detection_rows(d.timeline.events)) for d in (baseline, candidate)}) > 1:
+    if anomaly_detection_on(baseline, steady=False) != anomaly_detection_on(candidate, steady=False):
         differ.append("anomaly detection")
     facts_a, facts_b = a.extra.get("capture") or {}, b.extra.get("capture") or {}
     differ.extend(fact for fact in CAPTURE_FACTS_COMPARED

@@ -222,12 +222,26 @@ ANOMALY_FIRST = ("autograd anomaly detection is on (anomaly_detection): turn tha
                  "anything else — its checks and stored stacks are part of this time; then ")
 
 
+def anomaly_work(diag: Diagnosis, steady: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The work of torch's autograd anomaly detection (roles.anomaly_detection_rows): the rows that
+    begin its NaN checks and its stored stacks, in the steady steps (``steady``) or anywhere."""
+    ev = diag.timeline.events
+    check, stack = anomaly_detection_rows(ev)
+    if not steady:
+        return check, stack
+    in_steady = diag.steps.in_steady(ev)
+    return check & in_steady, stack & in_steady
+
+
+def anomaly_detection_on(diag: Diagnosis, steady: bool = True) -> bool:
+    """Whether the steady steps (``steady``) or the trace hold the work of autograd anomaly detection."""
+    return any(rows.any() for rows in anomaly_work(diag, steady))
+
+
 def _anomaly_first(diag: Diagnosis) -> str:
     """ANOMALY_FIRST where the steady steps hold the work of autograd anomaly detection (the advice
     to fuse ops or speed up the math comes after turning it off), else ""."""
-    ev = diag.timeline.events
-    steady = diag.steps.in_steady(ev)
-    return ANOMALY_FIRST if any((rows & steady).any() for rows in anomaly_detection_rows(ev)) else ""
+    return ANOMALY_FIRST if anomaly_detection_on(diag) else ""
 
 
 def _differentiates_twice(diag: Diagnosis) -> bool:
@@ -289,8 +303,7 @@ def launch_bound(diag: Diagnosis) -> Finding:
 @rule
 def anomaly_detection(diag: Diagnosis) -> Finding | None:
     ev = diag.timeline.events
-    steady = diag.steps.in_steady(ev)
-    check, stack = (rows & steady for rows in anomaly_detection_rows(ev))
+    check, stack = anomaly_work(diag)
     if not (check.any() or stack.any()):
         return None  # (not in the steady steps: nothing of theirs to time)
     steps = max(len(diag.steady_positions), 1)
@@ -976,7 +989,7 @@ def _anomaly_detection_on_one_side(comparison: Comparison, delta: BucketDelta) -
     """The advice of a launch/dispatch or kernel delta that grows on the only side running torch's
     autograd anomaly detection (its checks are dispatch, its stacks Python inside the forward ops,
     in the ops' own time without Python events); and the evidence."""
-    on = [bool(_anomaly_first(side)) for side in (comparison.baseline, comparison.candidate)]
+    on = comparison.anomaly_detection
     grew = 1 if delta.delta_ns > 0 else 0
     if delta.bucket not in ("kernel", "launch_overhead") or not on[grew] or on[1 - grew]:
         return "", {}
