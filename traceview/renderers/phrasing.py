@@ -212,7 +212,7 @@ def regression_message(cmp: Any, limit_pct: float) -> str | None:
     within = f"; at least {(low - 1.0) * 100.0:.1f} % with 95 % confidence" if interval else ""
     spread = ""
     if cmp.run_to_run:
-        apart, bound, unprofiled = cmp.run_spread
+        _, bound, unprofiled = cmp.run_spread
         spread = (f"; but separate runs of one unchanged program differ by up to {fmt_ratio(bound)}"
                   f"{' without the profiler' if unprofiled else ''}, and nothing else the traces record tells "
                   "these apart: capture each side several times, alternating, to confirm")
