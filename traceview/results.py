@@ -39,6 +39,8 @@ REPORT_VERSION = "1"
 # The idle time of pauses: the step's thread stopped where the other steps did not (the machine
 # took its core; traceview/analyzers/pauses.py).
 PAUSED_DETAIL = "idle.paused"
+# The step's thread waited for Python's interpreter lock (traceview/analyzers/gil_waits.py).
+GIL_WAIT_DETAIL = "idle.gil_wait"
 BUCKETS: tuple[str, ...] = (
     "kernel",
     "communication",
@@ -166,6 +168,19 @@ class Attribution:
     # The event rows of the autograd engine's node ranges around which it ran hooks, their own time
     # beyond the engine's bookkeeping counted as host_compute.hooks (analyzers/attribution.hooked_nodes).
     hooked_nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # The wait for Python's interpreter lock taken off the own time of each event that held one
+    # (idle.gil_wait; traceview/analyzers/gil_waits.py): (event rows, ns).
+    gil_wait_events: tuple[np.ndarray, np.ndarray] = ()  # type: ignore[assignment]
+
+    @property
+    def stalled_events(self) -> tuple[np.ndarray, np.ndarray]:
+        """The time taken off events' own time because their thread was stopped — pauses and
+        waits for the interpreter lock — (event rows, ns), for tables of ops by name, whose
+        times leave it out as the attribution does."""
+        parts = [p for p in (self.paused_events, self.gil_wait_events) if len(p) and len(p[0])]
+        if len(parts) < 2:
+            return parts[0] if parts else self.paused_events
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
     def __repr__(self) -> str:
         return (f"Attribution({self.mode}, {len(self.per_step)} steps, dispatch-gap threshold "
@@ -538,7 +553,7 @@ class Diagnosis:
 class BucketDelta:
     """One bucket's mean time per steady step in each trace."""
 
-    bucket: str  # a name of BUCKETS
+    bucket: str  # a name of BUCKETS, or a detail of one that is a cause of its own (Comparison.ranked)
     baseline_ns: float  # mean ns per steady step in the baseline
     candidate_ns: float  # … in the candidate
 
@@ -678,9 +693,10 @@ class Comparison:
 
     @property
     def unexplained_ns(self) -> float:
-        """The delta of ``idle`` less that of its pauses: time in which the traces record nothing
-        and the step's thread was not known to be paused."""
-        return next(d.delta_ns for d in self.buckets if d.bucket == "idle") - self.paused_delta_ns
+        """The delta of ``idle`` less that of its pauses and of its waits for the interpreter lock:
+        time in which the traces record nothing and the step's thread was not known to be stopped."""
+        return (next(d.delta_ns for d in self.buckets if d.bucket == "idle") - self.paused_delta_ns
+                - self.gil_wait_delta_ns)
 
     @property
     def paused_delta_ns(self) -> float:
@@ -688,6 +704,13 @@ class Comparison:
         explanation of the gap that is neither framework's doing."""
         return (self.candidate.steady_details().get(PAUSED_DETAIL, 0.0)
                 - self.baseline.steady_details().get(PAUSED_DETAIL, 0.0))
+
+    @property
+    def gil_wait_delta_ns(self) -> float:
+        """The delta of the waits for Python's interpreter lock (``idle.gil_wait``: another thread
+        of the process held it), an explanation of the gap."""
+        return (self.candidate.steady_details().get(GIL_WAIT_DETAIL, 0.0)
+                - self.baseline.steady_details().get(GIL_WAIT_DETAIL, 0.0))
 
     @property
     def explained_share(self) -> float:
@@ -772,10 +795,16 @@ class Comparison:
         return (max(ratio, 1 / ratio) if 0 < ratio < math.inf else math.inf), bound, unprofiled is not None
 
     def ranked(self) -> list[BucketDelta]:
-        """Named causes (idle excluded) in the direction of the gap, largest first."""
+        """Named causes in the direction of the gap, largest first: the buckets but idle, and the
+        part of idle that has a cause of the program's — the waits for the interpreter lock
+        (``idle.gil_wait``), where either side has them."""
         sign = 1.0 if self.gap_ns >= 0 else -1.0
         named = [d for d in self.buckets if d.bucket != "idle"]
-        return sorted(named, key=lambda d: (-sign * d.delta_ns, BUCKETS.index(d.bucket)))
+        waits = (self.baseline.steady_details().get(GIL_WAIT_DETAIL, 0.0),
+                 self.candidate.steady_details().get(GIL_WAIT_DETAIL, 0.0))
+        if any(waits):
+            named.append(BucketDelta(GIL_WAIT_DETAIL, *waits))
+        return sorted(named, key=lambda d: (-sign * d.delta_ns, BUCKETS.index(d.bucket.split(".")[0]), d.bucket))
 
     def slower_is_candidate(self) -> bool:
         """Whether the candidate is the slower trace."""
@@ -806,6 +835,7 @@ class Comparison:
             "explained_share": self.explained_share,
             "unexplained_ns": self.unexplained_ns,
             "paused_delta_ns": self.paused_delta_ns,
+            "gil_wait_delta_ns": self.gil_wait_delta_ns,
             "thin_sides": [{"side": side, "why": why} for side, why in self.thin_sides],
             "compiled_regions_per_step": list(self.compiled_regions) if self.compiled_regions else None,
             "recorded": {"baseline": list(self.recorded[0]), "candidate": list(self.recorded[1])},

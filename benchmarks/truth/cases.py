@@ -724,17 +724,13 @@ class CompetingProcess:
         self.proc.send_signal(self.signal.SIGSTOP)
 
 
-class ContendedStep(StepProgram):
-    """A step program whose step's thread is pinned to one CPU; in the injected variant another
-    process competes for that CPU while the steps run."""
+class WrappedStep(StepProgram):
+    """A step program that runs another's steps, changing what runs around its loop."""
 
-    def __init__(self, inner: StepProgram, compete: bool) -> None:
+    def __init__(self, inner: StepProgram) -> None:
         self.inner = inner
-        self.cpu = min(os.sched_getaffinity(0))
-        self.competitor = CompetingProcess(self.cpu) if compete else None
 
     def enter(self) -> None:
-        os.sched_setaffinity(0, {self.cpu})  # this thread only (Linux): the step's thread
         self.inner.enter()
 
     def step(self, i: int) -> float | None:
@@ -742,6 +738,20 @@ class ContendedStep(StepProgram):
 
     def between(self, i: int) -> None:
         self.inner.between(i)
+
+
+class ContendedStep(WrappedStep):
+    """A step program whose step's thread is pinned to one CPU; in the injected variant another
+    process competes for that CPU while the steps run."""
+
+    def __init__(self, inner: StepProgram, compete: bool) -> None:
+        super().__init__(inner)
+        self.cpu = min(os.sched_getaffinity(0))
+        self.competitor = CompetingProcess(self.cpu) if compete else None
+
+    def enter(self) -> None:
+        os.sched_setaffinity(0, {self.cpu})  # this thread only (Linux): the step's thread
+        self.inner.enter()
 
     def loop(self, indices: Sequence[int], begin: Begin, end: End, after: After) -> None:
         if self.competitor is None:
@@ -770,6 +780,46 @@ def tf_contention(variant: str, knob: int) -> StepProgram:
             t = t * 1.0001
 
     return ContendedStep(TFStep(mode="eager", mid=mid), compete=variant == "injected")
+
+
+class BusyThreadStep(WrappedStep):
+    """A step program beside which, in the injected variant, another thread of the same process runs
+    a pure-Python loop while the steps run (started before the loop, stopped after it: the calm
+    probe and the other variant never meet it). Each framework call lets go of the interpreter
+    lock and waits a switch interval to take it back."""
+
+    def __init__(self, inner: StepProgram, busy: bool) -> None:
+        super().__init__(inner)
+        self.busy = busy
+
+    def loop(self, indices: Sequence[int], begin: Begin, end: End, after: After) -> None:
+        if not self.busy:
+            return super().loop(indices, begin, end, after)
+        import threading
+
+        stop = threading.Event()
+        thread = threading.Thread(target=_python_loop_until, args=(stop,), name="busy-python", daemon=True)
+        thread.start()
+        try:
+            return super().loop(indices, begin, end, after)
+        finally:
+            stop.set()
+            thread.join()
+
+
+def _python_loop_until(stop: Any) -> None:
+    """Pure Python (no call that lets go of the interpreter lock) until ``stop`` is set."""
+    while not stop.is_set():
+        for _ in range(10_000):
+            pass
+
+
+def torch_gil_contention(variant: str, knob: int) -> StepProgram:
+    return BusyThreadStep(TorchStep(), busy=variant == "injected")
+
+
+def tf_gil_contention(variant: str, knob: int) -> StepProgram:
+    return BusyThreadStep(TFStep(mode="eager"), busy=variant == "injected")
 
 
 def tf_functions_eagerly(variant: str, knob: int) -> StepProgram:
@@ -1182,6 +1232,17 @@ CASES: tuple[Case, ...] = (
          "idle", "paused", "steady", tf_contention, threads=(1, 1),
          notes="no knob: the cost is the competitor's share of the CPU, about one step's worth; many short ops "
          "spread the scheduler's preemptions over the step, as on a busy machine"),
+    Case("torch-gil-contention", "torch", "another thread of the process runs a pure-Python loop while the eager "
+         "steps run (one intra-op thread in both variants, so the thread takes no core from the ops): after each "
+         "framework call the step's thread waits to take the interpreter lock back", "idle", "gil_contention",
+         "steady", torch_gil_contention, threads=(1, 1), python_events=False,
+         python_events_reason="torch.profiler's default: the waits are unrecorded gaps and op bindings' own time "
+         "(tests/data/torch_cpu_gil has a capture with Python events too)",
+         notes="no knob: each wait is one switch interval (5 ms), one or more per framework call"),
+    Case("tf-gil-contention", "tensorflow", "another thread of the process runs a pure-Python loop while the eager "
+         "steps run (one intra-op thread in both variants): each op's TFE_Py_FastPathExecute waits to take the "
+         "interpreter lock back", "idle", "gil_contention", "steady", tf_gil_contention, threads=(1, 1),
+         notes="no knob: each wait is one switch interval (5 ms), one or more per framework call"),
     # Two causes in one step: both must be found, each at its own size.
     Case("tf-retrace-and-python", "tensorflow", "tf.function gradient step retraced every step (a new Python float each call)",
          "graph_build", STEADY_GRAPH_BUILD, "steady", tf_retrace_and_python, knob=Knob(start=100_000),

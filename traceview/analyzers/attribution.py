@@ -54,6 +54,11 @@ stay idle). The report states the rule used.
 least 1 ms and 2× longer than at the same place in the other steady steps of the same shape, in
 one step only, is partly a pause — the machine took the core — and that excess is ``idle.paused``.
 
+**Waits for the interpreter lock** (analyzers/gil_waits.py): where the step thread's stretches
+outside compute (its unrecorded gaps, the own time of bindings, runtime, ranges and Python frames)
+come in whole switch intervals all over the step, another thread held Python's lock while the
+step's thread wanted it back after a framework call; each such wait is ``idle.gil_wait``.
+
 Differences from the peers (see docs/attribution.md): HTA's temporal breakdown looks at the GPU
 only (idle = span − union of GPU events; sync events count as busy), XProf's overview splits
 device-idle time into host categories by the priority input > output > device compute >
@@ -63,13 +68,14 @@ device-idle time into host categories by the priority input > output > device co
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
 from traceview import compiled
+from traceview.analyzers import gil_waits as gw
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
 from traceview.arrays import (at_rows, column_codes, combination_codes, membership, order_by_start_then_longest,
                               rows_matching, unique_sorted, values_at)
@@ -126,6 +132,7 @@ WAIT, WAIT_TRACING, WAIT_SYNC = "<wait>", "<wait, tracing call>", "<wait, sync>"
 WAIT_FALLBACKS = ((WAIT, "launch_overhead.call"), (WAIT_TRACING, "graph_build.instantiate"), (WAIT_SYNC, "sync_wait"))
 GAP_SHORT, GAP_LONG, QUEUED, CALL_FALLBACK = "<short gap>", "<long gap>", "<queued>", "<nothing>"
 PAUSE = "<pause: longer than at the same place in the other steps>"
+GIL_WAIT = "<wait for the interpreter lock: whole switch intervals>"
 GLUE = "<user frame between framework calls>"
 HOOKS = "<hooks the autograd engine runs around a node>"
 PER_CALL = "<per-call cost of a compute call>"
@@ -223,6 +230,10 @@ LAYERS: tuple[Layer, ...] = (
           "the step's thread stops where the other steps of its shape do not: an event or a gap at least "
           "1 ms and 2× longer than its median at that place (the OS or the hypervisor took the core; "
           "analyzers/pauses.py)"),
+    Layer("idle.gil_wait", "driver", (GIL_WAIT,), _BOTH,
+          "the step's thread waits for Python's interpreter lock while another thread of the process runs "
+          "Python: stretches outside compute lasting whole switch intervals (5 ms) all over the step "
+          "(analyzers/gil_waits.py)"),
     Layer("host_compute", "host", (R.PYTHON_USER.value, R.ANNOTATION.value), _DEV,
           "(device idle) other recorded host work"),
     Layer("kernel.other_threads", "others", (R.COMPUTE.value, R.COMPILED_CODE.value), _CPU,
@@ -264,6 +275,7 @@ class _Segments:
     compared_steps: tuple[int, ...]  # step positions compared for pauses (analyzers/pauses.py)
     paused_events: tuple[np.ndarray, np.ndarray]  # (rows, ns): the pause taken off each event's own time
     hooked_nodes: np.ndarray  # rows of the node ranges around which the engine ran hooks (hooked_nodes)
+    gil_wait_events: tuple[np.ndarray, np.ndarray]  # (rows, ns): the lock wait taken off each event's own time
 
 
 def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionOptions) -> _Segments:
@@ -271,7 +283,8 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     winning layer."""
     table = steps.table
     layers = [layer for layer in LAYERS if mode in layer.modes]
-    intervals, threshold, rule, compared, paused_events, hooked = _layer_intervals(timeline, steps, layers, options)
+    intervals, threshold, rule, compared, paused_events, hooked, gil_events = _layer_intervals(timeline, steps, layers,
+                                                                                             options)
     window_start, window_end = table["start"].to_numpy(), table["end"].to_numpy()
     points, active = layer_activity(window_start, window_end, intervals)
     seg_start = points[:-1]
@@ -314,7 +327,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     bucket_of_layer = np.array([BUCKETS.index(layer.bucket) if layer.bucket in BUCKETS else -1 for layer in layers])
     bucket = np.where(winner >= 0, at_rows(bucket_of_layer, winner), BUCKETS.index("idle"))
     return _Segments(seg_start, seg_len, step_idx, in_step, winner, bucket, [layer.name for layer in layers],
-                     threshold, rule, compared, paused_events, hooked)
+                     threshold, rule, compared, paused_events, hooked, gil_events)
 
 
 def layer_activity(
@@ -522,7 +535,8 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
     return Attribution(per_step=per_step, details=details, mode=mode, options=options,
                        gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule,
                        compared_steps=seg.compared_steps, paused_events=seg.paused_events,
-                       launch_in_calls=_launch_in_calls(timeline, steps, seg, n_steps), hooked_nodes=seg.hooked_nodes)
+                       launch_in_calls=_launch_in_calls(timeline, steps, seg, n_steps), hooked_nodes=seg.hooked_nodes,
+                       gil_wait_events=seg.gil_wait_events)
 
 
 # Roles of the calls a compiled step runs through: a tf.function / jitted / torch.compile call and the
@@ -633,9 +647,11 @@ class _RoleCodes:
 
 def _layer_intervals(
     timeline: Timeline, steps: Steps, layers: list[Layer], options: AttributionOptions
-) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, str, tuple[int, ...], tuple[np.ndarray, np.ndarray]]:
+) -> tuple[list[Intervals], int, str, tuple[int, ...], tuple[np.ndarray, np.ndarray], np.ndarray,
+           tuple[np.ndarray, np.ndarray]]:
     """(starts, ends) of every layer, in the order given; plus the gap threshold, its rule, the
-    steps compared for pauses and the pause taken off each paused event (rows, ns)."""
+    steps compared for pauses, the pause taken off each paused event (rows, ns), the node ranges
+    that ran hooks and the wait for the interpreter lock taken off each event (rows, ns)."""
     ev = timeline.events
     ts = ev["ts"].to_numpy()
     end = ts + ev["dur"].to_numpy()
@@ -647,15 +663,18 @@ def _layer_intervals(
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceview-pieces") as helper:
         pieces = helper.submit(own_pieces_cut(ev, is_host))
         paused_rows, paused_ns, shape_of_step = _event_pauses(ev, on_driver, steps.table["cold"].to_numpy())
-        short, long_, gap_pause, threshold, rule = driver_gaps(ev, steps, options, shape_of_step)
+        gaps = unrecorded_gaps(ev, steps, shape_of_step)
         host_start, host_end, host_row = pieces.result()
     piece_role = roles.rows[host_row]
     piece_driver = on_driver[host_row]
     event_pause, paused_events = _carve(host_start, host_end, host_row, paused_rows, paused_ns, len(ev))
-    hooks, hooked = _engine_hooks(ev, host_start, host_end, host_row, on_driver)
+    gil_waits, gaps, gil_events = _gil_waits(ev, steps, gaps, host_start, host_end, host_row, piece_role,
+                                             piece_driver, roles)
+    short, long_, threshold, rule = split_gaps(gaps, options)
+    hooks, hooked = _engine_hooks(ev, host_start, host_end, host_row, on_driver, gil_events)
     del on_driver
-    pauses = (np.concatenate((event_pause[0], gap_pause[0])), np.concatenate((event_pause[1], gap_pause[1])))
-    del paused_rows, paused_ns, event_pause, gap_pause
+    pauses = (np.concatenate((event_pause[0], gaps.pauses[0])), np.concatenate((event_pause[1], gaps.pauses[1])))
+    del paused_rows, paused_ns, event_pause, gaps
     python_frame = membership(ev["kind"].array)([Kind.PYTHON.value])[host_row]
     glue = _python_glue(host_start, host_end, piece_role, piece_driver, python_frame, threshold, roles)
     del python_frame
@@ -692,6 +711,8 @@ def _layer_intervals(
             out.append(long_)
         elif sel == (PAUSE,):
             out.append(pauses)
+        elif sel == (GIL_WAIT,):
+            out.append(gil_waits)
         elif sel == (CALL_FALLBACK,):
             out.append(empty)  # chosen in _segments where no other "others" layer is active
         elif sel == (PER_CALL,):
@@ -716,7 +737,7 @@ def _layer_intervals(
             elif layer.scope == "others":
                 wanted &= ~piece_driver
             out.append((host_start[wanted], host_end[wanted]))
-    return out, threshold, rule, tuple(sorted(shape_of_step)), paused_events, hooked
+    return out, threshold, rule, tuple(sorted(shape_of_step)), paused_events, hooked, gil_events
 
 
 # A layer's scope as the compiled selection takes it (traceview/_passes.c selected_runs).
@@ -814,13 +835,65 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
     return paused[runs_here].astype(np.int64), pause[runs_here], shape_of_step
 
 
-def hooked_nodes(ev: pd.DataFrame) -> tuple[np.ndarray, int]:
+# Roles whose own time on the step's thread may hold a wait for the interpreter lock (taken back
+# after a framework call: analyzers/gil_waits.py): not compute, whose math holds no lock.
+_MAY_WAIT_FOR_THE_LOCK = _RUNS_ON_THE_THREAD - {R.COMPUTE.value, R.COMPILED_CODE.value}
+
+
+def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.ndarray, end: np.ndarray,
+               row: np.ndarray, role: np.ndarray, driver: np.ndarray, roles: _RoleCodes
+               ) -> tuple[Intervals, UnrecordedGaps, tuple[np.ndarray, np.ndarray]]:
+    """The waits for the interpreter lock on the step's thread (analyzers/gil_waits.py), looked for
+    in its unrecorded ``gaps`` and in the own pieces (``start``, ``end``, ``row``, piece ``role``
+    codes, on the ``driver``) of its events that do not compute, in the steady steps. Each wait
+    is taken off the end of its gap or piece (``end`` changed in place). Returns the waits
+    (starts, ends), the gaps less them, and the wait in each event's own time (rows, ns)."""
+    none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    cold = steps.table["cold"].to_numpy().astype(bool)
+    steady = np.zeros(len(cold) + 1, dtype=bool)
+    steady[:-1] = ~cold  # (the last entry: step -1, no step)
+    steady_steps = int(np.count_nonzero(~cold))
+    step_all = ev["step"].to_numpy()
+    may_wait = np.zeros(len(roles.values) + 1, dtype=bool)  # by role code + 1 (-1: no role)
+    may_wait[1:] = [value in _MAY_WAIT_FOR_THE_LOCK for value in roles.values]
+    candidates = np.flatnonzero(driver & may_wait[role + 1] & steady[step_all[row]] & (end > start))
+    in_steady_gap = steady[gaps.step]
+    gap_length = (gaps.end - gaps.start)[in_steady_gap]
+    names = ev["name"].cat.codes.to_numpy()
+    stretches = gw.Stretches(np.concatenate(((end - start)[candidates], gap_length)).astype(np.int64),
+                             np.concatenate((names[row[candidates]].astype(np.int64),
+                                             np.full(len(gap_length), -1, dtype=np.int64))))
+    if not gw.contended(stretches, steady_steps):
+        return none, gaps, none
+    wait = gw.wait_ns(stretches)
+    piece_wait, gap_wait = wait[:len(candidates)], wait[len(candidates):]
+    waiting = piece_wait > 0
+    pieces = candidates[waiting]
+    old_end = end[pieces].copy()
+    end[pieces] = old_end - piece_wait[waiting]
+    order = np.argsort(row[pieces], kind="stable")
+    rows, first = np.unique(row[pieces][order], return_index=True)
+    per_row = np.add.reduceat(piece_wait[waiting][order], first) if len(rows) else []
+    gap_cut = np.zeros(len(gaps.start), dtype=np.int64)
+    gap_cut[np.flatnonzero(in_steady_gap)] = gap_wait
+    cut = gap_cut > 0
+    new_end = gaps.end - gap_cut
+    ok = new_end > gaps.start
+    waits = (np.concatenate((end[pieces], new_end[cut])).astype(np.int64),
+             np.concatenate((old_end, gaps.end[cut])).astype(np.int64))
+    rest = replace(gaps, start=gaps.start[ok], end=new_end[ok], step=gaps.step[ok])
+    return waits, rest, (rows.astype(np.int64), np.asarray(per_row, dtype=np.int64))
+
+
+def hooked_nodes(ev: pd.DataFrame, lock_waits: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
     """The autograd engine's node ranges (categories.TORCH_ENGINE_NODE, role dispatch) around which
     it ran hooks, and the engine's usual bookkeeping in a range (the median own time of the
     trace's other node ranges, ns). A node ran hooks where its range's own time passes
     ENGINE_BOOKKEEPING_NS in at least half the steps that evaluate that node (by name): hooks run
     every step, where a stall of the machine lands once (a ReluBackward0 range of 315 µs, once
-    in five steps, with no hook)."""
+    in five steps, with no hook). A range whose own time held a wait for the interpreter lock
+    (``lock_waits``: rows, ns; _gil_waits) is no evidence of hooks: the rest of its own time is
+    the hand-over of the lock."""
     node_ranges = rows_matching(ev["name"], cat.TORCH_ENGINE_NODE) & membership(ev["role"].array)([R.DISPATCH.value])
     if not node_ranges.any():
         return node_ranges, 0
@@ -834,6 +907,9 @@ def hooked_nodes(ev: pd.DataFrame) -> tuple[np.ndarray, int]:
                                dtype=bool)
         node_ranges &= ~around_call[name_codes]
     own = self_time(ev)
+    if lock_waits is not None and len(lock_waits[0]):
+        node_ranges = node_ranges.copy()
+        node_ranges[lock_waits[0]] = False
     heavy = node_ranges & (own > ENGINE_BOOKKEEPING_NS)
     light = node_ranges & ~heavy
     # (Every range heavy — hooks on every node: a µs of bookkeeping each is left to them.)
@@ -853,14 +929,15 @@ def hooked_nodes(ev: pd.DataFrame) -> tuple[np.ndarray, int]:
 
 
 def _engine_hooks(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, row: np.ndarray,
-                  on_driver: np.ndarray) -> tuple[tuple[Intervals, Intervals], np.ndarray]:
+                  on_driver: np.ndarray, lock_waits: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> tuple[tuple[Intervals, Intervals], np.ndarray]:
     """The hooks the autograd engine ran around its nodes (:func:`hooked_nodes`): each hooked
     range's own time beyond the engine's usual bookkeeping, taken off its longest own piece
     (``end`` changed in place, as for a pause). Returns the intervals on the step's thread and on
     every host thread, and the hooked ranges' rows. With Python events recorded, a Python hook's
     frames are inside the range and its own time stays bookkeeping."""
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
-    hooked, bookkeeping = hooked_nodes(ev)
+    hooked, bookkeeping = hooked_nodes(ev, lock_waits)
     rows = np.flatnonzero(hooked)
     if not len(rows):
         return (none, none), rows
@@ -966,14 +1043,34 @@ def driver_rows(ev: pd.DataFrame, steps: Steps) -> np.ndarray:
 def driver_gaps(
     ev: pd.DataFrame, steps: Steps, options: AttributionOptions, shape_of_step: dict[int, int] | None = None
 ) -> tuple[Intervals, Intervals, Intervals, int, str]:
-    """Unrecorded gaps on the step's thread inside a step: between consecutive top-level events
-    (events whose parent is the step marker or nothing) and between the marker's edges (or, for
-    steps found without markers, the window's host edges) and its first / last event. A gap's pause (analyzers/pauses.py; steps compared by ``shape_of_step``:
-    step position → shape group) is taken off its end; the rest is split at the threshold into
+    """The step thread's unrecorded gaps (:func:`unrecorded_gaps`) split at the threshold into
     short (framework glue) and long (user code).
 
     Returns (short gaps, long gaps, pauses, threshold ns, the rule that chose the threshold).
     """
+    gaps = unrecorded_gaps(ev, steps, shape_of_step)
+    short, long_, threshold, rule = split_gaps(gaps, options)
+    return short, long_, gaps.pauses, threshold, rule
+
+
+@dataclass(frozen=True)
+class UnrecordedGaps:
+    """The step thread's unrecorded gaps, each less its pause (starts, ends, step positions), and
+    the pauses taken off them (starts, ends)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    step: np.ndarray
+    pauses: Intervals
+    between_events: bool = True  # False: fewer than two events (or marker edges) on the thread
+
+
+def unrecorded_gaps(ev: pd.DataFrame, steps: Steps, shape_of_step: dict[int, int] | None = None) -> UnrecordedGaps:
+    """Unrecorded gaps on the step's thread inside a step: between consecutive top-level events
+    (events whose parent is the step marker or nothing) and between the marker's edges (or, for
+    steps found without markers, the window's host edges) and its first / last event. A gap's
+    pause (analyzers/pauses.py; steps compared by ``shape_of_step``: step position → shape group)
+    is taken off its end."""
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     ts_all = ev["ts"].to_numpy()
     end_all = ts_all + ev["dur"].to_numpy()
@@ -982,14 +1079,16 @@ def driver_gaps(
     on_driver = driver_rows(ev, steps)
     is_marker = membership(ev["kind"].array)([Kind.STEP.value])
     under_marker = (parent < 0) | at_rows(is_marker, parent)  # no parent, or the step marker
-    top = np.flatnonzero(on_driver & ~is_marker & under_marker)
     markers = np.flatnonzero(on_driver & is_marker)
+    # A range around the step markers (the Python frames of the training loop, with Python events;
+    # a user range around the loop) is no event of a step: it would cover every gap in them.
+    top = np.flatnonzero(on_driver & ~is_marker & under_marker & ~_around(markers, parent))
     # Step-marker edges enter as zero-length points: [marker start] and [marker end].
     ts = np.concatenate((ts_all[top], ts_all[markers], end_all[markers]))
     end = np.concatenate((end_all[top], ts_all[markers], end_all[markers]))
     step = np.concatenate((step_all[top], step_all[markers], step_all[markers]))
     if len(ts) < 2:
-        return empty, empty, empty, 0, "no gaps on the step's thread"
+        return UnrecordedGaps(empty[0], empty[1], np.array([], dtype=np.int64), empty, between_events=False)
     order = order_by_start_then_longest(ts, end)  # by start, the later end first (np.lexsort((-end, ts)))
     if order is not None:
         ts, end, step = ts[order], end[order], step[order]
@@ -1013,10 +1112,19 @@ def driver_gaps(
     pauses = (gap_end[paused] - pause[paused], gap_end[paused])
     gap_end = gap_end - pause
     ok = gap_end > gap_start
-    gap_start, gap_end = gap_start[ok], gap_end[ok]
+    return UnrecordedGaps(gap_start[ok], gap_end[ok], gap_step[ok], pauses)
+
+
+def split_gaps(gaps: UnrecordedGaps, options: AttributionOptions) -> tuple[Intervals, Intervals, int, str]:
+    """The gaps split at the threshold (calibrated on their sizes unless ``options`` fix it) into
+    short (framework glue) and long (user code): (short, long, threshold ns, its rule)."""
+    empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    if not gaps.between_events:
+        return empty, empty, 0, "no gaps on the step's thread"
+    gap_start, gap_end = gaps.start, gaps.end
     length = gap_end - gap_start
     if options.dispatch_gap_ns == 0:
-        return empty, empty, pauses, 0, "off (--dispatch-gap-us 0): unrecorded gaps stay idle"
+        return empty, empty, 0, "off (--dispatch-gap-us 0): unrecorded gaps stay idle"
     if options.dispatch_gap_ns is not None:
         threshold = int(options.dispatch_gap_ns)
         rule = f"fixed at {threshold / 1e3:.0f} µs (--dispatch-gap-us)"
@@ -1025,7 +1133,20 @@ def driver_gaps(
     else:
         threshold, rule = GAP_MIN_NS, "no gaps on the step's thread"
     short = length <= threshold
-    return (gap_start[short], gap_end[short]), (gap_start[~short], gap_end[~short]), pauses, threshold, rule
+    return (gap_start[short], gap_end[short]), (gap_start[~short], gap_end[~short]), threshold, rule
+
+
+def _around(rows: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per table row: whether it is an ancestor of one of ``rows`` (a walk up their parents, one
+    level of nesting at a time)."""
+    ancestor = np.zeros(len(parent), dtype=bool)
+    up = parent[rows]
+    while len(up):
+        up = np.unique(up[up >= 0])
+        up = up[~ancestor[up]]
+        ancestor[up] = True
+        up = parent[up]
+    return ancestor
 
 
 def _window_edge_gaps(steps: Steps, ts: np.ndarray, end: np.ndarray, step: np.ndarray, gap_start: np.ndarray,

@@ -105,9 +105,9 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
         timeline=timeline,
         steps=steps,
         attribution=attribution,
-        kernels=top_kernels(timeline, steps, top, attribution.paused_events),
-        ops=top_ops(timeline, steps, top, attribution.paused_events),
-        launch=launch_stats(timeline, steps, attribution.paused_events),
+        kernels=top_kernels(timeline, steps, top, attribution.stalled_events),
+        ops=top_ops(timeline, steps, top, attribution.stalled_events),
+        launch=launch_stats(timeline, steps, attribution.stalled_events),
         device=device_time(timeline),
         communication=comm_overlap(timeline, steps),
         quality=trace_quality(timeline, steps),  # before the notes below: only the readers' notes

@@ -20,7 +20,8 @@ low_utilization         kernel share of the step (device traces)    < 80 % / < 5
 compute_bound           kernel share of the step                    ≥ 60 % / ≥ 85 %        —
 host_between_steps      gaps between step windows / step time       ≥ 2 % / ≥ 10 %         —
 paused                  idle.paused share (analyzers/pauses.py)     ≥ 3 % / ≥ 15 %         —
-unrecorded              idle share, pauses excluded                 ≥ 3 % / ≥ 15 %         XProf "all others"
+gil_contention          idle.gil_wait share (analyzers/gil_waits)   ≥ 3 % / ≥ 15 %         CPython switch interval
+unrecorded              idle share, pauses, lock waits excluded     ≥ 3 % / ≥ 15 %         XProf "all others"
 ======================  ==========================================  =====================  =========================
 
 Findings are ranked by the time they explain per steady step (``Finding.explains_ns``: the
@@ -40,12 +41,13 @@ import numpy as np
 
 from traceview import categories as cat
 from traceview.analyzers.attribution import INFERRED_GLUE, driver_rows
+from traceview.analyzers.gil_waits import SWITCH_INTERVAL_NS
 from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
                                       dataloader_workers)
 from traceview.arrays import codes_matching, column_codes, membership, values_matching
 from traceview.normalize import compute_self_time, math_ops, nearest_ancestor, outermost_rows, self_time, top_level_ops
 from traceview.renderers.units import fmt_ns, fmt_pct, shorten
-from traceview.results import GRADES, PAUSED_DETAIL, BucketDelta, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
+from traceview.results import GIL_WAIT_DETAIL, GRADES, PAUSED_DETAIL, BucketDelta, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
 from traceview.roles import Role, anomaly_detection_rows, frames_name_paths
 from traceview.schema import Kind
 # cold_compile is ranked as its extra time spread over this many steps (or the captured steps,
@@ -842,11 +844,45 @@ def paused(diag: Diagnosis) -> Finding:
 
 
 @rule
+def gil_contention(diag: Diagnosis) -> Finding | None:
+    """Only where the step's thread waited for the interpreter lock (analyzers/gil_waits.py)."""
+    per_step = _steady_detail(diag, GIL_WAIT_DETAIL)
+    if not per_step.any():
+        return None
+    _, total = _shares(diag)
+    wait_ns = float(per_step.mean())
+    share = wait_ns / total if total else 0.0
+    return Finding(
+        "gil_contention", "the step's thread waits for Python's interpreter lock (GIL) held by another thread",
+        _grade(share, 0.03, 0.15),
+        {"gil_wait_share": share, "steps_waiting": int(np.count_nonzero(per_step)), "steady_steps": len(per_step),
+         "switch_interval_ns": SWITCH_INTERVAL_NS},
+        "another thread of this process runs Python while the step runs: after each framework call the step's "
+        "thread waits to take the interpreter lock back, a whole switch interval at a time "
+        "(sys.getswitchinterval()). Find that thread (py-spy dump --pid PID prints every thread's Python stack; "
+        "threading.enumerate() lists them), then move its work to another process (multiprocessing, DataLoader "
+        "workers) or make it block instead of computing or polling (queue.get, an Event, time.sleep); meanwhile a "
+        "shorter interval (sys.setswitchinterval(0.0005)) shortens each wait. The other causes exclude the waits",
+        "≥ 3 % moderate, ≥ 15 % high",
+        wait_ns,
+    )
+
+
+def _steady_detail(diag: Diagnosis, detail: str) -> np.ndarray:
+    """A detail column's ns in each steady step (zeros where the attribution has no such column)."""
+    details = diag.attribution.details
+    if detail not in details.columns:
+        return np.zeros(len(diag.steady_positions), dtype=np.int64)
+    return details[detail].to_numpy()[diag.steady_positions]
+
+
+@rule
 def unrecorded(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
-    # Pauses are idle time the paused rule explains; this rule grades the rest.
-    paused_ns = diag.steady_details().get(PAUSED_DETAIL, 0.0)
-    share = max(shares["idle"] - (paused_ns / total if total else 0.0), 0.0)
+    # Pauses and waits for the interpreter lock are idle time the paused and gil_contention rules
+    # explain; this rule grades the rest.
+    stopped_ns = sum(diag.steady_details().get(d, 0.0) for d in (PAUSED_DETAIL, GIL_WAIT_DETAIL))
+    share = max(shares["idle"] - (stopped_ns / total if total else 0.0), 0.0)
     return Finding(
         "unrecorded", "step time in which the trace records nothing", _grade(share, 0.03, 0.15),
         {"idle_share": share},
@@ -1034,6 +1070,15 @@ def comparison_findings(comparison: Comparison) -> list[Finding]:
         if share <= GAP_CAUSE_SHARE:
             break
         evidence: dict[str, object] = {"delta_ns": d.delta_ns, "share_of_gap": share}
+        if d.bucket == GIL_WAIT_DETAIL:
+            out.append(Finding(
+                "gap_gil_contention", "waits for Python's interpreter lock explain part of the gap",
+                "high" if share >= HIGH_GAP_SHARE else "moderate", evidence,
+                f"the {SIDES[1 if d.delta_ns > 0 else 0]}'s step thread waits for Python's interpreter lock while "
+                "another thread of its process runs Python: diagnose that side (its gil_contention finding says how "
+                "to find and move that thread)",
+            ))
+            continue
         words, more = _anomaly_detection_on_one_side(comparison, d)
         if words:
             evidence.update(more)

@@ -26,6 +26,7 @@ BUCKET_LABEL: dict[str, str] = {
     "input": "input",
     "host_compute": "host compute",
     "idle": "idle (nothing recorded)",
+    "idle.gil_wait": "waits for Python's interpreter lock",  # (a cause of a gap: Comparison.ranked)
 }
 
 # A cause of a gap is listed when it explains more than this share of it.
@@ -384,6 +385,19 @@ def _paused(e: Mapping[str, Any], explains: float) -> str:
             f"steps (up to {fmt_ns(e['longest_step_pause_ns'])} in one)")
 
 
+def _gil_contention(e: Mapping[str, Any], explains: float) -> str:
+    return (f"the step's thread waits for Python's interpreter lock for {fmt_pct(e['gil_wait_share'])} of the step "
+            f"({fmt_ns(explains)}), in {e['steps_waiting']} of {e['steady_steps']} steady steps: stretches outside "
+            f"every op that last whole switch intervals ({fmt_ns(e['switch_interval_ns'])}, CPython's default), "
+            "after framework calls all over the step")
+
+
+def _gap_gil_contention(e: Mapping[str, Any], explains: float) -> str:
+    delta = e["delta_ns"]
+    return (f"waits for Python's interpreter lock: {fmt_ns(abs(delta))} more per step in the "
+            f"{'candidate' if delta > 0 else 'baseline'} ({fmt_pct(e['share_of_gap'])} of the gap)")
+
+
 def _unrecorded(e: Mapping[str, Any], explains: float) -> str:
     return f"{fmt_pct(e['idle_share'])} of the step ({fmt_ns(explains)}) has no recorded event on any track"
 
@@ -428,9 +442,11 @@ SUMMARIES: dict[str, Callable[[Mapping[str, Any], float], str]] = {
     "compute_bound": _compute_bound,
     "host_between_steps": _host_between_steps,
     "paused": _paused,
+    "gil_contention": _gil_contention,
     "unrecorded": _unrecorded,
     "gap": _gap,
     "gap_explained": _gap_explained,
+    "gap_gil_contention": _gap_gil_contention,
 }
 GAP_CAUSE_RULE = "gap_"  # gap_<bucket>: a named cause of a comparison's gap
 

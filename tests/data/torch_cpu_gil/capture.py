@@ -1,0 +1,64 @@
+"""How the torch profiles beside this file were captured (torch 2.13 CPU, a shared 2-core VM): an
+MLP's SGD step (256 -> 512 -> 512 -> 10, ReLU, batch 64, cross-entropy; one intra-op thread, so
+that no op's threads compete for a core) profiled by ``torch.profiler`` (5 active steps after 2
+warm-up ones), while another thread of the process runs a pure-Python loop — and once without it.
+Each framework call lets go of the interpreter lock and waits a whole switch interval (5 ms) to
+take it back while the other thread holds it.
+
+- ``clean/``: no other thread.
+- ``contended/``: the other thread runs; no Python events (torch.profiler's default): the waits
+  are unrecorded gaps between ops and the own time of the autograd engine's node ranges and of
+  ``Optimizer.step``'s range.
+- ``contended_stack/``: the same with Python events (``with_stack=True``): the waits are in the
+  Python frames' own time too.
+
+Unprofiled, on the machine that captured it (medians, printed by this script): a step 1.3-1.7 ms
+alone, 100-110 ms while the other thread runs.
+
+    python tests/data/torch_cpu_gil/capture.py tests/data/torch_cpu_gil
+"""
+
+import sys
+import threading
+from pathlib import Path
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from gzip_in_place import gzip_in_place  # noqa: E402 - tests/data/gzip_in_place.py
+from torch_cpu_step import median_step_ms, profile_steps, sgd_step  # noqa: E402 - tests/data/torch_cpu_step.py
+
+
+def python_loop_until(stop: threading.Event) -> None:
+    """Pure Python, no call that lets go of the interpreter lock, until ``stop`` is set."""
+    while not stop.is_set():
+        for _ in range(10_000):
+            pass
+
+
+def main(out: Path) -> None:
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
+    step = sgd_step(model, x, y)
+
+    print(f"alone: unprofiled median {median_step_ms(step, 10, 60):.2f} ms")
+    (out / "clean").mkdir(parents=True, exist_ok=True)
+    profile_steps(step, str(out / "clean" / "clean.pt.trace.json"), warmup=2, active=5)
+
+    stop = threading.Event()
+    other = threading.Thread(target=python_loop_until, args=(stop,), daemon=True)
+    other.start()
+    print(f"another thread running Python: unprofiled median {median_step_ms(step, 3, 15):.2f} ms")
+    for folder, options in (("contended", {}), ("contended_stack", {"with_stack": True})):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+        profile_steps(step, str(out / folder / f"{folder}.pt.trace.json"), warmup=2, active=5, **options)
+    stop.set()
+    other.join()
+    gzip_in_place(out, "*.json")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -1,0 +1,142 @@
+"""Waits for Python's interpreter lock (analyzers/gil_waits.py): the rule on small hand-built
+stretches, then real captures of a step beside a thread that runs Python
+(tests/data/torch_cpu_gil, the torch-gil-contention and tf-gil-contention ground-truth cases)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from traceview import api
+from traceview.analyzers import gil_waits as gw
+from traceview.results import GIL_WAIT_DETAIL
+
+MS = 1_000_000
+Q = gw.SWITCH_INTERVAL_NS
+DATA = Path(__file__).parent / "data" / "torch_cpu_gil"
+TRUTH = Path(__file__).resolve().parents[1] / "benchmarks" / "truth" / "cases"
+
+
+def stretches(lengths: list[int], places: list[int] | None = None) -> gw.Stretches:
+    return gw.Stretches(np.array(lengths, dtype=np.int64),
+                        np.array(places if places is not None else [-1] * len(lengths), dtype=np.int64))
+
+
+# --- the rule
+
+@pytest.mark.parametrize("length, is_wait, multiple", [
+    (Q - 1, False, 0),  # shorter than one interval
+    (Q, True, 1),
+    (Q + 200_000, True, 1),  # one interval and a hand-over
+    (Q + int(gw.RESIDUE_MAX_SHARE * Q), False, 1),  # too far past a whole interval
+    (2 * Q + 400_000, True, 2),
+    (3 * Q + 2_000_000, False, 3),
+])
+def test_a_stretch_is_quantized_just_past_a_whole_interval(length: int, is_wait: bool, multiple: int) -> None:
+    waits, multiples = gw.quantized(np.array([length]))
+    assert bool(waits[0]) is is_wait and int(multiples[0]) == multiple
+
+
+def test_waits_all_over_the_steps_are_contention() -> None:
+    # 4 steps, each with 5 waits of one interval (and a few of two) among short glue gaps.
+    lengths = [20_000, Q + 210_000, 15_000, Q + 180_000, Q + 300_000, 2 * Q + 350_000, Q + 260_000, Q + 150_000] * 4
+    assert gw.contended(stretches(lengths), steady_steps=4)
+
+
+def test_one_piece_of_user_code_that_happens_to_last_a_quantized_time_is_not() -> None:
+    # A 5.3 ms user loop at one place of each step: one quantized stretch a step.
+    lengths = [20_000, Q + 300_000, 15_000, 30_000] * 6
+    assert not gw.contended(stretches(lengths), steady_steps=6)
+
+
+def test_long_stretches_of_any_length_are_not() -> None:
+    # Long stretches spread over all lengths (user code, garbage collection): few land just past a
+    # whole interval, and those are not most of them.
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(Q, 6 * Q, size=60).tolist()
+    assert not gw.contended(stretches(lengths), steady_steps=10)
+
+
+def test_waits_that_all_last_two_intervals_are_not_the_lock() -> None:
+    # A busy machine's 10 ms scheduler ticks (CONFIG_HZ=100): pairs of intervals only.
+    lengths = [2 * Q + 100_000] * 40
+    assert not gw.contended(stretches(lengths), steady_steps=10)
+
+
+def test_no_steps_no_contention() -> None:
+    assert not gw.contended(stretches([Q + 1] * 10), steady_steps=0)
+    assert not gw.contended(stretches([]), steady_steps=3)
+
+
+def test_a_wait_is_its_intervals_and_all_but_what_its_place_takes_without_waiting() -> None:
+    # Place 7 takes 40 µs when it does not wait: its waits are all but those 40 µs. Place 9 always
+    # waits: only its whole intervals are counted. Glue gaps (place -1) take 10 µs.
+    s = stretches([40_000, Q + 240_000, 40_000, 2 * Q + 300_000, Q + 100_000, 10_000, Q + 210_000],
+                  [7, 7, 7, 7, 9, -1, -1])
+    assert gw.wait_ns(s).tolist() == [0, Q + 200_000, 0, 2 * Q + 260_000, Q, 0, Q + 200_000]
+
+
+# --- real captures
+
+def _diagnose(path: Path):
+    if not path.exists():
+        pytest.skip(f"{path} is not there")
+    return api.diagnose(path)
+
+
+def _gil_share(diag) -> float:
+    return diag.steady_details().get(GIL_WAIT_DETAIL, 0.0) / diag.steady_step_ns
+
+
+@pytest.mark.parametrize("folder", ["contended", "contended_stack"])
+def test_the_waits_are_found_with_and_without_python_events(folder: str) -> None:
+    diag = _diagnose(DATA / folder)
+    # Unprofiled, the step took 1.64 ms alone and 107 ms beside the thread: nearly all of it waits.
+    assert _gil_share(diag) > 0.8
+    first = next(f for f in diag.findings if f.grade in ("high", "moderate"))
+    assert first.rule == "gil_contention" and first.grade == "high"
+    graded = {f.rule: f.grade for f in diag.findings if f.grade in ("high", "moderate")}
+    # Before: "host work outside the framework" with hooks on nodes that have none, and dispatch,
+    # each graded high (the ops' own dispatch, 0.7 ms a step alone, may still be a moderate cause).
+    assert not {"host_compute", "unrecorded"} & set(graded)
+    assert graded.get("launch_bound") != "high"
+    assert not len(diag.attribution.hooked_nodes)
+    per_step = diag.attribution.per_step
+    assert (per_step.drop(columns="total").sum(axis=1) == per_step["total"]).all()
+
+
+def test_a_step_alone_has_no_waits_and_no_such_finding() -> None:
+    diag = _diagnose(DATA / "clean")
+    assert _gil_share(diag) == 0.0
+    assert "gil_contention" not in {f.rule for f in diag.findings}
+
+
+def test_the_ops_tables_leave_the_waits_out() -> None:
+    diag = _diagnose(DATA / "contended")
+    # The optimizer's range held waits in its own time; the ops inside it are µs each.
+    step_ns = diag.steady_step_ns
+    assert diag.ops["time_per_step_ns"].sum() < 0.2 * step_ns
+
+
+def test_compare_names_the_waits_as_the_cause_of_the_gap() -> None:
+    if not (DATA / "clean").exists():
+        pytest.skip("tests/data/torch_cpu_gil is not there")
+    cmp = api.compare(DATA / "clean", DATA / "contended")
+    assert cmp.ranked()[0].bucket == GIL_WAIT_DETAIL
+    assert cmp.gil_wait_delta_ns > 0.8 * cmp.gap_ns
+    assert abs(cmp.unexplained_ns) < 0.05 * cmp.gap_ns
+    gap_rules = [f.rule for f in cmp.findings if f.rule.startswith("gap_") and f.grade == "high"]
+    assert gap_rules[0] == "gap_gil_contention"
+    assert cmp.to_dict()["comparison"]["ranked_causes"][0] == GIL_WAIT_DETAIL
+
+
+@pytest.mark.parametrize("case", ["tf-gil-contention", "torch-gil-contention"])
+def test_the_ground_truth_captures(case: str) -> None:
+    # The clean twin has no waits; the injected one, its waits as the first finding.
+    clean = _diagnose(TRUTH / case / "clean")
+    injected = _diagnose(TRUTH / case / "injected")
+    assert _gil_share(clean) == 0.0
+    assert _gil_share(injected) > 0.5
+    assert next(f for f in injected.findings if f.grade in ("high", "moderate")).rule == "gil_contention"
