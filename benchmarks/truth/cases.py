@@ -512,6 +512,7 @@ class TFStep(StepProgram):
         enter: Callable[[], None] | None = None,
         scale: Callable[[int], Any] | None = None,
         in_graph: Callable[[Any], Any] | None = None,
+        wrap_each_call: bool = False,
     ) -> None:
         import tensorflow as tf
 
@@ -542,6 +543,9 @@ class TFStep(StepProgram):
             return loss
 
         self.mode = mode
+        # wrap_each_call: a new tf.function of the same Python functions at every call (a loop that
+        # writes tf.function(f)(x)), which traces on its first and only call.
+        self.wrap_each_call = (grads, apply, tf.function) if wrap_each_call else None
         if mode == "function":
             self.grads, self.apply = tf.function(grads), tf.function(apply)
         elif mode == "eager":
@@ -565,6 +569,9 @@ class TFStep(StepProgram):
             loss = self.fused(x, y, self.scale(i))
             self.mid(i)
             return float(loss)
+        if self.wrap_each_call is not None:
+            grads, apply, wrap = self.wrap_each_call
+            self.grads, self.apply = wrap(grads), wrap(apply)
         loss, gs = self.grads(x, y, self.scale(i))
         self.mid(i)
         self.apply(gs)
@@ -629,6 +636,11 @@ def tf_input_pyfunc(variant: str, knob: int) -> StepProgram:
 def tf_retrace(variant: str, knob: int) -> StepProgram:
     # tf.function specializes on Python values: a new float on every call retraces it.
     return TFStep(scale=_fresh_floats()) if variant == "injected" else TFStep()
+
+
+def tf_function_per_call(variant: str, knob: int) -> StepProgram:
+    # A new tf.function of the step's functions at every call traces every call.
+    return TFStep(wrap_each_call=variant == "injected")
 
 
 def tf_xla(variant: str, knob: int) -> StepProgram:
@@ -923,6 +935,7 @@ class JaxStep(StepProgram):
         extra_args: tuple[np.ndarray, ...] = (),
         scale: Callable[[int], float] | None = None,
         wait: bool = True,
+        jit_each_call: bool = False,
     ) -> None:
         import jax
         import jax.numpy as jnp
@@ -953,8 +966,16 @@ class JaxStep(StepProgram):
 
         # Made here, compiled by its first call (the cold step).
         self.fn = jax.jit(train_step, static_argnames=("scale",))
+        # jit_each_call: jax.jit of a new lambda around the step at every call (a loop that writes
+        # jax.jit(lambda ...)(x)): a function object JAX has not seen, traced and compiled anew.
+        # (jax.jit(train_step) anew would hit the caches, which key on the function.)
+        self.jit_each_call = (
+            (lambda: jax.jit(lambda *args, **kwargs: train_step(*args, **kwargs), static_argnames=("scale",)))
+            if jit_each_call else None)
 
     def step(self, i: int) -> float | None:
+        if self.jit_each_call is not None:
+            self.fn = self.jit_each_call()
         self.params, loss, self.sink = self.fn(self.params, self.x, self.y, self.extra_args, scale=self.scale(i))
         if not self.wait:  # the call returns before its program has run; drain() waits for them all
             return None
@@ -1050,6 +1071,11 @@ def jax_retrace(variant: str, knob: int) -> StepProgram:
     return JaxStep(scale=_fresh_floats()) if variant == "injected" else JaxStep()
 
 
+def jax_jit_per_call(variant: str, knob: int) -> StepProgram:
+    # jax.jit of a new lambda at every call traces and compiles every call.
+    return JaxStep(jit_each_call=variant == "injected")
+
+
 def jax_jit(variant: str, knob: int) -> StepProgram:
     return JaxStep()
 
@@ -1123,6 +1149,9 @@ CASES: tuple[Case, ...] = (
          "graph_build", STEADY_GRAPH_BUILD, "steady", tf_retrace, rounds=6, block=4, score_against="in_trace",
          score_reason="TF's host tracer records the ops built while tracing, so a retrace runs ~1.6x longer "
          "profiled than not (inflation in ground_truth.json)"),
+    Case("tf-function-per-call", "tensorflow", "the step's tf.functions made anew at every call (tf.function(f)(x) "
+         "inside the loop: each new object traces on its call) vs made once", "graph_build", STEADY_GRAPH_BUILD,
+         "steady", tf_function_per_call, rounds=6, block=4),
     Case("torch-compile-recompile", "torch", "torch.compile step (dynamic=False) whose batch size changes every steady step: forward and backward recompile",
          "graph_build", STEADY_GRAPH_BUILD, "steady", torch_recompile, env=_COMPILE_ENV, python_events=False,
          python_events_reason=_COMPILE_NO_PY, rounds=4, block=3, profiled_steady=4, isolate=True,
@@ -1224,6 +1253,9 @@ CASES: tuple[Case, ...] = (
          "host_compute", "host_compute", "steady", jax_user_python, knob=Knob(start=100_000)),
     Case("jax-retrace", "jax", "jitted step given a new Python float as a static argument every step (retraces and recompiles each call) vs the same value",
          "graph_build", STEADY_GRAPH_BUILD, "steady", jax_retrace, rounds=6, block=4, profiled_steady=3),
+    Case("jax-jit-per-call", "jax", "jax.jit of a new lambda around the step at every call (jax.jit(lambda ...)(x) "
+         "inside the loop: a function JAX has not seen, traced and compiled each call) vs jitted once",
+         "graph_build", STEADY_GRAPH_BUILD, "steady", jax_jit_per_call, rounds=6, block=4, profiled_steady=3),
     Case("jax-cold", "jax", "jax.jit step: the first call traces, lowers and XLA-compiles (clean twin compiled before the capture)",
          "graph_build", COLD_COMPILE, "cold", jax_jit, profiled_steady=3),
     Case("tf-cpu-contention", "tensorflow", "another process competes for the CPU the step's thread is pinned to, "
