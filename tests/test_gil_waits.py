@@ -40,15 +40,25 @@ def test_a_stretch_is_quantized_just_past_a_whole_interval(length: int, is_wait:
 
 
 def test_waits_all_over_the_steps_are_contention() -> None:
-    # 4 steps, each with 5 waits of one interval (and a few of two) among short glue gaps.
+    # 4 steps, each with 6 waits of one interval (and one of two) among short glue gaps, in gaps and
+    # in the own time of bindings (places 3, 4, 5).
     lengths = [20_000, Q + 210_000, 15_000, Q + 180_000, Q + 300_000, 2 * Q + 350_000, Q + 260_000, Q + 150_000] * 4
-    assert gw.contended(stretches(lengths), steady_steps=4)
+    places = [-1, -1, 3, 3, 4, 4, 5, -1] * 4
+    assert gw.contended(stretches(lengths, places), steady_steps=4)
 
 
 def test_one_piece_of_user_code_that_happens_to_last_a_quantized_time_is_not() -> None:
     # A 5.3 ms user loop at one place of each step: one quantized stretch a step.
     lengths = [20_000, Q + 300_000, 15_000, 30_000] * 6
     assert not gw.contended(stretches(lengths), steady_steps=6)
+
+
+def test_quantized_stretches_at_one_place_only_are_not() -> None:
+    # Two 5.2 ms stretches a step, both in the same range: work of that place, not waits after
+    # framework calls all over the step.
+    lengths = [Q + 200_000, 30_000, Q + 250_000] * 5
+    assert not gw.contended(stretches(lengths, [7, 8, 7] * 5), steady_steps=5)
+    assert gw.contended(stretches(lengths, [7, 8, 9] * 5), steady_steps=5)
 
 
 def test_long_stretches_of_any_length_are_not() -> None:
@@ -105,6 +115,26 @@ def test_the_waits_are_found_with_and_without_python_events(folder: str) -> None
     assert not len(diag.attribution.hooked_nodes)
     per_step = diag.attribution.per_step
     assert (per_step.drop(columns="total").sum(axis=1) == per_step["total"]).all()
+
+
+@pytest.mark.parametrize("folder, body", [
+    ("contended", None),  # no Python events: the other thread is not in the trace
+    ("contended_stack", "python_loop_until"),
+    ("prefetch_stack", "build_batches"),
+])
+def test_the_finding_names_the_other_threads_python_where_recorded(folder: str, body: str | None) -> None:
+    diag = _diagnose(DATA / folder)
+    finding = next(f for f in diag.findings if f.rule == "gil_contention")
+    frame = finding.evidence["busy_thread_frame"]
+    assert (frame is None) if body is None else frame.endswith(f": {body}")
+
+
+def test_a_thread_that_builds_the_batches_is_found_too() -> None:
+    # The step takes its batch from a queue another thread fills in Python: fewer waits (1.8 a
+    # step, in the bindings of two ops), still the first cause.
+    diag = _diagnose(DATA / "prefetch_stack")
+    assert _gil_share(diag) > 0.4
+    assert next(f for f in diag.findings if f.grade in ("high", "moderate")).rule == "gil_contention"
 
 
 def test_a_step_alone_has_no_waits_and_no_such_finding() -> None:

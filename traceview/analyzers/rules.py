@@ -856,7 +856,7 @@ def gil_contention(diag: Diagnosis) -> Finding | None:
         "gil_contention", "the step's thread waits for Python's interpreter lock (GIL) held by another thread",
         _grade(share, 0.03, 0.15),
         {"gil_wait_share": share, "steps_waiting": int(np.count_nonzero(per_step)), "steady_steps": len(per_step),
-         "switch_interval_ns": SWITCH_INTERVAL_NS},
+         "switch_interval_ns": SWITCH_INTERVAL_NS, "busy_thread_frame": _busy_python_thread(diag)},
         "another thread of this process runs Python while the step runs: after each framework call the step's "
         "thread waits to take the interpreter lock back, a whole switch interval at a time "
         "(sys.getswitchinterval()). Find that thread (py-spy dump --pid PID prints every thread's Python stack; "
@@ -866,6 +866,38 @@ def gil_contention(diag: Diagnosis) -> Finding | None:
         "≥ 3 % moderate, ≥ 15 % high",
         wait_ns,
     )
+
+
+# The frame that is a thread's body: the deepest of its Python frames that spans at least this share
+# of the thread's Python time in the steady steps (threading's bootstrap frames span it all; the
+# function the thread was started with is the deepest that does).
+THREAD_BODY_SHARE = 0.9
+
+
+def _busy_python_thread(diag: Diagnosis) -> str | None:
+    """With Python events, the body of the other host thread that ran Python longest during the
+    steady steps (the thread that held the interpreter lock: ``build_batches``, a logger's loop);
+    None without Python events on other threads."""
+    ev = diag.timeline.events
+    python = (membership(ev["kind"].array)([Kind.PYTHON.value]) & (ev["device"].to_numpy() < 0)
+              & ~driver_rows(ev, diag.steps))
+    rows = np.flatnonzero(python)
+    steady = diag.steps.table.iloc[diag.steady_positions]
+    if not len(rows) or not len(steady):
+        return None
+    lo, hi = int(steady["start"].min()), int(steady["end"].max())
+    ts = ev["ts"].to_numpy()[rows]
+    inside = np.clip(ts + ev["dur"].to_numpy()[rows], lo, hi) - np.clip(ts, lo, hi)
+    track, _ = column_codes(ev["track"])
+    track = track[rows].astype(np.int64)
+    roots = ev["parent"].to_numpy()[rows] < 0
+    thread_ns = np.bincount(track[roots], weights=inside[roots], minlength=int(track.max()) + 1)
+    busiest = int(np.argmax(thread_ns))
+    if thread_ns[busiest] <= 0:
+        return None
+    body = np.flatnonzero((track == busiest) & (inside >= THREAD_BODY_SHARE * thread_ns[busiest]))
+    depth = ev["depth"].to_numpy()[rows[body]]
+    return str(ev["name"].iloc[int(rows[body[np.argmax(depth)]])])  # (the first of the deepest)
 
 
 def _steady_detail(diag: Diagnosis, detail: str) -> np.ndarray:

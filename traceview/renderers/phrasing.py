@@ -389,7 +389,9 @@ def _gil_contention(e: Mapping[str, Any], explains: float) -> str:
     return (f"the step's thread waits for Python's interpreter lock for {fmt_pct(e['gil_wait_share'])} of the step "
             f"({fmt_ns(explains)}), in {e['steps_waiting']} of {e['steady_steps']} steady steps: stretches outside "
             f"every op that last whole switch intervals ({fmt_ns(e['switch_interval_ns'])}, CPython's default), "
-            "after framework calls all over the step")
+            "after framework calls all over the step"
+            + (f"; meanwhile another thread runs Python in '{shorten(e['busy_thread_frame'], TOP_KERNEL_CHARS)}'"
+               if e.get("busy_thread_frame") else ""))
 
 
 def _gap_gil_contention(e: Mapping[str, Any], explains: float) -> str:
