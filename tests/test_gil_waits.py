@@ -4,6 +4,8 @@ stretches, then real captures of a step beside a thread that runs Python
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import numpy as np
@@ -127,6 +129,23 @@ def test_the_finding_names_the_other_threads_python_where_recorded(folder: str, 
     finding = next(f for f in diag.findings if f.rule == "gil_contention")
     frame = finding.evidence["busy_thread_frame"]
     assert (frame is None) if body is None else frame.endswith(f": {body}")
+
+
+def test_no_frame_is_named_where_none_spans_the_other_threads_python(tmp_path: Path) -> None:
+    # The other thread's frames without its body and the frames around it: many short calls, none
+    # spanning its Python time.
+    source = DATA / "prefetch_stack" / "prefetch_stack.pt.trace.json.gz"
+    if not source.exists():
+        pytest.skip(f"{source} is not there")
+    trace = json.loads(gzip.decompress(source.read_bytes()))
+    main_thread = next(e["tid"] for e in trace["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep"))
+    body = {"_bootstrap", "_bootstrap_inner", "run", "build_batches"}
+    trace["traceEvents"] = [e for e in trace["traceEvents"]
+                            if e.get("tid") == main_thread or str(e.get("name", "")).split(": ")[-1] not in body]
+    path = tmp_path / "no_body.pt.trace.json"
+    path.write_text(json.dumps(trace))
+    finding = next(f for f in api.diagnose(path).findings if f.rule == "gil_contention")
+    assert finding.evidence["busy_thread_frame"] is None
 
 
 def test_a_thread_that_builds_the_batches_is_found_too() -> None:

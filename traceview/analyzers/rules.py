@@ -896,6 +896,8 @@ def _busy_python_thread(diag: Diagnosis) -> str | None:
     if thread_ns[busiest] <= 0:
         return None
     body = np.flatnonzero((track == busiest) & (inside >= THREAD_BODY_SHARE * thread_ns[busiest]))
+    if not len(body):  # (no one frame spans the thread's Python: several calls from outside Python)
+        return None
     depth = ev["depth"].to_numpy()[rows[body]]
     return str(ev["name"].iloc[int(rows[body[np.argmax(depth)]])])  # (the first of the deepest)
 
