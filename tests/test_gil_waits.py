@@ -156,8 +156,11 @@ def test_a_thread_that_builds_the_batches_is_found_too() -> None:
     assert next(f for f in diag.findings if f.grade in ("high", "moderate")).rule == "gil_contention"
 
 
-def test_a_step_alone_has_no_waits_and_no_such_finding() -> None:
-    diag = _diagnose(DATA / "clean")
+@pytest.mark.parametrize("folder", ["clean", "sleeps_stack"])
+def test_a_step_alone_has_no_waits_and_no_such_finding(folder: str) -> None:
+    # sleeps_stack: the user's own 5 ms sleeps at two places a step (time.sleep, Event.wait), in
+    # the user's frames: the user's time, not waits for the lock.
+    diag = _diagnose(DATA / folder)
     assert _gil_share(diag) == 0.0
     assert "gil_contention" not in {f.rule for f in diag.findings}
 

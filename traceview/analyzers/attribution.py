@@ -55,8 +55,8 @@ least 1 ms and 2× longer than at the same place in the other steady steps of th
 one step only, is partly a pause — the machine took the core — and that excess is ``idle.paused``.
 
 **Waits for the interpreter lock** (analyzers/gil_waits.py): where the step thread's stretches
-outside compute (its unrecorded gaps, the own time of bindings, runtime, ranges and Python frames)
-come in whole switch intervals all over the step, another thread held Python's lock while the
+outside compute and user code (its unrecorded gaps, the own time of the frameworks' bindings,
+runtime and Python frames) come in whole switch intervals all over the step, another thread held Python's lock while the
 step's thread wanted it back after a framework call; each such wait is ``idle.gil_wait``.
 
 Differences from the peers (see docs/attribution.md): HTA's temporal breakdown looks at the GPU
@@ -836,8 +836,11 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
 
 
 # Roles whose own time on the step's thread may hold a wait for the interpreter lock (taken back
-# after a framework call: analyzers/gil_waits.py): not compute, whose math holds no lock.
-_MAY_WAIT_FOR_THE_LOCK = _RUNS_ON_THE_THREAD - {R.COMPUTE.value, R.COMPILED_CODE.value}
+# after a framework call: analyzers/gil_waits.py): the frameworks' runtime, bindings and Python.
+# Not compute, whose math holds no lock; not the user's frames and ranges, where the user's own
+# code may last a whole interval (time.sleep(0.005) twice a step would read as two waits).
+_MAY_WAIT_FOR_THE_LOCK = _RUNS_ON_THE_THREAD - {R.COMPUTE.value, R.COMPILED_CODE.value, R.PYTHON_USER.value,
+                                                R.ANNOTATION.value}
 
 
 def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.ndarray, end: np.ndarray,

@@ -17,8 +17,9 @@ thread running a pure-Python loop): the torch step went from 1.7 ms to 107 ms a 
 autograd hooks and dispatch, and the advice was to move Python out of the step or to compile it.
 
 Nothing in a trace names the lock, so the rule is the waits' shape, decided once per trace over the
-steady steps' *stretches* on the step's thread (the own time of its events that do not compute —
-bindings, framework runtime, ranges, Python frames — and its unrecorded gaps, each less any pause):
+steady steps' *stretches* on the step's thread (the own time of the frameworks' bindings, runtime
+and Python frames, and its unrecorded gaps, each less any pause; the user's frames and ranges are
+left out, where a time.sleep(0.005) would last an interval too):
 
 - a stretch of at least one switch interval is *quantized* when it passes a whole number of
   intervals by less than ``RESIDUE_MAX_SHARE`` of one (random lengths do so 20 % of the time);
@@ -34,7 +35,8 @@ takes the lock back less often: 1.8 waits a step, in the bindings of two ops (``
 ``relu`` with Python events; hand-overs of 0.2-0.8 ms).
 
 Compute is never a candidate: an op's math holds no lock, and three matmuls of one size (forward
-and both gradients) can each last a quantized 5.3 ms by chance. Where the lock was contended, each
+and both gradients) can each last a quantized 5.3 ms by chance. The unrecorded gaps are one place
+together, so sleeps of 5 ms between ops (gaps only) are not contention either. Where the lock was contended, each
 quantized stretch's wait is its whole intervals and, of the rest, all but what the same place
 takes when it does not wait (the median of the same event name's other stretches; where every one
 waits, the rest is left where it was).

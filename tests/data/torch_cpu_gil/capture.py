@@ -11,13 +11,16 @@ take it back while the other thread holds it.
   ``Optimizer.step``'s range.
 - ``contended_stack/``: the same with Python events (``with_stack=True``): the waits are in the
   Python frames' own time too.
+- ``sleeps_stack/``: no other thread; the step sleeps 5 ms twice (``time.sleep(0.005)`` before
+  it, ``threading.Event().wait(0.005)`` after it), with Python events: stretches of one interval
+  at two places a step that are the user's own, not waits for the lock.
 - ``prefetch_stack/``: no busy loop beside the step; instead the step takes its batch from a queue
   that another thread fills, building each batch in Python (a loop of ``PREFETCH_WORK``
   iterations, then ``torch.randn``), with Python events. The filling thread holds the lock while
   it builds; the step waits for it after one or two of its ops a step (and for its batches).
 
-Unprofiled, on the machine that captured it (medians, printed by this script): a step 1.9 ms
-alone, 98 ms while the busy thread runs, 9.2 ms fed by the prefetching thread.
+Unprofiled, on the machine that captured it (medians, printed by this script): a step 2.0 ms
+alone, 100 ms while the busy thread runs, 9.9 ms fed by the prefetching thread.
 
     python tests/data/torch_cpu_gil/capture.py tests/data/torch_cpu_gil
 """
@@ -25,6 +28,7 @@ alone, 98 ms while the busy thread runs, 9.2 ms fed by the prefetching thread.
 import queue
 import sys
 import threading
+import time
 from pathlib import Path
 
 import torch
@@ -67,6 +71,18 @@ def main(out: Path) -> None:
     print(f"alone: unprofiled median {median_step_ms(step, 10, 60):.2f} ms")
     (out / "clean").mkdir(parents=True, exist_ok=True)
     profile_steps(step, str(out / "clean" / "clean.pt.trace.json"), warmup=2, active=5)
+
+    never_set = threading.Event()
+
+    def sleepy_step() -> float:
+        time.sleep(0.005)
+        loss = step()
+        never_set.wait(0.005)
+        return loss
+
+    (out / "sleeps_stack").mkdir(parents=True, exist_ok=True)
+    profile_steps(sleepy_step, str(out / "sleeps_stack" / "sleeps_stack.pt.trace.json"), warmup=2, active=5,
+                  with_stack=True)
 
     stop = threading.Event()
     other = threading.Thread(target=python_loop_until, args=(stop,), daemon=True)
