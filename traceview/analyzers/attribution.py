@@ -56,8 +56,9 @@ one step only, is partly a pause — the machine took the core — and that exce
 
 **Waits for the interpreter lock** (analyzers/gil_waits.py): where the step thread's stretches
 outside compute and user code (its unrecorded gaps, the own time of the frameworks' bindings,
-runtime and Python frames) come in whole switch intervals all over the step, another thread held Python's lock while the
-step's thread wanted it back after a framework call; each such wait is ``idle.gil_wait``.
+runtime and Python frames) come in whole switch intervals all over the step, another thread held
+Python's lock while the step's thread wanted it back after a framework call; each such wait is
+``idle.gil_wait``.
 
 Differences from the peers (see docs/attribution.md): HTA's temporal breakdown looks at the GPU
 only (idle = span − union of GPU events; sync events count as busy), XProf's overview splits

@@ -47,7 +47,8 @@ from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, adv
 from traceview.arrays import codes_matching, column_codes, membership, values_matching
 from traceview.normalize import compute_self_time, math_ops, nearest_ancestor, outermost_rows, self_time, top_level_ops
 from traceview.renderers.units import fmt_ns, fmt_pct, shorten
-from traceview.results import GIL_WAIT_DETAIL, GRADES, PAUSED_DETAIL, BucketDelta, Comparison, Diagnosis, Finding  # noqa: F401 - re-exported
+from traceview.results import (GIL_WAIT_DETAIL, GRADES, PAUSED_DETAIL, BucketDelta, Comparison,  # noqa: F401 - re-exported
+                                Diagnosis, Finding)
 from traceview.roles import Role, anomaly_detection_rows, frames_name_paths
 from traceview.schema import Kind
 # cold_compile is ranked as its extra time spread over this many steps (or the captured steps,
