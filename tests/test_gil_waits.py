@@ -184,7 +184,7 @@ def test_compare_names_the_waits_as_the_cause_of_the_gap() -> None:
     assert cmp.to_dict()["comparison"]["ranked_causes"][0] == GIL_WAIT_DETAIL
 
 
-@pytest.mark.parametrize("case", ["tf-gil-contention", "torch-gil-contention"])
+@pytest.mark.parametrize("case", ["keras-fit-gil-contention", "tf-gil-contention", "torch-gil-contention"])
 def test_the_ground_truth_captures(case: str) -> None:
     # The clean twin has no waits; the injected one, its waits as the first finding.
     clean = _diagnose(TRUTH / case / "clean")

@@ -737,10 +737,15 @@ class CompetingProcess:
 
 
 class WrappedStep(StepProgram):
-    """A step program that runs another's steps, changing what runs around its loop."""
+    """A step program that runs another's steps and loop (Keras fit drives its own), changing what
+    runs around the loop."""
 
     def __init__(self, inner: StepProgram) -> None:
         self.inner = inner
+        self.asynchronous = inner.asynchronous
+
+    def drain(self) -> None:
+        self.inner.drain()
 
     def enter(self) -> None:
         self.inner.enter()
@@ -750,6 +755,9 @@ class WrappedStep(StepProgram):
 
     def between(self, i: int) -> None:
         self.inner.between(i)
+
+    def loop(self, indices: Sequence[int], begin: Begin, end: End, after: After) -> None:
+        self.inner.loop(indices, begin, end, after)
 
 
 class ContendedStep(WrappedStep):
@@ -832,6 +840,10 @@ def torch_gil_contention(variant: str, knob: int) -> StepProgram:
 
 def tf_gil_contention(variant: str, knob: int) -> StepProgram:
     return BusyThreadStep(TFStep(mode="eager"), busy=variant == "injected")
+
+
+def keras_fit_gil_contention(variant: str, knob: int) -> StepProgram:
+    return BusyThreadStep(KerasFitOrLoop(use_fit=True), busy=variant == "injected")
 
 
 def tf_functions_eagerly(variant: str, knob: int) -> StepProgram:
@@ -1275,6 +1287,11 @@ CASES: tuple[Case, ...] = (
          "steps run (one intra-op thread in both variants): each op's TFE_Py_FastPathExecute waits to take the "
          "interpreter lock back", "idle", "gil_contention", "steady", tf_gil_contention, threads=(1, 1),
          notes="no knob: each wait is one switch interval (5 ms), one or more per framework call"),
+    Case("keras-fit-gil-contention", "tensorflow", "another thread of the process runs a pure-Python loop while "
+         "Keras model.fit runs its compiled train function batch by batch (one intra-op thread in both "
+         "variants): fit's loop takes the interpreter lock back after each of its framework calls", "idle",
+         "gil_contention", "steady", keras_fit_gil_contention, threads=(1, 1), rounds=6,
+         notes="no knob: each wait is one switch interval (5 ms); fit makes a few framework calls a batch"),
     # Two causes in one step: both must be found, each at its own size.
     Case("tf-retrace-and-python", "tensorflow", "tf.function gradient step retraced every step (a new Python float each call)",
          "graph_build", STEADY_GRAPH_BUILD, "steady", tf_retrace_and_python, knob=Knob(start=100_000),
