@@ -28,6 +28,33 @@ def stretches(lengths: list[int], places: list[int] | None = None) -> gw.Stretch
 
 # --- the rule
 
+def one_place(lengths: list[int], quiet: list[bool], binding: bool = True) -> gw.Stretches:
+    """One stretch a step, at one place (a binding's name code, or the gaps)."""
+    n = len(lengths)
+    return gw.Stretches(np.array(lengths, dtype=np.int64), np.full(n, 5 if binding else -1, dtype=np.int64),
+                        step=np.arange(n, dtype=np.int64), quiet=np.array(quiet, dtype=bool))
+
+
+def test_one_binding_waiting_quietly_in_every_step_is_contention() -> None:
+    # A compiled step's one call: its binding waits an interval each step, nothing else running.
+    lengths = [Q + 190_000, Q + 215_000, Q + 230_000, Q + 400_000, Q + 170_000]
+    assert gw.contended(one_place(lengths, [True] * 5), steady_steps=5)
+    # ... not where other threads' or devices' work covers it (the call waits for that work),
+    assert not gw.contended(one_place(lengths, [False] * 5), steady_steps=5)
+    # ... nor in the gaps (unrecorded code may be anything),
+    assert not gw.contended(one_place(lengths, [True] * 5, binding=False), steady_steps=5)
+    # ... nor in only some of the steps.
+    assert not gw.contended(one_place(lengths[:3] + [40_000, 35_000], [True] * 5), steady_steps=5)
+
+
+def test_quiet_is_less_than_a_tenth_covered_by_work_elsewhere() -> None:
+    busy_start, busy_end = np.array([100, 1_000]), np.array([200, 1_100])
+    start, end = np.array([0, 0, 950, 2_000]), np.array([1_000, 2_000, 1_050, 3_000])
+    # Covered 100 of 1000, 200 of 2000, 50 of 100, 0 of 1000.
+    assert gw.quiet(start, end, busy_start, busy_end).tolist() == [False, False, False, True]
+    assert gw.quiet(start, end, busy_start[:0], busy_end[:0]).all()
+
+
 @pytest.mark.parametrize("length, is_wait, multiple", [
     (Q - 1, False, 0),  # shorter than one interval
     (Q, True, 1),
@@ -184,11 +211,12 @@ def test_compare_names_the_waits_as_the_cause_of_the_gap() -> None:
     assert cmp.to_dict()["comparison"]["ranked_causes"][0] == GIL_WAIT_DETAIL
 
 
-@pytest.mark.parametrize("case", ["keras-fit-gil-contention", "tf-gil-contention", "torch-gil-contention"])
+@pytest.mark.parametrize("case", ["keras-fit-gil-contention", "tf-function-gil-contention", "tf-gil-contention",
+                                  "torch-gil-contention"])
 def test_the_ground_truth_captures(case: str) -> None:
     # The clean twin has no waits; the injected one, its waits as the first finding.
     clean = _diagnose(TRUTH / case / "clean")
     injected = _diagnose(TRUTH / case / "injected")
     assert _gil_share(clean) == 0.0
-    assert _gil_share(injected) > 0.5
+    assert _gil_share(injected) > 0.3  # (its size against the measured cost: tests/test_truth.py)
     assert next(f for f in injected.findings if f.grade in ("high", "moderate")).rule == "gil_contention"

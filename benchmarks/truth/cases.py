@@ -495,8 +495,9 @@ def _tf_variables(width: int) -> list[Any]:
 class TFStep(StepProgram):
     """Gradients (one call), ``mid(i)``, SGD update (a second call), ``float(loss)``.
 
-    ``mode``: ``function`` (both calls are ``tf.function``s), ``eager`` (plain eager ops), or
-    ``xla`` (one fused ``tf.function(jit_compile=True)`` step; ``mid`` runs after it).
+    ``mode``: ``function`` (both calls are ``tf.function``s), ``eager`` (plain eager ops), ``fused``
+    (one ``tf.function`` of the whole step; ``mid`` runs after it) or ``xla`` (the same with
+    ``jit_compile=True``).
     ``scale(i)`` is a second argument of the gradient function (the loss is multiplied by it).
     ``in_graph(scale)``, when given, runs inside the gradient function and returns 1 (the loss is
     multiplied by it, out of the gradient's sight).
@@ -550,8 +551,8 @@ class TFStep(StepProgram):
             self.grads, self.apply = tf.function(grads), tf.function(apply)
         elif mode == "eager":
             self.grads, self.apply = grads, apply
-        elif mode == "xla":
-            self.fused = tf.function(fused, jit_compile=True)
+        elif mode in ("fused", "xla"):
+            self.fused = tf.function(fused, jit_compile=mode == "xla")
         else:
             raise ValueError(f"unknown TF step mode {mode!r}")
         self.mid = mid
@@ -565,7 +566,7 @@ class TFStep(StepProgram):
 
     def step(self, i: int) -> float | None:
         x, y = self.batches(i)
-        if self.mode == "xla":
+        if self.mode in ("fused", "xla"):
             loss = self.fused(x, y, self.scale(i))
             self.mid(i)
             return float(loss)
@@ -840,6 +841,11 @@ def torch_gil_contention(variant: str, knob: int) -> StepProgram:
 
 def tf_gil_contention(variant: str, knob: int) -> StepProgram:
     return BusyThreadStep(TFStep(mode="eager"), busy=variant == "injected")
+
+
+def tf_function_gil_contention(variant: str, knob: int) -> StepProgram:
+    # One tf.function call a step: one wait a step, when the call returns.
+    return BusyThreadStep(TFStep(mode="fused"), busy=variant == "injected")
 
 
 def keras_fit_gil_contention(variant: str, knob: int) -> StepProgram:
@@ -1287,6 +1293,11 @@ CASES: tuple[Case, ...] = (
          "steps run (one intra-op thread in both variants): each op's TFE_Py_FastPathExecute waits to take the "
          "interpreter lock back", "idle", "gil_contention", "steady", tf_gil_contention, threads=(1, 1),
          notes="no knob: each wait is one switch interval (5 ms), one or more per framework call"),
+    Case("tf-function-gil-contention", "tensorflow", "another thread of the process runs a pure-Python loop while "
+         "the steps run as one tf.function call each (one intra-op thread in both variants): the call waits to take "
+         "the interpreter lock back when it returns, once a step", "idle", "gil_contention", "steady",
+         tf_function_gil_contention, threads=(1, 1), rounds=6,
+         notes="no knob: one wait of one switch interval (5 ms) a step"),
     Case("keras-fit-gil-contention", "tensorflow", "another thread of the process runs a pure-Python loop while "
          "Keras model.fit runs its compiled train function batch by batch (one intra-op thread in both "
          "variants): fit's loop takes the interpreter lock back after each of its framework calls", "idle",

@@ -853,20 +853,36 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
     is taken off the end of its gap or piece (``end`` changed in place). Returns the waits
     (starts, ends), the gaps less them, and the wait in each event's own time (rows, ns)."""
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    may_wait = np.zeros(len(roles.values) + 1, dtype=bool)  # by role code + 1 (-1: no role)
+    may_wait[1:] = [value in _MAY_WAIT_FOR_THE_LOCK for value in roles.values]
+    candidates = np.flatnonzero(driver & may_wait[role + 1])
+    longest = max(int((end[candidates] - start[candidates]).max(initial=0)),
+                  int((gaps.end - gaps.start).max(initial=0)))
+    if longest < gw.SWITCH_INTERVAL_NS:  # (nearly every trace: no stretch of a whole interval)
+        return none, gaps, none
     cold = steps.table["cold"].to_numpy().astype(bool)
     steady = np.zeros(len(cold) + 1, dtype=bool)
     steady[:-1] = ~cold  # (the last entry: step -1, no step)
     steady_steps = int(np.count_nonzero(~cold))
     step_all = ev["step"].to_numpy()
-    may_wait = np.zeros(len(roles.values) + 1, dtype=bool)  # by role code + 1 (-1: no role)
-    may_wait[1:] = [value in _MAY_WAIT_FOR_THE_LOCK for value in roles.values]
-    candidates = np.flatnonzero(driver & may_wait[role + 1] & steady[step_all[row]] & (end > start))
+    candidates = candidates[steady[step_all[row[candidates]]] & (end[candidates] > start[candidates])]
     in_steady_gap = steady[gaps.step]
     gap_length = (gaps.end - gaps.start)[in_steady_gap]
+    lengths = np.concatenate(((end - start)[candidates], gap_length)).astype(np.int64)
+    if not gw.quantized(lengths)[0].any():
+        return none, gaps, none
     names = ev["name"].cat.codes.to_numpy()
-    stretches = gw.Stretches(np.concatenate(((end - start)[candidates], gap_length)).astype(np.int64),
-                             np.concatenate((names[row[candidates]].astype(np.int64),
-                                             np.full(len(gap_length), -1, dtype=np.int64))))
+    # What else recorded runs meanwhile: ops, runtime calls and kernels on the other threads and
+    # devices (their Python frames aside: the lock's holder runs them).
+    elsewhere = ~on_track(ev, steps.driver_track) & ~membership(ev["kind"].array)([Kind.PYTHON.value])
+    busy = merged_runs(ev["ts"].to_numpy()[elsewhere], (ev["ts"].to_numpy() + ev["dur"].to_numpy())[elsewhere])
+    stretches = gw.Stretches(
+        lengths,
+        np.concatenate((names[row[candidates]].astype(np.int64), np.full(len(gap_length), -1, dtype=np.int64))),
+        step=np.concatenate((step_all[row[candidates]], gaps.step[in_steady_gap])).astype(np.int64),
+        quiet=gw.quiet(np.concatenate((start[candidates], gaps.start[in_steady_gap])),
+                       np.concatenate((end[candidates], gaps.end[in_steady_gap])), *busy),
+    )
     if not gw.contended(stretches, steady_steps):
         return none, gaps, none
     wait = gw.wait_ns(stretches)
@@ -1041,7 +1057,12 @@ def calibrated_gap_threshold(length: np.ndarray) -> tuple[int, str]:
 
 def driver_rows(ev: pd.DataFrame, steps: Steps) -> np.ndarray:
     """The host events on the step's thread (the driver track)."""
-    return (ev["device"].to_numpy() < 0) & membership(ev["track"].array)([steps.driver_track])
+    return (ev["device"].to_numpy() < 0) & on_track(ev, steps.driver_track)
+
+
+def on_track(ev: pd.DataFrame, track: str) -> np.ndarray:
+    """The events on ``track``."""
+    return membership(ev["track"].array)([track])
 
 
 def driver_gaps(

@@ -34,6 +34,16 @@ A thread that feeds the step (a prefetching thread building batches in Python, 5
 takes the lock back less often: 1.8 waits a step, in the bindings of two ops (``linear``,
 ``relu`` with Python events; hand-overs of 0.2-0.8 ms).
 
+A compiled step makes one framework call: a tf.function step beside a busy thread waits once a
+step, in the own time of the call's binding (``TFE_Py_ExecuteCancelable``: 5.19-5.41 ms in each
+of 8 steps; 2.0 -> 8.0 ms a step unprofiled). One place a step is also the shape of a fixed piece
+of code, so it counts only where that place is a framework binding (not a gap: unrecorded code
+may be anything), quantized in ``SINGLE_PLACE_STEP_SHARE`` of the steady steps, and nothing else
+recorded runs meanwhile — no op, runtime call or kernel on another thread or device covers more
+than ``QUIET_SHARE`` of the stretch (a binding that waits for the device or for executor threads
+is not waiting for the lock; other threads' Python frames do not count: the lock's holder runs
+them).
+
 Compute is never a candidate: an op's math holds no lock, and three matmuls of one size (forward
 and both gradients) can each last a quantized 5.3 ms by chance. The unrecorded gaps are one place
 together, so sleeps of 5 ms between ops (gaps only) are not contention either. Where the lock was contended, each
@@ -58,15 +68,21 @@ RESIDUE_MAX_SHARE = 0.2
 MIN_WAITS_PER_STEP = 1.5
 MIN_PLACES = 2
 MIN_QUANTIZED_SHARE = 0.6
+SINGLE_PLACE_STEP_SHARE = 0.9
+QUIET_SHARE = 0.1
 
 
 @dataclass(frozen=True)
 class Stretches:
-    """The step thread's candidate stretches in the steady steps: their lengths (ns) and the place
-    each is at (an event's name code; -1 for the unrecorded gaps, which are one place)."""
+    """The step thread's candidate stretches in the steady steps: their lengths (ns), the place
+    each is at (an event's name code; -1 for the unrecorded gaps, which are one place), their step
+    and whether they are quiet (other threads' and devices' recorded work, Python frames aside,
+    covers less than ``QUIET_SHARE`` of them; None: not known, taken as not quiet)."""
 
     length: np.ndarray
     place: np.ndarray
+    step: np.ndarray | None = None
+    quiet: np.ndarray | None = None
 
 
 def quantized(length: np.ndarray, interval_ns: int = SWITCH_INTERVAL_NS) -> tuple[np.ndarray, np.ndarray]:
@@ -86,12 +102,42 @@ def contended(stretches: Stretches, steady_steps: int, interval_ns: int = SWITCH
     is_wait, multiple = quantized(stretches.length, interval_ns)
     waits = int(np.count_nonzero(is_wait))
     long_ones = int(np.count_nonzero(multiple >= 1))
-    if waits < MIN_WAITS_PER_STEP * steady_steps or waits < MIN_QUANTIZED_SHARE * long_ones:
+    if not waits or waits < MIN_QUANTIZED_SHARE * long_ones or int(np.argmax(np.bincount(multiple[is_wait]))) != 1:
         return False
-    if len(np.unique(stretches.place[is_wait])) < MIN_PLACES:
+    if waits >= MIN_WAITS_PER_STEP * steady_steps and len(np.unique(stretches.place[is_wait])) >= MIN_PLACES:
+        return True
+    return _one_place_every_step(stretches, is_wait, steady_steps)
+
+
+def _one_place_every_step(stretches: Stretches, is_wait: np.ndarray, steady_steps: int) -> bool:
+    """Whether one framework binding waits, quietly, in nearly every steady step (the module's rule
+    for a compiled step's single call)."""
+    if stretches.step is None or stretches.quiet is None:
         return False
-    counts = np.bincount(multiple[is_wait])
-    return int(np.argmax(counts)) == 1
+    sure = is_wait & stretches.quiet & (stretches.place >= 0)
+    if not sure.any():
+        return False
+    pairs = np.unique(np.stack((stretches.place[sure], stretches.step[sure]), axis=1), axis=0)
+    steps_per_place = np.bincount(np.unique(pairs[:, 0], return_inverse=True)[1])
+    return bool(steps_per_place.max() >= SINGLE_PLACE_STEP_SHARE * steady_steps)
+
+
+def quiet(start: np.ndarray, end: np.ndarray, busy_start: np.ndarray, busy_end: np.ndarray) -> np.ndarray:
+    """Per stretch [start, end): whether the busy runs (disjoint, sorted) cover less than
+    ``QUIET_SHARE`` of it."""
+    if not len(busy_start):
+        return np.ones(len(start), dtype=bool)
+    before = np.concatenate(([0], np.cumsum(busy_end - busy_start)))  # busy time before each run
+
+    def busy_until(t: np.ndarray) -> np.ndarray:
+        """Busy time before each of ``t``."""
+        i = np.searchsorted(busy_start, t, side="right")  # runs that start at or before t
+        last = np.maximum(i - 1, 0)
+        within = np.clip(t - busy_start[last], 0, busy_end[last] - busy_start[last])
+        return np.where(i > 0, before[last] + within, 0)
+
+    covered = busy_until(end) - busy_until(start)
+    return covered < QUIET_SHARE * (end - start)
 
 
 def wait_ns(stretches: Stretches, interval_ns: int = SWITCH_INTERVAL_NS) -> np.ndarray:

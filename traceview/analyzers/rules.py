@@ -857,7 +857,8 @@ def gil_contention(diag: Diagnosis) -> Finding | None:
         "gil_contention", "the step's thread waits for Python's interpreter lock (GIL) held by another thread",
         _grade(share, 0.03, 0.15),
         {"gil_wait_share": share, "steps_waiting": int(np.count_nonzero(per_step)), "steady_steps": len(per_step),
-         "switch_interval_ns": SWITCH_INTERVAL_NS, "busy_thread_frame": _busy_python_thread(diag)},
+         "switch_interval_ns": SWITCH_INTERVAL_NS, **_wait_places(diag, float(per_step.sum())),
+         "busy_thread_frame": _busy_python_thread(diag)},
         "another thread of this process runs Python while the step runs: after each framework call the step's "
         "thread waits to take the interpreter lock back, a whole switch interval at a time "
         "(sys.getswitchinterval()). Find that thread (py-spy dump --pid PID prints every thread's Python stack; "
@@ -867,6 +868,25 @@ def gil_contention(diag: Diagnosis) -> Finding | None:
         "≥ 3 % moderate, ≥ 15 % high",
         wait_ns,
     )
+
+
+# The events named as where the step's thread waited for the lock, largest first.
+MOST_WAIT_PLACES = 3
+
+
+def _wait_places(diag: Diagnosis, total_ns: float) -> dict[str, object]:
+    """Where the waits were: the events whose own time held the most (``wait_places``, at most
+    MOST_WAIT_PLACES names), and the share in the unrecorded gaps between events
+    (``gap_wait_share``: the rest of the waits)."""
+    rows, ns = diag.attribution.gil_wait_events if len(diag.attribution.gil_wait_events) else ((), ())
+    if not len(rows):
+        return {"wait_places": [], "gap_wait_share": 1.0}
+    codes, values = column_codes(diag.timeline.events["name"])
+    per_name = np.bincount(codes[np.asarray(rows)].astype(np.int64), weights=np.asarray(ns, dtype=np.float64),
+                           minlength=len(values))
+    order = np.argsort(-per_name, kind="stable")[:MOST_WAIT_PLACES]
+    places = [str(values[c]) for c in order.tolist() if per_name[c] > 0]
+    return {"wait_places": places, "gap_wait_share": max(0.0, 1.0 - float(per_name.sum()) / total_ns) if total_ns else 0.0}
 
 
 # The frame that is a thread's body: the deepest of its Python frames that spans at least this share

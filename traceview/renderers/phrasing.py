@@ -389,9 +389,17 @@ def _gil_contention(e: Mapping[str, Any], explains: float) -> str:
     return (f"the step's thread waits for Python's interpreter lock for {fmt_pct(e['gil_wait_share'])} of the step "
             f"({fmt_ns(explains)}), in {e['steps_waiting']} of {e['steady_steps']} steady steps: stretches outside "
             f"every op that last whole switch intervals ({fmt_ns(e['switch_interval_ns'])}, CPython's default), "
-            "after framework calls all over the step"
+            f"after framework calls: {_wait_places(e)}"
             + (f"; meanwhile another thread runs Python in '{shorten(e['busy_thread_frame'], TOP_KERNEL_CHARS)}'"
                if e.get("busy_thread_frame") else ""))
+
+
+def _wait_places(e: Mapping[str, Any]) -> str:
+    """Where the step's thread waited for the lock: the events named, and the gaps between them."""
+    places = [f"'{shorten(str(name), TOP_KERNEL_CHARS)}'" for name in e.get("wait_places", [])]
+    if e.get("gap_wait_share", 0.0) >= 0.05:
+        places.append(f"the unrecorded gaps between events ({fmt_pct(e['gap_wait_share'])})")
+    return "in " + (", ".join(places[:-1]) + " and " + places[-1] if len(places) > 1 else places[0]) if places else ""
 
 
 def _gap_gil_contention(e: Mapping[str, Any], explains: float) -> str:
