@@ -853,9 +853,7 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
     is taken off the end of its gap or piece (``end`` changed in place). Returns the waits
     (starts, ends), the gaps less them, and the wait in each event's own time (rows, ns)."""
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
-    may_wait = np.zeros(len(roles.values) + 1, dtype=bool)  # by role code + 1 (-1: no role)
-    may_wait[1:] = [value in _MAY_WAIT_FOR_THE_LOCK for value in roles.values]
-    candidates = np.flatnonzero(driver & may_wait[role + 1])
+    candidates = np.flatnonzero(driver & _role_table(roles, _MAY_WAIT_FOR_THE_LOCK)[role + 1])
     longest = max(int((end[candidates] - start[candidates]).max(initial=0)),
                   int((gaps.end - gaps.start).max(initial=0)))
     if longest < gw.SWITCH_INTERVAL_NS:  # (nearly every trace: no stretch of a whole interval)
@@ -863,27 +861,26 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
     cold = steps.table["cold"].to_numpy().astype(bool)
     steady = np.zeros(len(cold) + 1, dtype=bool)
     steady[:-1] = ~cold  # (the last entry: step -1, no step)
-    steady_steps = int(np.count_nonzero(~cold))
     step_all = ev["step"].to_numpy()
     candidates = candidates[steady[step_all[row[candidates]]] & (end[candidates] > start[candidates])]
     in_steady_gap = steady[gaps.step]
-    gap_length = (gaps.end - gaps.start)[in_steady_gap]
-    lengths = np.concatenate(((end - start)[candidates], gap_length)).astype(np.int64)
-    if not gw.quantized(lengths)[0].any():
+    stretch_start = np.concatenate((start[candidates], gaps.start[in_steady_gap])).astype(np.int64)
+    stretch_end = np.concatenate((end[candidates], gaps.end[in_steady_gap])).astype(np.int64)
+    is_wait, multiple = gw.quantized(stretch_end - stretch_start)
+    if not is_wait.any():
         return none, gaps, none
+    # Quiet where the wait would be: the stretch's last whole intervals (the lock is taken back as
+    # the framework call returns).
+    tail_start = np.where(is_wait, np.maximum(stretch_start, stretch_end - multiple * gw.SWITCH_INTERVAL_NS),
+                          stretch_start)
     names = ev["name"].cat.codes.to_numpy()
-    # What else recorded runs meanwhile: ops, runtime calls and kernels on the other threads and
-    # devices (their Python frames aside: the lock's holder runs them).
-    elsewhere = ~on_track(ev, steps.driver_track) & ~membership(ev["kind"].array)([Kind.PYTHON.value])
-    busy = merged_runs(ev["ts"].to_numpy()[elsewhere], (ev["ts"].to_numpy() + ev["dur"].to_numpy())[elsewhere])
     stretches = gw.Stretches(
-        lengths,
-        np.concatenate((names[row[candidates]].astype(np.int64), np.full(len(gap_length), -1, dtype=np.int64))),
+        stretch_end - stretch_start,
+        np.concatenate((names[row[candidates]].astype(np.int64), np.full(int(in_steady_gap.sum()), -1))),
         step=np.concatenate((step_all[row[candidates]], gaps.step[in_steady_gap])).astype(np.int64),
-        quiet=gw.quiet(np.concatenate((start[candidates], gaps.start[in_steady_gap])),
-                       np.concatenate((end[candidates], gaps.end[in_steady_gap])), *busy),
+        quiet=gw.quiet(tail_start, stretch_end, *_recorded_elsewhere(ev, steps)),
     )
-    if not gw.contended(stretches, steady_steps):
+    if not gw.contended(stretches, int(np.count_nonzero(~cold))):
         return none, gaps, none
     wait = gw.wait_ns(stretches)
     piece_wait, gap_wait = wait[:len(candidates)], wait[len(candidates):]
@@ -903,6 +900,21 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
              np.concatenate((old_end, gaps.end[cut])).astype(np.int64))
     rest = replace(gaps, start=gaps.start[ok], end=new_end[ok], step=gaps.step[ok])
     return waits, rest, (rows.astype(np.int64), np.asarray(per_row, dtype=np.int64))
+
+
+def _role_table(roles: _RoleCodes, values: frozenset[str]) -> np.ndarray:
+    """Per role code + 1 (code -1 first: no role), whether the role is one of ``values``."""
+    table = np.zeros(len(roles.values) + 1, dtype=bool)
+    table[1:] = [value in values for value in roles.values]
+    return table
+
+
+def _recorded_elsewhere(ev: pd.DataFrame, steps: Steps) -> Intervals:
+    """What else recorded runs, as disjoint runs: ops, runtime calls and kernels on the other threads
+    and devices (their Python frames aside: a thread that holds the interpreter lock runs them)."""
+    elsewhere = ~on_track(ev, steps.driver_track) & ~membership(ev["kind"].array)([Kind.PYTHON.value])
+    ts = ev["ts"].to_numpy()
+    return merged_runs(ts[elsewhere], (ts + ev["dur"].to_numpy())[elsewhere])
 
 
 def hooked_nodes(ev: pd.DataFrame, lock_waits: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, int]:

@@ -40,9 +40,9 @@ of 8 steps; 2.0 -> 8.0 ms a step unprofiled). One place a step is also the shape
 of code, so it counts only where that place is a framework binding (not a gap: unrecorded code
 may be anything), quantized in ``SINGLE_PLACE_STEP_SHARE`` of the steady steps, and nothing else
 recorded runs meanwhile — no op, runtime call or kernel on another thread or device covers more
-than ``QUIET_SHARE`` of the stretch (a binding that waits for the device or for executor threads
-is not waiting for the lock; other threads' Python frames do not count: the lock's holder runs
-them).
+than ``QUIET_SHARE`` of the stretch's last whole intervals, where the wait would be (a binding that
+waits for the device or for executor threads is not waiting for the lock; other threads' Python
+frames do not count: the lock's holder runs them).
 
 Compute is never a candidate: an op's math holds no lock, and three matmuls of one size (forward
 and both gradients) can each last a quantized 5.3 ms by chance. The unrecorded gaps are one place
@@ -77,7 +77,8 @@ class Stretches:
     """The step thread's candidate stretches in the steady steps: their lengths (ns), the place
     each is at (an event's name code; -1 for the unrecorded gaps, which are one place), their step
     and whether they are quiet (other threads' and devices' recorded work, Python frames aside,
-    covers less than ``QUIET_SHARE`` of them; None: not known, taken as not quiet)."""
+    covers less than ``QUIET_SHARE`` of their last whole intervals, where a wait would be; None: not
+    known, taken as not quiet)."""
 
     length: np.ndarray
     place: np.ndarray
