@@ -104,6 +104,12 @@ def test_waits_that_all_last_two_intervals_are_not_the_lock() -> None:
     assert not gw.contended(stretches(lengths), steady_steps=10)
 
 
+def test_stretches_of_any_length_are_taken() -> None:
+    # A stretch of centuries (a broken timestamp) is one quantized multiple among others.
+    lengths = [Q + 100_000, 2 * Q + 150_000, Q + 120_000, 10**12 * Q + 1] * 3
+    assert gw.contended(stretches(lengths, [1, 2, 3, 4] * 3), steady_steps=3)
+
+
 def test_no_steps_no_contention() -> None:
     assert not gw.contended(stretches([Q + 1] * 10), steady_steps=0)
     assert not gw.contended(stretches([]), steady_steps=3)

@@ -103,7 +103,10 @@ def contended(stretches: Stretches, steady_steps: int, interval_ns: int = SWITCH
     is_wait, multiple = quantized(stretches.length, interval_ns)
     waits = int(np.count_nonzero(is_wait))
     long_ones = int(np.count_nonzero(multiple >= 1))
-    if not waits or waits < MIN_QUANTIZED_SHARE * long_ones or int(np.argmax(np.bincount(multiple[is_wait]))) != 1:
+    if not waits or waits < MIN_QUANTIZED_SHARE * long_ones:
+        return False
+    multiples, counts = np.unique(multiple[is_wait], return_counts=True)  # (not bincount: any length)
+    if int(multiples[np.argmax(counts)]) != 1:
         return False
     if waits >= MIN_WAITS_PER_STEP * steady_steps and len(np.unique(stretches.place[is_wait])) >= MIN_PLACES:
         return True
