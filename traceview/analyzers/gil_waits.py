@@ -28,11 +28,11 @@ left out, where a time.sleep(0.005) would last an interval too):
   last 5.3 ms is one a step, at one place), they are at least ``MIN_QUANTIZED_SHARE`` of the
   stretches of one interval or longer, and one interval is their most frequent multiple (a busy
   machine's 10 ms scheduler ticks, on a kernel with ``CONFIG_HZ=100``, come in pairs of
-  intervals).
+  intervals) — or one framework binding waits in nearly every step (below).
 
-A thread that feeds the step (a prefetching thread building batches in Python, 5.7 ms a batch)
-takes the lock back less often: 1.8 waits a step, in the bindings of two ops (``linear``,
-``relu`` with Python events; hand-overs of 0.2-0.8 ms).
+A thread that feeds the step (a prefetching thread building batches in Python,
+tests/data/torch_cpu_gil/prefetch_stack) holds the lock less often: 1.8 waits a step, in the
+bindings of two ops (``linear``, ``relu`` with Python events; hand-overs of 0.2-0.8 ms).
 
 A compiled step makes one framework call: a tf.function step beside a busy thread waits once a
 step, in the own time of the call's binding (``TFE_Py_ExecuteCancelable``: 5.19-5.41 ms in each
@@ -46,10 +46,10 @@ frames do not count: the lock's holder runs them).
 
 Compute is never a candidate: an op's math holds no lock, and three matmuls of one size (forward
 and both gradients) can each last a quantized 5.3 ms by chance. The unrecorded gaps are one place
-together, so sleeps of 5 ms between ops (gaps only) are not contention either. Where the lock was contended, each
-quantized stretch's wait is its whole intervals and, of the rest, all but what the same place
-takes when it does not wait (the median of the same event name's other stretches; where every one
-waits, the rest is left where it was).
+together, so sleeps of 5 ms between ops (gaps only) are not contention either. Where the lock was
+contended, each quantized stretch's wait is its whole intervals and, of the rest, all but what the
+same place takes when it does not wait (the median of the same event name's other stretches;
+where every one waits, the rest is left where it was).
 """
 
 from __future__ import annotations
