@@ -702,15 +702,18 @@ class Comparison:
     def paused_delta_ns(self) -> float:
         """The delta of the pauses (``idle.paused``: the machine took the step thread's core), an
         explanation of the gap that is neither framework's doing."""
-        return (self.candidate.steady_details().get(PAUSED_DETAIL, 0.0)
-                - self.baseline.steady_details().get(PAUSED_DETAIL, 0.0))
+        return self.detail_delta(PAUSED_DETAIL).delta_ns
 
     @property
     def gil_wait_delta_ns(self) -> float:
         """The delta of the waits for Python's interpreter lock (``idle.gil_wait``: another thread
         of the process held it), an explanation of the gap."""
-        return (self.candidate.steady_details().get(GIL_WAIT_DETAIL, 0.0)
-                - self.baseline.steady_details().get(GIL_WAIT_DETAIL, 0.0))
+        return self.detail_delta(GIL_WAIT_DETAIL).delta_ns
+
+    def detail_delta(self, detail: str) -> BucketDelta:
+        """One detail of a bucket (``idle.paused``), its mean time per steady step in each trace."""
+        return BucketDelta(detail, self.baseline.steady_details().get(detail, 0.0),
+                           self.candidate.steady_details().get(detail, 0.0))
 
     @property
     def explained_share(self) -> float:
@@ -800,10 +803,9 @@ class Comparison:
         (``idle.gil_wait``), where either side has them."""
         sign = 1.0 if self.gap_ns >= 0 else -1.0
         named = [d for d in self.buckets if d.bucket != "idle"]
-        waits = (self.baseline.steady_details().get(GIL_WAIT_DETAIL, 0.0),
-                 self.candidate.steady_details().get(GIL_WAIT_DETAIL, 0.0))
-        if any(waits):
-            named.append(BucketDelta(GIL_WAIT_DETAIL, *waits))
+        waits = self.detail_delta(GIL_WAIT_DETAIL)
+        if waits.baseline_ns or waits.candidate_ns:
+            named.append(waits)
         return sorted(named, key=lambda d: (-sign * d.delta_ns, BUCKETS.index(d.bucket.split(".")[0]), d.bucket))
 
     def slower_is_candidate(self) -> bool:

@@ -812,6 +812,14 @@ def _split_call_cost(
     return cost_start, cut
 
 
+def _not_cold(cold: np.ndarray) -> np.ndarray:
+    """A lookup by step position, ``table[step]``, of the steps that are not ``cold`` (per step
+    position); the last entry, for step -1 (no step), is False."""
+    table = np.zeros(len(cold) + 1, dtype=bool)
+    table[:-1] = ~cold.astype(bool)
+    return table
+
+
 def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
     """The step thread's events whose own time holds a pause (analyzers/pauses.py), the pause of
@@ -819,8 +827,7 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
     that are ``cold`` (per step position) are not compared."""
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64), {})
     step_all = ev["step"].to_numpy()
-    steady = np.zeros(len(cold) + 1, dtype=bool)
-    steady[:-1] = ~cold.astype(bool)  # (the last entry: step -1, no step)
+    steady = _not_cold(cold)
     on_thread = on_driver & ~membership(ev["kind"].array)([Kind.STEP.value])
     rows = np.flatnonzero(on_thread & steady[step_all])
     if len(rows) < MIN_ALIGNED_STEPS:
@@ -853,16 +860,16 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
     is taken off the end of its gap or piece (``end`` changed in place). Returns the waits
     (starts, ends), the gaps less them, and the wait in each event's own time (rows, ns)."""
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
-    candidates = np.flatnonzero(driver & _role_table(roles, _MAY_WAIT_FOR_THE_LOCK)[role + 1])
+    candidates = np.flatnonzero(driver & roles.table(_MAY_WAIT_FOR_THE_LOCK)[role])
     longest = max(int((end[candidates] - start[candidates]).max(initial=0)),
                   int((gaps.end - gaps.start).max(initial=0)))
     if longest < gw.SWITCH_INTERVAL_NS:  # (nearly every trace: no stretch of a whole interval)
         return none, gaps, none
-    cold = steps.table["cold"].to_numpy().astype(bool)
-    steady = np.zeros(len(cold) + 1, dtype=bool)
-    steady[:-1] = ~cold  # (the last entry: step -1, no step)
+    steady = _not_cold(steps.table["cold"].to_numpy())
     step_all = ev["step"].to_numpy()
-    candidates = candidates[steady[step_all[row[candidates]]] & (end[candidates] > start[candidates])]
+    candidate_step = step_all[row[candidates]]
+    kept = steady[candidate_step] & (end[candidates] > start[candidates])
+    candidates, candidate_step = candidates[kept], candidate_step[kept]
     in_steady_gap = steady[gaps.step]
     stretch_start = np.concatenate((start[candidates], gaps.start[in_steady_gap])).astype(np.int64)
     stretch_end = np.concatenate((end[candidates], gaps.end[in_steady_gap])).astype(np.int64)
@@ -877,10 +884,10 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
     stretches = gw.Stretches(
         stretch_end - stretch_start,
         np.concatenate((names[row[candidates]].astype(np.int64), np.full(int(in_steady_gap.sum()), -1))),
-        step=np.concatenate((step_all[row[candidates]], gaps.step[in_steady_gap])).astype(np.int64),
+        step=np.concatenate((candidate_step, gaps.step[in_steady_gap])).astype(np.int64),
         quiet=gw.quiet(tail_start, stretch_end, *_recorded_elsewhere(ev, steps)),
     )
-    if not gw.contended(stretches, int(np.count_nonzero(~cold))):
+    if not gw.contended(stretches, int(np.count_nonzero(steady))):
         return none, gaps, none
     wait = gw.wait_ns(stretches)
     piece_wait, gap_wait = wait[:len(candidates)], wait[len(candidates):]
@@ -900,13 +907,6 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
              np.concatenate((old_end, gaps.end[cut])).astype(np.int64))
     rest = replace(gaps, start=gaps.start[ok], end=new_end[ok], step=gaps.step[ok])
     return waits, rest, (rows.astype(np.int64), np.asarray(per_row, dtype=np.int64))
-
-
-def _role_table(roles: _RoleCodes, values: frozenset[str]) -> np.ndarray:
-    """Per role code + 1 (code -1 first: no role), whether the role is one of ``values``."""
-    table = np.zeros(len(roles.values) + 1, dtype=bool)
-    table[1:] = [value in values for value in roles.values]
-    return table
 
 
 def _recorded_elsewhere(ev: pd.DataFrame, steps: Steps) -> Intervals:
@@ -1075,19 +1075,6 @@ def driver_rows(ev: pd.DataFrame, steps: Steps) -> np.ndarray:
 def on_track(ev: pd.DataFrame, track: str) -> np.ndarray:
     """The events on ``track``."""
     return membership(ev["track"].array)([track])
-
-
-def driver_gaps(
-    ev: pd.DataFrame, steps: Steps, options: AttributionOptions, shape_of_step: dict[int, int] | None = None
-) -> tuple[Intervals, Intervals, Intervals, int, str]:
-    """The step thread's unrecorded gaps (:func:`unrecorded_gaps`) split at the threshold into
-    short (framework glue) and long (user code).
-
-    Returns (short gaps, long gaps, pauses, threshold ns, the rule that chose the threshold).
-    """
-    gaps = unrecorded_gaps(ev, steps, shape_of_step)
-    short, long_, threshold, rule = split_gaps(gaps, options)
-    return short, long_, gaps.pauses, threshold, rule
 
 
 @dataclass(frozen=True)

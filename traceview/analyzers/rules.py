@@ -819,9 +819,7 @@ def paused(diag: Diagnosis) -> Finding:
     if not any(int(p) in compared for p in diag.steady_positions):
         return Finding("paused", what, "skipped")
     _, total = _shares(diag)
-    details = diag.attribution.details
-    per_step = (details[PAUSED_DETAIL].to_numpy()[diag.steady_positions] if PAUSED_DETAIL in details.columns
-                else np.zeros(len(diag.steady_positions), dtype=np.int64))
+    per_step = _steady_detail(diag, PAUSED_DETAIL)
     paused_ns = float(per_step.mean()) if len(per_step) else 0.0
     share = paused_ns / total if total else 0.0
     # The program's own DataLoader workers compete for the cores: on a small machine they are the
