@@ -852,6 +852,11 @@ def keras_fit_gil_contention(variant: str, knob: int) -> StepProgram:
     return BusyThreadStep(KerasFitOrLoop(use_fit=True), busy=variant == "injected")
 
 
+def jax_gil_contention(variant: str, knob: int) -> StepProgram:
+    # One jitted call and one wait for its result a step: the lock is taken back after each.
+    return BusyThreadStep(JaxStep(), busy=variant == "injected")
+
+
 def tf_functions_eagerly(variant: str, knob: int) -> StepProgram:
     import tensorflow as tf
 
@@ -1303,6 +1308,14 @@ CASES: tuple[Case, ...] = (
          "variants): fit's loop takes the interpreter lock back after each of its framework calls", "idle",
          "gil_contention", "steady", keras_fit_gil_contention, threads=(1, 1), rounds=6,
          notes="no knob: each wait is one switch interval (5 ms); fit makes a few framework calls a batch"),
+    Case("jax-gil-contention", "jax", "another thread of the process runs a pure-Python loop while the jitted "
+         "steps run: the step's thread waits to take the interpreter lock back after the jitted call and after "
+         "the wait for its result", "idle", "gil_contention", "steady", jax_gil_contention, profiled_steady=12,
+         notes="no knob: each wait is one switch interval (5 ms), a step makes two framework calls"),
+    Case("jax-gil-contention-pytracer", "jax", "as jax-gil-contention, with JAX's Python tracer on "
+         "(jax.profiler.trace's default)", "idle", "gil_contention", "steady", jax_gil_contention,
+         profiled_steady=12, python_tracer=True,
+         notes="the tracer records the user's frame around the step: a wait after the result lands in its own time"),
     # Two causes in one step: both must be found, each at its own size.
     Case("tf-retrace-and-python", "tensorflow", "tf.function gradient step retraced every step (a new Python float each call)",
          "graph_build", STEADY_GRAPH_BUILD, "steady", tf_retrace_and_python, knob=Knob(start=100_000),

@@ -56,9 +56,11 @@ one step only, is partly a pause — the machine took the core — and that exce
 
 **Waits for the interpreter lock** (analyzers/gil_waits.py): where the step thread's stretches
 outside compute and user code (its unrecorded gaps, the own time of the frameworks' bindings,
-runtime and Python frames) come in whole switch intervals all over the step, another thread held
-Python's lock while the step's thread wanted it back after a framework call; each such wait is
-``idle.gil_wait``.
+runtime, calls and Python frames, and of a user's frame from where a native call in it returns)
+come in whole switch intervals all over the step, or quietly in nearly every step, another thread
+held Python's lock while the step's thread wanted it back after a framework call; each such wait
+is ``idle.gil_wait``. They are found before the pauses: a wait is also a place that lasted longer
+in one step than in the others.
 
 Differences from the peers (see docs/attribution.md): HTA's temporal breakdown looks at the GPU
 only (idle = span − union of GPU events; sync events count as busy), XProf's overview splits
@@ -664,13 +666,23 @@ def _layer_intervals(
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceview-pieces") as helper:
         pieces = helper.submit(own_pieces_cut(ev, is_host))
         paused_rows, paused_ns, shape_of_step = _event_pauses(ev, on_driver, steps.table["cold"].to_numpy())
-        gaps = unrecorded_gaps(ev, steps, shape_of_step)
+        gaps = unrecorded_gaps(ev, steps)
         host_start, host_end, host_row = pieces.result()
     piece_role = roles.rows[host_row]
     piece_driver = on_driver[host_row]
-    event_pause, paused_events = _carve(host_start, host_end, host_row, paused_rows, paused_ns, len(ev))
-    gil_waits, gaps, gil_events = _gil_waits(ev, steps, gaps, host_start, host_end, host_row, piece_role,
-                                             piece_driver, roles)
+    # The waits for the interpreter lock first: a wait also makes its place last longer in one step
+    # than in the others, a pause's shape, and its own shape (whole switch intervals) says more.
+    # What a pause claims beyond a wait at the same place stays a pause.
+    gil_waits, gap_wait, gil_events = _gil_waits(ev, steps, gaps, host_start, host_end, host_row, piece_role,
+                                                 piece_driver, roles)
+    waited = np.zeros(len(ev), dtype=np.int64)
+    waited[gil_events[0]] = gil_events[1]
+    paused_ns = paused_ns - waited[paused_rows]
+    del waited
+    still_paused = paused_ns > 0
+    event_pause, paused_events = _carve(host_start, host_end, host_row, paused_rows[still_paused],
+                                        paused_ns[still_paused], len(ev))
+    gaps = gaps_less_pauses(gaps, gap_wait, shape_of_step)
     short, long_, threshold, rule = split_gaps(gaps, options)
     hooks, hooked = _engine_hooks(ev, host_start, host_end, host_row, on_driver, gil_events)
     del on_driver
@@ -849,47 +861,65 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
 # code may last a whole interval (time.sleep(0.005) twice a step would read as two waits).
 _MAY_WAIT_FOR_THE_LOCK = _RUNS_ON_THE_THREAD - {R.COMPUTE.value, R.COMPILED_CODE.value, R.PYTHON_USER.value,
                                                 R.ANNOTATION.value}
+# The own time of a compiled function's call (jax.jit's PjitFunction, a tf.function's call) holds
+# the wait after the call (a jax.jit step: the truth case jax-gil-contention), but also, where the
+# function's program runs on other threads, the wait for that run: a call's stretch is a candidate
+# only where what ran elsewhere is not what it waited for (gil_waits.quiet). So is a user frame's
+# own time after a native call returns (_returning_from_native), which may wait for a result.
+_MAY_WAIT_FOR_THE_LOCK_WHEN_QUIET = frozenset({R.CALL.value})
 
 
 def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.ndarray, end: np.ndarray,
                row: np.ndarray, role: np.ndarray, driver: np.ndarray, roles: _RoleCodes
-               ) -> tuple[Intervals, UnrecordedGaps, tuple[np.ndarray, np.ndarray]]:
+               ) -> tuple[Intervals, np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """The waits for the interpreter lock on the step's thread (analyzers/gil_waits.py), looked for
     in its unrecorded ``gaps`` and in the own pieces (``start``, ``end``, ``row``, piece ``role``
     codes, on the ``driver``) of its events that do not compute, in the steady steps. Each wait
-    is taken off the end of its gap or piece (``end`` changed in place). Returns the waits
-    (starts, ends), the gaps less them, and the wait in each event's own time (rows, ns)."""
+    is taken off the end of its piece (``end`` changed in place). Returns the waits (starts,
+    ends), the wait at the end of each gap (ns, per gap), and the wait in each event's own time
+    (rows, ns)."""
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
-    candidates = np.flatnonzero(driver & roles.table(_MAY_WAIT_FOR_THE_LOCK)[role])
+    no_gap_wait = np.zeros(len(gaps.start), dtype=np.int64)
+    # Pieces that also hold waits for other work (a program's run, a result): candidates only
+    # where quiet.
+    only_when_quiet = driver & (roles.table(_MAY_WAIT_FOR_THE_LOCK_WHEN_QUIET)[role]
+                                | _returning_from_native(ev, start, row, driver, role, roles))
+    candidates = np.flatnonzero(driver & roles.table(_MAY_WAIT_FOR_THE_LOCK)[role] | only_when_quiet)
     longest = max(int((end[candidates] - start[candidates]).max(initial=0)),
                   int((gaps.end - gaps.start).max(initial=0)))
     if longest < gw.SWITCH_INTERVAL_NS:  # (nearly every trace: no stretch of a whole interval)
-        return none, gaps, none
+        return none, no_gap_wait, none
     steady = _not_cold(steps.table["cold"].to_numpy())
     step_all = ev["step"].to_numpy()
     candidate_step = step_all[row[candidates]]
     kept = steady[candidate_step] & (end[candidates] > start[candidates])
     candidates, candidate_step = candidates[kept], candidate_step[kept]
-    in_steady_gap = steady[gaps.step]
+    in_steady_gap = steady[gaps.step] & (gaps.end > gaps.start)
     stretch_start = np.concatenate((start[candidates], gaps.start[in_steady_gap])).astype(np.int64)
     stretch_end = np.concatenate((end[candidates], gaps.end[in_steady_gap])).astype(np.int64)
     is_wait, multiple = gw.quantized(stretch_end - stretch_start)
     if not is_wait.any():
-        return none, gaps, none
+        return none, no_gap_wait, none
     # Quiet where the wait would be: the stretch's last whole intervals (the lock is taken back as
     # the framework call returns).
     tail_start = np.where(is_wait, np.maximum(stretch_start, stretch_end - multiple * gw.SWITCH_INTERVAL_NS),
                           stretch_start)
     names = ev["name"].cat.codes.to_numpy()
+    quiet = gw.quiet(tail_start, stretch_end, *_recorded_elsewhere(ev, steps))
+    considered = quiet.copy()
+    considered[:len(candidates)] |= ~only_when_quiet[candidates]
+    considered[len(candidates):] = True
     stretches = gw.Stretches(
-        stretch_end - stretch_start,
-        np.concatenate((names[row[candidates]].astype(np.int64), np.full(int(in_steady_gap.sum()), -1))),
-        step=np.concatenate((candidate_step, gaps.step[in_steady_gap])).astype(np.int64),
-        quiet=gw.quiet(tail_start, stretch_end, *_recorded_elsewhere(ev, steps)),
+        (stretch_end - stretch_start)[considered],
+        np.concatenate((names[row[candidates]].astype(np.int64),
+                        np.full(int(in_steady_gap.sum()), -1)))[considered],
+        step=np.concatenate((candidate_step, gaps.step[in_steady_gap])).astype(np.int64)[considered],
+        quiet=quiet[considered],
     )
     if not gw.contended(stretches, int(np.count_nonzero(steady))):
-        return none, gaps, none
-    wait = gw.wait_ns(stretches)
+        return none, no_gap_wait, none
+    wait = np.zeros(len(stretch_start), dtype=np.int64)
+    wait[considered] = gw.wait_ns(stretches)
     piece_wait, gap_wait = wait[:len(candidates)], wait[len(candidates):]
     waiting = piece_wait > 0
     pieces = candidates[waiting]
@@ -898,15 +928,34 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
     order = np.argsort(row[pieces], kind="stable")
     rows, first = np.unique(row[pieces][order], return_index=True)
     per_row = np.add.reduceat(piece_wait[waiting][order], first) if len(rows) else []
-    gap_cut = np.zeros(len(gaps.start), dtype=np.int64)
+    gap_cut = no_gap_wait
     gap_cut[np.flatnonzero(in_steady_gap)] = gap_wait
     cut = gap_cut > 0
-    new_end = gaps.end - gap_cut
-    ok = new_end > gaps.start
-    waits = (np.concatenate((end[pieces], new_end[cut])).astype(np.int64),
+    waits = (np.concatenate((end[pieces], (gaps.end - gap_cut)[cut])).astype(np.int64),
              np.concatenate((old_end, gaps.end[cut])).astype(np.int64))
-    rest = replace(gaps, start=gaps.start[ok], end=new_end[ok], step=gaps.step[ok])
-    return waits, rest, (rows.astype(np.int64), np.asarray(per_row, dtype=np.int64))
+    return waits, gap_cut, (rows.astype(np.int64), np.asarray(per_row, dtype=np.int64))
+
+
+def _returning_from_native(ev: pd.DataFrame, start: np.ndarray, row: np.ndarray, driver: np.ndarray,
+                           role: np.ndarray, roles: _RoleCodes) -> np.ndarray:
+    """Per own piece: a piece of a user's Python frame on the step's thread that begins as a
+    recorded native call inside it returns (an op, a runtime range). A Python tracer records the
+    frames, not the native call's way back into Python: the wait to take the lock back after a
+    call lands in the calling frame's own time (a JAX step's result read with the Python tracer
+    on: the truth case jax-gil-contention-pytracer). A user's own time.sleep is a recorded call
+    of its own."""
+    user_piece = driver & roles.table(frozenset({R.PYTHON_USER.value}))[role]
+    if not user_piece.any():
+        return user_piece
+    parent = ev["parent"].to_numpy()
+    native = np.flatnonzero(~membership(ev["kind"].array)([Kind.PYTHON.value, Kind.STEP.value]) & (parent >= 0))
+    returns = ev["ts"].to_numpy()[native] + ev["dur"].to_numpy()[native]
+    order = np.argsort(returns, kind="stable")
+    returns, caller = returns[order], parent[native][order]
+    if not len(returns):
+        return np.zeros(len(start), dtype=bool)
+    at = np.clip(np.searchsorted(returns, start), 0, len(returns) - 1)
+    return user_piece & (returns[at] == start) & (caller[at] == row)
 
 
 def _recorded_elsewhere(ev: pd.DataFrame, steps: Steps) -> Intervals:
@@ -1089,12 +1138,12 @@ class UnrecordedGaps:
     between_events: bool = True  # False: fewer than two events (or marker edges) on the thread
 
 
-def unrecorded_gaps(ev: pd.DataFrame, steps: Steps, shape_of_step: dict[int, int] | None = None) -> UnrecordedGaps:
+def unrecorded_gaps(ev: pd.DataFrame, steps: Steps) -> UnrecordedGaps:
     """Unrecorded gaps on the step's thread inside a step: between consecutive top-level events
     (events whose parent is the step marker or nothing) and between the marker's edges (or, for
-    steps found without markers, the window's host edges) and its first / last event. A gap's
-    pause (analyzers/pauses.py; steps compared by ``shape_of_step``: step position → shape group)
-    is taken off its end."""
+    steps found without markers, the window's host edges) and its first / last event; whole, and
+    with the empty ones between abutting events, which the pauses align the steps' gaps by
+    (:func:`gaps_less_pauses` takes the pauses, and the empty gaps, off)."""
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     ts_all = ev["ts"].to_numpy()
     end_all = ts_all + ev["dur"].to_numpy()
@@ -1131,12 +1180,21 @@ def unrecorded_gaps(ev: pd.DataFrame, steps: Steps, shape_of_step: dict[int, int
         gap_start, gap_end, gap_step = gap_start[keep], gap_end[keep], gap_step[keep]
     if steps.rule in _LOOP_RULES and len(steps.table):
         gap_start, gap_end, gap_step = _window_edge_gaps(steps, ts, end, step, gap_start, gap_end, gap_step)
-    pause = gap_pauses(gap_step, gap_end - gap_start, shape_of_step or {})
+    return UnrecordedGaps(gap_start, gap_end, gap_step, empty)
+
+
+def gaps_less_pauses(gaps: UnrecordedGaps, taken: np.ndarray, shape_of_step: dict[int, int]) -> UnrecordedGaps:
+    """The whole ``gaps`` less what was ``taken`` off each one's end already (a wait for the
+    interpreter lock, ns per gap) and then less what is left of its pause (analyzers/pauses.py,
+    told on the whole gap; steps compared by ``shape_of_step``: step position → shape group),
+    each taken off its end; the pauses kept beside them."""
+    pause = np.maximum(gap_pauses(gaps.step, gaps.end - gaps.start, shape_of_step) - taken, 0)
+    gap_end = gaps.end - taken
     paused = pause > 0
     pauses = (gap_end[paused] - pause[paused], gap_end[paused])
     gap_end = gap_end - pause
-    ok = gap_end > gap_start
-    return UnrecordedGaps(gap_start[ok], gap_end[ok], gap_step[ok], pauses)
+    ok = gap_end > gaps.start
+    return replace(gaps, start=gaps.start[ok], end=gap_end[ok], step=gaps.step[ok], pauses=pauses)
 
 
 def split_gaps(gaps: UnrecordedGaps, options: AttributionOptions) -> tuple[Intervals, Intervals, int, str]:

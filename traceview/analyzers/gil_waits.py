@@ -17,9 +17,11 @@ thread running a pure-Python loop): the torch step went from 1.7 ms to 107 ms a 
 autograd hooks and dispatch, and the advice was to move Python out of the step or to compile it.
 
 Nothing in a trace names the lock, so the rule is the waits' shape, decided once per trace over the
-steady steps' *stretches* on the step's thread (the own time of the frameworks' bindings, runtime
-and Python frames, and its unrecorded gaps, each less any pause; the user's frames and ranges are
-left out, where a time.sleep(0.005) would last an interval too):
+steady steps' *stretches* on the step's thread (the own time of the frameworks' bindings, runtime,
+calls and Python frames, and its unrecorded gaps; the user's frames and ranges are left out, where
+a time.sleep(0.005) would last an interval too, but see below). A wait also makes its place last
+longer in one step than in the others, a pause's shape (analyzers/pauses.py): the waits are found
+first, and a pause is what is left beyond a wait at the same place:
 
 - a stretch of at least one switch interval is *quantized* when it passes a whole number of
   intervals by less than ``RESIDUE_MAX_SHARE`` of one (random lengths do so 20 % of the time);
@@ -28,21 +30,31 @@ left out, where a time.sleep(0.005) would last an interval too):
   last 5.3 ms is one a step, at one place), they are at least ``MIN_QUANTIZED_SHARE`` of the
   stretches of one interval or longer, and one interval is their most frequent multiple (a busy
   machine's 10 ms scheduler ticks, on a kernel with ``CONFIG_HZ=100``, come in pairs of
-  intervals) — or one framework binding waits in nearly every step (below).
+  intervals) — or framework places wait quietly in nearly every step (below).
 
 A thread that feeds the step (a prefetching thread building batches in Python,
 tests/data/torch_cpu_gil/prefetch_stack) holds the lock less often: 1.8 waits a step, in the
 bindings of two ops (``linear``, ``relu`` with Python events; hand-overs of 0.2-0.8 ms).
 
-A compiled step makes one framework call: a tf.function step beside a busy thread waits once a
-step, in the own time of the call's binding (``TFE_Py_ExecuteCancelable``: 5.19-5.41 ms in each
-of 8 steps; 2.0 -> 8.0 ms a step unprofiled). One place a step is also the shape of a fixed piece
-of code, so it counts only where that place is a framework binding (not a gap: unrecorded code
-may be anything), quantized in ``SINGLE_PLACE_STEP_SHARE`` of the steady steps, and nothing else
-recorded runs meanwhile — no op, runtime call or kernel on another thread or device covers more
-than ``QUIET_SHARE`` of the stretch's last whole intervals, where the wait would be (a binding that
-waits for the device or for executor threads is not waiting for the lock; other threads' Python
-frames do not count: the lock's holder runs them).
+A compiled step makes one or two framework calls: a tf.function step beside a busy thread waits
+once a step, in the own time of the call's binding (``TFE_Py_ExecuteCancelable``: 5.19-5.41 ms in
+each of 8 steps; 2.0 -> 8.0 ms a step unprofiled); a jax.jit step (the truth cases
+jax-gil-contention and jax-gil-contention-pytracer; 3.0 -> 8.8 ms a step unprofiled) waits in the
+own time of the jitted call (``PjitFunction``, after the program is dispatched) and, every second
+or third step, once more after reading the result. One place a step is also the shape of a fixed
+piece of code, so these count only at framework places (not a gap: unrecorded code may be
+anything), in ``QUIET_WAIT_STEP_SHARE`` of the steady steps, each wait *quiet*: nothing else
+recorded is what it waited for — no op, runtime call or kernel on another thread or device
+covers more than ``QUIET_SHARE`` of the stretch's last whole intervals, where the wait would be,
+or what ran there was over ``SETTLED_NS`` before the stretch ended (a binding that waits for the
+device or for executor threads returns as that work ends; a jitted call returns before its
+program has run and waits for the lock while the program runs). Other threads' Python frames do
+not count: the lock's holder runs them.
+
+With a Python tracer, the wait after a native call inside the user's frame (a JAX result read,
+a runtime range) is the own time of that frame from the moment the call returns: such a piece of
+a user's frame is a candidate too, where no other user frame is (a ``time.sleep`` of the user's
+is a recorded call of its own).
 
 Compute is never a candidate: an op's math holds no lock, and three matmuls of one size (forward
 and both gradients) can each last a quantized 5.3 ms by chance. The unrecorded gaps are one place
@@ -68,8 +80,13 @@ RESIDUE_MAX_SHARE = 0.2
 MIN_WAITS_PER_STEP = 1.5
 MIN_PLACES = 2
 MIN_QUANTIZED_SHARE = 0.6
-SINGLE_PLACE_STEP_SHARE = 0.9
+QUIET_WAIT_STEP_SHARE = 0.8
 QUIET_SHARE = 0.1
+# A call that waits for work on other threads returns as that work ends (within µs); a wait for the
+# lock ends a hand-over after the holder's check. Other work that ended this long before the
+# stretch did is not what it waited for (a jitted call returns before its program has run, and
+# then waits for the lock while the program runs: the truth case jax-gil-contention).
+SETTLED_NS = int(RESIDUE_MAX_SHARE * SWITCH_INTERVAL_NS)
 
 
 @dataclass(frozen=True)
@@ -110,25 +127,22 @@ def contended(stretches: Stretches, steady_steps: int, interval_ns: int = SWITCH
         return False
     if waits >= MIN_WAITS_PER_STEP * steady_steps and len(np.unique(stretches.place[is_wait])) >= MIN_PLACES:
         return True
-    return _one_place_every_step(stretches, is_wait, steady_steps)
+    return _a_quiet_wait_every_step(stretches, is_wait, steady_steps)
 
 
-def _one_place_every_step(stretches: Stretches, is_wait: np.ndarray, steady_steps: int) -> bool:
-    """Whether one framework binding waits, quietly, in nearly every steady step (the module's rule
-    for a compiled step's single call)."""
+def _a_quiet_wait_every_step(stretches: Stretches, is_wait: np.ndarray, steady_steps: int) -> bool:
+    """Whether framework places wait, quietly, in nearly every steady step (the module's rule for a
+    compiled step's one or two calls)."""
     if stretches.step is None or stretches.quiet is None:
         return False
     sure = is_wait & stretches.quiet & (stretches.place >= 0)
-    if not sure.any():
-        return False
-    pairs = np.unique(np.stack((stretches.place[sure], stretches.step[sure]), axis=1), axis=0)
-    steps_per_place = np.bincount(np.unique(pairs[:, 0], return_inverse=True)[1])
-    return bool(steps_per_place.max() >= SINGLE_PLACE_STEP_SHARE * steady_steps)
+    return len(np.unique(stretches.step[sure])) >= QUIET_WAIT_STEP_SHARE * steady_steps
 
 
 def quiet(start: np.ndarray, end: np.ndarray, busy_start: np.ndarray, busy_end: np.ndarray) -> np.ndarray:
     """Per stretch [start, end): whether the busy runs (disjoint, sorted) cover less than
-    ``QUIET_SHARE`` of it."""
+    ``QUIET_SHARE`` of it, or none of its last ``SETTLED_NS`` (what ran was over well before the
+    stretch ended: not what it waited for)."""
     if not len(busy_start):
         return np.ones(len(start), dtype=bool)
     before = np.concatenate(([0], np.cumsum(busy_end - busy_start)))  # busy time before each run
@@ -141,7 +155,8 @@ def quiet(start: np.ndarray, end: np.ndarray, busy_start: np.ndarray, busy_end: 
         return np.where(i > 0, before[last] + within, 0)
 
     covered = busy_until(end) - busy_until(start)
-    return covered < QUIET_SHARE * (end - start)
+    settled = busy_until(end) == busy_until(np.maximum(start, end - SETTLED_NS))
+    return (covered < QUIET_SHARE * (end - start)) | settled
 
 
 def wait_ns(stretches: Stretches, interval_ns: int = SWITCH_INTERVAL_NS) -> np.ndarray:
