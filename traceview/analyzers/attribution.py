@@ -880,15 +880,16 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
     (rows, ns)."""
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     no_gap_wait = np.zeros(len(gaps.start), dtype=np.int64)
+    may_wait = _MAY_WAIT_FOR_THE_LOCK | _MAY_WAIT_FOR_THE_LOCK_WHEN_QUIET
+    at_most = np.flatnonzero(driver & roles.table(may_wait | {R.PYTHON_USER.value})[role])
+    longest = max(int((end[at_most] - start[at_most]).max(initial=0)), int((gaps.end - gaps.start).max(initial=0)))
+    if longest < gw.SWITCH_INTERVAL_NS:  # (nearly every trace: no stretch of a whole interval)
+        return none, no_gap_wait, none
     # Pieces that also hold waits for other work (a program's run, a result): candidates only
     # where quiet.
     only_when_quiet = driver & (roles.table(_MAY_WAIT_FOR_THE_LOCK_WHEN_QUIET)[role]
                                 | _returning_from_native(ev, start, row, driver, role, roles))
     candidates = np.flatnonzero(driver & roles.table(_MAY_WAIT_FOR_THE_LOCK)[role] | only_when_quiet)
-    longest = max(int((end[candidates] - start[candidates]).max(initial=0)),
-                  int((gaps.end - gaps.start).max(initial=0)))
-    if longest < gw.SWITCH_INTERVAL_NS:  # (nearly every trace: no stretch of a whole interval)
-        return none, no_gap_wait, none
     steady = _not_cold(steps.table["cold"].to_numpy())
     step_all = ev["step"].to_numpy()
     candidate_step = step_all[row[candidates]]
