@@ -1149,6 +1149,33 @@ def torch_input_and_python(variant: str, knob: int) -> StepProgram:
     return prog
 
 
+# torch-tiny-ops's calibrated count (its ground_truth.json): ~4.5 ms of tiny ops a step.
+PAIR_TINY_OPS = 1803
+
+
+def torch_tiny_ops_and_matmul(variant: str, knob: int) -> StepProgram:
+    # First: tiny elementwise ops (dispatch); second: one large matmul (math), both between
+    # backward and the optimizer step.
+    tiny = torch_tiny_ops("injected" if variant != "clean" else "clean", PAIR_TINY_OPS)
+    matmul = torch_large_matmul("injected" if variant == "injected" else "clean", knob)
+    assert isinstance(tiny, TorchStep) and isinstance(matmul, TorchStep)
+    first_mid, second_mid = tiny.mid, matmul.mid
+
+    def mid(i: int) -> None:
+        first_mid(i)
+        second_mid(i)
+
+    tiny.mid = mid
+    return tiny
+
+
+def jax_retrace_and_python(variant: str, knob: int) -> StepProgram:
+    # First: the jitted step given a new static float every step (retraces and recompiles); second:
+    # user Python after the step's result.
+    n = _second(variant, knob)
+    return JaxStep(scale=_fresh_floats() if variant != "clean" else None, mid=lambda i: python_work(n) and None)
+
+
 _TINY = "the profiler inflates each tiny op (≈50 % on ~µs ops), so the trace holds more than the unprofiled cost"
 _PYTRACER = ("torch's Python tracer (with_stack) slows every line of Python while it is on (CPython 3.11 "
              "setprofile), so the Python work itself runs longer in the trace than without the profiler")
@@ -1329,6 +1356,18 @@ CASES: tuple[Case, ...] = (
          "Python then shows as unrecorded time on the step's thread, which the calibrated gap rule must tell "
          "from framework glue",
          second=SecondCause("pure-Python loop (no framework calls) between backward and the optimizer step",
+                            "host_compute", "host_compute")),
+    Case("torch-tiny-ops-and-matmul", "torch", f"{PAIR_TINY_OPS} tiny elementwise ops on a 16-element tensor "
+         "between backward and the optimizer step", "launch_overhead", "launch_bound", "steady",
+         torch_tiny_ops_and_matmul, knob=Knob(start=256, power=3, lo=16), score_against="in_trace",
+         score_reason=_TINY, record_shapes=False, python_events=False,
+         python_events_reason="as torch-tiny-ops: the gaps between the recorded ops carry the tiny ops' Python",
+         second=SecondCause("one large square matmul after the tiny ops (side calibrated)", "kernel",
+                            "compute_bound")),
+    Case("jax-retrace-and-python", "jax", "jitted step given a new Python float as a static argument every step "
+         "(retraces and recompiles each call)", "graph_build", STEADY_GRAPH_BUILD, "steady", jax_retrace_and_python,
+         knob=Knob(start=100_000), rounds=6, block=4, profiled_steady=3,
+         second=SecondCause("pure-Python loop (no framework calls) after the step's result, inside the step marker",
                             "host_compute", "host_compute")),
     # Controls: the same math run two ways; their kernel time should agree within 2x.
     Case("tf-fit-vs-loop", "tensorflow", "Keras model.fit (step-marker callback) vs a custom tf.function loop, same model and data",
