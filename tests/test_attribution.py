@@ -90,6 +90,19 @@ def test_cpu_trace_leaf_ops_are_kernel_time_and_wrappers_are_dispatch():
     assert step["idle"] == (1000 - 250 - 150 - 100 - 100) * us
 
 
+def test_a_compiled_call_that_lasts_no_time_holds_no_dispatch():
+    # A zero-length compiled call (a clock's resolution) beside dispatch: no interval to hold it.
+    rows = [
+        {"ts": 0, "dur": 1000, "kind": "step", "name": "ProfilerStep#0"},
+        {"ts": 10, "dur": 100, "kind": "host_op", "name": "aten::mm"},
+        {"ts": 1000, "dur": 1000, "kind": "step", "name": "ProfilerStep#1"},
+        {"ts": 1000, "dur": 0, "kind": "host_op", "name": "CompiledFunction"},
+        {"ts": 1010, "dur": 100, "kind": "host_op", "name": "aten::mm"},
+    ]
+    attribution, _ = _attribute(rows)
+    assert (attribution.per_step.drop(columns="total").sum(axis=1) == attribution.per_step["total"]).all()
+
+
 def test_short_gaps_between_framework_ops_are_inferred_dispatch():
     rows = [
         {"ts": 0, "dur": 10_000, "kind": "step", "name": "ProfilerStep#0"},

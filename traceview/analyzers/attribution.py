@@ -559,6 +559,8 @@ def _launch_in_calls(timeline: Timeline, steps: Steps, seg: _Segments, n_steps: 
         return out
     rows = outermost_rows(ev, calls)
     run_start, run_end = merged_runs(ev["ts"].to_numpy()[rows], ev["ts"].to_numpy()[rows] + ev["dur"].to_numpy()[rows])
+    if not len(run_start):  # (calls that last no time: nothing lies inside them)
+        return out
     covered_before = np.concatenate([[0], np.cumsum(run_end - run_start)])
 
     def covered_until(x: np.ndarray) -> np.ndarray:  # length of the runs' union before each x
