@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from traceview.analyzers.diagnosis import diagnose
@@ -181,6 +182,47 @@ def test_a_tf_function_run_eagerly_is_told_to_turn_the_switch_off():
     assert diag.mode == "tensorflow-functions-eagerly"
     launch = next(f for f in diag.findings if f.rule == "launch_bound")
     assert launch.grade == "high" and "run_functions_eagerly(True) is on" in launch.advice
+    # The ops counted are the ones the function ran one at a time (77 a step), not its one call.
+    assert launch.evidence["ops_per_step"] == diag.launch.ops_per_step > 50
+
+
+def test_a_call_wrapper_opens_where_it_ran_ops_one_at_a_time() -> None:
+    import pandas as pd
+
+    from traceview.normalize import dispatched_ops
+    from traceview.schema import categorical
+
+    # (name, role, parent): a wrapper around one function run (its binding, then the function)
+    # stays one op; a wrapper around a wrapper that ran two ops opens, both of them; an op inside
+    # an op is not counted on its own.
+    rows = [
+        ("step_fn", "call", -1), ("binding", "dispatch", 0), ("FunctionRun", "call", 1),
+        ("outer", "call", -1), ("inner", "call", 3), ("MatMul", "compute", 4), ("Relu", "compute", 4),
+        ("aten::linear", "dispatch", -1), ("aten::addmm", "compute", 7),
+    ]
+    events = pd.DataFrame({
+        "kind": categorical(["host_op"] * len(rows)), "device": np.full(len(rows), -1),
+        "name": categorical([r[0] for r in rows]), "role": categorical([r[1] for r in rows]),
+        "parent": np.array([r[2] for r in rows], dtype=np.int64),
+    })
+    assert np.flatnonzero(dispatched_ops(events)).tolist() == [0, 5, 6, 7]
+
+
+@pytest.mark.parametrize("folder, opened", [
+    ("mlp2/tf-function", False),  # one call a step runs the function: one op
+    ("mlp2/tf-xla", False),
+    ("mlp2/torch-compile", False),
+    ("mlp2/torch-torchscript", True),  # the backward graph's nodes run their aten ops one at a time
+])
+def test_ops_counted_are_the_ones_dispatched_one_at_a_time(folder: str, opened: bool) -> None:
+    from traceview.normalize import dispatched_ops, top_level_ops
+
+    diag = diagnose(trace_paths(SAMPLES / folder)[0])
+    ev = diag.timeline.events
+    steady = diag.steps.in_steady(ev)
+    calls, ops = int((steady & top_level_ops(ev)).sum()), int((steady & dispatched_ops(ev)).sum())
+    assert (ops > calls) if opened else (ops == calls)
+    assert diag.launch.ops_per_step == ops / len(diag.steady_positions)
 
 
 def test_a_jitted_step_with_jit_disabled_is_told_to_turn_the_switch_off():

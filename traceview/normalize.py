@@ -310,6 +310,41 @@ def top_level_ops(events: pd.DataFrame) -> np.ndarray:
     return is_op & (events["device"].to_numpy() < 0) & ~parent_is_op
 
 
+def dispatched_ops(events: pd.DataFrame) -> np.ndarray:
+    """The framework ops the host dispatched one at a time: :func:`top_level_ops`, with a call
+    wrapper (roles ``call``, ``call_tracing``) that ran ops one at a time inside it, on its thread,
+    replaced by them — a tf.function run op by op (``tf.config.run_functions_eagerly``), a
+    TorchScript graph's aten ops. A wrapper opens when it holds two ops or more, or one that
+    opens: a wrapper around one function run (a tf.function's call: its binding, then the
+    function) stays one op."""
+    is_op = membership(events["kind"].array)([Kind.HOST_OP.value]) & (events["device"].to_numpy() < 0)
+    is_call = membership(events["role"].array)([Role.CALL.value, Role.CALL_TRACING.value])
+    parent = events["parent"].to_numpy()
+    child = np.flatnonzero(is_op & (parent >= 0) & at_rows(is_op, parent))  # ops right inside an op
+    top = is_op.copy()
+    top[child] = False
+    held = np.bincount(parent[child], minlength=len(parent))
+    opens = is_call & (held >= 2)
+    single = np.flatnonzero(is_call & (held == 1))
+    if len(single):
+        only = np.full(len(parent), -1, dtype=np.int64)
+        only[parent[child]] = child  # (the one op inside each wrapper that holds one)
+        inner = only[single]
+        while True:  # (as many rounds as wrappers are nested in one another, a few)
+            newly = single[opens[inner] & ~opens[single]]
+            if not len(newly):
+                break
+            opens[newly] = True
+    counted = top & ~opens
+    frontier = top & opens
+    while frontier.any():
+        inside = child[frontier[parent[child]]]
+        counted[inside[~opens[inside]]] = True
+        frontier = np.zeros(len(parent), dtype=bool)
+        frontier[inside[opens[inside]]] = True
+    return counted
+
+
 def compute_ops(events: pd.DataFrame) -> np.ndarray:
     """Host events whose own time does math: roles ``compute`` and ``compiled_code``
     (:mod:`traceview.roles`; an allowlist, so a wrapper or an unknown event never is)."""

@@ -192,8 +192,8 @@ class LaunchStats:
     """Launch and dispatch statistics: per steady-state step averages and distributions."""
 
     steady_steps: int  # steps averaged over
-    ops_per_step: float  # top-level framework ops
-    host_ns_per_op: float  # mean inclusive host time of a top-level op
+    ops_per_step: float  # framework ops dispatched one at a time (normalize.dispatched_ops)
+    host_ns_per_op: float  # inclusive host time of the top-level framework calls, per dispatched op
     launches_per_step: float = 0.0  # kernels launched from the host (device traces)
     launch_call_median_ns: float = 0.0  # host time of a launch call
     launch_call_p95_ns: float = 0.0  # its 95th percentile

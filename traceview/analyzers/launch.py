@@ -6,7 +6,8 @@ Definitions (HTA's ``cuda_kernel_analysis`` where they match):
 - short kernel: device duration < its launch call's duration (HTA's definition; HTA's plot also
   leaves out launch calls over 50 µs, traceview counts every launch);
 - outliers: launch call > 50 µs, launch delay > 100 µs (HTA's defaults).
-CPU-only traces have no launches; they report framework ops per step and host time per op.
+CPU-only traces have no launches; they report the framework ops dispatched per step
+(normalize.dispatched_ops) and the host time of the step's framework calls per op.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from traceview.analyzers.pauses import without_pauses
 from traceview.arrays import membership
-from traceview.normalize import launch_rows, top_level_ops
+from traceview.normalize import dispatched_ops, launch_rows, top_level_ops
 from traceview.results import LaunchStats, Steps
 from traceview.schema import Kind, Timeline
 
@@ -32,9 +33,10 @@ def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.
     steady_idx = steps.steady_positions
     n = max(len(steady_idx), 1)
     in_steady = steps.in_steady(ev)
-    ops = in_steady & top_level_ops(ev)
+    calls = in_steady & top_level_ops(ev)
+    ops = in_steady & dispatched_ops(ev)  # (the calls, a wrapper that ran ops one at a time opened)
     dur = ev["dur"].to_numpy()
-    host_ns = float(without_pauses(dur, ev["parent"].to_numpy(), ops, paused)[ops].sum())
+    host_ns = float(without_pauses(dur, ev["parent"].to_numpy(), calls, paused)[calls].sum())
     stats = LaunchStats(
         steady_steps=len(steady_idx),
         ops_per_step=float(ops.sum()) / n,

@@ -479,7 +479,7 @@ def _top(frame: Any, title: str) -> str:
 
 def _launch(diag: Any) -> str:
     s = diag.launch
-    rows = [("framework ops per step (top level)", f"{s.ops_per_step:.1f}"),
+    rows = [("framework ops dispatched per step", f"{s.ops_per_step:.1f}"),
             ("host time per op (inclusive)", fmt_ns(s.host_ns_per_op))]
     if diag.timeline.has_device:
         rows += [("kernel launches per step", f"{s.launches_per_step:.1f}"),

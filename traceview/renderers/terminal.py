@@ -197,7 +197,7 @@ def _launch(diag: Any) -> Table:
     table = Table(title="Launch / dispatch", title_justify="left", title_style="bold", box=None, show_header=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
-    table.add_row("framework ops per step (top level)", f"{s.ops_per_step:.1f}")
+    table.add_row("framework ops dispatched per step", f"{s.ops_per_step:.1f}")
     table.add_row("host time per op (inclusive)", fmt_ns(s.host_ns_per_op))
     if diag.timeline.has_device:
         table.add_row("kernel launches per step", f"{s.launches_per_step:.1f}")
