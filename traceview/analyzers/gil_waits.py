@@ -53,8 +53,9 @@ not count: the lock's holder runs them.
 
 With a Python tracer, the wait after a native call inside the user's frame (a JAX result read,
 a runtime range) is the own time of that frame from the moment the call returns: such a piece of
-a user's frame is a candidate too, where no other user frame is (a ``time.sleep`` of the user's
-is a recorded call of its own).
+a user's frame is a candidate too, and no other piece of it is (a ``time.sleep`` of the user's is
+a recorded call of its own). Those pieces and the calls' own time may also hold a wait for other
+work (a program's run, a result), so they are candidates only where quiet.
 
 Compute is never a candidate: an op's math holds no lock, and three matmuls of one size (forward
 and both gradients) can each last a quantized 5.3 ms by chance. The unrecorded gaps are one place
