@@ -321,8 +321,7 @@ def dispatched_ops(events: pd.DataFrame) -> np.ndarray:
     is_call = membership(events["role"].array)([Role.CALL.value, Role.CALL_TRACING.value])
     parent = events["parent"].to_numpy()
     child = np.flatnonzero(is_op & (parent >= 0) & at_rows(is_op, parent))  # ops right inside an op
-    top = is_op.copy()
-    top[child] = False
+    top = top_level_ops(events)
     held = np.bincount(parent[child], minlength=len(parent))
     opens = is_call & (held >= 2)
     single = np.flatnonzero(is_call & (held == 1))

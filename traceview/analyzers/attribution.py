@@ -931,7 +931,7 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
     order = np.argsort(row[pieces], kind="stable")
     rows, first = np.unique(row[pieces][order], return_index=True)
     per_row = np.add.reduceat(piece_wait[waiting][order], first) if len(rows) else []
-    gap_cut = no_gap_wait
+    gap_cut = np.zeros(len(gaps.start), dtype=np.int64)
     gap_cut[np.flatnonzero(in_steady_gap)] = gap_wait
     cut = gap_cut > 0
     waits = (np.concatenate((end[pieces], (gaps.end - gap_cut)[cut])).astype(np.int64),
@@ -1131,8 +1131,9 @@ def on_track(ev: pd.DataFrame, track: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class UnrecordedGaps:
-    """The step thread's unrecorded gaps, each less its pause (starts, ends, step positions), and
-    the pauses taken off them (starts, ends)."""
+    """The step thread's unrecorded gaps (starts, ends, step positions) and the pauses taken off
+    them (starts, ends): whole, with no pause taken, as :func:`unrecorded_gaps` finds them; each
+    less its pause once :func:`gaps_less_pauses` took them off."""
 
     start: np.ndarray
     end: np.ndarray
