@@ -13,7 +13,7 @@ import traceview
 from traceview.analyzers.attribution import BUCKETS, PER_CALL_MAX_NS, AttributionOptions, attribute
 from traceview.analyzers.steps import find_steps
 from traceview.normalize import normalize
-from traceview.schema import Timeline, TraceMeta, build_events
+from traceview.schema import build_events, event_table, Timeline, TraceMeta
 
 ALL_TRACES = TORCH_GPU_TRACES + XPLANE_GPU_TRACES + sample_kineto_traces() + sample_xplane_traces()
 
@@ -21,12 +21,12 @@ ALL_TRACES = TORCH_GPU_TRACES + XPLANE_GPU_TRACES + sample_kineto_traces() + sam
 @pytest.mark.parametrize("path", ALL_TRACES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_buckets_sum_to_each_step(path):
     diag = cached_diagnosis(path)
-    per = diag.attribution.per_step
-    durations = diag.steps.table["duration"].to_numpy()
+    per = np.stack([diag.attribution.per_step[b] for b in BUCKETS], axis=1)
+    durations = diag.steps.table["duration"]
     assert len(durations) >= 1
-    assert (per[list(BUCKETS)].to_numpy() >= 0).all()
+    assert (per >= 0).all()
     # Exact in integer ns, not merely within rounding.
-    np.testing.assert_array_equal(per[list(BUCKETS)].sum(axis=1).to_numpy(), durations)
+    np.testing.assert_array_equal(per.sum(axis=1), durations)
     steady = diag.steady_attribution()
     assert abs(sum(steady.values()) - durations[diag.steady_positions].mean()) <= 1e-6 * max(durations.max(), 1)
 
@@ -57,15 +57,15 @@ def test_kernel_beats_memcpy_beats_host_states():
         {"ts": 650, "dur": 100, "kind": "sync", "name": "cudaDeviceSynchronize"},
     ]
     attribution, _ = _attribute(rows)
-    step = attribution.per_step.iloc[0]
+    step = attribution.per_step.row(0)
     assert step["kernel"] == 300  # 200..500
     assert step["memcpy"] == 100  # 500..600 (400..500 overlaps the kernel)
     assert step["launch_overhead"] == 100 + 90  # launch call 10..110, queued 110..200
     assert step["sync_wait"] == 100
     assert step["idle"] == 10 + 50 + 250  # 0..10, 600..650, 750..1000
     assert step["total"] == 1000
-    assert attribution.details.loc[0, "memcpy.H2D"] == 100
-    assert attribution.details.loc[0, "launch_overhead.queued"] == 90
+    assert attribution.details.row(0)["memcpy.H2D"] == 100
+    assert attribution.details.row(0)["launch_overhead.queued"] == 90
 
 
 def test_cpu_trace_leaf_ops_are_kernel_time_and_wrappers_are_dispatch():
@@ -79,12 +79,12 @@ def test_cpu_trace_leaf_ops_are_kernel_time_and_wrappers_are_dispatch():
         {"ts": 800 * us, "dur": 100 * us, "kind": "python", "name": "train.py(10): step"},
     ]
     attribution, _ = _attribute(rows)
-    step = attribution.per_step.iloc[0]
+    step = attribution.per_step.row(0)
     per_call = PER_CALL_MAX_NS  # the fixed cost of the addmm call
     assert attribution.mode == "cpu"
     assert step["kernel"] == 250 * us - per_call  # aten::addmm only: aten::linear wraps it, aten::t is a view op
     assert step["launch_overhead"] == 150 * us + per_call  # aten::linear outside addmm, incl. aten::t
-    assert attribution.details.loc[0, "launch_overhead.per_call"] == per_call
+    assert attribution.details.row(0)["launch_overhead.per_call"] == per_call
     assert step["graph_build"] == 100 * us
     assert step["host_compute"] == 100 * us
     assert step["idle"] == (1000 - 250 - 150 - 100 - 100) * us
@@ -100,7 +100,8 @@ def test_a_compiled_call_that_lasts_no_time_holds_no_dispatch():
         {"ts": 1010, "dur": 100, "kind": "host_op", "name": "aten::mm"},
     ]
     attribution, _ = _attribute(rows)
-    assert (attribution.per_step.drop(columns="total").sum(axis=1) == attribution.per_step["total"]).all()
+    per = attribution.per_step
+    assert (sum(per[b] for b in per.columns if b != "total") == per["total"]).all()
 
 
 def test_short_gaps_between_framework_ops_are_inferred_dispatch():
@@ -112,12 +113,12 @@ def test_short_gaps_between_framework_ops_are_inferred_dispatch():
     ]
     without, _ = _attribute(rows, gap_ns=0)
     with_rule, _ = _attribute(rows, gap_ns=100)
-    assert without.details.loc[0, "launch_overhead.inferred"] == 0
-    assert with_rule.details.loc[0, "launch_overhead.inferred"] == 30
+    assert without.details.row(0)["launch_overhead.inferred"] == 0
+    assert with_rule.details.row(0)["launch_overhead.inferred"] == 30
     # The long gap is unrecorded host work on the step's thread (user code), not idle time.
-    assert without.per_step.iloc[0]["idle"] == 7_000
-    assert with_rule.details.loc[0, "host_compute.inferred"] == 6_970
-    assert with_rule.per_step.iloc[0]["idle"] == 0
+    assert without.per_step.row(0)["idle"] == 7_000
+    assert with_rule.details.row(0)["host_compute.inferred"] == 6_970
+    assert with_rule.per_step.row(0)["idle"] == 0
 
 
 def test_input_work_is_input_even_when_it_runs_framework_ops():
@@ -128,7 +129,7 @@ def test_input_work_is_input_even_when_it_runs_framework_ops():
         {"ts": 60_000, "dur": 10_000, "kind": "host_op", "name": "aten::clamp_min"},
     ]
     attribution, _ = _attribute(rows)
-    step = attribution.per_step.iloc[0]
+    step = attribution.per_step.row(0)
     # aten::stack runs inside the DataLoader: input-pipeline time, not the step's math.
     assert step["kernel"] == 10_000 - PER_CALL_MAX_NS
     assert step["input"] == 50_000
@@ -157,9 +158,9 @@ def test_gaps_at_step_marker_edges_are_inferred_dispatch_too():
     ]
     attribution, _ = _attribute(rows, gap_ns=3_500)
     # marker start → first op (3000 ns) and op → op (1000 ns) are short; last op → marker end (4000 ns) is not.
-    assert attribution.details.loc[0, "launch_overhead.inferred"] == 3_000 + 1_000
-    assert attribution.details.loc[0, "host_compute.inferred"] == 4_000
-    assert attribution.per_step.iloc[0]["idle"] == 0
+    assert attribution.details.row(0)["launch_overhead.inferred"] == 3_000 + 1_000
+    assert attribution.details.row(0)["host_compute.inferred"] == 4_000
+    assert attribution.per_step.row(0)["idle"] == 0
 
 
 def test_a_gap_on_one_thread_is_not_hidden_by_a_later_op_on_another_thread():
@@ -174,7 +175,7 @@ def test_a_gap_on_one_thread_is_not_hidden_by_a_later_op_on_another_thread():
     from traceview.analyzers.attribution import AttributionOptions, gaps_less_pauses, split_gaps, unrecorded_gaps
 
     steps = find_steps(tl)
-    gaps = unrecorded_gaps(tl.events, steps)
+    gaps = unrecorded_gaps(tl.table, steps)
     gaps = gaps_less_pauses(gaps, np.zeros(len(gaps.start), dtype=np.int64), {})
     (starts, ends), _, _, _ = split_gaps(gaps, AttributionOptions(dispatch_gap_ns=1_000))
     assert (11_000, 11_500) in set(zip(starts.tolist(), ends.tolist()))
@@ -203,8 +204,8 @@ def test_a_waiting_call_takes_what_the_other_threads_do():
         {"ts": 700, "dur": 100, "kind": "host_op", "name": "ExecutorState::Process", "track": "tf_Compute/1"},
     ]
     attribution, _ = _attribute(rows)
-    step = attribution.per_step.iloc[0]
-    details = attribution.details.iloc[0]
+    step = attribution.per_step.row(0)
+    details = attribution.details.row(0)
     assert step["kernel"] == 300 and details["kernel.other_threads"] == 300  # compute first, even under input
     assert step["input"] == 200  # 400..600
     assert details["launch_overhead.dispatch"] == 100  # executor bookkeeping 700..800
@@ -219,8 +220,8 @@ def test_compute_on_another_thread_does_not_count_while_the_step_thread_works():
         {"ts": 0, "dur": 100_000, "kind": "host_op", "name": "aten::mm", "track": "worker"},
     ]
     attribution, _ = _attribute(rows)
-    assert attribution.details.loc[0].get("kernel.other_threads", 0) == 0
-    assert attribution.per_step.iloc[0]["kernel"] == 100_000 - PER_CALL_MAX_NS
+    assert attribution.details.row(0).get("kernel.other_threads", 0) == 0
+    assert attribution.per_step.row(0)["kernel"] == 100_000 - PER_CALL_MAX_NS
 
 
 @pytest.mark.parametrize("waiting_kind, waiting_name, own_bucket", [
@@ -240,10 +241,10 @@ def test_the_step_thread_outside_its_own_compute_waits_for_compute_elsewhere(wai
         {"ts": 300, "dur": 200, "kind": "input", "name": "IteratorGetNextOp::DoCompute", "track": "tf_data/2"},
     ]
     attribution, _ = _attribute(rows)
-    details = attribution.details.iloc[0]
+    details = attribution.details.row(0)
     assert details["kernel.other_threads"] == 500  # 200..700: the execution and its instruction
     assert details[own_bucket] == 300  # 100..200 and 700..900: nothing runs elsewhere
-    assert attribution.per_step.iloc[0]["input"] == 0  # a pipeline elsewhere is not the wait
+    assert attribution.per_step.row(0)["input"] == 0  # a pipeline elsewhere is not the wait
 
 
 def test_instructions_at_the_top_of_an_xla_worker_thread_are_compute():
@@ -259,7 +260,7 @@ def test_instructions_at_the_top_of_an_xla_worker_thread_are_compute():
         {"ts": 300, "dur": 100, "kind": "host_op", "name": "copy_fusion", "track": "other/2"},  # no executions there
     ]
     events = _timeline(rows).events
-    role = dict(zip(events["name"].astype(str) + "@" + events["track"].astype(str), assign_roles(events)))
+    role = dict(zip(events["name"].astype(str) + "@" + events["track"].astype(str), assign_roles(event_table(events))))
     assert role["ynn_fusion.3@XLAEigen/1"] == "compute"
     assert role["dot.1@python"] == "compute"  # inside an execution: the nesting rule
     assert role["copy_fusion@other/2"] == "dispatch"  # a thread that runs no executions
@@ -275,7 +276,7 @@ def test_user_frame_between_framework_calls_is_the_binding_and_long_user_work_is
         {"ts": 9_000, "dur": 1_000, "kind": "host_op", "name": "aten::addmm", "track": "main"},  # 6.5 µs user work
     ]
     attribution, _ = _attribute(rows, gap_ns=1_000)
-    details = attribution.details.iloc[0]
+    details = attribution.details.row(0)
     assert details["launch_overhead.binding"] == 500
     assert details["host_compute.python"] == 6_500
 
@@ -343,10 +344,10 @@ def test_per_call_cost_of_a_shared_entry_point_is_taken_off_compute_calls():
     tl = normalize(Timeline(events=frame, meta=TraceMeta(source="x", format="test", framework="tensorflow")))
     steps = find_steps(tl)
     attribution = attribute(tl, steps, AttributionOptions(dispatch_gap_ns=0))
-    details = attribution.details.iloc[0]
+    details = attribution.details.row(0)
     # No-math calls cost 50 and 30 ns by themselves: median 40 ns of the MatMul call is the call.
     assert details["launch_overhead.per_call"] == 40
-    assert attribution.per_step.iloc[0]["kernel"] == 260
+    assert attribution.per_step.row(0)["kernel"] == 260
 
 
 TRUTH_CASES = Path(__file__).resolve().parents[1] / "benchmarks" / "truth" / "cases"
@@ -546,7 +547,7 @@ def test_hooks_the_engine_runs_around_a_node_every_step_are_host_compute_and_a_s
     (a tensor hook on a weight: the user's Python without a Python tracer); its own time beyond
     the other ranges' median is host compute. Once in five steps is a stall, not a hook."""
     attribution, _ = _attribute(_backward_steps([600, 600, 600, 600, 600]))
-    hooks = attribution.details["host_compute.hooks"].to_numpy()
+    hooks = attribution.details["host_compute.hooks"]
     assert list(hooks) == [595_000] * 5  # 600 µs own time, less the 5 µs median bookkeeping
     attribution, _ = _attribute(_backward_steps([600, 5, 5, 5, 5]))
     assert "host_compute.hooks" not in attribution.details or not attribution.details["host_compute.hooks"].any()

@@ -612,7 +612,7 @@ def test_capture_api_jax_user_loop(tmp_path: Path) -> None:
     diagnosis = traceview.diagnose(tmp_path / "mine")
     assert diagnosis.timeline.meta.framework == "jax"
     table = diagnosis.steps.table
-    assert diagnosis.steps.rule == "markers" and list(table["number"]) == [0, 1, 2] and bool(table["cold"].iloc[0])
+    assert diagnosis.steps.rule == "markers" and list(table["number"]) == [0, 1, 2] and bool(table["cold"][0])
     with pytest.raises(UsageError, match="JAX's profiler records no allocation"):
         capture(tmp_path / "other", framework="jax", memory=True)
 

@@ -89,9 +89,9 @@ def test_overlap_per_step_matches_the_reference_in_each_step_window(v100, refere
     origin = v100.timeline.meta.origin_ns
     table = v100.steps.table
     per = v100.communication.per_step
-    for i, (start, end) in enumerate(zip(table["start"].to_numpy() + origin, table["end"].to_numpy() + origin)):
-        assert per.at[i, "comm_ns"] == _length(reference["comm"], start, end)
-        assert per.at[i, "overlapped_ns"] == _length(reference["both"], start, end)
+    for i, (start, end) in enumerate(zip(table["start"] + origin, table["end"] + origin)):
+        assert per["comm_ns"][i] == _length(reference["comm"], start, end)
+        assert per["overlapped_ns"][i] == _length(reference["both"], start, end)
     assert int(per["collectives"].sum()) == reference["comm_kernels"]  # every collective starts inside a step
 
 
@@ -99,18 +99,18 @@ def test_the_bucket_is_the_exposed_communication_and_buckets_still_sum_to_the_st
     per = v100.attribution.per_step
     comm = v100.communication.per_step
     assert (per["communication"] > 0).all()
-    np.testing.assert_array_equal(per["communication"].to_numpy(), comm["exposed_ns"].to_numpy())
-    np.testing.assert_array_equal(per[list(BUCKETS)].sum(axis=1).to_numpy(), v100.steps.table["duration"].to_numpy())
+    np.testing.assert_array_equal(per["communication"], comm["exposed_ns"])
+    np.testing.assert_array_equal(sum(per[b] for b in BUCKETS), v100.steps.table["duration"])
     assert "communication" in v100.buckets
 
 
 def test_collective_kernels_are_found_by_their_launcher_and_nothing_else_is(v100):
     ev = v100.timeline.events
     kernels = ev[ev["kind"] == "kernel"]
-    is_comm = kernels["role"].to_numpy() == Role.DEVICE_COMMUNICATION.value
+    is_comm = kernels["role"] == Role.DEVICE_COMMUNICATION.value
     nccl = kernels["name"].astype(str).str.match(HTA_COMM_KERNEL.pattern).to_numpy()
     np.testing.assert_array_equal(is_comm, nccl)
-    assert set(kernels.loc[is_comm, "launcher"].astype(str)) == {"record_param_comms"}
+    assert set(kernels.loc[is_comm]["launcher"].astype(str)) == {"record_param_comms"}
 
 
 def test_exposed_communication_finding_says_what_the_trace_shows(v100):
@@ -158,7 +158,7 @@ def _analyse(rows: list[dict]):
     timeline = normalize(Timeline(events=build_events(columns), meta=meta))
     steps = find_steps(timeline)
     attribution = attribute(timeline, steps, AttributionOptions(dispatch_gap_ns=0))
-    return attribution.per_step.iloc[0], comm_overlap(timeline, steps), timeline
+    return attribution.per_step.row(0), comm_overlap(timeline, steps), timeline
 
 
 STEP = {"ts": 0, "dur": 1000, "kind": "step", "name": "ProfilerStep#0"}
@@ -168,7 +168,7 @@ def test_communication_fully_overlapped_by_compute_is_not_exposed():
     step, comm, _ = _analyse([STEP, _kernel(100, 400), _kernel(200, 200, NCCL, stream=14)])
     assert "communication" in shown_buckets(comm is not None)  # 0 ns exposed is worth showing
     assert step["communication"] == 0 and step["kernel"] == 400
-    row = comm.per_step.iloc[0]
+    row = comm.per_step.row(0)
     assert (row["comm_ns"], row["overlapped_ns"], row["exposed_ns"], row["overlap_share"]) == (200, 200, 0, 1.0)
 
 
@@ -177,15 +177,15 @@ def test_communication_alone_is_all_exposed_and_beats_a_copy():
             "stream": 8, "copy_kind": "D2D", "track": "GPU 0 stream 8"}
     step, comm, _ = _analyse([STEP, _kernel(600, 200, NCCL, stream=14), copy])
     assert step["communication"] == 200 and step["memcpy"] == 0 and step["kernel"] == 0
-    row = comm.per_step.iloc[0]
+    row = comm.per_step.row(0)
     assert (row["comm_ns"], row["overlapped_ns"], row["exposed_ns"], row["overlap_share"]) == (200, 0, 200, 0.0)
-    assert step[list(BUCKETS)].sum() == 1000
+    assert sum(step[b] for b in BUCKETS) == 1000
 
 
 def test_partly_overlapped_communication_and_concurrent_collectives_count_once():
     rows = [STEP, _kernel(100, 400), _kernel(400, 300, NCCL, stream=14), _kernel(450, 100, NCCL, stream=15)]
     step, comm, _ = _analyse(rows)
-    row = comm.per_step.iloc[0]
+    row = comm.per_step.row(0)
     assert (row["comm_ns"], row["overlapped_ns"], row["exposed_ns"], row["collectives"]) == (300, 100, 200, 2)
     assert step["communication"] == 200 and step["kernel"] == 400
 
@@ -200,7 +200,7 @@ def test_a_kernel_launched_by_a_collective_op_is_communication_whatever_its_name
     roles = dict(zip(timeline.events["name"].astype(str), timeline.events["role"].astype(str)))
     assert roles["cross_device_reduce_1stage"] == Role.DEVICE_COMMUNICATION.value
     assert roles["volta_sgemm_128x64_nn"] == Role.DEVICE_KERNEL.value
-    assert step["communication"] == 50 and comm.per_step.iloc[0]["collectives"] == 1
+    assert step["communication"] == 50 and comm.per_step.row(0)["collectives"] == 1
 
 
 def test_no_collective_no_communication_anywhere():

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from tests.conftest import REPO, cached_diagnosis, shared_trace
+from traceview.schema import event_table
 from traceview.analyzers.attribution import BUCKETS
 from traceview.analyzers.compare import compare
 from traceview.analyzers.rules import GRADES, RULES
@@ -152,12 +153,14 @@ def test_the_ratio_interval_leaves_the_pauses_out_where_they_hide_a_difference()
 
     def variant(diag, scale: float, pause: float):  # noqa: ANN001, ANN202 - steps scaled, the first one paused
         details = diag.attribution.details.copy()
-        details[PAUSED_DETAIL] = 0.0
+        paused = np.zeros(len(details))
         first = diag.steady_positions[0]
-        details.loc[first, PAUSED_DETAIL] = pause * plain[0]
+        paused[first] = pause * plain[0]
+        details[PAUSED_DETAIL] = paused
         table = diag.steps.table.copy()
-        table["duration"] = (table["duration"] * scale).astype(np.int64)
-        table.loc[table.index[first], "duration"] += int(pause * plain[0])
+        duration = (table["duration"] * scale).astype(np.int64)
+        duration[first] += int(pause * plain[0])
+        table["duration"] = duration
         return dataclasses.replace(diag, steps=dataclasses.replace(diag.steps, table=table),
                                    attribution=dataclasses.replace(diag.attribution, details=details))
 
@@ -263,11 +266,11 @@ def test_compute_ops_take_the_family_of_their_top_level_op():
     diag = cached_diagnosis(trace_paths(REPO / "tests" / "data" / "keras_torch_fit" / "fit")[0])
     ev = diag.timeline.events
     names = ev["name"].astype(str).to_numpy()
-    foreach = top_level_ops(ev) & np.char.startswith(names.astype(str), "aten::_foreach_")
+    foreach = top_level_ops(event_table(ev)) & np.char.startswith(names.astype(str), "aten::_foreach_")
     assert foreach.any()
-    rows = np.flatnonzero(math_ops(ev) & diag.steps.in_steady(ev))
-    under = rows[nearest_ancestor(ev, rows, foreach) >= 0]
-    update_ns = compute_self_time(ev)[under].sum() / len(diag.steady_positions)
+    rows = np.flatnonzero(math_ops(event_table(ev)) & diag.steps.in_steady(ev))
+    under = rows[nearest_ancestor(event_table(ev), rows, foreach) >= 0]
+    update_ns = compute_self_time(event_table(ev))[under].sum() / len(diag.steady_positions)
     families = op_families(diag)
     assert "optimizer" in FAMILIES and families.loc["optimizer", "compute_ns"] >= update_ns > 0
     assert families.loc["optimizer", "compute_ns"] > families.loc["elementwise", "compute_ns"]

@@ -27,7 +27,7 @@ from traceview.redact import redact_path, redact_text, secrets_from, secrets_of
 from traceview.renderers import perfetto
 from traceview.renderers.perfetto import (ATTRIBUTION_CAT, ATTRIBUTION_TRACK, STEPS_CAT, STEPS_TRACK,
                                           attribution_segments)
-from traceview.schema import TraceMeta
+from traceview.schema import event_table, TraceMeta
 
 RESNET = "torch_gpu/resnet_v100_1rank.pt.trace.json.gz"
 ALEXNET = "torch_gpu/alexnet_a100_nosteps.json.gz"
@@ -135,7 +135,7 @@ def test_slice_fields_and_thread_order():
     assert event["name"] == kernel["name"]
     assert event["args"]["kind"] == "kernel"
     assert event["args"]["launcher"] == kernel["launcher"]
-    assert event["args"]["step"] == int(diag.steps.table["number"].iloc[int(kernel["step"])])
+    assert event["args"]["step"] == int(diag.steps.table["number"][int(kernel["step"])])
     assert threads[event["tid"]] == kernel["track"]
     copies = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "memcpy"]
     assert copies and all("copy_kind" in e["args"] and "bytes" in e["args"] for e in copies)
@@ -185,7 +185,7 @@ def test_flows_pair_up_and_bind_launch_to_its_device_event(relative):
     diag = cached_diagnosis(shared_trace(relative))
     doc = _doc([diag])
     ev = diag.timeline.events
-    expected = int((launch_rows(ev) >= 0).sum())
+    expected = int((launch_rows(event_table(ev)) >= 0).sum())
     starts = {e["id"]: e for e in doc["traceEvents"] if e["ph"] == "s"}
     ends = {e["id"]: e for e in doc["traceEvents"] if e["ph"] == "f"}
     assert len(starts) == len(ends) == expected > 0
@@ -212,7 +212,7 @@ def test_flows_pair_up_and_bind_launch_to_its_device_event(relative):
 
 def test_attribution_track_matches_the_report():
     diag = cached_diagnosis(shared_trace(RESNET))
-    segments = attribution_segments(diag.timeline, diag.steps, diag.attribution)
+    segments = attribution_segments(diag.timeline, diag.steps, diag.attribution).to_pandas()
     lengths = (segments["end"] - segments["start"]).to_numpy()
     assert (lengths > 0).all()
     per = diag.attribution.per_step
@@ -220,10 +220,10 @@ def test_attribution_track_matches_the_report():
         mine = segments[segments["step"] == pos]
         sums = {b: int(lengths[(segments["step"] == pos).to_numpy() & (segments["bucket"] == b).to_numpy()].sum())
                 for b in BUCKETS}
-        assert sums == {b: int(per.at[pos, b]) for b in BUCKETS}
+        assert sums == {b: int(per[b][pos]) for b in BUCKETS}
         # Consecutive, merged, and covering the window exactly.
-        assert int(mine["start"].iloc[0]) == int(diag.steps.table["start"].iloc[pos])
-        assert int(mine["end"].iloc[-1]) == int(diag.steps.table["end"].iloc[pos])
+        assert int(mine["start"].iloc[0]) == int(diag.steps.table["start"][pos])
+        assert int(mine["end"].iloc[-1]) == int(diag.steps.table["end"][pos])
         assert (mine["start"].to_numpy()[1:] == mine["end"].to_numpy()[:-1]).all()
         assert (mine["bucket"].to_numpy()[1:] != mine["bucket"].to_numpy()[:-1]).all()
 
@@ -252,8 +252,8 @@ def test_two_traces_become_two_processes_aligned_on_their_first_step():
 def test_traces_with_different_lead_ins_line_up_on_their_first_step(cpu_trace):
     gpu = cached_diagnosis(shared_trace(ALEXNET))
     cpu = cached_diagnosis(cpu_trace)
-    lead_in = int(cpu.steps.table["start"].iloc[0])
-    assert lead_in == 800_000 and int(gpu.steps.table["start"].iloc[0]) == 0
+    lead_in = int(cpu.steps.table["start"][0])
+    assert lead_in == 800_000 and int(gpu.steps.table["start"][0]) == 0
     doc = _doc([gpu, cpu])
     first_step = {pid: min(e["ts"] for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == STEPS_CAT
                            and e["pid"] == pid) for pid in (1, 2)}

@@ -173,7 +173,7 @@ def test_the_waits_are_found_with_and_without_python_events(folder: str) -> None
     assert not {"host_compute", "unrecorded"} & set(graded)
     assert graded.get("launch_bound") != "high"
     assert not len(diag.attribution.hooked_nodes)
-    per_step = diag.attribution.per_step
+    per_step = diag.attribution.per_step.to_pandas()
     assert (per_step.drop(columns="total").sum(axis=1) == per_step["total"]).all()
 
 

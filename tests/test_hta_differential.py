@@ -196,7 +196,7 @@ def test_device_time_within_one_percent(trace: str, setting: str, source: str) -
     timeline = timeline_of(trace)
     frame = device_time(_selected(timeline, setting))
     assert len(frame) == 1, "HTA pools all devices of a rank; these traces have one device"
-    row = frame.iloc[0]
+    row = frame.tuples()[0]
     ours = {
         "span": row.span_ns / US,
         "idle": row.idle_ns / US,
@@ -223,7 +223,7 @@ def test_documented_compute_difference() -> None:
         pytest.skip("alexnet trace not recorded")
     hta = RECORDED["traces"][trace]["results"]["exact"]["temporal_breakdown_us"]
     timeline = timeline_of(trace)
-    row = device_time(timeline).iloc[0]
+    row = device_time(timeline).tuples()[0]
     ev = timeline.events
     waits = (ev["kind"] == Kind.DEVICE_SYNC.value).to_numpy() & (ev["name"] == "Stream Wait Event").to_numpy()
     kernels = (ev["kind"] == Kind.KERNEL.value).to_numpy()

@@ -61,7 +61,7 @@ def test_exact_nanosecond_timestamps_survive_absolute_float_microseconds():
     whole, _, frac = ts_text.decode().partition(".")
     exact_ns = int(whole) * 1000 + int((frac + "000")[:3])
     kernels = timeline.events[timeline.events["kind"] == "kernel"]
-    assert (kernels["ts"].to_numpy() + timeline.meta.origin_ns == exact_ns).any()
+    assert (kernels["ts"] + timeline.meta.origin_ns == exact_ns).any()
     # Some timestamps carry sub-µs digits that a double would have rounded to 0.25 µs.
     assert (timeline.events["ts"].to_numpy() % 250 != 0).any()
 
@@ -71,10 +71,10 @@ def test_profiler_steps_are_found_and_all_kept():
     _, steps = load_with_steps(path)
     assert steps.rule == "markers"
     assert steps.table["number"].tolist() == [101, 102, 103, 104, 105]
-    durations = steps.table["duration"].to_numpy()
+    durations = steps.table["duration"]
     assert (durations > 0).all()
-    starts = steps.table["start"].to_numpy()
-    ends = steps.table["end"].to_numpy()
+    starts = steps.table["start"]
+    ends = steps.table["end"]
     assert (starts[1:] >= ends[:-1]).all(), "step windows must not overlap"
 
 
@@ -87,8 +87,8 @@ def test_trace_without_markers_says_which_rule_found_steps():
     # The whole-trace window covers every kept event.
     if steps.rule == "whole-trace":
         ev = timeline.events
-        assert steps.table["start"].iloc[0] <= ev["ts"].min()
-        assert steps.table["end"].iloc[0] >= (ev["ts"] + ev["dur"]).max()
+        assert steps.table["start"][0] <= ev["ts"].min()
+        assert steps.table["end"][0] >= (ev["ts"] + ev["dur"]).max()
 
 
 def test_step_window_extends_to_last_device_work_launched_in_it():
@@ -97,7 +97,7 @@ def test_step_window_extends_to_last_device_work_launched_in_it():
     ev = timeline.events
     table = steps.table
     # Step #101's host range ends long before its kernels finish: the window must cover them.
-    first = table.iloc[0]
+    first = table.row(0)
     assert first["end"] > first["host_end"]
     kernels = ev[(ev["kind"] == "kernel") & (ev["step"] == 0)]
     assert (kernels["ts"] + kernels["dur"]).max() <= first["end"]

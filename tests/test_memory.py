@@ -35,7 +35,7 @@ TF_STEPS = 6
 def test_memory_samples_are_read_into_the_memory_table() -> None:
     path = trace_paths(FIXTURE)[0]
     timeline = kineto.read(path)
-    memory = timeline.memory
+    memory = timeline.memory.to_pandas() if timeline.memory is not None else None
     assert memory is not None and list(memory.columns) == list(MEMORY_COLUMNS)
     assert len(memory) == timeline.meta.dropped["memory sample (in the memory table)"]
     assert (np.diff(memory["ts"].to_numpy()) >= 0).all()
@@ -53,11 +53,12 @@ def test_peak_per_step_and_the_op_that_allocates() -> None:
     peaks = dict(zip(use.steps["number"].tolist(), use.steps["peak_allocated"].tolist()))
     others = [v for k, v in peaks.items() if k != 3]
     assert peaks[3] >= SCRATCH and max(others) < SCRATCH // 50
-    top = use.ops.iloc[0]
+    top = use.ops.row(0)
     assert top["op"] == "aten::ones" and top["bytes"] == SCRATCH and top["allocations"] == 1
     assert use.steady_peak == peaks[3]
     # Bytes charged to ops add up to all steady-step allocations.
-    steady = use.steps[use.steps["step"].isin(steps.steady_positions)]
+    per_step = use.steps.to_pandas()
+    steady = per_step[per_step["step"].isin(steps.steady_positions)]
     assert memory_use(timeline, steps, top=None).ops["bytes"].sum() == steady["allocated"].sum()
 
 
@@ -74,7 +75,7 @@ def tf_trace() -> Path:
 def test_tf_allocator_samples_are_read_into_the_memory_table() -> None:
     timeline = xplane.read(tf_trace())
     meta = timeline.meta
-    memory = timeline.memory
+    memory = timeline.memory.to_pandas() if timeline.memory is not None else None
     assert memory is not None and list(memory.columns) == list(MEMORY_COLUMNS)
     assert len(memory) == meta.dropped[MEMORY_SAMPLE_REASON]
     assert sum(meta.kept.values()) + sum(meta.dropped.values()) == meta.input_events
@@ -97,9 +98,9 @@ def test_tf_peak_per_step_and_the_ops_that_allocate() -> None:
     use = memory_use(timeline, steps, top=None)
     assert use is not None
     # Each step allocates its scratch tensor once.
-    memory = timeline.memory
+    memory = timeline.memory.to_pandas() if timeline.memory is not None else None
     scratch_ts = memory["ts"].to_numpy()[(memory["op"] == "scratch").to_numpy() & (memory["bytes"] > 0).to_numpy()]
-    starts, ends = steps.table["start"].to_numpy(), steps.table["end"].to_numpy()
+    starts, ends = steps.table["start"], steps.table["end"]
     assert [int(((scratch_ts >= s) & (scratch_ts < e)).sum()) for s, e in zip(starts, ends)] == [1] * TF_STEPS
     # Every step holds the scratch tensor at its peak; step 3 the 16 MiB fill.
     peaks = dict(zip(use.steps["number"].tolist(), use.steps["peak_allocated"].tolist()))
@@ -107,15 +108,15 @@ def test_tf_peak_per_step_and_the_ops_that_allocate() -> None:
     assert peaks[TF_BIG_STEP] >= TF_BIG and min(others) >= TF_SCRATCH and max(others) < TF_BIG
     assert use.steady_peak == peaks[TF_BIG_STEP]
     # The ops as the allocator names them: the scratch node once a steady step, the fill once.
-    ops = use.ops.set_index("op")
+    ops = use.ops.to_pandas().set_index("op")
     steady = len(steps.steady_positions)
-    assert steady == TF_STEPS - 1 and use.ops["op"].iloc[0] == "scratch"
+    assert steady == TF_STEPS - 1 and use.ops["op"][0] == "scratch"
     assert (ops.loc["scratch", "allocations"], ops.loc["scratch", "bytes"]) == (steady, steady * TF_SCRATCH)
     assert ops.loc["scratch", "bytes_per_step"] == TF_SCRATCH
     assert (ops.loc["Fill", "allocations"], ops.loc["Fill", "bytes"]) == (1, TF_BIG)
     # Bytes charged to ops add up to all steady-step allocations.
-    steady_rows = use.steps[use.steps["step"].isin(steps.steady_positions)]
-    assert use.ops["bytes"].sum() == steady_rows["allocated"].sum()
+    steady_rows = np.isin(use.steps["step"], steps.steady_positions)
+    assert use.ops["bytes"].sum() == use.steps["allocated"][steady_rows].sum()
 
 
 def test_tf_peak_agrees_with_xprof() -> None:
@@ -123,7 +124,7 @@ def test_tf_peak_agrees_with_xprof() -> None:
     profile, per allocator) of the same file; its time is the event's offset within its XLine."""
     reference = json.loads((TF_FIXTURE / "xprof_memory_profile.json").read_text())["allocators"]
     timeline, steps = load_with_steps(tf_trace())
-    memory = timeline.memory
+    memory = timeline.memory.to_pandas() if timeline.memory is not None else None
     for allocator, theirs in reference.items():
         ours = memory[memory["allocator"] == allocator]
         assert int(ours["total_allocated"].max()) == theirs["peak_heap_allocated_bytes"] + theirs[
@@ -137,7 +138,7 @@ def test_diagnose_reports_tf_memory_and_no_quality_problem() -> None:
     from traceview.api import diagnose, render
 
     diag = diagnose(TF_FIXTURE)
-    assert diag.memory is not None and diag.memory.ops["op"].iloc[0] == "scratch"
+    assert diag.memory is not None and diag.memory.ops["op"][0] == "scratch"
     report = json.loads(render(diag, "json"))
     assert report["memory"]["steady_peak_bytes"] == diag.memory.steady_peak
     # The samples are kept in the memory table: an expected drop, not lost data.

@@ -167,7 +167,7 @@ def test_xla_auto_clustering_is_the_xla_mode_and_its_cache_lookups_are_no_graph_
     steady = diag.steps.in_steady(ev)
     assert (compile_ops & steady).any() and set(ev["role"].astype(str).to_numpy()[compile_ops & steady]) == {
         Role.DISPATCH.value}
-    assert diag.steps.table["cold"].iloc[0] and diag.attribution.per_step["graph_build"].iloc[0] > 0
+    assert diag.steps.table["cold"][0] and diag.attribution.per_step["graph_build"][0] > 0
     assert next(f for f in diag.findings if f.rule == "steady_graph_build").grade == "none"
     launch = next(f for f in diag.findings if f.rule == "launch_bound")
     assert "jit_compile" not in launch.advice and launch.advice == advice("fuse", "tensorflow-xla")
@@ -187,10 +187,9 @@ def test_a_tf_function_run_eagerly_is_told_to_turn_the_switch_off():
 
 
 def test_a_call_wrapper_opens_where_it_ran_ops_one_at_a_time() -> None:
-    import pandas as pd
-
     from traceview.normalize import dispatched_ops
     from traceview.schema import categorical
+    from traceview.table import Table
 
     # (name, role, parent): a wrapper around one function run (its binding, then the function)
     # stays one op; a wrapper around a wrapper that ran two ops opens, both of them; an op inside
@@ -200,7 +199,7 @@ def test_a_call_wrapper_opens_where_it_ran_ops_one_at_a_time() -> None:
         ("outer", "call", -1), ("inner", "call", 3), ("MatMul", "compute", 4), ("Relu", "compute", 4),
         ("aten::linear", "dispatch", -1), ("aten::addmm", "compute", 7),
     ]
-    events = pd.DataFrame({
+    events = Table({
         "kind": categorical(["host_op"] * len(rows)), "device": np.full(len(rows), -1),
         "name": categorical([r[0] for r in rows]), "role": categorical([r[1] for r in rows]),
         "parent": np.array([r[2] for r in rows], dtype=np.int64),
@@ -218,7 +217,7 @@ def test_ops_counted_are_the_ones_dispatched_one_at_a_time(folder: str, opened: 
     from traceview.normalize import dispatched_ops, top_level_ops
 
     diag = diagnose(trace_paths(SAMPLES / folder)[0])
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     steady = diag.steps.in_steady(ev)
     calls, ops = int((steady & top_level_ops(ev)).sum()), int((steady & dispatched_ops(ev)).sum())
     assert (ops > calls) if opened else (ops == calls)

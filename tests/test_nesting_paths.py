@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from traceview.schema import event_table
 from traceview import compiled, normalize
 from traceview.arrays import Nesting, order_by_start_then_longest
 from traceview.normalize import nest_tracks
@@ -62,7 +63,7 @@ def test_own_pieces_are_the_time_no_child_covers(rows: list[tuple[int, int, bool
                                loose=np.zeros(n, dtype=bool))
     events = pd.DataFrame({"ts": ts, "dur": dur, "parent": parent, "device": np.full(n, -1, dtype=np.int64)})
     selected = np.array([(pick >> (i % 16)) & 1 == 1 for i in range(n)], dtype=bool)
-    starts, ends, piece_row = own_pieces(events, selected)
+    starts, ends, piece_row = own_pieces(event_table(events), selected)
     assert (ends > starts).all()  # no empty piece, whichever branch
     assert selected[piece_row].all()
     for row in np.flatnonzero(selected):  # each row's own time, counted nanosecond by nanosecond
@@ -117,10 +118,10 @@ def test_compiled_own_pieces_are_the_array_passes(rows: list[tuple[int, int, boo
     parent, _, overlaps = nest_tracks(track, ts, end, host, loose=loose)
     events = pd.DataFrame({"ts": ts, "dur": end - ts, "parent": parent, "device": np.where(host, -1, 0),
                            "track": pd.Categorical.from_codes(track, categories=["a", "b", "c"])})
-    compiled = normalize.own_pieces(events, selected)
+    compiled = normalize.own_pieces(event_table(events), selected)
     with pytest.MonkeyPatch.context() as patch:
         _array_passes(patch)
-        reference = normalize.own_pieces(events, selected)
+        reference = normalize.own_pieces(event_table(events), selected)
     assert [a.dtype for a in compiled] == [a.dtype for a in reference]
     assert _as_set(*compiled) == _as_set(*reference)  # the same pieces
     for starts, _, piece_row in (compiled, reference):  # each row's pieces in their time order
@@ -191,10 +192,10 @@ def test_compiled_own_time_is_the_array_passes(rows: list[tuple[int, int, bool, 
     parent, _, _ = nest_tracks(track, ts, end, host, loose=loose)
     events = pd.DataFrame({"ts": ts, "dur": end - ts, "parent": parent})
     children = np.array([(pick >> (i % 16)) & 1 == 1 for i in range(len(ts))], dtype=bool)
-    compiled = normalize.self_time(events, children=children)
+    compiled = normalize.self_time(event_table(events), children=children)
     with pytest.MonkeyPatch.context() as patch:
         _array_passes(patch)
-        reference = normalize.self_time(events, children=children)
+        reference = normalize.self_time(event_table(events), children=children)
     assert compiled.dtype == reference.dtype and np.array_equal(compiled, reference)
 
 
@@ -295,9 +296,9 @@ def test_real_traces_nest_the_same_either_way(path: Path, monkeypatch: pytest.Mo
                 assert mine.events[column].equals(theirs.events[column]), column
         assert mine.meta.extra == theirs.meta.extra
         host = mine.events["device"].to_numpy() < 0
-        reference_pieces = normalize.own_pieces(theirs.events, host)
+        reference_pieces = normalize.own_pieces(theirs.table, host)
         monkeypatch.undo()
-        compiled_pieces = normalize.own_pieces(mine.events, host)
+        compiled_pieces = normalize.own_pieces(mine.table, host)
         _array_passes(monkeypatch)
         assert _as_set(*compiled_pieces) == _as_set(*reference_pieces)
     assert compiled.to_dict() == reference.to_dict()

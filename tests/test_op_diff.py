@@ -34,7 +34,7 @@ def cross_pair():
 
 def _tables(diag, kind):
     table = dict(OP_DIFF_SOURCES)[kind]
-    return table(diag.timeline, diag.steps, None).set_index("name")
+    return table(diag.timeline, diag.steps, None).to_pandas().set_index("name")
 
 
 @pytest.mark.parametrize("pair", ["torch_pair", "cross_pair"])

@@ -72,3 +72,26 @@ def test_parquet_output_works_after_pandas_was_imported_without_pyarrow(tmp_path
 
     for name in names:
         assert pq.read_table(lean / name).equals(pq.read_table(usual / name)), name
+
+
+# The console script with pandas unimportable: any import of it fails the command.
+_NO_PANDAS = ("import sys\n"
+              "class NoPandas:\n"
+              "    def find_spec(self, name, path=None, target=None):\n"
+              "        if name.partition('.')[0] == 'pandas':\n"
+              "            raise ImportError('pandas was imported')\n"
+              "sys.meta_path.insert(0, NoPandas())\n"
+              "import traceview.cli as cli\n"
+              "cli.console_main()")
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "md", "json", "html"])
+def test_a_diagnosis_of_a_chrome_trace_imports_no_pandas(tmp_path: Path, fmt: str) -> None:
+    # pandas' import is a third of a diagnosis of a 54 MB trace (benchmarks/README.md): the
+    # analyses and reports read numpy columns (traceview/table.py), and give the same bytes.
+    for trace in sample_kineto_traces()[:3]:
+        lean, usual = tmp_path / "lean", tmp_path / "usual"
+        console = _run(_NO_PANDAS, "diagnose", str(trace), "-f", fmt, "-o", str(lean))
+        library = _run(_LIBRARY, "diagnose", str(trace), "-f", fmt, "-o", str(usual))
+        assert console.returncode == 0 and library.returncode == 0, (console.stderr, library.stderr)
+        assert lean.read_bytes() == usual.read_bytes(), trace

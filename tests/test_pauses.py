@@ -128,7 +128,7 @@ def test_pauses_are_kept_out_of_the_op_tables() -> None:
         pytest.skip("no tf-cpu-contention case")
     clean, injected = (cached_diagnosis(next((case / v).rglob("*.xplane.pb*"))) for v in ("clean", "injected"))
     for table in ("kernels", "ops"):
-        a, b = (getattr(d, table).set_index("name")["time_per_step_ns"] for d in (clean, injected))
+        a, b = (getattr(d, table).to_pandas().set_index("name")["time_per_step_ns"] for d in (clean, injected))
         top = a.index[0]
         assert abs(b[top] / a[top] - 1) < 0.25, (table, top, a[top], b[top])
 

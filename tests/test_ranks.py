@@ -91,7 +91,7 @@ def test_synthetic_straggler_is_found(small_run):
     assert list(run.ranks["slowest_steps"]) == [0, 0, 1]
     # The rank × step matrix is each rank's own step table.
     for rank, path in enumerate(sorted(small_run.glob("*.json.gz"))):
-        table = diagnose(path).steps.table.set_index("number")
+        table = diagnose(path).steps.table.to_pandas().set_index("number")
         assert list(run.step_ns[rank]) == list(table.loc[run.step_ns.index, "duration"])
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from traceview.normalize import normalize
 from traceview.roles import ROLE_RULES, XLA_CACHE_HIT_NS, Role, assign_roles
-from traceview.schema import Timeline, TraceMeta, build_events
+from traceview.schema import build_events, event_table, Timeline, TraceMeta
 
 # (row index, kind, name, fw_op, tf_function_call stat) → the row that must decide it.
 EXAMPLES: list[tuple[int, str, str, str, str]] = [
@@ -89,7 +89,7 @@ def test_row_decides_its_example(row: int, kind: str, name: str, fw_op: str, fn_
     # (long enough to be what it is by name: an XLA compile op shorter than a lookup is the cache's)
     frame = _frame([{"kind": kind, "name": name, "fw_op": fw_op, "fn_call": fn_call, "hlo_op": hlo_op,
                      "dur": XLA_CACHE_HIT_NS * 10}])
-    assert assign_roles(frame)[0] == ROLE_RULES[row].role.value
+    assert assign_roles(event_table(frame))[0] == ROLE_RULES[row].role.value
     # And no earlier row would have matched it: the example exercises this row.
     for earlier in ROLE_RULES[:row]:
         if kind not in earlier.kinds:
@@ -103,7 +103,7 @@ def test_row_decides_its_example(row: int, kind: str, name: str, fw_op: str, fn_
 @pytest.mark.parametrize("row,kind,name,launcher", DEVICE_EXAMPLES, ids=[f"row{e[0]}" for e in DEVICE_EXAMPLES])
 def test_device_row_decides_its_example(row: int, kind: str, name: str, launcher: str):
     frame = build_events({"kind": [kind], "name": [name], "launcher": [launcher], "device": [0], "stream": [7]})
-    assert assign_roles(frame)[0] == ROLE_RULES[row].role.value
+    assert assign_roles(event_table(frame))[0] == ROLE_RULES[row].role.value
     for earlier in ROLE_RULES[:row]:
         if kind not in earlier.kinds:
             continue
@@ -117,7 +117,7 @@ def test_kernels_no_collective_row_takes_stay_device_kernels():
                                                                            "all_reduce_fusion"],
                           "launcher": ["aten::mm", "c10d::allreduce_", "aten::add_"], "device": [0, 0, 0],
                           "stream": [7, 7, 7]})
-    assert assign_roles(frame).tolist() == [Role.DEVICE_KERNEL.value, Role.DEVICE_MEMCPY.value, Role.DEVICE_KERNEL.value]
+    assert assign_roles(event_table(frame)).tolist() == [Role.DEVICE_KERNEL.value, Role.DEVICE_MEMCPY.value, Role.DEVICE_KERNEL.value]
 
 
 def _timeline(rows: list[dict]) -> Timeline:
@@ -148,7 +148,7 @@ def test_nesting_inside_build_and_input_and_builtins():
 def test_unknown_host_events_are_never_compute():
     frame = _frame([{"kind": "host_op", "name": "SomethingNew"}, {"kind": "annotation", "name": "forward"},
                     {"kind": "host_op", "name": "forward"}])
-    assert not np.isin(assign_roles(frame), [Role.COMPUTE.value, Role.COMPILED_CODE.value]).any()
+    assert not np.isin(assign_roles(event_table(frame)), [Role.COMPUTE.value, Role.COMPILED_CODE.value]).any()
 
 
 def test_calls_inside_a_tracing_call_are_tracing_calls():
@@ -160,7 +160,7 @@ def test_calls_inside_a_tracing_call_are_tracing_calls():
     frame["depth"] = np.array([0, 1, 2, 0], dtype=np.int16)
     frame["fw_op"] = pd.Categorical(["", "", "", ""])
     frame["fn_call"] = pd.Categorical(["traced-nonXla", "", "", "notTraced-nonXla"])
-    role = assign_roles(frame).tolist()
+    role = assign_roles(event_table(frame)).tolist()
     assert role == [Role.CALL_TRACING.value, Role.DISPATCH.value, Role.CALL_TRACING.value, Role.CALL.value]
 
 
@@ -278,7 +278,7 @@ def test_python_called_back_from_inside_the_math_is_the_users():
     assert called_back.any()
     assert set(ev["role"].astype(str).to_numpy()[called_back]) == {Role.PYTHON_USER.value}
     assert diag.steady_attribution()["host_compute"] > 0.25 * diag.steady_step_ns
-    top = diag.kernels.set_index("name")["time_per_step_ns"]
+    top = diag.kernels.to_pandas().set_index("name")["time_per_step_ns"]
     assert top.max() < 0.5 * diag.steady_attribution()["host_compute"]
 
 
@@ -327,7 +327,7 @@ def test_the_top_compute_ops_hold_no_wait_for_compiled_work(folder: str):
     # A row's own math leaves out the wait nested in it.
     parent = ev["parent"].to_numpy()
     nested = np.flatnonzero(waits.to_numpy() & (parent >= 0))
-    own = compute_self_time(ev)
+    own = compute_self_time(event_table(ev))
     for row in nested:
         assert own[parent[row]] <= ev["dur"].iat[parent[row]] - ev["dur"].iat[row]
 
@@ -340,7 +340,7 @@ def test_a_tf_function_of_a_lambda_is_a_call_not_math():
     frame = _frame([{"kind": "host_op", "name": "KernelAndDeviceFunc::Run", "fw_op": "__inference_<lambda>_149"},
                     {"kind": "host_op", "name": "__inference_<lambda>_149:__inference_<lambda>_149"},
                     {"kind": "host_op", "name": "EagerLocalExecute: __inference_<lambda>_149"}])
-    assert list(assign_roles(frame)) == [Role.CALL.value] * 3
+    assert list(assign_roles(event_table(frame))) == [Role.CALL.value] * 3
 
 
 def test_jax_tracing_a_jitted_function_is_graph_building_as_its_python_tracer_names_it():
@@ -359,13 +359,13 @@ def test_jax_tracing_a_jitted_function_is_graph_building_as_its_python_tracer_na
     names = ev["name"].astype(str)
     tracing = names.str.match(r"^\$pjit\.py:\d+ (_trace_for_jit|_resolve_and_lower)$").to_numpy()
     assert tracing.any() and set(ev.loc[tracing, "role"].astype(str)) == {Role.COMPILE.value}
-    below = np.flatnonzero(nearest_ancestor(ev, np.arange(len(ev)), tracing, include_self=False) >= 0)
+    below = np.flatnonzero(nearest_ancestor(event_table(ev), np.arange(len(ev)), tracing, include_self=False) >= 0)
     assert len(below) and set(ev["role"].astype(str).to_numpy()[below]) <= {Role.COMPILE.value}
     step = ev["step"].to_numpy()[tracing]
-    cold = diag.steps.table["cold"].to_numpy()
+    cold = diag.steps.table["cold"]
     assert cold[step].all()
-    outermost = np.flatnonzero(tracing)[nearest_ancestor(ev, np.flatnonzero(tracing), tracing, include_self=False) < 0]
-    per_step = diag.attribution.per_step["graph_build"].to_numpy()
+    outermost = np.flatnonzero(tracing)[nearest_ancestor(event_table(ev), np.flatnonzero(tracing), tracing, include_self=False) < 0]
+    per_step = diag.attribution.per_step["graph_build"]
     for s in set(step.tolist()):
         assert per_step[s] >= 0.9 * ev["dur"].to_numpy()[outermost[ev["step"].to_numpy()[outermost] == s]].sum()
 
@@ -376,7 +376,7 @@ def test_an_xla_compile_op_that_hits_the_cache_is_dispatch():
     the framework's dispatch, not steady-state graph building."""
     frame = _frame([{"kind": "host_op", "name": "cluster_0_1/xla_compile:_XlaCompile", "dur": 235_000_000},
                     {"kind": "host_op", "name": "cluster_0_1/xla_compile:_XlaCompile", "dur": 47_000}])
-    assert list(assign_roles(frame)) == [Role.COMPILE.value, Role.DISPATCH.value]
+    assert list(assign_roles(event_table(frame))) == [Role.COMPILE.value, Role.DISPATCH.value]
 
 
 def test_a_python_autograd_function_is_the_users_python_and_torchs_own_stay_glue():
@@ -390,6 +390,6 @@ def test_a_python_autograd_function_is_the_users_python_and_torchs_own_stay_glue
                                           "CheckpointFunction", "CheckpointFunctionBackward",
                                           "CompiledFunction", "CompiledFunctionBackward",
                                           "LonelyBackward", "Addmm", "AddmmBackward0")])
-    assert list(assign_roles(frame)) == [Role.PYTHON_USER.value, Role.PYTHON_USER.value, Role.DISPATCH.value,
+    assert list(assign_roles(event_table(frame))) == [Role.PYTHON_USER.value, Role.PYTHON_USER.value, Role.DISPATCH.value,
                                          Role.DISPATCH.value, Role.DISPATCH.value, Role.CALL.value, Role.CALL.value,
                                          Role.DISPATCH.value, Role.DISPATCH.value, Role.DISPATCH.value]

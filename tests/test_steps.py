@@ -48,7 +48,7 @@ def test_torchscript_optimizing_call_is_not_steady(folder: Path) -> None:
     step): that step is warm-up, so no steady step is an outlier of that size and the
     steady-state cause table (a mean) heads a step near the median it is shown with."""
     diagnosis = traceview.diagnose(folder)
-    table = diagnosis.steps.table
+    table = diagnosis.steps.table.to_pandas()
     steady = table["duration"].to_numpy()[diagnosis.steady_positions]
     assert steady.max() < WARMUP_FACTOR * np.median(steady), table[["number", "duration", "cold"]]
     assert sum(diagnosis.steady_attribution().values()) == pytest.approx(steady.mean(), rel=1e-6)
@@ -61,8 +61,8 @@ def test_a_one_step_capture_is_one_step_not_its_repeated_ops() -> None:
     assert steps.rule == "whole-trace" and len(steps.table) == 1
     assert "step loop" in steps.rule_detail
     ev = timeline.events
-    assert steps.table["start"].iloc[0] <= ev["ts"].min()
-    assert steps.table["end"].iloc[0] >= (ev["ts"] + ev["dur"]).max()
+    assert steps.table["start"][0] <= ev["ts"].min()
+    assert steps.table["end"][0] >= (ev["ts"] + ev["dur"]).max()
 
 
 def test_numbered_record_functions_are_the_steps() -> None:
@@ -74,7 +74,7 @@ def test_numbered_record_functions_are_the_steps() -> None:
     assert steps.table["name"].tolist() == [f"train_step_{i}" for i in range(8)]
     assert "'train_step_0' … 'train_step_7'" in steps.rule_detail
     # Each step runs on to the next run, as ProfilerStep#N runs to the next step(): the windows abut.
-    table = steps.table
+    table = steps.table.to_pandas()
     assert (table["end"].to_numpy()[:-1] == table["start"].to_numpy()[1:]).all()
 
 
@@ -99,7 +99,7 @@ def test_the_empty_marker_a_schedule_cut_short_leaves_is_no_step() -> None:
     step it was the steady state, microseconds of nothing, and #7 "cold" for being slower — and
     a run of empty steps at the end is no quality problem."""
     diagnosis = traceview.diagnose(UNMARKED / "partial_cycle.json.gz")
-    table = diagnosis.steps.table
+    table = diagnosis.steps.table.to_pandas()
     assert table["number"].tolist() == [7] and not table["cold"].any()
     assert "#8 left out" in diagnosis.steps.rule_detail
     ev = diagnosis.timeline.events
@@ -116,7 +116,7 @@ def test_optimizer_updates_end_the_steps_of_a_plain_loop() -> None:
     update (an unfinished iteration) is in no step."""
     timeline, steps = load_with_steps(UNMARKED / "plain_loop.json.gz")
     assert steps.rule == "optimizer-updates"
-    table = steps.table
+    table = steps.table.to_pandas()
     assert table["number"].tolist() == list(range(8))
     assert set(table["name"]) == {"Optimizer.step#SGD.step"}
     assert (table["end"].to_numpy()[:-1] == table["start"].to_numpy()[1:]).all()
@@ -387,7 +387,7 @@ def test_a_retrace_in_the_middle_of_the_run_is_steady_state_not_warm_up():
     from traceview.loader import trace_paths
 
     diag = diagnose(trace_paths(Path(__file__).resolve().parent / "data" / "tf_cpu_retrace_midrun")[0])
-    table = diag.steps.table
+    table = diag.steps.table.to_pandas()
     assert table["cold"].tolist() == [True] + [False] * 7
     assert table["graph_build_events"].iloc[5] > 0 and 5 in diag.steady_positions
     finding = next(f for f in diag.findings if f.rule == "steady_graph_build")

@@ -23,7 +23,7 @@ from traceview.errors import FormatError, InputError, install_hint
 from traceview.normalize import normalize
 from traceview.readers import xplane, xplane_runs
 from traceview.readers.proto import xplane_descriptor
-from traceview.schema import COLUMNS, MEMORY_COLUMNS, Kind, validate
+from traceview.schema import COLUMNS, event_table, Kind, MEMORY_COLUMNS, validate
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -118,7 +118,7 @@ def test_gpu_trace_host_kinds_and_drops() -> None:
     assert dropped["memory sample (in the memory table)"] == 288 == len(timeline.memory)
     assert dropped["instant event (no duration)"] == 63
     # XLA's allocator of GPU 0 and its pinned host allocator.
-    memory = timeline.memory
+    memory = timeline.memory.to_pandas()
     assert dict(zip(memory["allocator"].astype(str), memory["device"])) == {"GPU_0_bfc": 0, "xla_gpu_host_bfc": -1}
 
 
@@ -696,7 +696,7 @@ def test_allocator_samples_fill_the_memory_table(tmp_path: Path) -> None:
         "memory sample (in the memory table)": 5,
         "allocator sample without a size (no usable allocation_bytes or requested_bytes stat)": 1,
     }
-    memory = timeline.memory
+    memory = timeline.memory.to_pandas()
     assert list(memory.columns) == list(MEMORY_COLUMNS)
     assert memory["ts"].tolist() == [100, 200, 300, 400, 600]  # the first kept event is at ts 0
     # allocation_bytes, else requested_bytes; frees negative.
@@ -871,7 +871,7 @@ def test_jax_cpu_capture_reads_the_xplane_and_finds_the_math_on_executor_threads
     thunks = (ev["name"].astype(str) == "ThunkExecutor::Execute").to_numpy() & diag.steps.in_steady(ev)
     executor_ns = ev["dur"].to_numpy()[thunks].sum() / len(diag.steady_positions)
     assert steady["kernel"] >= 0.5 * executor_ns > 0  # the executor's time is mostly kernel, not dispatch
-    assert sum(steady.values()) == pytest.approx(diag.steps.table["duration"].to_numpy()[diag.steady_positions].mean())
+    assert sum(steady.values()) == pytest.approx(diag.steps.table["duration"][diag.steady_positions].mean())
 
 
 def test_times_that_would_overflow_int64_are_dropped_not_wrapped(tmp_path: Path) -> None:

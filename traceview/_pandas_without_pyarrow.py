@@ -1,7 +1,7 @@
 """Imported first by the fork server of a command line whose pandas does not see pyarrow
-(pool.py), so that the workers forked from it import pandas the same way
+(pool.py), so that the workers forked from it import pandas the same way, if they import it
 (traceview/pandas_import.py)."""
 
-from traceview.pandas_import import import_pandas_without_pyarrow
+from traceview.pandas_import import withhold_pyarrow_from_pandas
 
-import_pandas_without_pyarrow()
+withhold_pyarrow_from_pandas()

@@ -295,7 +295,7 @@ def export(traces: PathLike | Sequence[PathLike], perfetto: PathLike, *, run: st
         remove_partial(target)
         raise UsageError(f"{target}: cannot write the trace ({err.strerror})") from None
     return Export(path=target, sources=tuple(d.source for d in diagnoses),
-                  events=sum(len(d.timeline.events) for d in diagnoses), bytes=size)
+                  events=sum(len(d.timeline.table) for d in diagnoses), bytes=size)
 
 
 def refuse_overwriting_inputs(target: PathLike, inputs: Sequence[PathLike], option: str) -> None:

@@ -5,21 +5,21 @@ arrays a trace produces (timestamps, ids) that is two orders of magnitude slower
 (4.3 s against 0.03 s for 4 M timestamps). These versions sort. ``np.isin`` on an object array
 compares Python strings one by one on every call; :func:`membership` hashes once.
 
-pandas is imported by the functions that take its types, not at load time: the Kineto reader's
-column building (which uses :func:`joined`) runs on the command line's prefetch thread while the
-main thread is still importing pandas (readers/_prefetch.py).
+No pandas: the diagnosis runs without it (traceview/table.py). The column helpers take
+:class:`~traceview.table.Labels` and numpy arrays, and still a pandas Series or categorical from
+a program that hands one over.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from itertools import repeat
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    import pandas as pd
+from traceview.table import Labels
 
 
 def at_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -46,7 +46,7 @@ def combination_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ``pd.factorize`` numbers them) and the first row of each code. Rules that read a few columns
     run once per distinct combination of them, packed into one key per row: a trace's millions of
     rows have a few thousand. Compiled, one pass with a table of the distinct keys
-    (traceview/_passes.c); else hashed by pandas, then the first rows found in one more pass."""
+    (traceview/_passes.c); else by :func:`factorize`, then the first rows found in one more pass."""
     from traceview import compiled
 
     key = np.ascontiguousarray(key, dtype=np.int64)
@@ -54,10 +54,38 @@ def combination_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         codes, first = np.empty(len(key), dtype=np.int64), np.empty(len(key), dtype=np.int64)
         distinct = compiled.passes.factorize(key, codes, first)
         return codes, first[:distinct].copy()
-    import pandas as pd
+    codes, _ = factorize(key)
+    return codes, first_rows(codes)
 
-    codes, _ = pd.factorize(key)
-    return codes.astype(np.int64, copy=False), first_rows(codes)
+
+def factorize(values: Any) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN401 - an array or a sequence
+    """Each value's code (int64) and the distinct values (an array), numbered in order of first
+    appearance, as ``pd.factorize`` numbers them; None (and a float NaN) is missing: code -1, not
+    among the values. Numbers by one sort; other values (strings) through a dict, once per row."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iub":
+        if not len(values):
+            return np.zeros(0, dtype=np.int64), values.copy()
+        from traceview import compiled
+
+        if compiled.passes is not None and values.dtype.kind != "u":  # (one pass through a hash table)
+            codes, first = combination_codes(values)
+            return codes, values[first]
+        distinct, inverse = unique_inverse(values)
+        first = np.full(len(distinct), len(values), dtype=np.int64)
+        np.minimum.at(first, inverse, np.arange(len(values), dtype=np.int64))
+        order = np.argsort(first, kind="stable")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64)
+        return rank[inverse], distinct[order]
+    listed = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    # Distinct values in order of first appearance, then each row's code: both loops run in the
+    # interpreter's own C code (dict.fromkeys, map), not as Python bytecode per row.
+    distinct = [value for value in dict.fromkeys(listed) if value is not None and value == value]
+    position = dict(zip(distinct, range(len(distinct))))
+    codes = np.fromiter(map(position.get, listed, repeat(-1)), dtype=np.int64, count=len(listed))
+    distinct_values = np.empty(len(distinct), dtype=object)
+    distinct_values[:] = distinct
+    return codes, distinct_values
 
 
 def column_combinations(columns: Sequence[np.ndarray], shifts: Sequence[int], sizes: Sequence[int]
@@ -123,29 +151,73 @@ def _sorted_runs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return order, ordered, starts
 
 
-def column_codes(column: pd.Series) -> tuple[np.ndarray, list[Any]]:
-    """A column as integer codes into its distinct values (-1: missing): a categorical's own codes,
-    otherwise one hash pass."""
-    import pandas as pd
+def first_match(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, missing: int) -> np.ndarray:
+    """For each of ``wanted``, the value of the first of ``keys`` equal to it (``values`` holds one
+    per key), ``missing`` where no key is: a lookup by one sort of the keys."""
+    out = np.full(len(wanted), missing, dtype=np.result_type(values.dtype, np.min_scalar_type(missing)))
+    if not len(keys) or not len(wanted):
+        return out
+    order = np.argsort(keys, kind="stable")  # (stable: the first of equal keys comes first)
+    ordered = keys[order]
+    at = np.searchsorted(ordered, wanted, side="left")
+    inside = at < len(ordered)
+    hit = np.zeros(len(wanted), dtype=bool)
+    hit[inside] = ordered[at[inside]] == wanted[inside]
+    out[hit] = values[order[at[hit]]]
+    return out
 
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        return column.cat.codes.to_numpy(), list(column.cat.categories)
-    codes, uniques = pd.factorize(column.to_numpy(dtype=object))
-    return codes, list(uniques)
+
+def group_medians(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``groups`` (sorted) and the median of ``values`` in each (the mean of the two
+    middle values where a group has an even count), by one sort."""
+    if not len(values):
+        return groups[:0].copy(), np.zeros(0, dtype=np.float64)
+    order = np.lexsort((values, groups))
+    grouped, ordered = groups[order], values[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    stops = np.r_[starts[1:], len(grouped)]
+    low, high = starts + (stops - starts - 1) // 2, starts + (stops - starts) // 2
+    return grouped[starts], (ordered[low].astype(np.float64) + ordered[high]) / 2
 
 
-def values_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:
-    """A column's values at ``rows``, as ``column.to_numpy()[rows]`` gives them, without making
-    the whole column's where the column is a categorical of Python objects (as the readers make
-    names and tracks): its values are taken through its codes at those rows only, not one Python
-    object per row of the table. (Other columns go through ``to_numpy``, whose dtype can depend
-    on rows not taken: a missing value anywhere makes integers floats.)"""
-    import pandas as pd
+def distinct_values(column: Any) -> list[Any]:  # noqa: ANN401 - a column of any kind
+    """The distinct values a column's rows hold (Labels: the categories some row uses, in their
+    order; missing left out)."""
+    codes, values = column_codes(column)
+    used = np.zeros(len(values) + 1, dtype=bool)
+    used[codes] = True  # (code -1 marks the last entry, left out below)
+    return [value for value, hit in zip(values, used[:-1].tolist()) if hit]
 
-    values = column.array
-    if isinstance(values, pd.Categorical) and values.categories.dtype == object:
-        return np.asarray(values[rows])
-    return column.to_numpy()[rows]
+
+def column_codes(column: Any) -> tuple[np.ndarray, list[Any]]:  # noqa: ANN401 - a column of any kind
+    """A column as integer codes into its distinct values (-1: missing): Labels' own codes (or a
+    pandas categorical's), otherwise one hash pass."""
+    labels = as_labels(column)
+    if labels is not None:
+        return labels.codes, labels.categories.tolist()
+    codes, uniques = factorize(np.asarray(getattr(column, "array", column), dtype=object))
+    return codes, uniques.tolist()
+
+
+def values_at(column: Any, rows: np.ndarray) -> np.ndarray:  # noqa: ANN401 - a column of any kind
+    """A column's values at ``rows``, without making the whole column's: Labels' (or a pandas
+    categorical's) values are looked up through its codes at those rows only, not one Python
+    object per row of the table."""
+    labels = as_labels(column)
+    if labels is not None:
+        return labels.at(rows)
+    return np.asarray(getattr(column, "array", column))[rows]
+
+
+def as_labels(column: Any) -> Labels | None:  # noqa: ANN401 - a column of any kind
+    """``column`` as :class:`Labels` when it is one (or a pandas categorical, or a Series of one),
+    else None."""
+    if isinstance(column, Labels):
+        return column
+    values = getattr(column, "array", column)
+    if hasattr(values, "codes") and hasattr(values, "categories"):  # (a pandas categorical)
+        return Labels.from_pandas(values)
+    return None
 
 
 # Up to this deep, one pass per level over every row beats grouping the children by a sort (5.9 M
@@ -264,12 +336,11 @@ def membership(values: Any) -> Callable[[Iterable[Any]], np.ndarray]:
     values. The values are hashed once; every test after that is a table lookup, where ``np.isin``
     on an object array compares millions of Python strings each time. A categorical's own codes
     serve as they are (no pass over the rows at all)."""
-    import pandas as pd
-
-    if isinstance(values, pd.Categorical):
-        codes, uniques = values.codes, values.categories
+    labels = as_labels(values)
+    if labels is not None:
+        codes, uniques = labels.codes, labels.categories
     else:
-        codes, uniques = pd.factorize(values)
+        codes, uniques = factorize(values)
     position = {value: i for i, value in enumerate(list(uniques))}
 
     def isin(wanted: Iterable[Any]) -> np.ndarray:
@@ -299,7 +370,7 @@ def values_matching(values: Sequence[Any], pattern: re.Pattern[str]) -> np.ndarr
     return np.array([bool(pattern.search(str(value))) for value in values], dtype=bool)
 
 
-def rows_matching(column: pd.Series, pattern: re.Pattern[str]) -> np.ndarray:
+def rows_matching(column: Any, pattern: re.Pattern[str]) -> np.ndarray:
     """Whether ``pattern`` is found in each row's value (a missing value never matches)."""
     codes, values = column_codes(column)
     return codes_matching(codes, values_matching(values, pattern))

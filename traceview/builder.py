@@ -6,7 +6,7 @@ every format:
 
 1. **validates** each field's range with array operations — a row that breaks one is dropped and
    counted under a reason in ``TraceMeta.dropped`` (the rest of the trace stays usable);
-2. assembles the table (:func:`traceview.schema.build_events`: dtypes, rows sorted by (ts, -dur));
+2. assembles the table (:func:`traceview.schema.build_table`: dtypes, rows sorted by (ts, -dur));
 3. **nests** host events on their tracks, **links** device events to the op that launched them,
    assigns **roles**, and records the kept counts (:func:`traceview.normalize.normalize`).
 
@@ -19,12 +19,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
-from traceview.arrays import codes_matching
+import numpy as np
+
+from traceview.arrays import as_labels, codes_matching, factorize
 from traceview.normalize import normalize
-from traceview.schema import HOST_KINDS, KIND_VALUES, Timeline, TraceMeta, build_events
+from traceview.schema import HOST_KINDS, KIND_VALUES, Timeline, TraceMeta, build_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Times are int64 ns; sums of a trace's durations must not overflow, so a time or duration is
 # kept below 2**62 ns (146 years) — a 236-year duration or an epoch-ns value read as µs is out.
@@ -115,10 +119,10 @@ def build(raw: RawTrace) -> Timeline:
             columns.pop("depth", None)
             nested = False
     reader_ts = np.asarray(columns["ts"]) if nested and "ts" in columns else None
-    frame = build_events(columns, extra=extra)
-    if reader_ts is not None and len(frame) and not np.array_equal(frame["ts"].to_numpy(), reader_ts):
+    table = build_table(columns, extra=extra)
+    if reader_ts is not None and len(table) and not np.array_equal(table["ts"], reader_ts):
         raise AssertionError("a reader that nests must hand rows sorted by (ts, -dur)")
-    return normalize(Timeline(events=frame, meta=meta, memory=raw.memory))
+    return normalize(Timeline(events=table, meta=meta, memory=raw.memory))
 
 
 def _checked_columns(columns: dict[str, Any], n: int) -> dict[str, np.ndarray]:
@@ -128,11 +132,12 @@ def _checked_columns(columns: dict[str, Any], n: int) -> dict[str, np.ndarray]:
         return np.full(n, default, dtype=np.int64) if value is None else np.asarray(value, dtype=np.int64)
 
     kind = columns.get("kind")
-    if isinstance(kind, pd.Categorical):  # codes already: no per-row strings
-        codes, values = kind.codes, np.asarray(kind.categories, dtype=object)
+    labels = as_labels(kind)
+    if labels is not None:  # codes already: no per-row strings
+        codes, values = labels.codes, labels.categories
     else:
         kind = np.full(n, KIND_VALUES[0], dtype=object) if kind is None else np.asarray(kind, dtype=object)
-        codes, values = pd.factorize(kind)  # a few distinct kinds: each tested once
+        codes, values = factorize(kind)  # a few distinct kinds: each tested once
     host_values = [k.value for k in HOST_KINDS]
     # (A missing kind, code -1, is not a known kind.)
     unknown = codes_matching(codes, ~np.isin(np.asarray(values, dtype=object), KIND_VALUES)) | (codes < 0)
@@ -141,7 +146,8 @@ def _checked_columns(columns: dict[str, Any], n: int) -> dict[str, np.ndarray]:
             "host": host}
 
 
-def _take(value: Any, keep: np.ndarray) -> Any:
-    if isinstance(value, pd.Categorical):
-        return value[keep]
+def _take(value: Any, keep: np.ndarray) -> Any:  # noqa: ANN401 - a column of any kind
+    labels = as_labels(value)
+    if labels is not None:
+        return labels.take(keep)
     return np.asarray(value)[keep]

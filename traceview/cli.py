@@ -21,7 +21,7 @@ from traceview.commands.output import discard_standard_output, stderr_console
 from traceview.console import PREFETCHED_FILES, TRACE_READING_COMMANDS, resume_collector
 from traceview.errors import TraceviewError, TraceviewWarning, one_line
 from traceview.heap import retain_freed_memory, without_huge_page_advice
-from traceview.pandas_import import import_pandas_without_pyarrow
+from traceview.pandas_import import withhold_pyarrow_from_pandas
 
 app = typer.Typer(
     name="traceview",
@@ -217,7 +217,7 @@ def _main(argv: Optional[list[str]], console: bool = False) -> bool:
     _start_reading(arguments or [])
     if console and arguments:  # (not for --help, nor a usage error without a trace)
         without_huge_page_advice()  # (numpy: the reading thread imports it too): see traceview/heap.py
-        import_pandas_without_pyarrow()  # (while the traces are read): see traceview/pandas_import.py
+        withhold_pyarrow_from_pandas()  # (a comparison imports pandas; a diagnosis none): traceview/pandas_import.py
         from traceview.arrays import share_one_values  # (numpy: imported once the reading has started)
 
         share_one_values()  # see traceview/arrays.py: this process's analyses never write into a column

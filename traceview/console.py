@@ -1,7 +1,7 @@
 """What the ``traceview`` console script does before it loads the command line (traceview/__main__.py).
 
 A diagnosis of a 54 MB trace spends more of its wall clock loading libraries (the command-line
-parser, numpy, pandas, the analyses) than analysing, and the reading of the trace needs none of
+parser, numpy, the analyses) than analysing, and the reading of the trace needs none of
 them. So the console script, before importing anything heavy, starts the read-ahead
 (readers/_prefetch.py) for the files it can tell are a trace-reading command's arguments
 without the parser: the words after ``diagnose`` or ``compare`` that are existing files and do
@@ -10,9 +10,9 @@ parser knows which is which, so a word after any option waits for it). The comma
 starts the ones it finds only with the parser (cli._start_reading); a file already being read
 is not read again.
 
-The imports also run with the cyclic garbage collector paused: loading pandas creates a few
-hundred thousand objects without a cycle among them, and the collector would scan them again
-and again as they appear (~0.04 s of a 0.55 s diagnosis here). Once the command line has its
+The imports also run with the cyclic garbage collector paused: loading the libraries creates
+many objects without a cycle among them, and the collector would scan them again and again as
+they appear (with pandas, ~0.04 s of a 0.55 s diagnosis here; a diagnosis no longer imports it). Once the command line has its
 libraries (cli._main), what the imports made is set aside from later collections
 (``gc.freeze``) and the collector resumes, so the analyses' garbage is collected as ever.
 """

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import column_combinations
+from traceview.arrays import as_labels, column_combinations, factorize, values_at
 from traceview.schema import Kind
 
 
@@ -151,15 +150,16 @@ def _codes(column: Any) -> tuple[np.ndarray, int, int]:
     """Each row's code, the shift that makes it ≥ 0, and how many codes there can be: a
     categorical's own codes (no hashing of its values; -1, missing, shifted to 0), else the
     values factorized."""
-    if isinstance(column, pd.Categorical):
-        return column.codes, 1, len(column.categories) + 1
-    codes, uniques = pd.factorize(column)
+    labels = as_labels(column)
+    if labels is not None:
+        return labels.codes, 1, len(labels.categories) + 1
+    codes, uniques = factorize(column)
     return codes, 1, len(uniques) + 1
 
 
 def _at(column: Any, rows: np.ndarray) -> np.ndarray:
     """The values at ``rows``, as an object array."""
-    return np.asarray(column[rows], dtype=object)
+    return np.asarray(values_at(column, rows), dtype=object)
 
 
 def _apply_to_distinct(rules: tuple[KindRule, ...], classes: np.ndarray, names: np.ndarray, default: np.ndarray,

@@ -22,7 +22,7 @@ def load_with_steps(path: str | Path) -> tuple[Timeline, Steps]:
     path = Path(path)
     reader = detect(path)
     timeline = reader.read(path)
-    if not len(timeline.events):
+    if not len(timeline.table):
         dropped = ", ".join(f"{reason} {count}" for reason, count in sorted(timeline.meta.dropped.items()))
         raise FormatError(f"{path}: no usable timed events ({timeline.meta.input_events} in the file"
                           + (f"; dropped: {dropped}" if dropped else "") + "); nothing to analyse — check the export")

@@ -13,24 +13,26 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from traceview import categories as cat
 from traceview import compiled
-from traceview.arrays import at_rows, column_codes, membership, rows_matching, unique_sorted
+from traceview.arrays import at_rows, column_codes, first_match, membership, rows_matching, unique_sorted
 from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
 from traceview.schema import DEVICE_KINDS, Kind, Timeline, TraceMeta, categorical_from_codes
+from traceview.table import Labels, Table
 
 
 def normalize(timeline: Timeline) -> Timeline:
     """Compute nesting and launchers, and record the kept counts per kind."""
-    events = timeline.events
+    events = timeline.table
     _nest(timeline)
     _launchers(events)
-    events["role"] = pd.Categorical.from_codes(assign_role_codes(events),
-                                               dtype=pd.CategoricalDtype(pd.Index(ROLE_VALUES, dtype=object)))
-    counts = events["kind"].value_counts()
-    timeline.meta.kept = {str(k): int(v) for k, v in counts.items() if v}
+    events["role"] = Labels(assign_role_codes(events), ROLE_VALUES)
+    kind = events["kind"]
+    counts = np.bincount(kind.codes[kind.codes >= 0], minlength=len(kind.categories))
+    # Most first (ties in the kinds' order), as they are shown.
+    order = sorted(range(len(counts)), key=lambda i: -counts[i])
+    timeline.meta.kept = {str(kind.categories[i]): int(counts[i]) for i in order if counts[i]}
     return timeline
 
 
@@ -57,15 +59,15 @@ def _nest(timeline: Timeline) -> None:
     """Depth and parent of every host event within its track (see :func:`nest_tracks`). A reader
     that had to nest to classify (XPlane) hands its nesting over, with its count of overlaps
     (:func:`record_overlaps`); it is not computed twice."""
-    events = timeline.events
-    host = events["device"].to_numpy() < 0
-    if host.any() and (events["depth"].to_numpy()[host] >= 0).all():
+    events = timeline.table
+    host = events["device"] < 0
+    if host.any() and (events["depth"][host] >= 0).all():
         timeline.meta.extra.setdefault(OVERLAPS_KEY, 0)
         return
-    ts = events["ts"].to_numpy()
-    end = ts + events["dur"].to_numpy()
-    python = membership(events["kind"].array)([Kind.PYTHON.value])
-    parent, depth, overlaps = nest_tracks(events["track"].cat.codes.to_numpy(), ts, end, host, loose=python)
+    ts = events["ts"]
+    end = ts + events["dur"]
+    python = membership(events["kind"])([Kind.PYTHON.value])
+    parent, depth, overlaps = nest_tracks(events["track"].codes, ts, end, host, loose=python)
     events["depth"] = depth.astype(np.int16)
     events["parent"] = parent
     record_overlaps(timeline.meta, overlaps)
@@ -217,13 +219,13 @@ def _nest_track_walk(ts: np.ndarray, end: np.ndarray, loose: np.ndarray | None) 
     return parent, depth, overlaps
 
 
-def nearest_ancestor(events: pd.DataFrame, rows: np.ndarray, wanted: np.ndarray, include_self: bool = True) -> np.ndarray:
+def nearest_ancestor(events: Table, rows: np.ndarray, wanted: np.ndarray, include_self: bool = True) -> np.ndarray:
     """For each of ``rows``, the nearest row up its parent chain (itself first when
     ``include_self``) for which the boolean mask ``wanted`` is set; -1 when none.
 
     One vectorized step per nesting level, so the cost is rows × depth in numpy, not in Python.
     """
-    parent = events["parent"].to_numpy()
+    parent = events["parent"]
     current = rows.copy() if include_self else parent[rows]
     result = np.full(len(rows), -1, dtype=np.int64)
     pending = current >= 0
@@ -238,28 +240,26 @@ def nearest_ancestor(events: pd.DataFrame, rows: np.ndarray, wanted: np.ndarray,
     return result
 
 
-def _launchers(events: pd.DataFrame) -> None:
+def _launchers(events: Table) -> None:
     """Name, for each device event, the innermost framework op around the host call that queued it."""
-    correlation = events["correlation"].to_numpy()
-    device_mask = membership(events["kind"].array)([k.value for k in DEVICE_KINDS]) & (correlation >= 0)
-    host_mask = (events["device"].to_numpy() < 0) & (correlation >= 0)
+    correlation = events["correlation"]
+    device_mask = membership(events["kind"])([k.value for k in DEVICE_KINDS]) & (correlation >= 0)
+    host_mask = (events["device"] < 0) & (correlation >= 0)
     if not device_mask.any() or not host_mask.any():
         return
     host_rows = np.flatnonzero(host_mask)
-    ops = nearest_ancestor(events, host_rows, membership(events["kind"].array)([Kind.HOST_OP.value]))
+    ops = nearest_ancestor(events, host_rows, membership(events["kind"])([Kind.HOST_OP.value]))
     # Names as codes throughout: no per-row string is made, and the column is rebuilt from codes.
-    names = events["name"].array
+    names = events["name"]
     name_codes = np.asarray(names.codes, dtype=np.int64)
     op_codes = np.where(ops >= 0, at_rows(name_codes, ops), -1)
-    by_correlation = pd.Series(op_codes, index=correlation[host_rows])
-    by_correlation = by_correlation[~by_correlation.index.duplicated(keep="first")]
     device_rows = np.flatnonzero(device_mask)
-    found = by_correlation.reindex(correlation[device_rows], fill_value=-1).to_numpy()
+    found = first_match(correlation[host_rows], op_codes, correlation[device_rows], -1)
     named = np.array([name != "" for name in names.categories] + [False], dtype=bool)  # code -1: no op
     has_name = named[found]
     # Readers may already know the launcher (XPlane tf_op / hlo_op stats on device events, or launch
     # calls on their own threads with no enclosing op): keep theirs where no enclosing op is found.
-    current = events["launcher"].array
+    current = events["launcher"]
     # Values: the current launchers, the op names, and None last, where a missing launcher stays missing.
     values = np.array(list(current.categories) + list(names.categories) + [None], dtype=object)
     codes = np.asarray(current.codes, dtype=np.int64)
@@ -268,58 +268,54 @@ def _launchers(events: pd.DataFrame) -> None:
     events["launcher"] = categorical_from_codes(codes, values)
 
 
-def launch_rows(events: pd.DataFrame) -> np.ndarray:
+def launch_rows(events: Table) -> np.ndarray:
     """For every row, the row of the host call with the same correlation id (device rows only); -1 else."""
-    correlation = events["correlation"].to_numpy()
-    is_host = events["device"].to_numpy() < 0
+    correlation = events["correlation"]
+    is_host = events["device"] < 0
     result = np.full(len(events), -1, dtype=np.int64)
     host_rows = np.flatnonzero(is_host & (correlation >= 0))
     dev_rows = np.flatnonzero(~is_host & (correlation >= 0))
     if not len(host_rows) or not len(dev_rows):
         return result
-    index = pd.Series(host_rows, index=correlation[host_rows])
-    index = index[~index.index.duplicated(keep="first")]
-    found = index.reindex(correlation[dev_rows]).to_numpy()
-    ok = ~pd.isna(found)
-    result[dev_rows[ok]] = found[ok].astype(np.int64)
+    result[dev_rows] = first_match(correlation[host_rows], host_rows, correlation[dev_rows], -1)
     return result
 
 
-def outermost_rows(events: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
+def outermost_rows(events: Table, mask: np.ndarray) -> np.ndarray:
     """The rows of ``mask`` that no other row of ``mask`` holds (none of their ancestors is in it)."""
     rows = np.flatnonzero(mask)
     return rows[nearest_ancestor(events, rows, mask, include_self=False) < 0]
 
 
-def rows_inside_another(events: pd.DataFrame, mask: np.ndarray) -> np.ndarray:
+def rows_inside_another(events: Table, mask: np.ndarray) -> np.ndarray:
     """The rows of ``mask`` held by a row of ``mask`` of another name (the nearest such holder's
     name differs: a profiler that records one call twice, nested, holds a row of its own name)."""
     rows = np.flatnonzero(mask)
     holder = nearest_ancestor(events, rows, mask, include_self=False)
-    name = events["name"].cat.codes.to_numpy()
+    name = events["name"].codes
     held = holder >= 0
     held[held] = name[holder[held]] != name[rows[held]]
     return rows[held]
 
 
-def top_level_ops(events: pd.DataFrame) -> np.ndarray:
+def top_level_ops(events: Table) -> np.ndarray:
     """Host ops whose parent is not itself a host op (ops called from Python, a step marker or an annotation)."""
-    is_op = membership(events["kind"].array)([Kind.HOST_OP.value])
-    parent = events["parent"].to_numpy()
+    is_op = membership(events["kind"])([Kind.HOST_OP.value])
+    parent = events["parent"]
     parent_is_op = at_rows(is_op, parent) & (parent >= 0)
-    return is_op & (events["device"].to_numpy() < 0) & ~parent_is_op
+    return is_op & (events["device"] < 0) & ~parent_is_op
 
 
-def dispatched_ops(events: pd.DataFrame) -> np.ndarray:
+def dispatched_ops(events: Table) -> np.ndarray:
     """The framework ops the host dispatched one at a time: :func:`top_level_ops`, with a call
     wrapper (roles ``call``, ``call_tracing``) that ran ops one at a time inside it, on its thread,
     replaced by them — a tf.function run op by op (``tf.config.run_functions_eagerly``), a
     TorchScript graph's aten ops. A wrapper opens when it holds two ops or more, or one that
     opens: a wrapper around one function run (a tf.function's call: its binding, then the
     function) stays one op."""
-    is_op = membership(events["kind"].array)([Kind.HOST_OP.value]) & (events["device"].to_numpy() < 0)
-    is_call = membership(events["role"].array)([Role.CALL.value, Role.CALL_TRACING.value])
-    parent = events["parent"].to_numpy()
+    is_op = membership(events["kind"])([Kind.HOST_OP.value]) & (events["device"] < 0)
+    is_call = membership(events["role"])([Role.CALL.value, Role.CALL_TRACING.value])
+    parent = events["parent"]
     child = np.flatnonzero(is_op & (parent >= 0) & at_rows(is_op, parent))  # ops right inside an op
     top = top_level_ops(events)
     held = np.bincount(parent[child], minlength=len(parent))
@@ -344,19 +340,19 @@ def dispatched_ops(events: pd.DataFrame) -> np.ndarray:
     return counted
 
 
-def compute_ops(events: pd.DataFrame) -> np.ndarray:
+def compute_ops(events: Table) -> np.ndarray:
     """Host events whose own time does math: roles ``compute`` and ``compiled_code``
     (:mod:`traceview.roles`; an allowlist, so a wrapper or an unknown event never is)."""
-    return (events["device"].to_numpy() < 0) & membership(events["role"].array)(MATH_ROLES)
+    return (events["device"] < 0) & membership(events["role"])(MATH_ROLES)
 
 
-def math_ops(events: pd.DataFrame) -> np.ndarray:
+def math_ops(events: Table) -> np.ndarray:
     """Compute ops (:func:`compute_ops`) less those whose own time is a wait for compiled work
     running on other threads — XLA's thunk executor waiting (``categories.XLA_PROGRAM_WAIT``), a
     sync inside compiled code (TF XLA's BlockUntilReady in CpuExecutable) — : the rows whose own
     time the per-op tables count as math, each moment once (the work waited for is counted on the
     threads that run it)."""
-    mask = compute_ops(events) & ~membership(events["kind"].array)([Kind.SYNC.value])
+    mask = compute_ops(events) & ~membership(events["kind"])([Kind.SYNC.value])
     return mask & ~rows_matching(events["name"], cat.XLA_PROGRAM_WAIT)
 
 
@@ -376,14 +372,17 @@ def _running_max_by_group(values: np.ndarray, first: np.ndarray) -> np.ndarray:
         # One accumulate over keys that put every group above the one before it.
         lifted = groups * span + (values - low)
         return np.maximum.accumulate(lifted) - groups * span + low
-    return pd.Series(values).groupby(groups).cummax().to_numpy()
+    out = values.copy()
+    for start, stop in zip(np.flatnonzero(first).tolist(), np.append(np.flatnonzero(first)[1:], len(values)).tolist()):
+        np.maximum.accumulate(out[start:stop], out=out[start:stop])  # (keys too wide to lift: group by group)
+    return out
 
 
 # Pieces of time: their starts, their ends, and the row each belongs to.
 Pieces = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> Pieces:
+def own_pieces(events: Table, rows_mask: np.ndarray) -> Pieces:
     """The parts of the selected rows' intervals not covered by their direct (host) children:
     where each row is the innermost event on its thread.
 
@@ -398,17 +397,17 @@ def own_pieces(events: pd.DataFrame, rows_mask: np.ndarray) -> Pieces:
     return own_pieces_cut(events, rows_mask)()
 
 
-def own_pieces_cut(events: pd.DataFrame, rows_mask: np.ndarray) -> Callable[[], Pieces]:
+def own_pieces_cut(events: Table, rows_mask: np.ndarray) -> Callable[[], Pieces]:
     """:func:`own_pieces` as a call to make later: the columns are taken out of the table now, so
     the call reads no table (another thread may make it while this one goes on: the compiled
     sweep lets go of the interpreter lock)."""
-    ts = events["ts"].to_numpy()
-    end = ts + events["dur"].to_numpy()
-    parent = events["parent"].to_numpy()
+    ts = events["ts"]
+    end = ts + events["dur"]
+    parent = events["parent"]
     index_type = np.int32 if len(ts) < 2**31 else np.int64
     if compiled.passes is not None and "track" in events.columns:
         return _own_pieces_compiled(events, ts, end, parent, rows_mask, index_type)
-    host = events["device"].to_numpy() < 0
+    host = events["device"] < 0
     return lambda: _own_pieces_by_arrays(host, ts, end, parent, rows_mask, index_type)
 
 
@@ -466,14 +465,14 @@ def _own_pieces_by_arrays(host: np.ndarray, ts: np.ndarray, end: np.ndarray, par
     return starts, ends, rows
 
 
-def _own_pieces_compiled(events: pd.DataFrame, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
+def _own_pieces_compiled(events: Table, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
                          rows_mask: np.ndarray, index_type: type) -> Callable[[], Pieces]:
     """own_pieces by the compiled sweep (traceview/_passes.c), to call: counted, then written;
     each track's pieces in time order where its events nest."""
-    track = events["track"].cat.codes.to_numpy().astype(np.int64) + 1  # (code -1, no track: a track of its own)
+    track = events["track"].codes.astype(np.int64) + 1  # (code -1, no track: a track of its own)
     columns = (np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64),
                np.ascontiguousarray(parent, dtype=np.int64), track,
-               (events["device"].to_numpy() < 0).view(np.uint8), np.ascontiguousarray(rows_mask, dtype=np.uint8),
+               (events["device"] < 0).view(np.uint8), np.ascontiguousarray(rows_mask, dtype=np.uint8),
                int(track.max()) + 1 if len(track) else 0)
     passes = compiled.passes
 
@@ -489,13 +488,13 @@ def _own_pieces_compiled(events: pd.DataFrame, ts: np.ndarray, end: np.ndarray, 
     return cut
 
 
-def self_time(events: pd.DataFrame, children: np.ndarray | None = None) -> np.ndarray:
+def self_time(events: Table, children: np.ndarray | None = None) -> np.ndarray:
     """Per row: duration minus the summed durations of its direct children (≥ 0) — the rows of
     the ``children`` mask, host ops by default."""
-    dur = events["dur"].to_numpy()
-    parent = events["parent"].to_numpy()
+    dur = events["dur"]
+    parent = events["parent"]
     if children is None:
-        children = membership(events["kind"].array)([Kind.HOST_OP.value])
+        children = membership(events["kind"])([Kind.HOST_OP.value])
     if compiled.passes is not None:  # (exact integer sums, one pass: traceview/_passes.c)
         own = np.empty(len(dur), dtype=np.int64)
         compiled.passes.own_time(np.ascontiguousarray(dur, dtype=np.int64),
@@ -507,16 +506,16 @@ def self_time(events: pd.DataFrame, children: np.ndarray | None = None) -> np.nd
     return np.maximum(dur - covered, 0)
 
 
-def compute_self_time(events: pd.DataFrame) -> np.ndarray:
+def compute_self_time(events: Table) -> np.ndarray:
     """Per row: its self time as math, less its op children, its Python children (the user's
     host callback run from inside an XLA thunk — ``jax.debug.print`` — is not the thunk's math)
     and its sync children (TF XLA's CpuExecutable waiting in a BlockUntilReady for the thunks its
     worker threads run: 7.2 of its 7.3 ms a step on the CNN sample read as its own math)."""
-    return self_time(events, membership(events["kind"].array)([Kind.HOST_OP.value, Kind.PYTHON.value,
+    return self_time(events, membership(events["kind"])([Kind.HOST_OP.value, Kind.PYTHON.value,
                                                                Kind.SYNC.value]))
 
 
-def op_name_codes(events: pd.DataFrame) -> tuple[np.ndarray, list[Any]]:
+def op_name_codes(events: Table) -> tuple[np.ndarray, list[Any]]:
     """Event names, with the framework op (XPlane ``fw_op``: tf_op / eager_op / hlo_op) where
     known, as codes into a list of values (-1: missing; two codes may hold the same text, a
     framework op named like an event): no per-row string is made."""
@@ -527,7 +526,7 @@ def op_name_codes(events: pd.DataFrame) -> tuple[np.ndarray, list[Any]]:
     known = np.array([value != "" for value in fw_values] + [False], dtype=bool)[fw_codes]  # (last: code -1)
     # Compiled code (an XLA executable) inherits the function's name as its framework op; it is
     # named after itself so that a call wrapper's name never labels math.
-    known &= ~membership(events["role"].array)([Role.COMPILED_CODE.value])
+    known &= ~membership(events["role"])([Role.COMPILED_CODE.value])
     codes = codes.astype(np.int32)
     named = np.where(codes >= 0, codes + len(fw_values), -1)
     return np.where(known, fw_codes, named), fw_values + values

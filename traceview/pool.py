@@ -27,13 +27,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pandas as pd
+import numpy as np
 
 from traceview.arrays import one_values_shared
 from traceview.errors import InputError, TraceviewError
 from traceview.heap import huge_page_advice_off
 from traceview.pandas_import import prepare_worker, pyarrow_withheld
 from traceview.schema import CATEGORY_LEVELS, Timeline
+from traceview.table import Labels
 
 T = TypeVar("T")
 
@@ -175,12 +176,13 @@ class ReleasedTimeline(Timeline):
 def release_events(diag: Any) -> Any:
     """The diagnosis without its event rows: what every report reads except the HTML step
     picture and the cross-framework op families."""
-    events = diag.timeline.events.iloc[:0].copy()
+    events = diag.timeline.table.take(np.zeros(0, dtype=np.int64))
     for column in events.columns:
         # Free-text dictionaries (names, tracks) would otherwise keep every string of the trace.
-        if isinstance(events[column].dtype, pd.CategoricalDtype) and column not in CATEGORY_LEVELS:
-            events[column] = events[column].cat.remove_unused_categories()
-    timeline = ReleasedTimeline(events=events, meta=diag.timeline.meta, device_present=diag.timeline.has_device)
+        if isinstance(events[column], Labels) and column not in CATEGORY_LEVELS:
+            events[column] = Labels(events[column].codes, [])
+    timeline = ReleasedTimeline(table=events, meta=diag.timeline.meta, memory=None,
+                                device_present=diag.timeline.has_device)
     return dataclasses.replace(diag, timeline=timeline)
 
 

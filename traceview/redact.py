@@ -22,9 +22,13 @@ several distinct hosts (users) are numbered in the order given: ``<host-1>``, ``
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import PurePath
 from typing import Any
+
+import numpy as np
+
+from traceview.table import Labels, Table
 
 PATH_PLACEHOLDER = "<path>"
 HOST_PLACEHOLDER = "host"
@@ -195,22 +199,32 @@ def redact_diagnoses(diagnoses: list[Any]) -> list[Any]:
             host_name=host_field(diag.timeline.meta.host_name, secrets) if diag.timeline.meta.host_name else "",
             notes=[text(n) for n in diag.timeline.meta.notes],
         )
-        events = diag.timeline.events.copy()
+        events = diag.timeline.table.copy()
         for column in ("name", "track", "launcher"):
-            events[column] = events[column].cat.rename_categories(
-                _unique_renames([text(c) for c in events[column].cat.categories]))
-        timeline = dataclasses.replace(diag.timeline, events=events, meta=meta)
+            labels = events[column]
+            events[column] = Labels(labels.codes, _unique_renames([text(c) for c in labels.categories.tolist()]))
+        timeline = dataclasses.replace(diag.timeline, table=events, meta=meta)
         steps = dataclasses.replace(diag.steps, rule_detail=text(diag.steps.rule_detail))
         clone = dataclasses.replace(
             diag, timeline=timeline, steps=steps,
-            kernels=diag.kernels.assign(name=[text(n) for n in diag.kernels["name"]]) if len(diag.kernels) else diag.kernels,
-            ops=diag.ops.assign(name=[text(n) for n in diag.ops["name"]]) if len(diag.ops) else diag.ops,
+            kernels=_renamed(diag.kernels, text), ops=_renamed(diag.ops, text),
             # A finding's sentence is phrased from its evidence: the names in it (the top kernel) go.
             findings=tuple(dataclasses.replace(f, evidence={k: text(v) if isinstance(v, str) else v
                                                             for k, v in f.evidence.items()})
                            for f in diag.findings),
             quality=dataclasses.replace(diag.quality, notes=tuple(text(n) for n in diag.quality.notes)))
         out.append(clone)
+    return out
+
+
+def _renamed(table: Table, text: Callable[[str], str]) -> Table:
+    """A top table with its names redacted."""
+    if not len(table):
+        return table
+    out = table.copy()
+    names = np.empty(len(table), dtype=object)
+    names[:] = [text(n) for n in table["name"].tolist()]
+    out["name"] = names
     return out
 
 

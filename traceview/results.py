@@ -8,11 +8,14 @@ modules to know a shape. Results hold numbers; the sentences that read them are 
 The top-level results are :class:`Diagnosis` (one trace), :class:`FolderDiagnosis` (every trace
 of a folder, with the comparisons and multi-rank sections the folder gets) and
 :class:`Comparison` (two traces). Each has a one-line ``repr`` and ``to_dict()``: the JSON
-document ``--format json`` writes (keys in docs/json.md). Tables are pandas DataFrames.
+document ``--format json`` writes (keys in docs/json.md). The tables of one trace's diagnosis are
+:class:`~traceview.table.Table` objects (named numpy columns; ``.to_pandas()`` gives a DataFrame),
+so that a diagnosis needs no pandas; those of comparisons and multi-rank summaries are pandas
+DataFrames.
 
 The dataclasses are frozen: a field cannot be reassigned (use :func:`dataclasses.replace`). The
-DataFrames inside are not copied on access — treat them as read-only. Results holding tables
-compare by identity (``eq=False``): two DataFrames have no single truth value.
+tables inside are not copied on access — treat them as read-only. Results holding tables
+compare by identity (``eq=False``): two tables have no single truth value.
 """
 
 from __future__ import annotations
@@ -22,14 +25,17 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
-import pandas as pd
 
 from traceview.renderers.phrasing import BUCKET_LABEL, finding_summary, fmt_ratio
 from traceview.renderers.units import fmt_ns, fmt_pct, trace_label
 from traceview.schema import Timeline
+from traceview.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 REPORT_VERSION = "1"
 
@@ -61,8 +67,10 @@ def shown_buckets(has_communication: bool) -> tuple[str, ...]:
     return BUCKETS if has_communication else tuple(b for b in BUCKETS if b != "communication")
 
 
-def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def records(frame: pd.DataFrame | Table) -> list[dict[str, Any]]:
     """A table's rows as JSON-ready dicts (numpy scalars as Python numbers)."""
+    if isinstance(frame, Table):
+        return frame.records()
     out = []
     for row in frame.to_dict(orient="records"):
         out.append({k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()})
@@ -82,7 +90,7 @@ _COMPARED_STEPS = 4
 class Steps:
     """The steps found in a trace: one row per step, ordered by start."""
 
-    table: pd.DataFrame  # columns: number, name, start, end, host_end, duration, cold, graph_build_events
+    table: Table  # columns: number, name, start, end, host_end, duration, cold, graph_build_events
     rule: str  # "markers", "repeated-top-level", "optimizer-updates", "repeated-sequence" or "whole-trace"
     rule_detail: str  # human sentence: which events, which track
     driver_track: str = ""  # the host track that drives the steps (markers / the user's loop)
@@ -97,15 +105,15 @@ class Steps:
     batches_per_step: int = 1
 
     @property
-    def steady(self) -> pd.DataFrame:
+    def steady(self) -> Table:
         """The rows of the steady-state steps."""
-        return self.table.iloc[self.steady_positions]
+        return self.table.take(self.steady_positions)
 
     @property
     def steady_positions(self) -> np.ndarray:
         """Positions of the steady-state steps: neither cold nor partial; every complete step when
         all of those are cold, every step when all are partial."""
-        cold = self.table["cold"].to_numpy()
+        cold = self.table["cold"]
         complete = np.ones(len(cold), dtype=bool)
         complete[list(self.partial)] = False
         for candidates in (~cold & complete, complete):
@@ -114,9 +122,9 @@ class Steps:
                 return idx
         return np.arange(len(cold))
 
-    def in_steady(self, events: pd.DataFrame) -> np.ndarray:
+    def in_steady(self, events: Table) -> np.ndarray:
         """Per event: whether it belongs to a steady-state step."""
-        step = events["step"].to_numpy()
+        step = events["step"]
         n_steps = len(self.table)
         left_out = np.setdiff1d(np.arange(n_steps), self.steady_positions)
         if len(left_out) <= _COMPARED_STEPS:
@@ -131,9 +139,9 @@ class Steps:
         return table[step]
 
     @property
-    def cold(self) -> pd.DataFrame:
+    def cold(self) -> Table:
         """The rows of the cold steps (tracing, compilation, warm-up)."""
-        return self.table[self.table["cold"]]
+        return self.table.take(self.table["cold"])
 
     def __repr__(self) -> str:
         cold = int(self.table["cold"].sum()) if len(self.table) else 0
@@ -151,8 +159,8 @@ class AttributionOptions:
 class Attribution:
     """Per-step time in each bucket (ns), plus sub-bucket details."""
 
-    per_step: pd.DataFrame  # index: step position; columns: BUCKETS + "total"
-    details: pd.DataFrame  # index: step position; columns like "memcpy.H2D", "launch_overhead.inferred"
+    per_step: Table  # a row per step position; columns: BUCKETS + "total"
+    details: Table  # a row per step position; columns like "memcpy.H2D", "launch_overhead.inferred"
     mode: str  # "device" or "cpu"
     options: AttributionOptions = field(default_factory=AttributionOptions)  # the rules' knobs used
     gap_threshold_ns: int = 0  # the inferred-gap threshold used
@@ -214,7 +222,7 @@ class LaunchStats:
 class CommOverlap:
     """Communication kernel time per step, and the part compute kernels overlap."""
 
-    per_step: pd.DataFrame  # index: step position; comm_ns, overlapped_ns, exposed_ns, collectives, overlap_share
+    per_step: Table  # a row per step position: comm_ns, overlapped_ns, exposed_ns, collectives, overlap_share
     trace_comm_ns: int  # whole trace (HTA's scope)
     trace_overlapped_ns: int  # the part compute kernels overlap
 
@@ -225,7 +233,7 @@ class CommOverlap:
 
     def steady(self, positions: np.ndarray) -> dict[str, float]:
         """Means per step over ``positions`` (the steady steps); the share is of the summed times."""
-        rows = self.per_step.iloc[positions]
+        rows = self.per_step.take(positions)
         comm = float(rows["comm_ns"].sum())
         n = max(len(rows), 1)
         return {"comm_ns": comm / n, "overlapped_ns": float(rows["overlapped_ns"].sum()) / n,
@@ -237,7 +245,7 @@ class CommOverlap:
         return {
             "steady": self.steady(positions),
             "per_step": [{k: (float(v) if k == "overlap_share" else int(v)) for k, v in row.items()}
-                         for row in self.per_step.to_dict(orient="records")],
+                         for row in self.per_step.records()],
             "trace": {"comm_ns": self.trace_comm_ns, "overlapped_ns": self.trace_overlapped_ns,
                       "overlap_share": self.trace_overlap_share},
         }
@@ -251,8 +259,8 @@ class CommOverlap:
 class MemoryUse:
     """Allocator samples summed per step and per op (only for traces with allocator samples)."""
 
-    steps: pd.DataFrame  # step (position), number, device, peak_allocated, allocated, freed, samples
-    ops: pd.DataFrame  # op, device, allocations, bytes (steady steps), bytes per step; largest first
+    steps: Table  # step (position), number, device, peak_allocated, allocated, freed, samples
+    ops: Table  # op, device, allocations, bytes (steady steps), bytes per step; largest first
     steady_peak: int  # the largest steady-step peak over all devices, bytes
     samples: int  # allocator samples in the trace
 
@@ -261,8 +269,8 @@ class MemoryUse:
         return {
             "samples": self.samples,
             "steady_peak_bytes": self.steady_peak,
-            "steps": self.steps.to_dict(orient="records"),
-            "ops": self.ops.to_dict(orient="records"),
+            "steps": self.steps.records(),
+            "ops": self.ops.records(),
         }
 
     def __repr__(self) -> str:
@@ -397,10 +405,10 @@ class Diagnosis:
     timeline: Timeline  # the normalized events (docs/schema.md) and the trace's metadata
     steps: Steps  # which rule found the steps; one row per step
     attribution: Attribution  # ns of each cause in each step
-    kernels: pd.DataFrame  # top kernels (CPU traces: compute ops): name, count_per_step, time_per_step_ns, mean_ns, share
-    ops: pd.DataFrame  # top-level framework ops, the same columns
+    kernels: Table  # top kernels (CPU traces: compute ops): name, count_per_step, time_per_step_ns, mean_ns, share
+    ops: Table  # top-level framework ops, the same columns
     launch: LaunchStats  # framework ops and kernel launches per steady step
-    device: pd.DataFrame  # per device: busy / idle / compute time over the whole trace
+    device: Table  # per device: busy / idle / compute time over the whole trace
     findings: tuple[Finding, ...] = ()  # ranked: the largest cause first (docs/findings.md)
     communication: CommOverlap | None = None  # None: the trace runs no collective-communication kernel
     quality: Quality = field(default_factory=Quality)  # what makes the numbers less trustworthy
@@ -427,7 +435,7 @@ class Diagnosis:
     @property
     def steady_step_ns(self) -> float:
         """Median duration of the steady-state steps (robust to one slow outlier)."""
-        durations = self.steps.table["duration"].to_numpy()[self.steady_positions]
+        durations = self.steps.table["duration"][self.steady_positions]
         return float(np.median(durations)) if len(durations) else 0.0
 
     @property
@@ -445,21 +453,21 @@ class Diagnosis:
     def steady_attribution(self) -> dict[str, float]:
         """Mean ns per shown bucket over the steady steps (sums to the mean steady step time: a
         bucket not shown has no time)."""
-        rows = self.attribution.per_step.iloc[self.steady_positions]
+        rows = self.attribution.per_step.take(self.steady_positions)
         return {b: float(rows[b].mean()) if len(rows) else 0.0 for b in self.buckets}
 
     def steady_details(self) -> dict[str, float]:
         """Mean ns per sub-bucket (``memcpy.H2D``, ``launch_overhead.inferred`` …) over the steady steps."""
-        rows = self.attribution.details.iloc[self.steady_positions] if len(self.attribution.details.columns) else None
+        rows = self.attribution.details.take(self.steady_positions) if len(self.attribution.details.columns) else None
         if rows is None or not len(rows):
             return {}
         return {c: float(rows[c].mean()) for c in sorted(rows.columns) if rows[c].any()}
 
     def per_step(self) -> pd.DataFrame:
         """One row per step: number, name, start and duration (ns), cold, and the ns of each shown bucket."""
-        table = self.steps.table
-        frame = table[["number", "name", "start", "duration", "cold"]].reset_index(drop=True)
-        return pd.concat([frame, self.attribution.per_step[list(self.buckets)].reset_index(drop=True)], axis=1)
+        table, per = self.steps.table, self.attribution.per_step
+        return Table({**{c: table[c] for c in ("number", "name", "start", "duration", "cold")},
+                      **{b: per[b] for b in self.buckets}}, len(table)).to_pandas()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report of ``traceview diagnose TRACE --format json`` (docs/json.md)."""
@@ -468,10 +476,7 @@ class Diagnosis:
         per = self.attribution.per_step
         steady = self.steady_attribution()
         mean_steady = sum(steady.values())
-        # Each bucket's column read once (the steps are the rows 0 … n-1 of per_step): a scalar
-        # lookup per step and bucket costs pandas' indexing machinery 30 µs each.
-        rows = per.loc[pd.RangeIndex(len(table)), list(self.buckets)]
-        bucket_ns = {b: rows[b].tolist() for b in self.buckets}
+        bucket_ns = {b: per[b].tolist() for b in self.buckets}
         return {
             "report_version": REPORT_VERSION,
             "schema_version": meta.schema_version,
@@ -492,21 +497,21 @@ class Diagnosis:
                 "rule": self.steps.rule,
                 "detail": self.steps.rule_detail,
                 "count": int(len(table)),
-                "cold": [int(n) for n in table.loc[table["cold"], "number"]],
-                "partial": [int(table["number"].iloc[p]) for p in self.steps.partial],
+                "cold": [int(n) for n in table["number"][table["cold"]]],
+                "partial": [int(table["number"][p]) for p in self.steps.partial],
                 "batches_per_step": self.steps.batches_per_step,
                 "steady": int(len(self.steady_positions)),
                 "table": [
                     {
-                        "number": int(r.number),
-                        "name": str(r.name),
-                        "start_ns": int(r.start),
-                        "duration_ns": int(r.duration),
-                        "cold": bool(r.cold),
-                        "graph_build_events": int(r.graph_build_events),
+                        "number": int(r["number"]),
+                        "name": str(r["name"]),
+                        "start_ns": int(r["start"]),
+                        "duration_ns": int(r["duration"]),
+                        "cold": bool(r["cold"]),
+                        "graph_build_events": int(r["graph_build_events"]),
                         "buckets_ns": {b: int(bucket_ns[b][i]) for b in self.buckets},
                     }
-                    for i, r in enumerate(table.itertuples(index=False))
+                    for i, r in enumerate(table.records())
                 ],
             },
             "steady_state": {

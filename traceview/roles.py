@@ -57,11 +57,12 @@ from typing import Any
 from enum import Enum
 
 import numpy as np
-import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import Nesting, at_rows, codes_matching, column_combinations, membership, unique_sorted
+from traceview.arrays import (Nesting, at_rows, codes_matching, column_codes, column_combinations, membership,
+                              unique_sorted)
 from traceview.schema import Kind
+from traceview.table import Table
 
 
 class Role(str, Enum):
@@ -377,12 +378,12 @@ def _role_codes(*roles: Role) -> np.ndarray:
     return np.array([_ROLE_CODE[r.value] for r in roles], dtype=np.int8)
 
 
-def assign_roles(events: pd.DataFrame) -> np.ndarray:
+def assign_roles(events: Table) -> np.ndarray:
     """The role of every row (object array of :class:`Role` values), rules then nesting."""
     return np.array(ROLE_VALUES, dtype=object)[assign_role_codes(events)]
 
 
-def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
+def assign_role_codes(events: Table) -> np.ndarray:
     """The role of every row as an index into :data:`ROLE_VALUES` (int8)."""
     kind_codes, kind_values = _category(events, "kind")
     name_codes, name_values = _category(events, "name")
@@ -400,24 +401,24 @@ def assign_role_codes(events: pd.DataFrame) -> np.ndarray:
                                  launcher_at, launcher_values, hlo_at, hlo_values)
     role = by_combination[combination]
     del combination
-    kind_in = membership(events["kind"].array)
+    kind_in = membership(events["kind"])
     tracing = np.array([v.startswith("traced") for v in call_values] + [False], dtype=bool)[call_codes]
     if "elements" in events.columns:
         # Shapes recorded (torch record_shapes): an op on a tiny input does next to no math; its own
         # time is the per-call cost of the framework.
-        elements = events["elements"].to_numpy()
+        elements = events["elements"]
         tiny = (role == _ROLE_CODE[Role.COMPUTE.value]) & (elements >= 0) & (elements <= TINY_OP_ELEMENTS)
         role[tiny] = _ROLE_CODE[Role.DISPATCH.value]
     api = kind_in([Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
-    role[api & (events["dur"].to_numpy() >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
+    role[api & (events["dur"] >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
     xla_compile = _lookup(XLA_COMPILE_OP, name_values, name_codes)
     if xla_compile.any():
         # A cluster's compile op that returns this fast found its executable in XLA's cache.
-        role[xla_compile & (events["dur"].to_numpy() < XLA_CACHE_HIT_NS)] = _ROLE_CODE[Role.DISPATCH.value]
+        role[xla_compile & (events["dur"] < XLA_CACHE_HIT_NS)] = _ROLE_CODE[Role.DISPATCH.value]
     python = kind_in([Kind.PYTHON.value])
     host_op = kind_in([Kind.HOST_OP.value])
     # The nesting, for both rules that walk it from the top.
-    nesting = Nesting(events["parent"].to_numpy(), events["depth"].to_numpy())
+    nesting = Nesting(events["parent"], events["depth"])
     role = _python_functions(role, name_values, name_codes, host_op)
     role = _framework_files_by_api_calls(role, name_values, name_codes, python, nesting)
     role = _nesting(role, name_values, name_codes, tracing, python, host_op, nesting)
@@ -551,7 +552,7 @@ def _python_functions(role: np.ndarray, name_values: list[str], name_codes: np.n
     return role
 
 
-def _loose_thunks(events: pd.DataFrame, role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
+def _loose_thunks(events: Table, role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
                   host_op: np.ndarray) -> np.ndarray:
     """XLA thunks at the top of a worker thread are compute too.
 
@@ -564,12 +565,12 @@ def _loose_thunks(events: pd.DataFrame, role: np.ndarray, name_values: list[str]
     if not len(role) or "track" not in events.columns:
         return role
     code = _ROLE_CODE
-    depth = events["depth"].to_numpy()
+    depth = events["depth"]
     executions = (role == code[Role.COMPILED_CODE.value]) & _lookup(cat.XLA_MODULE_EXECUTION, name_values, name_codes)
     executions &= depth == 0  # at the top of its thread: the thread is there to run programs
     if not executions.any():
         return role
-    track = events["track"].cat.codes.to_numpy()  # (a category column, like the nesting that reads it)
+    track = events["track"].codes  # (a category column, like the nesting that reads it)
     worker = np.zeros(int(track.max()) + 1, dtype=bool)
     worker[track[executions]] = True
     loose = (depth == 0) & host_op & worker[track] & (role == code[Role.DISPATCH.value])
@@ -590,7 +591,7 @@ def _host_callbacks(role: np.ndarray, name_values: list[str], name_codes: np.nda
     return role
 
 
-def anomaly_detection_rows(events: pd.DataFrame, name_values: list[str] | None = None,
+def anomaly_detection_rows(events: Table, name_values: list[str] | None = None,
                            name_codes: np.ndarray | None = None,
                            role: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The work torch's autograd anomaly detection adds, as the rows that begin it (each with its
@@ -606,9 +607,9 @@ def anomaly_detection_rows(events: pd.DataFrame, name_values: list[str] | None =
     stack = _lookup(cat.TORCH_ANOMALY_STACK, name_values, name_codes)
     if not (check.any() or stack.any()):
         return check, stack
-    kind_in = membership(events["kind"].array)
+    kind_in = membership(events["kind"])
     host_op = kind_in([Kind.HOST_OP.value])
-    parent = events["parent"].to_numpy()
+    parent = events["parent"]
     has_parent = parent >= 0
     up = np.where(has_parent, parent, 0)
     check &= host_op & has_parent
@@ -623,7 +624,7 @@ def anomaly_detection_rows(events: pd.DataFrame, name_values: list[str] | None =
     if stack.any():
         stack &= (host_op & _lookup(cat.TORCH_ATEN_OP, name_values, name_codes))[up]
         stack &= ~(np.isin(role, _BUILDING_ROLE_CODES) if role is not None else
-                   membership(events["role"].array)([Role.COMPILE.value, Role.GRAPH_BUILD.value]))
+                   membership(events["role"])([Role.COMPILE.value, Role.GRAPH_BUILD.value]))
     return check, stack
 
 
@@ -673,13 +674,11 @@ def _anomaly_detection(role: np.ndarray, rows: tuple[np.ndarray, np.ndarray], ne
     return role
 
 
-def _category(events: pd.DataFrame, column: str) -> tuple[np.ndarray, list[str]]:
+def _category(events: Table, column: str) -> tuple[np.ndarray, list[str]]:
     if column not in events.columns:
         return np.full(len(events), -1, dtype=np.int64), []
-    col = events[column]
-    if not isinstance(col.dtype, pd.CategoricalDtype):
-        col = col.astype(str).astype("category")
-    return col.cat.codes.to_numpy(), ["" if pd.isna(c) else str(c) for c in col.cat.categories]
+    codes, values = column_codes(events[column])
+    return codes, ["" if c is None or c != c else str(c) for c in values]
 
 
 def _lookup(pattern: re.Pattern[str], values: list[str], codes: np.ndarray) -> np.ndarray:

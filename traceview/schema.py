@@ -17,12 +17,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from itertools import chain, repeat
+from typing import TYPE_CHECKING, Any
+
 
 import numpy as np
-import pandas as pd
 
-from traceview.arrays import is_one_value, one_value, one_values_shared, order_by_start_then_longest
+from traceview.arrays import (as_labels, codes_matching, factorize, is_one_value, one_value, one_values_shared,
+                              order_by_start_then_longest)
+from traceview.table import Labels, Table, code_type
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # 1.1: role column; XPlane fn_call, Kineto elements. 1.2: role device_communication (collective kernels
 # were device_kernel before: a filter on device_kernel no longer sees them). 1.3: memory table columns
@@ -162,27 +168,71 @@ class TraceMeta:
             self.dropped[reason] = self.dropped.get(reason, 0) + int(count)
 
 
-@dataclass
+@dataclass(init=False, eq=False)
 class Timeline:
-    """A normalized trace: the event table plus its metadata."""
+    """A normalized trace: the event table plus its metadata.
 
-    events: pd.DataFrame
+    The table (:attr:`table`, column arrays: traceview/table.py) is what every analysis reads;
+    :attr:`events` is the same table as a pandas DataFrame, built when first asked for (and again
+    after the table changes), sharing the table's arrays. Changing a column goes through the
+    table: the DataFrame is a view of it for reading."""
+
+    table: Table
     meta: TraceMeta
-    memory: pd.DataFrame | None = None  # allocator samples (MEMORY_COLUMNS) when the profiler recorded them
+    memory: Table | None
+
+    def __init__(self, events: Table | pd.DataFrame | None = None, meta: TraceMeta | None = None,
+                 memory: Table | None = None, *, table: Table | None = None) -> None:
+        """``events`` (or ``table``): the event table, a Table or a pandas DataFrame of its columns."""
+        events = table if table is not None else events
+        if events is None or meta is None:
+            raise TypeError("Timeline needs an event table and its TraceMeta")
+        self.table = events if isinstance(events, Table) else event_table(events)
+        self.meta = meta
+        self.memory = memory  # allocator samples (MEMORY_COLUMNS) when the profiler recorded them
+        self._frame: tuple[int, pd.DataFrame] | None = None  # (the table's version it shows, the frame)
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """The event table as a pandas DataFrame (columns :data:`COLUMNS` and the reader's own)."""
+        frame = getattr(self, "_frame", None)  # (a subclass's generated __init__ sets none)
+        if frame is None or frame[0] != self.table.version:
+            self._frame = (self.table.version, self.table.to_pandas())
+        return self._frame[1]
 
     @property
     def has_device(self) -> bool:
-        device = self.events["device"].to_numpy()
+        device = self.table["device"]
         if is_one_value(device):  # (a host-only trace's -1 on every row, held once: no pass over it)
             return bool(device[0] >= 0)
         return bool((device >= 0).any())
 
     def of_kind(self, *kinds: Kind) -> pd.DataFrame:
-        mask = self.events["kind"].isin([k.value for k in kinds])
-        return self.events[mask]
+        """The rows of these kinds, as a pandas DataFrame."""
+        rows = np.flatnonzero(self.kind_mask(*kinds))
+        return self.events.iloc[rows]
+
+    def kind_mask(self, *kinds: Kind) -> np.ndarray:
+        """Per row: whether its kind is one of ``kinds``."""
+        labels: Labels = self.table["kind"]
+        hit = np.isin(labels.categories, [k.value for k in kinds])
+        return codes_matching(labels.codes, hit)
+
+    def __repr__(self) -> str:
+        return f"Timeline({self.meta.source!r}, {len(self.table)} events)"
 
 
-def memory_frame(**columns: Any) -> pd.DataFrame:
+def event_table(frame: pd.DataFrame) -> Table:
+    """A DataFrame of event columns as the event table: its string columns of the schema (and
+    ``role``) as Labels, whether or not the frame held them as categoricals."""
+    table = Table.from_pandas(frame)
+    for name in (*(c for c, dtype in COLUMNS.items() if dtype == "category"), "role"):
+        if name in table and not isinstance(table[name], Labels):
+            table[name] = categorical(table[name], CATEGORY_LEVELS.get(name))
+    return table
+
+
+def memory_frame(**columns: Any) -> Table:
     """The memory table from its columns (:data:`MEMORY_COLUMNS`; ``nbytes`` for ``bytes``; those of
     :data:`MEMORY_DEFAULTS` optional), sorted by ts (stably: samples at one ts keep the reader's order)."""
     columns["bytes"] = columns.pop("nbytes")
@@ -190,14 +240,16 @@ def memory_frame(**columns: Any) -> pd.DataFrame:
     for name, default in MEMORY_DEFAULTS.items():
         if name not in columns:
             columns[name] = np.full(n, default, dtype=object)
-    data = {name: (columns[name] if dtype == "category" and isinstance(columns[name], pd.Categorical)
-                   else np.asarray(columns[name], dtype=object if dtype == "category" else dtype))
-            for name, dtype in MEMORY_COLUMNS.items()}
+    data: dict[str, Any] = {}
     for name, dtype in MEMORY_COLUMNS.items():
-        if dtype == "category" and not isinstance(data[name], pd.Categorical):
-            data[name] = categorical(data[name])
+        if dtype == "category":
+            labels = as_labels(columns[name])
+            data[name] = labels if labels is not None else categorical(np.asarray(columns[name], dtype=object))
+        else:
+            data[name] = np.asarray(columns[name], dtype=dtype)
     order = np.argsort(data["ts"], kind="stable")
-    return pd.DataFrame({name: value[order] for name, value in data.items()})
+    return Table({name: value.take(order) if isinstance(value, Labels) else value[order]
+                  for name, value in data.items()}, len(order))
 
 
 def empty_events() -> pd.DataFrame:
@@ -205,18 +257,24 @@ def empty_events() -> pd.DataFrame:
     return build_events({})
 
 
+def empty_table() -> Table:
+    """A zero-row event table with the schema's columns and dtypes."""
+    return build_table({})
+
+
 # Integer columns that often hold one value on every row (a host-only trace's device, stream,
 # correlation and bytes; one thread's pid and tid): held once (arrays.one_value).
 _OFTEN_ONE_VALUE = frozenset({"pid", "tid", "device", "stream", "correlation", "bytes"})
 
 
-def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -> pd.DataFrame:
+def build_table(columns: dict[str, Any], extra: dict[str, Any] | None = None) -> Table:
     """Assemble an event table from column arrays; missing columns get their default.
 
-    Readers call this once with whole columns (numpy arrays, lists, or ``pd.Categorical`` for
-    category columns; the ``columns`` dict is emptied, its arrays taken over); it applies dtypes, sorts rows by (ts, -dur) — stably, so ties keep the
-    reader's order — and resets the index so row position == index. ``extra`` columns (reader
-    specific, same length) are appended after the schema's, in the same row order.
+    Readers call this once with whole columns (numpy arrays, lists, or :class:`Labels` for
+    category columns; the ``columns`` dict is emptied, its arrays taken over); it applies dtypes,
+    sorts rows by (ts, -dur) — stably, so ties keep the reader's order — so that a parent comes
+    before its children. ``extra`` columns (reader specific, same length) are appended after the
+    schema's, in the same row order.
     """
     n = 0
     for value in columns.values():
@@ -245,11 +303,15 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
         value = columns.get(col)
         if value is None:
             default = defaults[col]
-            value = np.full(n, default, dtype=object) if dtype == "category" else one_value(default, n, dtype)
+            value = Labels(np.zeros(n, dtype=np.int8), [default]) if dtype == "category" \
+                else one_value(default, n, dtype)
         if dtype == "category":
             levels = CATEGORY_LEVELS.get(col)
-            if isinstance(value, pd.Categorical) and (levels is None or value.dtype == level_dtype(col)):
-                data[col] = value
+            labels = as_labels(value)
+            if labels is not None and (levels is None or tuple(labels.categories.tolist()) == levels):
+                data[col] = labels
+            elif labels is not None:
+                data[col] = _on_levels(levels, labels.categories, labels.codes)
             else:
                 data[col] = categorical(value, levels)
         elif is_one_value(value):
@@ -260,56 +322,50 @@ def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -
                     and data[col].min() == data[col].max()):
                 data[col] = one_value(data[col][0], n, dtype)  # (the full array is let go)
     for col, value in (extra or {}).items():
-        data[col] = value if isinstance(value, pd.Categorical) else np.asarray(value)
+        labels = as_labels(value)
+        data[col] = labels if labels is not None else np.asarray(value)
     columns.clear()  # the caller's references go: each column below is held once, then sorted
     order = order_by_start_then_longest(data["ts"], data["dur"])
     if order is not None:
         for col in list(data):  # one column at a time, each unsorted one let go when replaced
-            if not is_one_value(data[col]):  # (one value is the same in any order)
-                data[col] = data[col][order]
-    # copy=False: the columns stay separate arrays; consolidating them into one 2-D block copies
-    # every integer column (a second or more on a gigabyte trace) for nothing.
-    return pd.DataFrame(data, copy=False)
+            value = data[col]
+            if isinstance(value, Labels):
+                data[col] = value.take(order)
+            elif not is_one_value(value):  # (one value is the same in any order)
+                data[col] = value[order]
+    return Table(data, n)
 
 
-def categorical(values: Any, categories: Any = None) -> pd.Categorical:
-    """A category column whose categories are plain Python strings (object dtype), sorted.
-
-    pandas ≥ 3 would infer its own string dtype for the categories, backed by pyarrow when that is
-    installed; every ``to_numpy()`` of the column would then convert millions of values. Object
-    categories keep the conversion a take from an object array whatever is installed.
-    ``categories`` fixes the levels (values outside them become NaN, as with ``pd.Categorical``).
-    """
-    if categories is None:
-        codes, uniques = pd.factorize(np.asarray(values, dtype=object), sort=True)
-        return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(pd.Index(uniques, dtype=object)))
-    # Codes through a hash of the values, not pd.Categorical(values, ...): that would first convert
-    # the values to pandas' string dtype.
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    return _on_levels(list(categories), uniques, codes)
+def build_events(columns: dict[str, Any], extra: dict[str, Any] | None = None) -> pd.DataFrame:
+    """:func:`build_table` as a pandas DataFrame (for programs and tests that build a table by hand)."""
+    return build_table(columns, extra).to_pandas()
 
 
-def level_dtype(column: str) -> pd.CategoricalDtype:
-    """The dtype of a column with fixed levels (``kind``, ``copy_kind``): its levels, in order."""
-    return pd.CategoricalDtype(pd.Index(CATEGORY_LEVELS[column], dtype=object))
+def categorical(values: Any, categories: Any = None) -> Labels:
+    """A category column whose categories are plain Python strings (object dtype), sorted, or
+    ``categories`` in their order (values outside them become missing)."""
+    codes, uniques = factorize(np.asarray(values, dtype=object) if not isinstance(values, np.ndarray)
+                               else values.astype(object, copy=False))
+    return _on_levels(sorted(uniques.tolist()) if categories is None else list(categories), uniques, codes)
 
 
-def leveled(column: str, values_first: Any, codes: np.ndarray) -> pd.Categorical:
+def leveled(column: str, values_first: Any, codes: np.ndarray) -> Labels:
     """A fixed-level column from the values of distinct keys (``values_first``) and each row's key
     code: the levels are looked up once per key, not once per row."""
     return _on_levels(CATEGORY_LEVELS[column], values_first, codes)
 
 
-def _on_levels(levels: Any, values_first: Any, codes: np.ndarray) -> pd.Categorical:
-    """Rows given as codes into ``values_first`` (-1: missing), as a categorical on ``levels``;
-    a value outside the levels becomes missing."""
-    position = {level: i for i, level in enumerate(levels)}
-    table = np.array([position.get(v, -1) for v in values_first] + [-1], dtype=np.int64)
-    return pd.Categorical.from_codes(table[codes] if len(codes) else np.asarray(codes, dtype=np.int64),
-                                     dtype=pd.CategoricalDtype(pd.Index(list(levels), dtype=object)))
+def _on_levels(levels: Any, values_first: Any, codes: np.ndarray) -> Labels:
+    """Rows given as codes into ``values_first`` (-1: missing), as labels on ``levels``; a value
+    outside the levels becomes missing."""
+    levels = list(levels)
+    position = dict(zip(levels, range(len(levels))))
+    table = np.fromiter(chain(map(position.get, values_first, repeat(-1)), (-1,)), dtype=code_type(len(levels)),
+                        count=len(values_first) + 1)
+    return Labels(table[codes] if len(codes) else np.zeros(0, dtype=code_type(len(levels))), levels)
 
 
-def categorical_from_codes(codes: np.ndarray, values: Any) -> pd.Categorical:
+def categorical_from_codes(codes: np.ndarray, values: Any) -> Labels:
     """``categorical(values[codes])`` without building the per-row array of values: categories are
     the used values, deduplicated and sorted."""
     values = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
@@ -319,7 +375,7 @@ def categorical_from_codes(codes: np.ndarray, values: Any) -> pd.Categorical:
     if len(codes) and lowest == int(codes.max()):
         # One value on every row (a CPU trace's launchers and call stats): no table, no gather.
         small = categorical(values[[lowest]])
-        return pd.Categorical.from_codes(np.full(len(codes), small.codes[0], dtype=_code_type(1)), dtype=small.dtype)
+        return Labels(np.full(len(codes), small.codes[0], dtype=code_type(1)), small.categories)
     # Which values the rows use: a table marked through the codes (a third of np.bincount's time,
     # which first widens the codes to int64 and counts).
     seen = np.zeros(len(values), dtype=bool)
@@ -327,46 +383,38 @@ def categorical_from_codes(codes: np.ndarray, values: Any) -> pd.Categorical:
     used = np.flatnonzero(seen)
     small = categorical(values[used])
     # The per-row codes are gathered straight into the narrowest type that holds them, the one
-    # pandas keeps a categorical's codes in (from_codes then takes the array as it is, no copy).
-    lookup = np.full(len(values), -1, dtype=_code_type(len(small.categories)))
+    # pandas keeps a categorical's codes in (so that its categorical shares them).
+    lookup = np.full(len(values), -1, dtype=code_type(len(small.categories)))
     lookup[used] = small.codes
-    return pd.Categorical.from_codes(lookup[codes] if len(codes) else codes.astype(np.int64), dtype=small.dtype)
-
-
-def _code_type(n_categories: int) -> type:
-    """The integer type pandas holds codes of this many categories in (its coerce_indexer_dtype)."""
-    for kind in (np.int8, np.int16, np.int32):
-        if n_categories < np.iinfo(kind).max:
-            return kind
-    return np.int64
+    return Labels(lookup[codes] if len(codes) else np.zeros(0, dtype=np.int8), small.categories)
 
 
 def validate(timeline: Timeline) -> list[str]:
     """Return the invariant violations found (empty when the timeline is sound)."""
-    ev = timeline.events
+    ev = timeline.table
     problems: list[str] = []
-    missing = [c for c in COLUMNS if c not in ev.columns]
+    missing = [c for c in COLUMNS if c not in ev]
     if missing:
         return [f"missing columns: {', '.join(missing)}"]
-    if (ev["dur"].to_numpy() < 0).any():
+    if (ev["dur"] < 0).any():
         problems.append("negative durations")
-    ts = ev["ts"].to_numpy()
+    ts = ev["ts"]
     if len(ts) and (np.diff(ts) < 0).any():
         problems.append("rows not sorted by ts")
-    if ev["kind"].isna().any():
+    if (ev["kind"].codes < 0).any():
         problems.append("unknown kind values")
-    dev = ev["device"].to_numpy()
-    host_mask = ev["kind"].isin([k.value for k in HOST_KINDS]).to_numpy()
+    dev = ev["device"]
+    host_mask = timeline.kind_mask(*HOST_KINDS)
     if (dev[host_mask] != -1).any():
         problems.append("host events with a device index")
     if (dev[~host_mask] < 0).any():
         problems.append("device events without a device index")
-    parent = ev["parent"].to_numpy()
+    parent = ev["parent"]
     has_parent = parent >= 0
     if has_parent.any():
         idx = np.nonzero(has_parent)[0]
         p = parent[idx]
-        end = ts + ev["dur"].to_numpy()
+        end = ts + ev["dur"]
         if (p >= idx).any() or (ts[p] > ts[idx]).any() or (end[p] < end[idx]).any():
             problems.append("parent does not enclose child")
     kept_total = sum(timeline.meta.kept.values())

@@ -150,8 +150,9 @@ def _trace(folder: Path, truth: dict[str, Any], variant: str) -> Path:
 
 def _gap_mean(diag: Any) -> float:
     """Mean gap between consecutive step windows, over pairs of consecutive steady steps."""
-    table = diag.steps.table.sort_values("start")
-    starts, ends = table["start"].to_numpy(float), table["end"].to_numpy(float)
+    table = diag.steps.table
+    order = np.argsort(table["start"], kind="stable")
+    starts, ends = table["start"][order].astype(float), table["end"][order].astype(float)
     if len(starts) < 2:
         return 0.0
     steady = set(int(i) for i in diag.steady_positions)
@@ -162,8 +163,8 @@ def _gap_mean(diag: Any) -> float:
 def _window_buckets(diag: Any, window: str) -> dict[str, float]:
     steady = diag.steady_attribution()
     if window == "cold":
-        row = diag.attribution.per_step.iloc[0]
-        return {b: float(row[b]) for b in steady}
+        per = diag.attribution.per_step
+        return {b: float(per[b][0]) for b in steady}
     return dict(steady)
 
 

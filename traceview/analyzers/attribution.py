@@ -74,18 +74,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
-import pandas as pd
 
 from traceview import categories as cat
 from traceview import compiled
 from traceview.analyzers import gil_waits as gw
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses, gap_pauses
-from traceview.arrays import (at_rows, column_codes, combination_codes, membership, order_by_start_then_longest,
-                              rows_matching, unique_sorted, values_at)
+from traceview.arrays import (as_labels, at_rows, column_codes, combination_codes, first_match, group_medians,
+                              membership, order_by_start_then_longest, rows_matching, unique_sorted, values_at)
 from traceview.normalize import compute_ops, launch_rows, outermost_rows, own_pieces_cut, self_time
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
 from traceview.roles import Role
 from traceview.schema import Kind, Timeline, categorical
+from traceview.table import Table
 
 # Calibration of the inferred-gap rule (no explicit --dispatch-gap-us). Gaps on the step's thread
 # between framework events form one population of framework glue (Python op wrappers, Keras, the
@@ -288,7 +288,7 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     layers = [layer for layer in LAYERS if mode in layer.modes]
     intervals, threshold, rule, compared, paused_events, hooked, gil_events = _layer_intervals(timeline, steps, layers,
                                                                                              options)
-    window_start, window_end = table["start"].to_numpy(), table["end"].to_numpy()
+    window_start, window_end = table["start"], table["end"]
     points, active = layer_activity(window_start, window_end, intervals)
     seg_start = points[:-1]
     seg_len = np.diff(points)
@@ -517,8 +517,9 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
     sel = seg.in_step
     flat = seg.step[sel] * len(BUCKETS) + seg.bucket[sel]
     per = int_bincount(flat, seg.length[sel], n_steps * len(BUCKETS))
-    per_step = pd.DataFrame(per.reshape(n_steps, len(BUCKETS)), columns=list(BUCKETS))
-    per_step["total"] = per_step[list(BUCKETS)].sum(axis=1)
+    per = per.reshape(n_steps, len(BUCKETS))
+    per_step = Table({bucket: per[:, i] for i, bucket in enumerate(BUCKETS)}, n_steps)
+    per_step["total"] = per.sum(axis=1)
 
     # Details: time of each detail layer ("memcpy.H2D", "launch_overhead.queued" …) that won its segment.
     # (One count over (step, layer) for all of them, not a pass over the segments per layer.)
@@ -534,7 +535,7 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
         for i in detail_layers:
             name = seg.layer_names[i]
             detail_cols[name] = detail_cols.get(name, 0) + per_layer[:, i]
-    details = pd.DataFrame(dict(sorted(detail_cols.items())), index=per_step.index)
+    details = Table(dict(sorted(detail_cols.items())), n_steps)
     return Attribution(per_step=per_step, details=details, mode=mode, options=options,
                        gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule,
                        compared_steps=seg.compared_steps, paused_events=seg.paused_events,
@@ -552,13 +553,13 @@ def _launch_in_calls(timeline: Timeline, steps: Steps, seg: _Segments, n_steps: 
     step's thread (roles call / compiled code): the union of those calls' intervals against the
     launch segments, each overlap measured through the runs' cumulative length."""
     out = np.zeros(n_steps, dtype=np.int64)
-    ev = timeline.events
+    ev = timeline.table
     launch = seg.in_step & (seg.bucket == BUCKETS.index("launch_overhead"))
-    calls = membership(ev["role"].array)(_COMPILED_CALL_ROLES) & driver_rows(ev, steps)
+    calls = membership(ev["role"])(_COMPILED_CALL_ROLES) & driver_rows(ev, steps)
     if not launch.any() or not calls.any():
         return out
     rows = outermost_rows(ev, calls)
-    run_start, run_end = merged_runs(ev["ts"].to_numpy()[rows], ev["ts"].to_numpy()[rows] + ev["dur"].to_numpy()[rows])
+    run_start, run_end = merged_runs(ev["ts"][rows], ev["ts"][rows] + ev["dur"][rows])
     if not len(run_start):  # (calls that last no time: nothing lies inside them)
         return out
     covered_before = np.concatenate([[0], np.cumsum(run_end - run_start)])
@@ -580,7 +581,7 @@ def int_bincount(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarra
     return out
 
 
-def attribution_segments(timeline: Timeline, steps: Steps, attribution: Attribution) -> pd.DataFrame:
+def attribution_segments(timeline: Timeline, steps: Steps, attribution: Attribution) -> Table:
     """The step windows cut into consecutive runs of one bucket (for timelines: HTML, Perfetto).
 
     Columns: ``step`` (position in the steps table), ``start``, ``end`` (ns), ``bucket``. Per step
@@ -598,13 +599,14 @@ def attribution_segments(timeline: Timeline, steps: Steps, attribution: Attribut
         new_run[1:] = (step[1:] != step[:-1]) | (bucket[1:] != bucket[:-1]) | (start[1:] != end[:-1])
     first = np.flatnonzero(new_run)
     last = np.append(first[1:], len(keep)) - 1
-    return pd.DataFrame(
+    return Table(
         {
             "step": step[first].astype(np.int64),
             "start": start[first].astype(np.int64),
             "end": end[last].astype(np.int64) if len(keep) else np.array([], dtype=np.int64),
             "bucket": np.array(BUCKETS, dtype=object)[bucket[first]] if len(keep) else np.array([], dtype=object),
-        }
+        },
+        len(first),
     )
 
 
@@ -628,14 +630,12 @@ class _RoleCodes:
     pieces carry (``GLUE``, ``PER_CALL``). Millions of pieces are tested by a table lookup on their
     code instead of comparing Python strings; code -1 (a missing role) selects nothing."""
 
-    def __init__(self, ev: pd.DataFrame) -> None:
-        role = ev["role"]
-        if not isinstance(role.dtype, pd.CategoricalDtype):
-            role = pd.Series(categorical(role.to_numpy()))
-        self.values: list[str] = [*role.cat.categories, GLUE, PER_CALL]
+    def __init__(self, ev: Table) -> None:
+        role = as_labels(ev["role"]) or categorical(ev["role"])
+        self.values: list[str] = [*role.categories.tolist(), GLUE, PER_CALL]
         self._code = {value: i for i, value in enumerate(self.values)}
         dtype = np.int8 if len(self.values) < 127 else np.int16
-        self.rows: np.ndarray = role.cat.codes.to_numpy().astype(dtype, copy=False)  # each event's role
+        self.rows: np.ndarray = role.codes.astype(dtype, copy=False)  # each event's role
 
     def code(self, value: str) -> int:
         """The code of a role (or piece selector); -2 (matching no row) for one the trace lacks."""
@@ -657,17 +657,17 @@ def _layer_intervals(
     """(starts, ends) of every layer, in the order given; plus the gap threshold, its rule, the
     steps compared for pauses, the pause taken off each paused event (rows, ns), the node ranges
     that ran hooks and the wait for the interpreter lock taken off each event (rows, ns)."""
-    ev = timeline.events
-    ts = ev["ts"].to_numpy()
-    end = ts + ev["dur"].to_numpy()
+    ev = timeline.table
+    ts = ev["ts"]
+    end = ts + ev["dur"]
     roles = _RoleCodes(ev)
-    is_host = ev["device"].to_numpy() < 0
+    is_host = ev["device"] < 0
     on_driver = driver_rows(ev, steps)
     # The host pieces are cut on a second thread (a compiled sweep that lets go of the interpreter
     # lock) while this one finds the pauses and the step thread's gaps, which do not need them.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceview-pieces") as helper:
         pieces = helper.submit(own_pieces_cut(ev, is_host))
-        paused_rows, paused_ns, shape_of_step = _event_pauses(ev, on_driver, steps.table["cold"].to_numpy())
+        paused_rows, paused_ns, shape_of_step = _event_pauses(ev, on_driver, steps.table["cold"])
         gaps = unrecorded_gaps(ev, steps)
         host_start, host_end, host_row = pieces.result()
     piece_role = roles.rows[host_row]
@@ -690,15 +690,15 @@ def _layer_intervals(
     del on_driver
     pauses = (np.concatenate((event_pause[0], gaps.pauses[0])), np.concatenate((event_pause[1], gaps.pauses[1])))
     del paused_rows, paused_ns, event_pause, gaps
-    python_frame = membership(ev["kind"].array)([Kind.PYTHON.value])[host_row]
+    python_frame = membership(ev["kind"])([Kind.PYTHON.value])[host_row]
     glue = _python_glue(host_start, host_end, piece_role, piece_driver, python_frame, threshold, roles)
     del python_frame
     piece_role[glue] = roles.code(GLUE)
     del glue
     per_call = _split_call_cost(ev, host_start, host_end, host_row, piece_role, piece_driver, roles)
     del host_row
-    role_in = membership(ev["role"].array)
-    copy_kind_in = membership(ev["copy_kind"].array)
+    role_in = membership(ev["role"])
+    copy_kind_in = membership(ev["copy_kind"])
     copies = role_in([Role.DEVICE_MEMCPY.value, Role.DEVICE_MEMSET.value])
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
 
@@ -776,7 +776,7 @@ def _selected_runs(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver:
 
 
 def _split_call_cost(
-    ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, row: np.ndarray, role: np.ndarray, driver: np.ndarray,
+    ev: Table, start: np.ndarray, end: np.ndarray, row: np.ndarray, role: np.ndarray, driver: np.ndarray,
     roles: _RoleCodes,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Take the fixed per-call cost off the step thread's compute calls (as ``launch_overhead.per_call``).
@@ -799,7 +799,7 @@ def _split_call_cost(
     compute_pieces = np.flatnonzero((role == roles.code(R.COMPUTE.value)) & driver)
     if not len(compute_pieces):
         return none
-    names = ev["name"].cat.codes.to_numpy()
+    names = ev["name"].codes
     cost = np.full(len(compute_pieces), float(PER_CALL_MAX_NS))
     view_alloc = roles.code(R.VIEW_ALLOC.value)
     no_math = np.flatnonzero(roles.rows == view_alloc)
@@ -809,8 +809,8 @@ def _split_call_cost(
         no_math_pieces = np.flatnonzero(role == view_alloc)
         own = np.bincount(row[no_math_pieces], weights=end[no_math_pieces] - start[no_math_pieces],
                           minlength=len(ev))
-        shared = pd.Series(own[no_math]).groupby(names[no_math]).median()
-        measured = shared.reindex(names[row[compute_pieces]]).to_numpy()
+        shared_names, shared_cost = group_medians(own[no_math], names[no_math])
+        measured = first_match(shared_names, shared_cost, names[row[compute_pieces]], np.nan)
         cost = np.where(np.isnan(measured), cost, measured)
     ok = cost > 0
     pieces = compute_pieces[ok]
@@ -834,15 +834,15 @@ def _not_cold(cold: np.ndarray) -> np.ndarray:
     return table
 
 
-def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
+def _event_pauses(ev: Table, on_driver: np.ndarray, cold: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
     """The step thread's events whose own time holds a pause (analyzers/pauses.py), the pause of
     each (ns), and the shape group of each step that was compared (step position → group); steps
     that are ``cold`` (per step position) are not compared."""
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64), {})
-    step_all = ev["step"].to_numpy()
+    step_all = ev["step"]
     steady = _not_cold(cold)
-    on_thread = on_driver & ~membership(ev["kind"].array)([Kind.STEP.value])
+    on_thread = on_driver & ~membership(ev["kind"])([Kind.STEP.value])
     rows = np.flatnonzero(on_thread & steady[step_all])
     if len(rows) < MIN_ALIGNED_STEPS:
         return none
@@ -851,7 +851,7 @@ def _event_pauses(ev: pd.DataFrame, on_driver: np.ndarray, cold: np.ndarray
         order = np.argsort(step, kind="stable")  # by step, then time (the table's order)
         rows, step = rows[order], step[order]
     own = self_time(ev, children=on_thread)  # less every child on the thread: Python frames, ranges too
-    position, pause, shape_of_step = event_pauses(rows, step, ev["name"].cat.codes.to_numpy()[rows], own)
+    position, pause, shape_of_step = event_pauses(rows, step, ev["name"].codes[rows], own)
     paused = rows[position]
     runs_here = np.isin(values_at(ev["role"], paused), list(_RUNS_ON_THE_THREAD))  # (the few paused rows only)
     return paused[runs_here].astype(np.int64), pause[runs_here], shape_of_step
@@ -871,7 +871,7 @@ _MAY_WAIT_FOR_THE_LOCK = _RUNS_ON_THE_THREAD - {R.COMPUTE.value, R.COMPILED_CODE
 _MAY_WAIT_FOR_THE_LOCK_WHEN_QUIET = frozenset({R.CALL.value})
 
 
-def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.ndarray, end: np.ndarray,
+def _gil_waits(ev: Table, steps: Steps, gaps: UnrecordedGaps, start: np.ndarray, end: np.ndarray,
                row: np.ndarray, role: np.ndarray, driver: np.ndarray, roles: _RoleCodes
                ) -> tuple[Intervals, np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """The waits for the interpreter lock on the step's thread (analyzers/gil_waits.py), looked for
@@ -892,8 +892,8 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
     only_when_quiet = driver & (roles.table(_MAY_WAIT_FOR_THE_LOCK_WHEN_QUIET)[role]
                                 | _returning_from_native(ev, start, row, driver, role, roles))
     candidates = np.flatnonzero(driver & roles.table(_MAY_WAIT_FOR_THE_LOCK)[role] | only_when_quiet)
-    steady = _not_cold(steps.table["cold"].to_numpy())
-    step_all = ev["step"].to_numpy()
+    steady = _not_cold(steps.table["cold"])
+    step_all = ev["step"]
     candidate_step = step_all[row[candidates]]
     kept = steady[candidate_step] & (end[candidates] > start[candidates])
     candidates, candidate_step = candidates[kept], candidate_step[kept]
@@ -907,7 +907,7 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
     # the framework call returns).
     tail_start = np.where(is_wait, np.maximum(stretch_start, stretch_end - multiple * gw.SWITCH_INTERVAL_NS),
                           stretch_start)
-    names = ev["name"].cat.codes.to_numpy()
+    names = ev["name"].codes
     quiet = gw.quiet(tail_start, stretch_end, *_recorded_elsewhere(ev, steps))
     considered = quiet.copy()
     considered[:len(candidates)] |= ~only_when_quiet[candidates]
@@ -939,7 +939,7 @@ def _gil_waits(ev: pd.DataFrame, steps: Steps, gaps: UnrecordedGaps, start: np.n
     return waits, gap_cut, (rows.astype(np.int64), np.asarray(per_row, dtype=np.int64))
 
 
-def _returning_from_native(ev: pd.DataFrame, start: np.ndarray, row: np.ndarray, driver: np.ndarray,
+def _returning_from_native(ev: Table, start: np.ndarray, row: np.ndarray, driver: np.ndarray,
                            role: np.ndarray, roles: _RoleCodes) -> np.ndarray:
     """Per own piece: a piece of a user's Python frame on the step's thread that begins as a
     recorded native call inside it returns (an op, a runtime range). A Python tracer records the
@@ -950,9 +950,9 @@ def _returning_from_native(ev: pd.DataFrame, start: np.ndarray, row: np.ndarray,
     user_piece = driver & roles.table(frozenset({R.PYTHON_USER.value}))[role]
     if not user_piece.any():
         return user_piece
-    parent = ev["parent"].to_numpy()
-    native = np.flatnonzero(~membership(ev["kind"].array)([Kind.PYTHON.value, Kind.STEP.value]) & (parent >= 0))
-    returns = ev["ts"].to_numpy()[native] + ev["dur"].to_numpy()[native]
+    parent = ev["parent"]
+    native = np.flatnonzero(~membership(ev["kind"])([Kind.PYTHON.value, Kind.STEP.value]) & (parent >= 0))
+    returns = ev["ts"][native] + ev["dur"][native]
     order = np.argsort(returns, kind="stable")
     returns, caller = returns[order], parent[native][order]
     if not len(returns):
@@ -961,15 +961,15 @@ def _returning_from_native(ev: pd.DataFrame, start: np.ndarray, row: np.ndarray,
     return user_piece & (returns[at] == start) & (caller[at] == row)
 
 
-def _recorded_elsewhere(ev: pd.DataFrame, steps: Steps) -> Intervals:
+def _recorded_elsewhere(ev: Table, steps: Steps) -> Intervals:
     """What else recorded runs, as disjoint runs: ops, runtime calls and kernels on the other threads
     and devices (their Python frames aside: a thread that holds the interpreter lock runs them)."""
-    elsewhere = ~on_track(ev, steps.driver_track) & ~membership(ev["kind"].array)([Kind.PYTHON.value])
-    ts = ev["ts"].to_numpy()
-    return merged_runs(ts[elsewhere], (ts + ev["dur"].to_numpy())[elsewhere])
+    elsewhere = ~on_track(ev, steps.driver_track) & ~membership(ev["kind"])([Kind.PYTHON.value])
+    ts = ev["ts"]
+    return merged_runs(ts[elsewhere], (ts + ev["dur"])[elsewhere])
 
 
-def hooked_nodes(ev: pd.DataFrame, lock_waits: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
+def hooked_nodes(ev: Table, lock_waits: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, int]:
     """The autograd engine's node ranges (categories.TORCH_ENGINE_NODE, role dispatch) around which
     it ran hooks, and the engine's usual bookkeeping in a range (the median own time of the
     trace's other node ranges, ns). A node ran hooks where its range's own time passes
@@ -978,13 +978,13 @@ def hooked_nodes(ev: pd.DataFrame, lock_waits: tuple[np.ndarray, np.ndarray] | N
     in five steps, with no hook). A range whose own time held a wait for the interpreter lock
     (``lock_waits``: rows, ns; _gil_waits) is no evidence of hooks: the rest of its own time is
     the hand-over of the lock."""
-    node_ranges = rows_matching(ev["name"], cat.TORCH_ENGINE_NODE) & membership(ev["role"].array)([R.DISPATCH.value])
+    node_ranges = rows_matching(ev["name"], cat.TORCH_ENGINE_NODE) & membership(ev["role"])([R.DISPATCH.value])
     if not node_ranges.any():
         return node_ranges, 0
     # A node that is a call of compiled code (AOT autograd's CompiledFunctionBackward: role call)
     # has runtime work of its own around it (256-292 µs a step on the shared V100 trace), not hooks.
     name_codes, name_values = column_codes(ev["name"])
-    calls = {name_values[c] for c in unique_sorted(name_codes[membership(ev["role"].array)([R.CALL.value])]).tolist()
+    calls = {name_values[c] for c in unique_sorted(name_codes[membership(ev["role"])([R.CALL.value])]).tolist()
              if c >= 0}
     if calls:
         around_call = np.array([cat.TORCH_ENGINE_NODE.sub("", v, count=1) in calls for v in name_values] + [False],
@@ -1001,7 +1001,7 @@ def hooked_nodes(ev: pd.DataFrame, lock_waits: tuple[np.ndarray, np.ndarray] | N
     if not heavy.any():
         return heavy, bookkeeping
     name = name_codes.astype(np.int64)
-    step = ev["step"].to_numpy().astype(np.int64)
+    step = ev["step"].astype(np.int64)
     # Per node name, the steps that evaluate it and those where its range ran long.
     pairs_all = np.unique(np.stack((name[node_ranges], step[node_ranges]), axis=1), axis=0)
     pairs_heavy = np.unique(np.stack((name[heavy], step[heavy]), axis=1), axis=0)
@@ -1012,7 +1012,7 @@ def hooked_nodes(ev: pd.DataFrame, lock_waits: tuple[np.ndarray, np.ndarray] | N
     return heavy & every_step[np.maximum(name, 0)], bookkeeping
 
 
-def _engine_hooks(ev: pd.DataFrame, start: np.ndarray, end: np.ndarray, row: np.ndarray,
+def _engine_hooks(ev: Table, start: np.ndarray, end: np.ndarray, row: np.ndarray,
                   on_driver: np.ndarray, lock_waits: tuple[np.ndarray, np.ndarray] | None = None
                   ) -> tuple[tuple[Intervals, Intervals], np.ndarray]:
     """The hooks the autograd engine ran around its nodes (:func:`hooked_nodes`): each hooked
@@ -1083,22 +1083,22 @@ def _python_glue(start: np.ndarray, end: np.ndarray, role: np.ndarray, driver: n
     return glue
 
 
-def leaf_compute_ops(ev: pd.DataFrame, host_op: np.ndarray) -> np.ndarray:
+def leaf_compute_ops(ev: Table, host_op: np.ndarray) -> np.ndarray:
     """Compute ops with no child op (the innermost math, e.g. aten::addmm's BLAS call on its own)."""
-    parent = ev["parent"].to_numpy()
+    parent = ev["parent"]
     has_op_child = np.zeros(len(ev), dtype=bool)
     child_parents = parent[host_op]
     has_op_child[child_parents[child_parents >= 0]] = True
     return compute_ops(ev) & host_op & ~has_op_child
 
 
-def _queued(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def _queued(ev: Table) -> tuple[np.ndarray, np.ndarray]:
     """[launch call end, device start) for each device event launched from the host."""
     rows = launch_rows(ev)
     dev = np.flatnonzero(rows >= 0)
     launch = rows[dev]
-    ts = ev["ts"].to_numpy()
-    launch_end = ts[launch] + ev["dur"].to_numpy()[launch]
+    ts = ev["ts"]
+    launch_end = ts[launch] + ev["dur"][launch]
     return launch_end, np.maximum(ts[dev], launch_end)
 
 
@@ -1119,14 +1119,14 @@ def calibrated_gap_threshold(length: np.ndarray) -> tuple[int, str]:
                         f"ceiling {GAP_MAX_NS / 1e3:.0f} µs: gaps up to it are framework glue")
 
 
-def driver_rows(ev: pd.DataFrame, steps: Steps) -> np.ndarray:
+def driver_rows(ev: Table, steps: Steps) -> np.ndarray:
     """The host events on the step's thread (the driver track)."""
-    return (ev["device"].to_numpy() < 0) & on_track(ev, steps.driver_track)
+    return (ev["device"] < 0) & on_track(ev, steps.driver_track)
 
 
-def on_track(ev: pd.DataFrame, track: str) -> np.ndarray:
+def on_track(ev: Table, track: str) -> np.ndarray:
     """The events on ``track``."""
-    return membership(ev["track"].array)([track])
+    return membership(ev["track"])([track])
 
 
 @dataclass(frozen=True)
@@ -1142,19 +1142,19 @@ class UnrecordedGaps:
     between_events: bool = True  # False: fewer than two events (or marker edges) on the thread
 
 
-def unrecorded_gaps(ev: pd.DataFrame, steps: Steps) -> UnrecordedGaps:
+def unrecorded_gaps(ev: Table, steps: Steps) -> UnrecordedGaps:
     """Unrecorded gaps on the step's thread inside a step: between consecutive top-level events
     (events whose parent is the step marker or nothing) and between the marker's edges (or, for
     steps found without markers, the window's host edges) and its first / last event; whole, and
     with the empty ones between abutting events, which the pauses align the steps' gaps by
     (:func:`gaps_less_pauses` takes the pauses, and the empty gaps, off)."""
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
-    ts_all = ev["ts"].to_numpy()
-    end_all = ts_all + ev["dur"].to_numpy()
-    parent = ev["parent"].to_numpy()
-    step_all = ev["step"].to_numpy()
+    ts_all = ev["ts"]
+    end_all = ts_all + ev["dur"]
+    parent = ev["parent"]
+    step_all = ev["step"]
     on_driver = driver_rows(ev, steps)
-    is_marker = membership(ev["kind"].array)([Kind.STEP.value])
+    is_marker = membership(ev["kind"])([Kind.STEP.value])
     under_marker = (parent < 0) | at_rows(is_marker, parent)  # no parent, or the step marker
     markers = np.flatnonzero(on_driver & is_marker)
     # A range around the step markers (the Python frames of the training loop, with Python events;
@@ -1243,7 +1243,7 @@ def _window_edge_gaps(steps: Steps, ts: np.ndarray, end: np.ndarray, step: np.nd
     call — or from the last optimizer update to the step's first event): gaps of the step, not
     idle, as between a marker's edges and its events. Returned in time order, so each step's gaps
     stay together and in order."""
-    start, host_end = steps.table["start"].to_numpy(), steps.table["host_end"].to_numpy()
+    start, host_end = steps.table["start"], steps.table["host_end"]
     n = len(start)
     lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
     first_start = np.full(n, highest, dtype=np.int64)

@@ -27,21 +27,21 @@ definitions match. Where they differ is in docs/attribution.md.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from traceview.analyzers.attribution import covered, int_bincount, window_segments
 from traceview.arrays import membership
 from traceview.results import CommOverlap, Steps
 from traceview.roles import Role
 from traceview.schema import Timeline
+from traceview.table import Table
 
 
 def comm_overlap(timeline: Timeline, steps: Steps) -> CommOverlap | None:
     """Communication vs compute per step and over the whole trace; ``None`` when the trace runs no
     communication kernel (the reports then say nothing about it)."""
-    ev = timeline.events
-    role_in = membership(ev["role"].array)
-    on_device = ev["device"].to_numpy() >= 0
+    ev = timeline.table
+    role_in = membership(ev["role"])
+    on_device = ev["device"] >= 0
     comm = on_device & role_in([Role.DEVICE_COMMUNICATION.value])
     if comm.any():
         compute = on_device & role_in([Role.DEVICE_KERNEL.value])
@@ -50,20 +50,20 @@ def comm_overlap(timeline: Timeline, steps: Steps) -> CommOverlap | None:
         if not comm.any():
             return None
         compute = ~on_device & role_in([Role.COMPUTE.value, Role.COMPILED_CODE.value])
-    ts = ev["ts"].to_numpy()
-    end = ts + ev["dur"].to_numpy()
+    ts = ev["ts"]
+    end = ts + ev["dur"]
     table = steps.table
-    comm_ns, overlapped_ns = _overlap(ts, end, comm, compute, table["start"].to_numpy(), table["end"].to_numpy())
+    comm_ns, overlapped_ns = _overlap(ts, end, comm, compute, table["start"], table["end"])
     n = len(table)
-    step = ev["step"].to_numpy()[comm]
+    step = ev["step"][comm]
     collectives = np.bincount(step[step >= 0], minlength=n)[:n].astype(np.int64)
-    per_step = pd.DataFrame({
+    per_step = Table({
         "comm_ns": comm_ns,
         "overlapped_ns": overlapped_ns,
         "exposed_ns": comm_ns - overlapped_ns,
         "collectives": collectives,
         "overlap_share": np.divide(overlapped_ns, comm_ns, out=np.zeros(n), where=comm_ns > 0),
-    })
+    }, n)
     first, last = np.array([ts.min()]), np.array([end.max()])
     trace_comm, trace_overlapped = _overlap(ts, end, comm, compute, first, last)
     return CommOverlap(per_step, int(trace_comm[0]), int(trace_overlapped[0]))

@@ -50,6 +50,7 @@ from traceview.results import (OP_DIFF_COLUMNS, PAUSED_DETAIL, BucketDelta, Cold
                                Diagnosis, shown_buckets)
 from traceview.roles import Role
 from traceview.schema import Kind
+from traceview.table import Table
 
 FAMILIES: tuple[str, ...] = tuple(f for f, _ in cat.OP_FAMILIES) + ("other",)
 
@@ -65,10 +66,10 @@ def steady_durations(diag: Diagnosis, without_pauses: bool = False) -> np.ndarra
     """The steady steps' durations; ``without_pauses``: less their pauses (``idle.paused``: the
     machine took the step thread's core)."""
     positions = diag.steady_positions
-    duration = diag.steps.table["duration"].to_numpy()[positions].astype(np.float64)
+    duration = diag.steps.table["duration"][positions].astype(np.float64)
     details = diag.attribution.details
     if without_pauses and PAUSED_DETAIL in details.columns:
-        duration -= details[PAUSED_DETAIL].reindex(positions).fillna(0.0).to_numpy(dtype=np.float64)
+        duration -= details[PAUSED_DETAIL][positions].astype(np.float64)
     return duration
 
 
@@ -151,7 +152,7 @@ SAME_COUNT_SHARE = 0.1
 def _runs_compiled_code(diag: Diagnosis) -> bool:
     """Whether the trace runs compiled programs (XLA, inductor): their ops are named by the compiler
     per program (``dot.3``, ``fusion.2``), so the same name on two sides is no sign of the same work."""
-    return bool(membership(diag.timeline.events["role"].array)([Role.COMPILED_CODE.value]).any())
+    return bool(membership(diag.timeline.table["role"])([Role.COMPILED_CODE.value]).any())
 
 
 def same_count_compute(aligned: pd.DataFrame) -> tuple[float, float] | None:
@@ -225,10 +226,10 @@ def known_differences(baseline: Diagnosis, candidate: Diagnosis,
 def input_elements_per_step(diag: Diagnosis) -> float | None:
     """The input elements of the ops a steady step runs, summed (torch record_shapes); None where
     the trace records no input shapes."""
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     if "elements" not in ev.columns:
         return None
-    elements = ev["elements"].to_numpy()
+    elements = ev["elements"]
     rows = diag.steps.in_steady(ev) & (elements >= 0)
     if not rows.any():
         return None
@@ -268,12 +269,12 @@ def _most_calls(calls: dict[str, float]) -> str:
 def _dtypes_by_op(diag: Diagnosis) -> dict[str, dict[str, float]]:
     """Each op name a steady step runs with recorded input types: its calls per steady step on each
     dtypes label."""
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     if "input_dtypes" not in ev.columns:
         return {}
-    labels, names = ev["input_dtypes"].array, ev["name"].array
+    labels, names = ev["input_dtypes"], ev["name"]
     label_codes = np.asarray(labels.codes, dtype=np.int64)
-    empty = labels.categories.get_indexer([""])[0]
+    empty = labels.categories.tolist().index("") if "" in labels.categories.tolist() else -1
     rows = diag.steps.in_steady(ev) & (label_codes >= 0) & (label_codes != empty)
     if not rows.any():
         return {}
@@ -307,9 +308,9 @@ RECORDED_EXTRAS = ("python_events", "input_shapes")
 
 def recorded_extras(diag: Diagnosis) -> tuple[str, ...]:
     """Which of RECORDED_EXTRAS the diagnosis's trace holds."""
-    ev = diag.timeline.events
-    python = bool(membership(ev["kind"].array)([Kind.PYTHON.value]).any())
-    shapes = "elements" in ev.columns and bool((ev["elements"].to_numpy() >= 0).any())
+    ev = diag.timeline.table
+    python = bool(membership(ev["kind"])([Kind.PYTHON.value]).any())
+    shapes = "elements" in ev.columns and bool((ev["elements"] >= 0).any())
     return tuple(extra for extra, held in zip(RECORDED_EXTRAS, (python, shapes)) if held)
 
 
@@ -317,11 +318,11 @@ def input_beside_step_ns(diag: Diagnosis) -> float:
     """Input pipeline work (role input) on threads other than the step's, per steady step: the
     outermost such events' time (tf.data's map and parse on its own threads, a DataLoader's
     in-process pin-memory thread), which shares the machine's cores with the step's math."""
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     if not diag.steps.driver_track:
         return 0.0
-    work = membership(ev["role"].array)([Role.INPUT.value]) & ~driver_rows(ev, diag.steps) & diag.steps.in_steady(ev)
-    return float(ev["dur"].to_numpy()[outermost_rows(ev, work)].sum()) / max(len(diag.steady_positions), 1)
+    work = membership(ev["role"])([Role.INPUT.value]) & ~driver_rows(ev, diag.steps) & diag.steps.in_steady(ev)
+    return float(ev["dur"][outermost_rows(ev, work)].sum()) / max(len(diag.steady_positions), 1)
 
 
 def dtype_casts_per_step(aligned: pd.DataFrame) -> tuple[float, float]:
@@ -370,8 +371,8 @@ def op_diff(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     keep = ["name", "count_per_step", "time_per_step_ns"]
     sides = []
     for kind, table in OP_DIFF_SOURCES:
-        a = table(baseline.timeline, baseline.steps, None, baseline.attribution.paused_events)[keep]
-        b = table(candidate.timeline, candidate.steps, None, candidate.attribution.paused_events)[keep]
+        a = table(baseline.timeline, baseline.steps, None, baseline.attribution.paused_events).to_pandas()[keep]
+        b = table(candidate.timeline, candidate.steps, None, candidate.attribution.paused_events).to_pandas()[keep]
         merged = a.merge(b, on="name", how="outer", suffixes=("_a", "_b"))
         sides.append(pd.DataFrame({
             "name": merged["name"].astype(str),
@@ -392,21 +393,21 @@ def op_diff(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
 
 def op_families(diag: Diagnosis) -> pd.DataFrame:
     """Per family, per steady step: top-level ops, compute time, host dispatch time per op."""
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     steady = diag.steps.in_steady(ev)
     n = max(len(diag.steady_positions), 1)
     # Families as positions in FAMILIES, each name's decided once per distinct name.
     codes, values = op_name_codes(ev)
     family = _family_codes([str(value) for value in values] + [str(np.nan)])[codes]  # (the last: code -1, no name)
     family[_under_optimizer_scope(ev)] = FAMILIES.index("optimizer")
-    inclusive = ev["dur"].to_numpy()
+    inclusive = ev["dur"]
 
     named = family  # (each row's family by its own name, optimizer scope applied)
     compute = compute_ops(ev)
     family = _family_from_first_compute(ev, family, compute)
     top = steady & top_level_ops(ev)
     if diag.timeline.has_device:
-        compute_rows = steady & membership(ev["kind"].array)([Kind.KERNEL.value])
+        compute_rows = steady & membership(ev["kind"])([Kind.KERNEL.value])
         # A kernel takes its launcher's family; one without a launcher (an empty name), its own name's.
         launcher_codes, launchers = column_codes(ev["launcher"])
         launcher_names = [str(x) for x in launchers] + [str(np.nan)]
@@ -442,19 +443,19 @@ def _family_codes(names: list[str]) -> np.ndarray:
     return np.array([FAMILIES.index(cat.op_family(name)) for name in names], dtype=np.int8)
 
 
-def _under_optimizer_scope(ev: pd.DataFrame) -> np.ndarray:
+def _under_optimizer_scope(ev: Table) -> np.ndarray:
     """Rows inside (or being) torch's Optimizer.step / zero_grad annotations."""
-    scope = np.array([n.startswith(cat.TORCH_OPTIMIZER_RANGES) for n in ev["name"].cat.categories] + [False])[
-        ev["name"].cat.codes.to_numpy()]
+    scope = np.array([n.startswith(cat.TORCH_OPTIMIZER_RANGES) for n in ev["name"].categories] + [False])[
+        ev["name"].codes]
     return nearest_ancestor(ev, np.arange(len(ev)), scope) >= 0
 
 
-def _top_owner(ev: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+def _top_owner(ev: Table, rows: np.ndarray) -> np.ndarray:
     """For each row, its top-level op ancestor (or itself if it is one); -1 when none."""
     return nearest_ancestor(ev, rows, top_level_ops(ev))
 
 
-def _compute_inside_top(ev: pd.DataFrame, compute: np.ndarray, compute_time: np.ndarray) -> np.ndarray:
+def _compute_inside_top(ev: Table, compute: np.ndarray, compute_time: np.ndarray) -> np.ndarray:
     """For each top-level op row, the summed compute (self) time of compute ops at or below it."""
     out = np.zeros(len(ev), dtype=np.int64)
     rows = np.flatnonzero(compute)
@@ -464,7 +465,7 @@ def _compute_inside_top(ev: pd.DataFrame, compute: np.ndarray, compute_time: np.
     return out
 
 
-def _family_of_named_owner(ev: pd.DataFrame, named: np.ndarray, selected: np.ndarray) -> np.ndarray:
+def _family_of_named_owner(ev: Table, named: np.ndarray, selected: np.ndarray) -> np.ndarray:
     """The family of each ``selected`` row on a CPU trace (others keep their own): its top-level
     op's, where that op's own name has one (not ``other``), as a device kernel takes its
     launcher's — a multi-tensor optimizer op (``aten::_foreach_add_``, Keras' Adam on torch)
@@ -478,7 +479,7 @@ def _family_of_named_owner(ev: pd.DataFrame, named: np.ndarray, selected: np.nda
     return family
 
 
-def _family_from_first_compute(ev: pd.DataFrame, family: np.ndarray, compute: np.ndarray) -> np.ndarray:
+def _family_from_first_compute(ev: Table, family: np.ndarray, compute: np.ndarray) -> np.ndarray:
     """Top-level ops named generically (TF eager's TFE_Py_FastPathExecute_C) take the family of
     the first compute op they run."""
     rows = np.flatnonzero(compute)  # rows are in ts order, so the first hit per owner is the earliest
@@ -502,11 +503,11 @@ def _cold_start(baseline: Diagnosis, candidate: Diagnosis,
     steps' ratio interval holds 1 (``interval``), their difference is noise and pays nothing back."""
     def cold_of(diag: Diagnosis) -> tuple[float | None, float]:
         table = diag.steps.table
-        cold = np.flatnonzero(table["cold"].to_numpy())
+        cold = np.flatnonzero(table["cold"])
         if not len(cold):
             return None, 0.0
         i = int(cold[0])
-        return float(table["duration"].iloc[i]), float(diag.attribution.per_step["graph_build"].iloc[i])
+        return float(table["duration"][i]), float(diag.attribution.per_step["graph_build"][i])
 
     a_cold, a_build = cold_of(baseline)
     b_cold, b_build = cold_of(candidate)

@@ -32,10 +32,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
-from traceview.arrays import membership
+from traceview.arrays import column_codes, membership
 from traceview.schema import Kind, Timeline
+from traceview.table import Table
 
 _BUSY_KINDS = (Kind.KERNEL.value, Kind.MEMCPY.value, Kind.MEMSET.value, Kind.DEVICE_SYNC.value)
 # Collective-communication kernels (NCCL, and RCCL which keeps NCCL's kernel names): HTA's
@@ -59,14 +59,14 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     return int((block_end - block_start).sum())
 
 
-def device_time(timeline: Timeline) -> pd.DataFrame:
+def device_time(timeline: Timeline) -> Table:
     """One row per device: span_ns, busy_ns, idle_ns, compute_ns, non_compute_ns and shares."""
-    ev = timeline.events
-    kind_in = membership(ev["kind"].array)
+    ev = timeline.table
+    kind_in = membership(ev["kind"])
     busy_kind, kernel = kind_in(_BUSY_KINDS), kind_in([Kind.KERNEL.value])
-    device = ev["device"].to_numpy()
-    ts = ev["ts"].to_numpy()
-    end = ts + ev["dur"].to_numpy()
+    device = ev["device"]
+    ts = ev["ts"]
+    end = ts + ev["dur"]
     communication = _communication_kernels(ev)
     rows = []
     for dev in sorted(int(d) for d in np.unique(device[device >= 0])):
@@ -89,14 +89,12 @@ def device_time(timeline: Timeline) -> pd.DataFrame:
                 "compute_share": compute / span if span else 0.0,
             }
         )
-    return pd.DataFrame(rows)
+    return Table.from_records(rows)
 
 
-def _communication_kernels(events: pd.DataFrame) -> np.ndarray:
+def _communication_kernels(events: Table) -> np.ndarray:
     """Rows that are collective-communication kernels (the pattern is matched once per distinct name)."""
-    names = events["name"].astype("category")
-    categories = names.cat.categories
+    codes, categories = column_codes(events["name"])
     hits = np.fromiter((COMMUNICATION_KERNEL.match(str(c)) is not None for c in categories), bool, len(categories))
-    codes = names.cat.codes.to_numpy()
     is_comm = np.append(hits, False)[codes]  # code -1 (missing name) picks the appended False
-    return is_comm & membership(events["kind"].array)([Kind.KERNEL.value])
+    return is_comm & membership(events["kind"])([Kind.KERNEL.value])

@@ -10,7 +10,6 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from traceview.analyzers.attribution import attribute
 from traceview.analyzers.communication import comm_overlap
@@ -26,6 +25,7 @@ from traceview.errors import one_line
 from traceview.loader import load_with_steps
 from traceview.results import AttributionOptions, Diagnosis, Steps  # noqa: F401 - re-exported
 from traceview.schema import Timeline
+from traceview.table import Table
 
 # Profiled / unprofiled step time from which the report warns that the profiler distorts the
 # attribution (torch.profiler inflates tiny-op steps by up to ~50 %; with the Python tracer on
@@ -43,17 +43,17 @@ UNEVEN_STEPS = 3.0
 PERIODIC_HEAVY = 1.5
 
 
-def periodic_heavy_steps(events: pd.DataFrame, steps: Steps, steady: np.ndarray) -> str | None:
+def periodic_heavy_steps(events: Table, steps: Steps, steady: np.ndarray) -> str | None:
     """A note when every k-th steady step (k ≥ 2, at least two of them, at least two others) holds
     an event name the other steady steps do not and takes ``PERIODIC_HEAVY``× their median: the
     steady median is then one of the light steps, and the cycle of k steps is the unit of work."""
     if len(steady) < 4:
         return None
-    numbers = steps.table["number"].to_numpy()[steady]
-    duration = steps.table["duration"].to_numpy()[steady].astype(np.float64)
+    numbers = steps.table["number"][steady]
+    duration = steps.table["duration"][steady].astype(np.float64)
     position_of = np.full(len(steps.table) + 1, -1, dtype=np.int64)
     position_of[steady] = np.arange(len(steady))
-    step_col = events["step"].to_numpy()
+    step_col = events["step"]
     held = np.flatnonzero(step_col >= 0)
     at = position_of[step_col[held]]
     held, at = held[at >= 0], at[at >= 0]
@@ -115,14 +115,14 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
         mode=execution_mode(timeline, steps),
     )
     result = dataclasses.replace(result, findings=tuple(findings(result)))
-    steady = steps.table["duration"].to_numpy()[result.steady_positions]
+    steady = steps.table["duration"][result.steady_positions]
     if len(steady) >= 3 and steady.mean() > UNEVEN_STEPS * max(float(np.median(steady)), 1.0):
         timeline.meta.notes.append(
             f"the steady steps are uneven: median {np.median(steady) / 1e6:.3g} ms, mean {steady.mean() / 1e6:.3g} "
             "ms: a few steps hold the others' work (asynchronous dispatch settles "
             "several steps' work in one, as in a JAX loop that blocks on a result every few steps); the "
             "attribution is of the mean step — block on each step's result to give every step its own work")
-    periodic = periodic_heavy_steps(timeline.events, steps, result.steady_positions)
+    periodic = periodic_heavy_steps(timeline.table, steps, result.steady_positions)
     if periodic is not None:
         timeline.meta.notes.append(periodic)
     if result.launch.ops_per_step == 0 and not timeline.has_device:

@@ -29,14 +29,14 @@ DELAY_OUTLIER_NS = 100_000
 def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.ndarray] = ()) -> LaunchStats:
     """``paused``: the pauses taken off events' own time (:attr:`Attribution.paused_events`), which
     the host time per op leaves out, as the attribution does."""
-    ev = timeline.events
+    ev = timeline.table
     steady_idx = steps.steady_positions
     n = max(len(steady_idx), 1)
     in_steady = steps.in_steady(ev)
     calls = in_steady & top_level_ops(ev)
     ops = in_steady & dispatched_ops(ev)  # (the calls, a wrapper that ran ops one at a time opened)
-    dur = ev["dur"].to_numpy()
-    host_ns = float(without_pauses(dur, ev["parent"].to_numpy(), calls, paused)[calls].sum())
+    dur = ev["dur"]
+    host_ns = float(without_pauses(dur, ev["parent"], calls, paused)[calls].sum())
     stats = LaunchStats(
         steady_steps=len(steady_idx),
         ops_per_step=float(ops.sum()) / n,
@@ -45,13 +45,13 @@ def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.
     if not timeline.has_device:
         return stats
     rows = launch_rows(ev)
-    kernels = np.flatnonzero(membership(ev["kind"].array)([Kind.KERNEL.value]) & (rows >= 0))
+    kernels = np.flatnonzero(membership(ev["kind"])([Kind.KERNEL.value]) & (rows >= 0))
     launches = rows[kernels]
     keep = in_steady[launches]
     kernels, launches = kernels[keep], launches[keep]
     if not len(kernels):
         return stats
-    ts = ev["ts"].to_numpy()
+    ts = ev["ts"]
     call = dur[launches]
     delay = np.maximum(ts[kernels] - (ts[launches] + call), 0)
     short = dur[kernels] < call

@@ -14,12 +14,12 @@ sample on its thread, e.g. ``aten::linear`` for the matmul output it allocates t
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from traceview.arrays import at_rows, membership, values_at
+from traceview.arrays import at_rows, factorize, membership, values_at
 from traceview.normalize import top_level_ops
 from traceview.results import MemoryUse, Steps
 from traceview.schema import Timeline
+from traceview.table import Table
 
 OUTSIDE_OPS = "(outside ops)"
 NOT_RECORDED = "(op not recorded)"
@@ -29,44 +29,46 @@ def memory_use(timeline: Timeline, steps: Steps, top: int | None = 10) -> Memory
     memory = timeline.memory
     if memory is None or not len(memory) or not len(steps.table):
         return None
-    ts = memory["ts"].to_numpy()
-    nbytes = memory["bytes"].to_numpy()
+    ts = memory["ts"]
+    nbytes = memory["bytes"]
     table = steps.table
-    starts, ends = table["start"].to_numpy(), table["end"].to_numpy()
+    starts, ends = table["start"], table["end"]
     step = np.searchsorted(starts, ts, side="right") - 1
     inside = (step >= 0) & (ts < at_rows(ends, step))
     per_step = _per_step(memory, step, inside, table)
     steady = inside & np.isin(step, steps.steady_positions)
     ops = _per_op(timeline, memory, steady & (nbytes > 0), len(steps.steady_positions), top)
-    steady_rows = per_step[per_step["step"].isin(steps.steady_positions)]
-    peak = int(steady_rows["peak_allocated"].max()) if len(steady_rows) else 0
+    steady_rows = np.isin(per_step["step"], steps.steady_positions)
+    peak = int(per_step["peak_allocated"][steady_rows].max()) if steady_rows.any() else 0
     return MemoryUse(steps=per_step, ops=ops, steady_peak=peak, samples=len(memory))
 
 
-def _per_step(memory: pd.DataFrame, step: np.ndarray, inside: np.ndarray, table: pd.DataFrame) -> pd.DataFrame:
-    frame = pd.DataFrame({
-        "step": step[inside],
-        "device": memory["device"].to_numpy()[inside],
-        "total": memory["total_allocated"].to_numpy()[inside],
-        "allocated": np.maximum(memory["bytes"].to_numpy()[inside], 0),
-        "freed": np.maximum(-memory["bytes"].to_numpy()[inside], 0),
-    })
-    grouped = frame.groupby(["step", "device"], sort=True)
-    out = pd.DataFrame({
-        "peak_allocated": grouped["total"].max(),
-        "allocated": grouped["allocated"].sum(),
-        "freed": grouped["freed"].sum(),
-        "samples": grouped.size(),
-    }).reset_index()
-    out.insert(1, "number", table["number"].to_numpy()[out["step"].to_numpy()])
-    return out.astype({"step": np.int64, "number": np.int64, "device": np.int64, "peak_allocated": np.int64,
-                       "allocated": np.int64, "freed": np.int64, "samples": np.int64})
+def _per_step(memory: Table, step: np.ndarray, inside: np.ndarray, table: Table) -> Table:
+    """Per (step, device) with samples, in that order: the peak of the running total, the bytes
+    allocated and freed, the samples."""
+    step = step[inside].astype(np.int64)
+    device = memory["device"][inside].astype(np.int64)
+    total = memory["total_allocated"][inside].astype(np.int64)
+    nbytes = memory["bytes"][inside].astype(np.int64)
+    keys = np.stack([step, device], axis=1)
+    pairs, group = np.unique(keys, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    n = len(pairs)
+    peak = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(peak, group, total)
+    allocated, freed = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    np.add.at(allocated, group, np.maximum(nbytes, 0))
+    np.add.at(freed, group, np.maximum(-nbytes, 0))
+    return Table({"step": pairs[:, 0], "number": table["number"][pairs[:, 0]].astype(np.int64),
+                  "device": pairs[:, 1], "peak_allocated": peak, "allocated": allocated, "freed": freed,
+                  "samples": np.bincount(group, minlength=n).astype(np.int64)}, n)
 
 
-def _per_op(timeline: Timeline, memory: pd.DataFrame, chosen: np.ndarray, steady_steps: int,
-            top: int | None) -> pd.DataFrame:
+def _per_op(timeline: Timeline, memory: Table, chosen: np.ndarray, steady_steps: int,
+            top: int | None) -> Table:
+    """Per (op, device) of the chosen allocations: their count and bytes; most bytes first."""
     rows = np.flatnonzero(chosen)
-    recorded = memory["op"].astype(object).to_numpy()
+    recorded = memory["op"].values()
     op = recorded[rows]  # the op the allocator recorded, "" when none
     unnamed = np.flatnonzero(op == "")
     if len(unnamed):
@@ -75,21 +77,31 @@ def _per_op(timeline: Timeline, memory: pd.DataFrame, chosen: np.ndarray, steady
         # (ExecutorState::Process), so the sample says so instead.
         names_ops = bool((recorded != "").any())
         op[unnamed] = NOT_RECORDED if names_ops else _enclosing_ops(timeline, memory, rows[unnamed])
-    frame = pd.DataFrame({"op": op, "device": memory["device"].to_numpy()[rows],
-                          "bytes": memory["bytes"].to_numpy()[rows]})
-    grouped = frame.groupby(["op", "device"], sort=True)["bytes"]
-    out = pd.DataFrame({"allocations": grouped.size(), "bytes": grouped.sum()}).reset_index()
-    out["bytes_per_step"] = out["bytes"] // max(steady_steps, 1)
-    out = out.sort_values(["bytes", "op", "device"], ascending=[False, True, True], kind="stable")
-    out = out.reset_index(drop=True).astype({"device": np.int64, "allocations": np.int64, "bytes": np.int64,
-                                             "bytes_per_step": np.int64})
-    return out if top is None else out.head(top)
+    device = memory["device"][rows].astype(np.int64)
+    nbytes = memory["bytes"][rows].astype(np.int64)
+    op_codes, op_values = factorize(op)
+    known = op_codes >= 0  # (a sample whose op is missing is in no group)
+    op_codes, device, nbytes = op_codes[known], device[known], nbytes[known]
+    names = np.array(sorted(op_values.tolist()), dtype=object)  # (codes by name: ties sort by op)
+    by_name = np.empty(len(op_values), dtype=np.int64)
+    by_name[np.argsort(op_values.astype(str), kind="stable")] = np.arange(len(op_values))
+    keys = np.stack([by_name[op_codes], device], axis=1)
+    pairs, group = np.unique(keys, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    counts = np.bincount(group, minlength=len(pairs)).astype(np.int64)
+    total = np.zeros(len(pairs), dtype=np.int64)
+    np.add.at(total, group, nbytes)
+    order = np.lexsort((pairs[:, 1], pairs[:, 0], -total))  # most bytes first; equal bytes by op, then device
+    if top is not None:
+        order = order[:top]
+    return Table({"op": names[pairs[order, 0]], "device": pairs[order, 1], "allocations": counts[order],
+                  "bytes": total[order], "bytes_per_step": total[order] // max(steady_steps, 1)}, len(order))
 
 
-def _enclosing_ops(timeline: Timeline, memory: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+def _enclosing_ops(timeline: Timeline, memory: Table, rows: np.ndarray) -> np.ndarray:
     """For each chosen sample, the name of the outermost host op enclosing it on its thread
     (:data:`OUTSIDE_OPS` when none does)."""
-    events = timeline.events
+    events = timeline.table
     enclosing = _enclosing_events(timeline, memory, rows)
     op_rows = np.full(len(rows), -1, dtype=np.int64)
     has = enclosing >= 0
@@ -98,20 +110,20 @@ def _enclosing_ops(timeline: Timeline, memory: pd.DataFrame, rows: np.ndarray) -
     return np.where(op_rows >= 0, values_at(events["name"], np.maximum(op_rows, 0)), OUTSIDE_OPS).astype(object)
 
 
-def _enclosing_events(timeline: Timeline, memory: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+def _enclosing_events(timeline: Timeline, memory: Table, rows: np.ndarray) -> np.ndarray:
     """For each chosen sample, the innermost host event on its thread whose span holds it (-1 if none)."""
-    events = timeline.events
+    events = timeline.table
     out = np.full(len(rows), -1, dtype=np.int64)
     if not len(rows):
         return out
-    host = events["device"].to_numpy() < 0
-    ts = events["ts"].to_numpy()
-    end = ts + events["dur"].to_numpy()
-    parent = events["parent"].to_numpy()
-    track_in = membership(events["track"].array)
-    sample_track = memory["track"].astype(object).to_numpy()[rows]
-    sample_ts = memory["ts"].to_numpy()[rows]
-    for label in pd.unique(sample_track):
+    host = events["device"] < 0
+    ts = events["ts"]
+    end = ts + events["dur"]
+    parent = events["parent"]
+    track_in = membership(events["track"])
+    sample_track = memory["track"].at(rows)
+    sample_ts = memory["ts"][rows]
+    for label in dict.fromkeys(sample_track.tolist()):  # (each track once, in order met)
         on_track = np.flatnonzero(host & track_in([label]))  # rows sorted by ts
         mine = np.flatnonzero(sample_track == label)
         if not len(on_track):
@@ -131,9 +143,9 @@ def _enclosing_events(timeline: Timeline, memory: pd.DataFrame, rows: np.ndarray
     return out
 
 
-def _outermost(events: pd.DataFrame, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+def _outermost(events: Table, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """For each row, the outermost row up its parent chain (itself included) where ``wanted``; -1 if none."""
-    parent = events["parent"].to_numpy()
+    parent = events["parent"]
     found = np.where(wanted[rows], rows, -1)
     current = rows.copy()
     climbing = parent[current] >= 0

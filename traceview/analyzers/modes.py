@@ -87,9 +87,9 @@ MODE_RULES: tuple[ModeRule, ...] = (
 def execution_mode(timeline: Timeline, steps: Steps | None = None) -> str:
     """``<framework>-<mode>`` (``torch-compile``, ``tensorflow-xla`` …), or ``unknown``."""
     framework = timeline.meta.framework
-    events = timeline.events
-    names = [str(n) for n in events["name"].cat.categories]
-    calls = [str(c) for c in events["fn_call"].cat.categories] if "fn_call" in events.columns else []
+    events = timeline.table
+    names = [str(n) for n in events["name"].categories]
+    calls = [str(c) for c in events["fn_call"].categories] if "fn_call" in events.columns else []
     for rule in MODE_RULES:
         if rule.framework != framework:
             continue
@@ -122,7 +122,7 @@ def compiled_regions_per_step(timeline: Timeline, steps: Steps) -> float:
 def dataloader_workers(timeline: Timeline) -> bool:
     """Whether the program reads its batches from a torch DataLoader's worker processes
     (num_workers > 0): they run beside the step and share the machine's cores with it."""
-    _, names = column_codes(timeline.events["name"])
+    _, names = column_codes(timeline.table["name"])
     return bool(values_matching(names, cat.TORCH_WORKER_INPUT).any())
 
 
@@ -131,7 +131,7 @@ def _named_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str],
     """The median, over the steady steps, of the events named like ``name``: all of them, the
     ``outermost`` (no other such event holds them), or those ``inside_another`` (one of another
     name holds them; counted in the steady steps that build no graph)."""
-    events = timeline.events
+    events = timeline.table
     named = rows_matching(events["name"], name)
     if not named.any() or not len(steps.table):
         return 0.0
@@ -141,13 +141,13 @@ def _named_per_step(timeline: Timeline, steps: Steps, name: re.Pattern[str],
         rows = rows_inside_another(events, named)
     else:
         rows = np.flatnonzero(named)
-    step = events["step"].to_numpy()[rows]
+    step = events["step"][rows]
     counts = np.bincount(step[step >= 0], minlength=len(steps.table))[: len(steps.table)]
     positions = steps.steady_positions
     if which == "inside_another":
         # Only steps that build no graph: tracing a function calls the jitted functions inside it
         # (a step retraced every call read as jit disabled).
-        positions = positions[steps.table["graph_build_events"].to_numpy()[positions] == 0]
+        positions = positions[steps.table["graph_build_events"][positions] == 0]
         if not len(positions):
             return 0.0
     return float(np.median(counts[positions]))

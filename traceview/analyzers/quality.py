@@ -32,14 +32,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-import pandas as pd
 
 from traceview import categories as cat
 from traceview.analyzers.steps import events_held
-from traceview.arrays import membership, unique_sorted
+from traceview.arrays import group_medians, membership, unique_sorted
 from traceview.normalize import OVERLAPS_KEY, is_overlap_note, launch_rows
 from traceview.results import CHECK_KEYS, CHECKS, Check, Quality, Steps  # noqa: F401 - re-exported
 from traceview.schema import Kind, Timeline
+from traceview.table import Table
 
 
 # Drop reasons that are expected in every trace of their format and lose no time: the readers keep
@@ -65,7 +65,7 @@ def is_expected_drop(reason: str) -> bool:
 def trace_quality(timeline: Timeline, steps: Steps) -> Quality:
     """Count what makes this trace's numbers less trustworthy (the checks in :data:`CHECKS`)."""
     meta = timeline.meta
-    events = timeline.events
+    events = timeline.table
     launch = launch_rows(events)
     before, offsets = _launch_timing(events, launch)
     host_ids, device_ids = _duplicate_correlations(events, launch)
@@ -93,36 +93,36 @@ PYTHON_TRACER_NOTE = ("Python events are recorded (the Python tracer: torch with
                       "against a capture without Python events")
 
 
-def _capture_notes(events: pd.DataFrame) -> tuple[str, ...]:
+def _capture_notes(events: Table) -> tuple[str, ...]:
     """Notes on what the capture recorded (PYTHON_TRACER_NOTE)."""
-    python = membership(events["kind"].array)([Kind.PYTHON.value]).any() if len(events) else False
+    python = membership(events["kind"])([Kind.PYTHON.value]).any() if len(events) else False
     return (PYTHON_TRACER_NOTE,) if python else ()
 
 
-def _launch_timing(events: pd.DataFrame, launch: np.ndarray) -> tuple[int, dict[int, float]]:
+def _launch_timing(events: Table, launch: np.ndarray) -> tuple[int, dict[int, float]]:
     """Device events that start before their launch call, and per device the median of
     (device start − launch start) over its correlated pairs (``launch``: :func:`launch_rows`)."""
     rows = np.flatnonzero(launch >= 0)
     if not len(rows):
         return 0, {}
-    ts = events["ts"].to_numpy()
+    ts = events["ts"]
     offset = ts[rows] - ts[launch[rows]]
-    medians = pd.Series(offset).groupby(events["device"].to_numpy()[rows], sort=True).median()
-    return int(np.count_nonzero(offset < 0)), {int(d): float(v) for d, v in medians.items()}
+    devices, medians = group_medians(offset, events["device"][rows])
+    return int(np.count_nonzero(offset < 0)), {int(d): float(v) for d, v in zip(devices.tolist(), medians.tolist())}
 
 
-def _duplicate_correlations(events: pd.DataFrame, launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _duplicate_correlations(events: Table, launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The correlation ids on more than one host call, and those on more than one device
     activity launched by a call that queues one (``launch``: :func:`launch_rows`)."""
-    correlation = events["correlation"].to_numpy()
-    host = events["device"].to_numpy() < 0
+    correlation = events["correlation"]
+    host = events["device"] < 0
     linked = correlation >= 0
-    activity = ~host & linked & ~membership(events["kind"].array)([Kind.DEVICE_ANNOTATION.value])
+    activity = ~host & linked & ~membership(events["kind"])([Kind.DEVICE_ANNOTATION.value])
     launched = np.flatnonzero(activity & (launch >= 0))
     if len(launched):
         # The launch calls' names are few (runtime API names): each is matched once.
-        codes = events["name"].cat.codes.to_numpy()[launch[launched]]
-        names = events["name"].cat.categories
+        codes = events["name"].codes[launch[launched]]
+        names = events["name"].categories
         used = unique_sorted(codes)
         multi = np.zeros(len(names), dtype=bool)
         multi[used] = [bool(cat.MULTI_ACTIVITY_LAUNCH.match(str(names[c]))) for c in used]
@@ -138,14 +138,14 @@ def _repeated(values: np.ndarray) -> np.ndarray:
     return unique_sorted(ordered[1:][ordered[1:] == ordered[:-1]])
 
 
-def _empty_steps(events: pd.DataFrame, steps: Steps) -> tuple[int, ...]:
+def _empty_steps(events: Table, steps: Steps) -> tuple[int, ...]:
     """Numbers of the steps whose window holds no event other than step markers: those the step
     rules left out before a step that holds events, and those kept because every step is empty.
     A run of them at the end (the stretch from the last step() to the profiler's stop) is no
     problem."""
     table = steps.table
-    counts = events_held(events, events["step"].to_numpy(), len(table))
-    return tuple(sorted(steps.empty_inside + tuple(int(n) for n in table["number"].to_numpy()[counts == 0])))
+    counts = events_held(events, events["step"], len(table))
+    return tuple(sorted(steps.empty_inside + tuple(int(n) for n in table["number"][counts == 0])))
 
 
 def strict_message(qualities: Iterable[tuple[str, Quality]]) -> str | None:

@@ -62,10 +62,10 @@ def summarize(diag: Any) -> RankSummary:
     per = diag.attribution.per_step
     buckets = [c for c in per.columns if c != "total"]  # whatever buckets the attribution has
     table = diag.steps.table
-    steps = pd.DataFrame({"number": table["number"].to_numpy(np.int64), "duration": table["duration"].to_numpy(np.int64),
-                          "cold": table["cold"].to_numpy(bool)})
+    steps = pd.DataFrame({"number": table["number"].astype(np.int64), "duration": table["duration"].astype(np.int64),
+                          "cold": table["cold"].astype(bool)})
     for b in buckets:
-        steps[b] = per[b].to_numpy(np.int64)
+        steps[b] = per[b].astype(np.int64)
     return RankSummary(source=str(meta.source), format=meta.format, framework=meta.framework,
                        declared=declared_rank(meta), steady_step_ns=float(diag.steady_step_ns),
                        steady_buckets_ns=dict(diag.steady_attribution()), steps=steps)

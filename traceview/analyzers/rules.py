@@ -35,6 +35,7 @@ finding is the largest cause. A rule may return ``None`` when the trace has noth
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import numpy as np
@@ -44,7 +45,7 @@ from traceview.analyzers.attribution import INFERRED_GLUE, driver_rows
 from traceview.analyzers.gil_waits import SWITCH_INTERVAL_NS
 from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
                                       dataloader_workers)
-from traceview.arrays import codes_matching, column_codes, membership, values_matching
+from traceview.arrays import codes_matching, column_codes, membership, rows_matching, values_matching
 from traceview.normalize import compute_self_time, math_ops, nearest_ancestor, outermost_rows, self_time, top_level_ops
 from traceview.renderers.units import fmt_ns, fmt_pct, shorten
 from traceview.results import (GIL_WAIT_DETAIL, GRADES, PAUSED_DETAIL, BucketDelta, Comparison,  # noqa: F401 - re-exported
@@ -118,7 +119,7 @@ def _per_tensor_optimizer_ops(diag: Diagnosis) -> tuple[float, float]:
     """The share of the steady steps' outermost framework ops that run inside a torch.optim update
     range, and how many of them a steady step runs, where none of those is a multi-tensor (foreach
     / fused) op; zeros otherwise."""
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     codes, values = column_codes(ev["name"])
     update = codes_matching(codes, np.array([str(v).startswith(cat.TORCH_OPTIMIZER_UPDATE) for v in values],
                                             dtype=bool))
@@ -141,7 +142,7 @@ def _glue_or_your_code(diag: Diagnosis, overhead: float, ops_per_step: float) ->
     inferred_share = inferred / overhead if overhead else 0.0
     recorded_per_op = (overhead - inferred) / ops_per_step
     inferred_per_op = inferred / ops_per_step
-    python_recorded = bool(membership(diag.timeline.events["kind"].array)([Kind.PYTHON.value]).any())
+    python_recorded = bool(membership(diag.timeline.table["kind"])([Kind.PYTHON.value]).any())
     evidence = {"inferred_share": inferred_share, "inferred_ns_per_op": inferred_per_op,
                 "recorded_ns_per_op": recorded_per_op, "python_events": python_recorded}
     if (inferred_share <= INFERRED_GLUE_CAVEAT[0] or inferred_per_op <= INFERRED_GLUE_CAVEAT[1] * recorded_per_op
@@ -157,10 +158,10 @@ def _heavy_own_time(diag: Diagnosis, overhead: float) -> tuple[str, dict[str, ob
     own time, call after call (HEAVY_OWN_TIME), in an eager torch trace without Python events, and
     the evidence. (Not in compiled modes: there a runtime range around compiled code — JAX's PjRt
     execution, torch.compile's region — holds unrecorded work of the framework's own.)"""
-    ev = diag.timeline.events
-    if not overhead or diag.mode != "torch-eager" or membership(ev["kind"].array)([Kind.PYTHON.value]).any():
+    ev = diag.timeline.table
+    if not overhead or diag.mode != "torch-eager" or membership(ev["kind"])([Kind.PYTHON.value]).any():
         return "", {}
-    framework = membership(ev["role"].array)([Role.DISPATCH.value, Role.PYTHON_FRAMEWORK.value, Role.VIEW_ALLOC.value])
+    framework = membership(ev["role"])([Role.DISPATCH.value, Role.PYTHON_FRAMEWORK.value, Role.VIEW_ALLOC.value])
     framework[diag.attribution.hooked_nodes] = False  # (counted as the hooks they ran already)
     rows = framework & driver_rows(ev, diag.steps) & diag.steps.in_steady(ev)
     if not rows.any():
@@ -228,7 +229,7 @@ ANOMALY_FIRST = ("autograd anomaly detection is on (anomaly_detection): turn tha
 def anomaly_work(diag: Diagnosis, steady: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The work of torch's autograd anomaly detection (roles.anomaly_detection_rows): the rows that
     begin its NaN checks and its stored stacks, in the steady steps (``steady``) or anywhere."""
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     check, stack = anomaly_detection_rows(ev)
     if not steady:
         return check, stack
@@ -249,7 +250,7 @@ def _anomaly_first(diag: Diagnosis) -> str:
 
 def _differentiates_twice(diag: Diagnosis) -> bool:
     """Whether the trace runs autograd nodes of a backward's backward (categories.TORCH_DOUBLE_BACKWARD)."""
-    _, names = column_codes(diag.timeline.events["name"])
+    _, names = column_codes(diag.timeline.table["name"])
     return bool(values_matching(names, cat.TORCH_DOUBLE_BACKWARD).any())
 
 
@@ -257,7 +258,7 @@ def _launch_outside_calls(diag: Diagnosis) -> float:
     """The share of the steady steps' launch/dispatch time that lies outside the outermost compiled
     calls on the step's thread (Attribution.launch_in_calls)."""
     positions = diag.steady_positions
-    total = float(diag.attribution.per_step["launch_overhead"].to_numpy()[positions].sum())
+    total = float(diag.attribution.per_step["launch_overhead"][positions].sum())
     inside = diag.attribution.launch_in_calls
     if not total or len(inside) != len(diag.attribution.per_step):
         return 0.0
@@ -305,17 +306,17 @@ def launch_bound(diag: Diagnosis) -> Finding:
 
 @rule
 def anomaly_detection(diag: Diagnosis) -> Finding | None:
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     check, stack = anomaly_work(diag)
     if not (check.any() or stack.any()):
         return None  # (not in the steady steps: nothing of theirs to time)
     steps = max(len(diag.steady_positions), 1)
-    dur = ev["dur"].to_numpy()
-    nodes = len(np.unique(ev["parent"].to_numpy()[check]))
+    dur = ev["dur"]
+    nodes = len(np.unique(ev["parent"][check]))
     check_ns, stack_ns = (float(dur[rows].sum()) / steps for rows in (check, stack))
     _, total = _shares(diag)
     share = (check_ns + stack_ns) / total if total else 0.0
-    python = bool(membership(ev["kind"].array)([Kind.PYTHON.value]).any())
+    python = bool(membership(ev["kind"])([Kind.PYTHON.value]).any())
     return Finding(
         "anomaly_detection", "autograd anomaly detection left on (torch.autograd.set_detect_anomaly)",
         "high" if share >= ANOMALY_HIGH_SHARE else "moderate",
@@ -349,7 +350,7 @@ def steady_graph_build(diag: Diagnosis) -> Finding:
     startup_ns = diag.steady_details().get("graph_build.startup", 0.0)
     share = max(shares["graph_build"] - (startup_ns / total if total else 0.0), 0.0)
     table = diag.steps.table
-    steady_events = int(table["graph_build_events"].to_numpy()[diag.steady_positions].sum())
+    steady_events = int(table["graph_build_events"][diag.steady_positions].sum())
     return Finding(
         "steady_graph_build", "graph building / compilation in steady-state steps (retracing, recompiles)",
         _grade(share, 0.01, 0.10),
@@ -363,13 +364,13 @@ def steady_graph_build(diag: Diagnosis) -> Finding:
 @rule
 def cold_compile(diag: Diagnosis) -> Finding:
     table = diag.steps.table
-    cold = np.flatnonzero(table["cold"].to_numpy())
+    cold = np.flatnonzero(table["cold"])
     if not len(cold):
         return Finding("cold_compile", "tracing / compilation cost of the cold first step", "skipped")
     i = int(cold[0])
     steady = diag.steady_step_ns
-    extra = max(float(table["duration"].iloc[i]) - steady, 0.0)
-    build = float(diag.attribution.per_step["graph_build"].iloc[i])
+    extra = max(float(table["duration"][i]) - steady, 0.0)
+    build = float(diag.attribution.per_step["graph_build"][i])
     worth = extra / steady if steady else 0.0
     # Graded on the cold step's whole extra time (compilation the profiler does not mark — function
     # instantiation, lazy backward compilation — is part of it), but only when the cold step shows
@@ -381,7 +382,7 @@ def cold_compile(diag: Diagnosis) -> Finding:
     amortized = extra / max(len(table), COLD_RUN_STEPS)
     return Finding(
         "cold_compile", "tracing / compilation cost of the cold first step", grade,
-        {"cold_step": int(table["number"].iloc[i]), "cold_extra_ns": extra, "steady_steps_worth": worth,
+        {"cold_step": int(table["number"][i]), "cold_extra_ns": extra, "steady_steps_worth": worth,
          "cold_graph_build_ns": build, "amortized_over_steps": max(len(table), COLD_RUN_STEPS)},
         advice("cold", diag.mode),
         "extra time ≥ 2 steady steps moderate, ≥ 10 high, when the cold step builds graphs",
@@ -413,9 +414,9 @@ def startup(diag: Diagnosis) -> Finding:
 @rule
 def sync_each_step(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     steady = diag.steps.in_steady(ev)
-    calls = int((steady & membership(ev["kind"].array)([Kind.SYNC.value])).sum()) / max(len(diag.steady_positions), 1)
+    calls = int((steady & membership(ev["kind"])([Kind.SYNC.value])).sum()) / max(len(diag.steady_positions), 1)
     share = shares["sync_wait"]
     return Finding(
         "sync_each_step", "host-device synchronization in every step", _grade(share, 0.02, 0.10),
@@ -426,15 +427,19 @@ def sync_each_step(diag: Diagnosis) -> Finding:
     )
 
 
+# Kineto names a copy from or to pageable host memory "Memcpy HtoD (Pageable -> Device)".
+_PAGEABLE = re.compile("Pageable")
+
+
 @rule
 def memcpy(diag: Diagnosis) -> Finding:
     if not diag.timeline.has_device:
         return Finding("memcpy", "time in host↔device copies", "skipped")
     shares, total = _shares(diag)
     share = shares["memcpy"]
-    ev = diag.timeline.events
-    copies = ev[(ev["kind"] == Kind.MEMCPY.value).to_numpy() & diag.steps.in_steady(ev)]
-    pageable = int(copies["name"].astype(str).str.contains("Pageable").sum())
+    ev = diag.timeline.table
+    copies = np.flatnonzero(diag.timeline.kind_mask(Kind.MEMCPY) & diag.steps.in_steady(ev))
+    pageable = int(np.count_nonzero(rows_matching(ev["name"].take(copies), _PAGEABLE)))
     # Copy time per direction (memcpy.H2D …), as memcpy.<direction>_ns.
     directions = {f"{k}_ns": v for k, v in diag.steady_details().items() if k.startswith("memcpy.")}
     grade = _grade(share, 0.05, 0.20)
@@ -487,7 +492,7 @@ def exposed_communication(diag: Diagnosis) -> Finding | None:
 def tf_data_components(diag: Diagnosis) -> frozenset[str]:
     """The datasets of the trace's tf.data pipelines, read from their iterators' names
     (categories.TF_DATA_ITERATOR: "Iterator::Root::Prefetch::Map::…"; a repeat's "[n]" dropped)."""
-    _, names = column_codes(diag.timeline.events["name"])
+    _, names = column_codes(diag.timeline.table["name"])
     parts: set[str] = set()
     for name in names:
         text = str(name)
@@ -549,8 +554,8 @@ def host_compute(diag: Diagnosis) -> Finding:
     # Without Python calls in the trace, unrecorded time on the step's thread is the user's code or
     # the framework's own Python around its calls (TF's Session.run wrapper, Keras layers): the
     # summary says so (the grade stays the share's).
-    ev = diag.timeline.events
-    python_rows = membership(ev["kind"].array)([Kind.PYTHON.value])
+    ev = diag.timeline.table
+    python_rows = membership(ev["kind"])([Kind.PYTHON.value])
     python_events = bool(python_rows.any())
     # Frames named without folders (JAX's and TensorFlow's Python tracers): the framework's own Python
     # is told from the user's only by what runs inside its API calls (roles.py); the summary says so.
@@ -577,16 +582,16 @@ def _python_ops(diag: Diagnosis) -> list[str]:
     """The ops of the steady steps that run the user's Python (role python_user: a Python
     autograd.Function's forward and backward, a tf.py_function's kernel, a tf.print), longest in
     total first: where the user's Python time is when the trace records no frames."""
-    ev = diag.timeline.events
-    ops = membership(ev["kind"].array)([Kind.HOST_OP.value]) & membership(ev["role"].array)([Role.PYTHON_USER.value])
-    return _names_by_time(diag, ops & diag.steps.in_steady(ev), ev["dur"].to_numpy())
+    ev = diag.timeline.table
+    ops = membership(ev["kind"])([Kind.HOST_OP.value]) & membership(ev["role"])([Role.PYTHON_USER.value])
+    return _names_by_time(diag, ops & diag.steps.in_steady(ev), ev["dur"])
 
 
 def _hooked_nodes(diag: Diagnosis) -> list[str]:
     """The autograd nodes around which the engine ran hooks in the steady steps
     (Attribution.hooked_nodes), most own time first, named as the engine names them
     (``torch::autograd::AccumulateGrad``: a tensor hook on a weight)."""
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     nodes = np.zeros(len(ev), dtype=bool)
     nodes[diag.attribution.hooked_nodes] = True
     return [cat.TORCH_ENGINE_NODE.sub("", name, count=1)
@@ -598,7 +603,7 @@ def _names_by_time(diag: Diagnosis, rows: np.ndarray, time: np.ndarray) -> list[
     most PYTHON_OPS_NAMED of them."""
     if not rows.any():
         return []
-    name_codes, name_values = column_codes(diag.timeline.events["name"])
+    name_codes, name_values = column_codes(diag.timeline.table["name"])
     total = np.bincount(name_codes[rows], weights=time[rows], minlength=len(name_values))
     order = sorted((-total[c], name_values[c]) for c in np.flatnonzero(total > 0).tolist())
     return [str(name) for _, name in order[:PYTHON_OPS_NAMED]]
@@ -685,7 +690,7 @@ def _slow_math_dtype(diag: Diagnosis) -> tuple[str, float]:
     takes as an input, by the compute ops' own time among those with recorded input types (torch
     record_shapes), and that share; ("", 0.0) where none does. (On a GPU the math is the kernels,
     not the host ops the types are recorded on.)"""
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     if "input_dtypes" not in ev.columns or diag.timeline.has_device:
         return "", 0.0
     codes, labels = column_codes(ev["input_dtypes"])
@@ -710,11 +715,11 @@ def compute_bound(diag: Diagnosis) -> Finding:
     kernels = diag.kernels
     if kernels is not None and diag.communication is not None:
         # The kernel bucket is compute: name the top compute kernel, not a collective.
-        ev = diag.timeline.events
-        collective = ev["name"].array[membership(ev["role"].array)([Role.DEVICE_COMMUNICATION.value])]
-        kernels = kernels[~kernels["name"].isin(np.unique(np.asarray(collective).astype(str)))]
-    top = "" if kernels is None or kernels.empty else str(kernels.iloc[0]["name"])
-    top_share = 0.0 if kernels is None or kernels.empty else float(kernels.iloc[0]["share"])
+        ev = diag.timeline.table
+        collective = ev["name"].at(membership(ev["role"])([Role.DEVICE_COMMUNICATION.value]))
+        kernels = kernels.take(~np.isin(kernels["name"].astype(str), np.unique(collective.astype(str))))
+    top = "" if kernels is None or not len(kernels) else str(kernels["name"][0])
+    top_share = 0.0 if kernels is None or not len(kernels) else float(kernels["share"][0])
     facts = diag.timeline.meta.extra.get("capture") or {}
     threads, cores = facts.get("intra_op_threads"), facts.get("cores")
     dtype, dtype_share = _slow_math_dtype(diag)
@@ -759,14 +764,14 @@ BETWEEN_STEPS_DEFAULT = "move logging, metrics and checkpoint work out of the lo
 def _between_steps_work(diag: Diagnosis, gap_start: np.ndarray, gap_end: np.ndarray) -> dict[str, float]:
     """Time per kind of BETWEEN_STEPS_WORK that the step thread's outermost events spend inside the
     gaps between step windows."""
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     out = {key: 0.0 for _, key, _ in BETWEEN_STEPS_WORK}
     if not len(gap_start):
         return out
-    outside = driver_rows(ev, diag.steps) & (ev["step"].to_numpy() < 0)
-    ts, end = ev["ts"].to_numpy(), ev["ts"].to_numpy() + ev["dur"].to_numpy()
+    outside = driver_rows(ev, diag.steps) & (ev["step"] < 0)
+    ts, end = ev["ts"], ev["ts"] + ev["dur"]
     for roles, key, _ in BETWEEN_STEPS_WORK:
-        rows = outermost_rows(ev, outside & membership(ev["role"].array)(list(roles)))
+        rows = outermost_rows(ev, outside & membership(ev["role"])(list(roles)))
         gap = np.searchsorted(gap_start, ts[rows], side="right") - 1
         inside = (gap >= 0) & (end[rows] <= gap_end[np.maximum(gap, 0)])
         out[key] = float((end[rows] - ts[rows])[inside].sum())
@@ -778,7 +783,7 @@ def host_between_steps(diag: Diagnosis) -> Finding:
     table = diag.steps.table
     if len(table) < 2:
         return Finding("host_between_steps", "Python / host time between steps", "skipped")
-    gap_start, gap_end = table["end"].to_numpy()[:-1], table["start"].to_numpy()[1:]
+    gap_start, gap_end = table["end"][:-1], table["start"][1:]
     gaps = np.maximum(gap_end - gap_start, 0)
     mean_gap = float(gaps.mean())
     share = mean_gap / diag.steady_step_ns if diag.steady_step_ns else 0.0
@@ -880,7 +885,7 @@ def _wait_places(diag: Diagnosis, total_ns: float) -> dict[str, object]:
     rows, ns = diag.attribution.gil_wait_events if len(diag.attribution.gil_wait_events) else ((), ())
     if not len(rows):
         return {"wait_places": [], "gap_wait_share": 1.0}
-    codes, values = column_codes(diag.timeline.events["name"])
+    codes, values = column_codes(diag.timeline.table["name"])
     per_name = np.bincount(codes[np.asarray(rows)].astype(np.int64), weights=np.asarray(ns, dtype=np.float64),
                            minlength=len(values))
     order = np.argsort(-per_name, kind="stable")[:MOST_WAIT_PLACES]
@@ -898,19 +903,19 @@ def _busy_python_thread(diag: Diagnosis) -> str | None:
     """With Python events, the body of the other host thread that ran Python longest during the
     steady steps (the thread that held the interpreter lock: ``build_batches``, a logger's loop);
     None without Python events on other threads."""
-    ev = diag.timeline.events
-    python = (membership(ev["kind"].array)([Kind.PYTHON.value]) & (ev["device"].to_numpy() < 0)
+    ev = diag.timeline.table
+    python = (membership(ev["kind"])([Kind.PYTHON.value]) & (ev["device"] < 0)
               & ~driver_rows(ev, diag.steps))
     rows = np.flatnonzero(python)
-    steady = diag.steps.table.iloc[diag.steady_positions]
+    steady = diag.steps.table.take(diag.steady_positions)
     if not len(rows) or not len(steady):
         return None
     lo, hi = int(steady["start"].min()), int(steady["end"].max())
-    ts = ev["ts"].to_numpy()[rows]
-    inside = np.clip(ts + ev["dur"].to_numpy()[rows], lo, hi) - np.clip(ts, lo, hi)
+    ts = ev["ts"][rows]
+    inside = np.clip(ts + ev["dur"][rows], lo, hi) - np.clip(ts, lo, hi)
     track, _ = column_codes(ev["track"])
     track = track[rows].astype(np.int64)
-    roots = ev["parent"].to_numpy()[rows] < 0
+    roots = ev["parent"][rows] < 0
     thread_ns = np.bincount(track[roots], weights=inside[roots], minlength=int(track.max()) + 1)
     busiest = int(np.argmax(thread_ns))
     if thread_ns[busiest] <= 0:
@@ -918,8 +923,8 @@ def _busy_python_thread(diag: Diagnosis) -> str | None:
     body = np.flatnonzero((track == busiest) & (inside >= THREAD_BODY_SHARE * thread_ns[busiest]))
     if not len(body):  # (no one frame spans the thread's Python: several calls from outside Python)
         return None
-    depth = ev["depth"].to_numpy()[rows[body]]
-    return str(ev["name"].iloc[int(rows[body[np.argmax(depth)]])])  # (the first of the deepest)
+    depth = ev["depth"][rows[body]]
+    return str(ev["name"].at([int(rows[body[np.argmax(depth)]])])[0])  # (the first of the deepest)
 
 
 def _steady_detail(diag: Diagnosis, detail: str) -> np.ndarray:
@@ -927,7 +932,7 @@ def _steady_detail(diag: Diagnosis, detail: str) -> np.ndarray:
     details = diag.attribution.details
     if detail not in details.columns:
         return np.zeros(len(diag.steady_positions), dtype=np.int64)
-    return details[detail].to_numpy()[diag.steady_positions]
+    return details[detail][diag.steady_positions]
 
 
 @rule

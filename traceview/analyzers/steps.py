@@ -55,9 +55,9 @@ steps that are not cold.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from traceview import categories as cat
 from traceview.arrays import at_rows, codes_matching, column_codes, membership, values_at, values_matching
@@ -66,6 +66,7 @@ from traceview.normalize import launch_rows, nearest_ancestor, outermost_rows
 from traceview.results import Steps
 from traceview.roles import Role
 from traceview.schema import DEVICE_KINDS, Kind, Timeline
+from traceview.table import Labels, Table, code_type
 
 COLD_FACTOR = 1.5
 # A step after the first, with only cold steps before it, is still warming up when it is slower
@@ -86,16 +87,18 @@ _CALL_ROLES = [Role.CALL.value, Role.CALL_TRACING.value, Role.COMPILED_CODE.valu
 
 def find_steps(timeline: Timeline) -> Steps:
     """Find the steps, assign each event's ``step`` column, and mark cold steps."""
-    events = timeline.events
-    ts = events["ts"].to_numpy()
-    end = ts + events["dur"].to_numpy()
+    events = timeline.table
+    ts = events["ts"]
+    end = ts + events["dur"]
     names = events["name"]
 
-    markers = np.flatnonzero(membership(events["kind"].array)([Kind.STEP.value]))
+    markers = np.flatnonzero(membership(events["kind"])([Kind.STEP.value]))
     if len(markers):
         tracks = values_at(events["track"], markers)
-        counts = pd.Series(tracks).value_counts(sort=False)
-        best = counts.index[np.argmax(counts.to_numpy())]
+        counts: dict[Any, int] = {}
+        for track in tracks.tolist():
+            counts[track] = counts.get(track, 0) + 1
+        best = max(counts, key=counts.__getitem__)  # (the first track of the most markers, in order met)
         markers = markers[tracks == best]
         rule = "markers"
         driver = str(best)
@@ -146,14 +149,16 @@ def find_steps(timeline: Timeline) -> Steps:
         host_ends = end[markers]
         step_names = values_at(names, markers)
         # Markers with the same number (a marker split by the profiler) are merged.
-        frame = pd.DataFrame({"number": numbers, "start": starts, "host_end": host_ends, "name": step_names})
-        frame = frame.groupby("number", sort=True).agg(start=("start", "min"), host_end=("host_end", "max"),
-                                                       name=("name", "first")).reset_index()
-        frame = frame.sort_values("start", kind="stable")
-        numbers = frame["number"].to_numpy()
-        starts = frame["start"].to_numpy()
-        host_ends = frame["host_end"].to_numpy()
-        step_names = frame["name"].to_numpy()
+        merged, group = np.unique(numbers, return_inverse=True)
+        first_start = np.full(len(merged), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first_start, group, starts)
+        last_end = np.full(len(merged), np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(last_end, group, host_ends)
+        first_marker = np.full(len(merged), len(numbers), dtype=np.int64)
+        np.minimum.at(first_marker, group, np.arange(len(numbers), dtype=np.int64))
+        order = np.argsort(first_start, kind="stable")  # (by start; equal starts in number order)
+        numbers, starts, host_ends = merged[order], first_start[order], last_end[order]
+        step_names = step_names[first_marker[order]]
         if rule == "repeated-top-level":
             # A run is the step's start; the step runs on to the next run (as ProfilerStep#N runs from
             # one step() to the next): what the loop does between its runs is the step's too. A run of
@@ -194,7 +199,7 @@ def find_steps(timeline: Timeline) -> Steps:
                                                                           step_names))
     events["step"] = step_col  # (int32, the column's type)
 
-    is_build = membership(events["kind"].array)([Kind.GRAPH_BUILD.value, Kind.COMPILE.value])
+    is_build = membership(events["kind"])([Kind.GRAPH_BUILD.value, Kind.COMPILE.value])
     build_counts = np.bincount(step_col[is_build & (step_col >= 0)], minlength=len(starts))[: len(starts)]
     duration = ends - starts
     builds = build_counts > 0
@@ -214,17 +219,18 @@ def find_steps(timeline: Timeline) -> Steps:
         cold |= np.isin(numbers, sorted(declared))
     cold |= _still_warming_up(duration, cold)
 
-    table = pd.DataFrame(
+    table = Table(
         {
             "number": numbers.astype(np.int64),
-            "name": step_names.astype(str),
+            "name": step_names.astype(str).astype(object),
             "start": starts.astype(np.int64),
             "end": ends.astype(np.int64),
             "host_end": host_ends.astype(np.int64),
             "duration": duration.astype(np.int64),
             "cold": cold,
             "graph_build_events": build_counts.astype(np.int64),
-        }
+        },
+        len(numbers),
     )
     # The last run of a loop found without markers: its window ends with the run, without the loop's
     # work until the next run (a Keras callback, the rest of the loop body). When that makes it
@@ -270,13 +276,13 @@ def batches_per_step(numbers: np.ndarray, starts: np.ndarray, ends: np.ndarray) 
     return stride
 
 
-def events_held(events: pd.DataFrame, step_col: np.ndarray, n_steps: int) -> np.ndarray:
+def events_held(events: Table, step_col: np.ndarray, n_steps: int) -> np.ndarray:
     """Per step, the events its window holds besides step markers."""
-    marker = membership(events["kind"].array)([Kind.STEP.value])
+    marker = membership(events["kind"])([Kind.STEP.value])
     return np.bincount(step_col[(step_col >= 0) & ~marker], minlength=n_steps)[:n_steps]
 
 
-def _without_empty_steps(events: pd.DataFrame, step_col: np.ndarray,
+def _without_empty_steps(events: Table, step_col: np.ndarray,
                          n_steps: int) -> tuple[np.ndarray, np.ndarray | None]:
     """Steps whose window holds no event but step markers are no steps: torch.profiler's last
     ``ProfilerStep#N`` runs from the last ``step()`` call to the profiler's stop and holds
@@ -309,22 +315,29 @@ def _still_warming_up(duration: np.ndarray, cold: np.ndarray) -> np.ndarray:
     return slow
 
 
-def _busiest_loop_track(events: pd.DataFrame) -> str:
+def _busiest_loop_track(events: Table) -> str:
     """The host track with the most top-level time, preferring tracks that run the user's loop."""
-    rows = np.flatnonzero((events["device"].to_numpy() < 0) & (events["depth"].to_numpy() == 0))
+    rows = np.flatnonzero((events["device"] < 0) & (events["depth"] == 0))
     if not len(rows):
         return ""
-    frame = pd.DataFrame({"track": values_at(events["track"], rows).astype(str), "dur": events["dur"].to_numpy()[rows]})
-    busy = frame.groupby("track", sort=True)["dur"].sum()
-    loop = busy[busy.index.str.contains(cat.USER_LOOP_TRACK)]
-    pick = loop if len(loop) else busy
-    return str(pick.sort_values(ascending=False, kind="stable").index[0])
+    busy = _sums_by(values_at(events["track"], rows).astype(str), events["dur"][rows])
+    loop = {track: time for track, time in busy.items() if cat.USER_LOOP_TRACK.search(track)}
+    pick = loop or busy
+    return max(pick, key=pick.__getitem__)  # (the first of the busiest, by name)
 
 
-def _marker_numbers(events: pd.DataFrame, markers: np.ndarray) -> np.ndarray:
+def _sums_by(keys: np.ndarray, values: np.ndarray) -> dict[Any, int]:
+    """The sum of ``values`` per distinct key, keys in sorted order (a few hundred top-level rows)."""
+    distinct, group = np.unique(keys, return_inverse=True)
+    sums = np.zeros(len(distinct), dtype=np.int64)
+    np.add.at(sums, group, values.astype(np.int64, copy=False))
+    return dict(zip(distinct.tolist(), sums.tolist()))
+
+
+def _marker_numbers(events: Table, markers: np.ndarray) -> np.ndarray:
     """Step numbers: the ``step_num`` column (XPlane) when present, else ``#N`` in the name."""
     if "step_num" in events.columns:
-        nums = events["step_num"].to_numpy()[markers]
+        nums = events["step_num"][markers]
         if (nums >= 0).all():
             return nums.astype(np.int64)
     names = values_at(events["name"], markers)
@@ -341,7 +354,7 @@ def _marker_label(names: np.ndarray) -> str:
     return ", ".join(uniq[:3])
 
 
-def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str, np.ndarray]:
+def _repeated_top_level(events: Table) -> tuple[np.ndarray, str, np.ndarray]:
     """The repeated top-level host event that most likely is the training step, and the starts of
     every run of that event (sorted), the steps' and those of its other functions.
 
@@ -353,50 +366,58 @@ def _repeated_top_level(events: pd.DataFrame) -> tuple[np.ndarray, str, np.ndarr
     told apart by that function; the one run most often is the step.
     """
     none = np.array([], dtype=np.int64)
-    host = (events["device"].to_numpy() < 0) & (events["depth"].to_numpy() == 0)
-    host &= membership(events["role"].array)(LOOP_ROLES)
+    host = (events["device"] < 0) & (events["depth"] == 0)
+    host &= membership(events["role"])(LOOP_ROLES)
     rows = np.flatnonzero(host)
     if not len(rows):
         return rows, "", none
     names = values_at(events["name"], rows).astype(str)
-    frame = pd.DataFrame(
-        {"name": names, "loop_name": pd.Series(names).str.replace(_TRAILING_NUMBER, "", regex=True).to_numpy(),
-         "track": values_at(events["track"], rows).astype(str), "dur": events["dur"].to_numpy()[rows],
-         "function": _called_functions(events, rows),
-         "call": np.isin(values_at(events["role"], rows).astype(str), _CALL_ROLES)}
-    )
-    agg = frame.groupby(["track", "loop_name"], sort=True).agg(count=("dur", "count"), sum=("dur", "sum"),
-                                                               call=("call", "all")).reset_index()
-    agg = agg[(agg["count"] >= 2) & ~agg["loop_name"].str.contains(cat.NOT_A_STEP)]
-    if agg.empty:
+    loop_names = np.array([_TRAILING_NUMBER.sub("", name) for name in names.tolist()], dtype=object)
+    tracks = values_at(events["track"], rows).astype(str)
+    dur = events["dur"][rows].astype(np.int64, copy=False)
+    functions_called = _called_functions(events, rows)
+    is_call = np.isin(values_at(events["role"], rows).astype(str), _CALL_ROLES)
+    # Per (track, loop name): runs, time, and whether every run is a call.
+    candidates: dict[tuple[str, str], list[Any]] = {}
+    for key, time, call in zip(zip(tracks.tolist(), loop_names.tolist()), dur.tolist(), is_call.tolist()):
+        entry = candidates.setdefault(key, [0, 0, True])
+        entry[0] += 1
+        entry[1] += time
+        entry[2] = entry[2] and call
+    candidates = {key: entry for key, entry in sorted(candidates.items())
+                  if entry[0] >= 2 and not cat.NOT_A_STEP.search(key[1])}
+    if not candidates:
         return none, "", none
-    user_loop = agg["track"].str.contains(cat.USER_LOOP_TRACK)
-    if user_loop.any():
-        agg = agg[user_loop]
-    if agg["call"].any():
-        # A repeated call of a jitted / traced / compiled function is the step where one repeats at
-        # the top level: a Python frame or range beside it (not around it) is other per-iteration work
-        # (JAX's own `__getitem__` slicing the batch, a logging range), however long it waits.
-        agg = agg[agg["call"]]
-    best = agg.sort_values(["sum", "track", "loop_name"], ascending=[False, True, True], kind="stable").iloc[0]
-    runs = (frame["loop_name"].to_numpy() == best["loop_name"]) & (frame["track"].to_numpy() == best["track"])
+    user_loop = {key: entry for key, entry in candidates.items() if cat.USER_LOOP_TRACK.search(key[0])}
+    candidates = user_loop or candidates
+    calls = {key: entry for key, entry in candidates.items() if entry[2]}
+    # A repeated call of a jitted / traced / compiled function is the step where one repeats at
+    # the top level: a Python frame or range beside it (not around it) is other per-iteration work
+    # (JAX's own `__getitem__` slicing the batch, a logging range), however long it waits.
+    candidates = calls or candidates
+    best_track, best_loop = max(candidates, key=lambda key: candidates[key][1])  # (ties: the first by name)
+    runs = (loop_names == best_loop) & (tracks == best_track)
     # The function run most often is the step (evaluation runs at epochs' ends only; its first run
     # may trace it and outlast every training step), then the one covering the most time.
-    functions = frame.loc[runs].groupby("function", sort=True)["dur"].agg(["count", "sum"])
-    function = functions.sort_values(["count", "sum"], ascending=False, kind="stable").index[0]
-    picked = runs & (frame["function"].to_numpy() == function)
+    per_function: dict[str, list[int]] = {}
+    for called, time in sorted(zip(functions_called[runs].tolist(), dur[runs].tolist()), key=lambda pair: pair[0]):
+        entry = per_function.setdefault(called, [0, 0])
+        entry[0] += 1
+        entry[1] += time
+    function = max(per_function, key=lambda called: tuple(per_function[called]))
+    picked = runs & (functions_called == function)
     chosen = rows[picked]
     first, last = names[picked][0], names[picked][-1]
     what = f"event '{first}'" if first == last else f"events '{first}' … '{last}'"
-    detail = f"no step markers; each of the {len(chosen)} runs of the top-level {what} on '{best['track']}' is taken as one step"
+    detail = f"no step markers; each of the {len(chosen)} runs of the top-level {what} on '{best_track}' is taken as one step"
     others = int(runs.sum() - picked.sum())
     if others:
         detail += (f" (those calling {function}; the {others} runs calling another function — "
-                   f"{', '.join(str(f) for f in functions.index if f != function)[:120]} — end a step but are none)")
-    return chosen, detail, np.sort(events["ts"].to_numpy()[rows[runs]])
+                   f"{', '.join(str(f) for f in per_function if f != function)[:120]} — end a step but are none)")
+    return chosen, detail, np.sort(events["ts"][rows[runs]])
 
 
-def _called_functions(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+def _called_functions(events: Table, rows: np.ndarray) -> np.ndarray:
     """Per row, the graph function the first call nested in it runs (its ``fw_op``: TF's
     ``__inference_…`` of a tf.function or Keras step call); "" where none."""
     out = np.full(len(rows), "", dtype=object)
@@ -404,7 +425,7 @@ def _called_functions(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
         return out
     fw_codes, fw_values = column_codes(events["fw_op"])
     named = np.array([bool(v) and str(v) != "nan" for v in fw_values] + [False], dtype=bool)[fw_codes]
-    calls = np.flatnonzero(named & membership(events["role"].array)([Role.CALL.value, Role.CALL_TRACING.value]))
+    calls = np.flatnonzero(named & membership(events["role"])([Role.CALL.value, Role.CALL_TRACING.value]))
     if not len(calls):
         return out
     is_row = np.zeros(len(events), dtype=bool)
@@ -418,7 +439,7 @@ def _called_functions(events: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _ranges_as_markers(events: pd.DataFrame, rows: np.ndarray) -> None:
+def _ranges_as_markers(events: Table, rows: np.ndarray) -> None:
     """A user's range taken as the step (``record_function("train_step")``, a TF ``Trace`` without
     ``step_num``) is the step's marker, as ``ProfilerStep#N`` is: kind and role ``step``. Its own
     time is then what it is under a marker — the unrecorded gaps between the step's events, which
@@ -429,21 +450,22 @@ def _ranges_as_markers(events: pd.DataFrame, rows: np.ndarray) -> None:
     if not len(ranges):
         return
     for column, value in (("kind", Kind.STEP.value), ("role", Role.STEP.value)):
-        values = events[column].array
-        if value not in values.categories:
-            values = values.add_categories([value])
-        codes = values.codes.copy()
-        codes[ranges] = values.categories.get_loc(value)
-        events[column] = pd.Categorical.from_codes(codes, dtype=values.dtype)
+        values: Labels = events[column]
+        categories = values.categories.tolist()
+        if value not in categories:
+            categories.append(value)
+        codes = values.codes.astype(code_type(len(categories)))  # (a copy: the table's column is replaced)
+        codes[ranges] = categories.index(value)
+        events[column] = Labels(codes, categories)
 
 
-def _optimizer_updates(events: pd.DataFrame) -> tuple[np.ndarray, str]:
+def _optimizer_updates(events: Table) -> tuple[np.ndarray, str]:
     """torch.optim's update ranges that end the steps of a loop without markers (rule 3): the
     outermost ones on the host track holding most of them, when there are at least two."""
     codes, values = column_codes(events["name"])
     update = codes_matching(codes, np.array([str(v).startswith(cat.TORCH_OPTIMIZER_UPDATE) for v in values],
                                             dtype=bool))
-    update &= events["device"].to_numpy() < 0
+    update &= events["device"] < 0
     if np.count_nonzero(update) < 2:
         return np.array([], dtype=np.int64), ""
     rows = outermost_rows(events, update)
@@ -478,7 +500,7 @@ def smallest_period(sequence: list[int]) -> int:
     return len(sequence) - border[-1]
 
 
-def _repeated_sequence(events: pd.DataFrame, track: str) -> tuple[np.ndarray, int, str, bool]:
+def _repeated_sequence(events: Table, track: str) -> tuple[np.ndarray, int, str, bool]:
     """Rule 4, for a loop with no markers, no repeated range or call and no optimizer (a plain
     ``with profile(): for x in batches: model(x)`` inference loop): the top-level ops on the loop's
     track (profiler machinery aside) when they are one sequence of K ops repeated in the same order
@@ -505,27 +527,27 @@ def _repeated_sequence(events: pd.DataFrame, track: str) -> tuple[np.ndarray, in
               f"update; the {period} top-level op{'s' if period > 1 else ''} on '{track}' ({shown}) repeat "
               f"{len(firsts)} times in the same order: each repetition is taken as one step (a loop without "
               "prof.step() or a step range)" + ("; the last repetition is cut short (partial)" if cut else ""))
-    last_end = int((events["ts"].to_numpy()[rows] + events["dur"].to_numpy()[rows]).max())
+    last_end = int((events["ts"][rows] + events["dur"][rows]).max())
     return firsts, last_end, detail, cut
 
 
-def _loop_track_rows(events: pd.DataFrame, track: str) -> np.ndarray:
+def _loop_track_rows(events: Table, track: str) -> np.ndarray:
     """The top-level host events on the loop's track, profiler machinery (``categories.NOT_A_STEP``)
     aside, in row order."""
-    rows = np.flatnonzero((events["depth"].to_numpy() == 0) & (events["device"].to_numpy() < 0))
+    rows = np.flatnonzero((events["depth"] == 0) & (events["device"] < 0))
     rows = rows[values_at(events["track"], rows).astype(str) == track]
     codes, values = column_codes(events["name"])
     machinery = values_matching(values, cat.NOT_A_STEP)
     return rows[~codes_matching(codes[rows], machinery)]
 
 
-def _loop_start(events: pd.DataFrame, track: str, first_update: int) -> int:
+def _loop_start(events: Table, track: str, first_update: int) -> int:
     """Where the first step of an unmarked loop starts: the first top-level event on the loop's
     track that is not profiler machinery, or the first update."""
     rows = _loop_track_rows(events, track)
     if not len(rows):
         return int(first_update)
-    return int(min(events["ts"].to_numpy()[rows].min(), first_update))
+    return int(min(events["ts"][rows].min(), first_update))
 
 
 def _loop_numbers(names: np.ndarray) -> np.ndarray:
@@ -538,7 +560,7 @@ def _loop_numbers(names: np.ndarray) -> np.ndarray:
     return np.arange(len(names), dtype=np.int64)
 
 
-def _queued_work_end(events: pd.DataFrame, starts: np.ndarray, host_ends: np.ndarray,
+def _queued_work_end(events: Table, starts: np.ndarray, host_ends: np.ndarray,
                      driver: str) -> np.ndarray | None:
     """Per step, the end of the compiled program run it queued, where the steps did not wait for
     them: None unless that is what the trace shows.
@@ -555,18 +577,18 @@ def _queued_work_end(events: pd.DataFrame, starts: np.ndarray, host_ends: np.nda
     step) nothing changes; where the counts differ (two jitted calls a step) nothing does either."""
     if len(starts) < 2:
         return None
-    compiled = membership(events["role"].array)([Role.COMPILED_CODE.value])
-    rows = np.flatnonzero(compiled & (events["depth"].to_numpy() == 0)
-                          & (events["track"].to_numpy(dtype=object) != driver))
+    compiled = membership(events["role"])([Role.COMPILED_CODE.value])
+    rows = np.flatnonzero(compiled & (events["depth"] == 0)
+                          & (events["track"].values() != driver))
     if not len(rows):
         return None
-    run_start = events["ts"].to_numpy()[rows]
+    run_start = events["ts"][rows]
     order = np.argsort(run_start, kind="stable")
     rows, run_start = rows[order], run_start[order]
-    run_end = run_start + events["dur"].to_numpy()[rows]
+    run_end = run_start + events["dur"][rows]
     if run_end.max() <= host_ends[-1]:
         return None  # nothing runs on after the steps: they waited for their programs
-    waits = membership(events["kind"].array)([Kind.ANNOTATION.value])[rows]
+    waits = membership(events["kind"])([Kind.ANNOTATION.value])[rows]
     tracks, _ = column_codes(events["track"])
     runs = np.array(_program_runs(run_start.tolist(), run_end.tolist(), tracks[rows].tolist(), waits.tolist()),
                     dtype=np.int64).reshape(-1, 2)
@@ -597,18 +619,18 @@ def _program_runs(starts: list[int], ends: list[int], tracks: list[int], waits: 
     return runs
 
 
-def _device_work_end(events: pd.DataFrame, starts: np.ndarray, host_ends: np.ndarray) -> np.ndarray:
+def _device_work_end(events: Table, starts: np.ndarray, host_ends: np.ndarray) -> np.ndarray:
     """For each step, the end of the last device event whose host launch started inside it."""
     out = np.zeros(len(starts), dtype=np.int64)
-    dev = np.flatnonzero(membership(events["kind"].array)([k.value for k in DEVICE_KINDS
+    dev = np.flatnonzero(membership(events["kind"])([k.value for k in DEVICE_KINDS
                                                            if k != Kind.DEVICE_ANNOTATION]))
     if not len(dev):
         return out
     launch = launch_rows(events)[dev]
     ok = launch >= 0
     dev, launch = dev[ok], launch[ok]
-    ts = events["ts"].to_numpy()
-    dev_end = ts[dev] + events["dur"].to_numpy()[dev]
+    ts = events["ts"]
+    dev_end = ts[dev] + events["dur"][dev]
     launch_ts = ts[launch]
     idx = np.searchsorted(starts, launch_ts, side="right") - 1
     inside = (idx >= 0) & (launch_ts < at_rows(host_ends, idx))

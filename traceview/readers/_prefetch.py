@@ -1,13 +1,13 @@
 """Read the traces named on the command line while the interpreter is still loading.
 
 ``traceview diagnose trace.json.gz`` spends its first few hundred milliseconds importing
-numpy, pandas and the analyses, on one core. Reading the trace needs none of pandas, and the
+numpy, the command-line parser and the analyses, on one core. Reading the trace needs none of
+the analyses, and the
 slow parts let go of the interpreter lock (the inflater while it inflates, the compiled Kineto
 scanner while it scans), so the command line starts the reading on a thread before anything
 else (:func:`start`; traceview/console.py, before even the command-line parser is loaded): a
 Chrome-trace JSON file (told by its first bytes) is inflated into memory when gzipped, then
-scanned into the reader's fields (readers/kineto_fields.py, which needs numpy but
-not pandas), so the trace is usually read by the time the analyses are imported. The scan keeps
+scanned into the reader's fields (readers/kineto_fields.py, which needs numpy), so the trace is usually read by the time the analyses are imported. The scan keeps
 to one core until the reader waits for it. An XPlane (the first trace named only) has its
 skeleton parsed and its lines' events decoded one line after another (readers/xplane_space.py)
 until the reader waits; the reader decodes the lines left. The readers take what the thread

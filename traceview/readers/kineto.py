@@ -27,14 +27,13 @@ import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
-import pandas as pd
 
 from traceview import categories as cat
-from traceview.arrays import combination_codes, joined
+from traceview.arrays import combination_codes, factorize, joined
 from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import UTF8_BOM, InflatedText, read_bytes
@@ -45,8 +44,12 @@ from traceview.readers.kineto_fields import (BAD_TID, EXACT_FLOAT_LIMIT_US, EXAC
                                              scan_fields)
 from traceview.readers.kineto_names import in_a_name, repair_names
 from traceview.builder import RawTrace, build
+from traceview.table import Labels, Table
 from traceview.schema import (KIND_VALUES, MEMORY_SAMPLE_REASON, Device, Kind, Timeline, TraceMeta,
                               categorical_from_codes, leveled, memory_frame)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMAT_NAME = "kineto-json"
 
@@ -402,7 +405,7 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
     copy_code[kind_code == KIND_VALUES.index(Kind.MEMSET.value)] = 1
     memcpy_mask = kind_code == KIND_VALUES.index(Kind.MEMCPY.value)
     if memcpy_mask.any():
-        inverse, uniq = pd.factorize(names.codes[memcpy_mask])
+        inverse, uniq = factorize(names.codes[memcpy_mask])
         copy_code[memcpy_mask] = len(copy_values) + inverse
         copy_values += [cat.copy_kind_from_kineto_name(names.categories[u]) for u in uniq.tolist()]
     copy_kind = leveled("copy_kind", copy_values, copy_code)
@@ -455,7 +458,7 @@ def _ns_of(ts: np.ndarray, ts_exact: np.ndarray | None, rows: np.ndarray) -> np.
 
 def _memory_table(fields: Fields, rows: np.ndarray, valid: np.ndarray, ts_ns: np.ndarray, pid_ids: np.ndarray,
                   tid_ids: np.ndarray, process_names: dict[Any, str],
-                  thread_names: dict[tuple[Any, Any], str]) -> pd.DataFrame | None:
+                  thread_names: dict[tuple[Any, Any], str]) -> Table | None:
     """The ``[memory]`` samples (torch ``profile_memory=True``) with a usable ts (``valid`` of all
     of them) as the timeline's memory table."""
     if not len(rows):
@@ -497,14 +500,14 @@ def _track_names(fields: Fields) -> tuple[dict[Any, str], dict[tuple[Any, Any], 
 
 
 def _tracks(is_device: np.ndarray, device: np.ndarray, stream: np.ndarray, pid: np.ndarray, tid: np.ndarray,
-            process_names: dict[Any, str], thread_names: dict[tuple[Any, Any], str]) -> pd.Categorical:
+            process_names: dict[Any, str], thread_names: dict[tuple[Any, Any], str]) -> Labels:
     """Track labels, built once per distinct (pid, tid) / (device, stream)."""
     key_a = np.where(is_device, device, pid)
     key_b = np.where(is_device, stream, tid)
-    codes_a, uniq_a = pd.factorize(key_a)
-    codes_b, uniq_b = pd.factorize(key_b)
-    combined = (codes_a.astype(np.int64) * max(len(uniq_b), 1) + codes_b) * 2 + is_device
-    codes, uniques = pd.factorize(combined)
+    codes_a, uniq_a = factorize(key_a)
+    codes_b, uniq_b = factorize(key_b)
+    combined = (codes_a * max(len(uniq_b), 1) + codes_b) * 2 + is_device
+    codes, uniques = factorize(combined)
     labels = []
     for key in uniques.tolist():
         dev, rest = key % 2, key // 2

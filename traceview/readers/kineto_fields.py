@@ -3,9 +3,9 @@
 Three decodings fill the same :class:`Fields`: the compiled scanner's blocks
 (:meth:`Fields.add_scanned`), the typed msgspec structs (:meth:`Fields.add_structs`) and
 orjson's dicts (:meth:`Fields.add_dicts`); readers/kineto.py turns them into the timeline.
-:func:`scan_fields` runs the scanner over a whole file. This module imports no pandas at load time: the command line fills the scanner's fields on a
-thread while the main thread is still importing pandas and the analyses
-(readers/_prefetch.py), and an import of pandas there would wait for the main thread's.
+:func:`scan_fields` runs the scanner over a whole file. This module imports no pandas at load
+time: the command line fills the scanner's fields on a thread while the main thread is still
+importing the analyses (readers/_prefetch.py), and a diagnosis imports no pandas at all.
 """
 
 from __future__ import annotations

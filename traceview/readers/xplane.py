@@ -78,11 +78,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import Nesting, joined, order_by_start_then_longest, per_group, reordered, unique_inverse
+from traceview.arrays import (Nesting, distinct_values, joined, order_by_start_then_longest, per_group, reordered,
+                              unique_inverse)
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
 from traceview.normalize import nest_tracks, record_overlaps
@@ -97,6 +97,7 @@ from traceview.readers.xplane_events import INSTANT, NEGATIVE, OUT_OF_RANGE, Lin
 from traceview.readers.xplane_space import LineSource, PlaneSource, SpaceSource, sniff, space_of_file  # noqa: F401
 from traceview.readers.xplane_stats import StatColumn, StatGatherer, column_from_dict, last_per_row
 from traceview.schema import MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, categorical_from_codes
+from traceview.table import Labels
 
 FORMAT_NAME = "xplane"
 EXTRA_COLUMNS = ("step_num", "fw_op", "fn_call", "hlo_op")
@@ -494,10 +495,10 @@ class _Builder:
             line_idx, is_device = sorted_line, sorted_device
             del sorted_line, sorted_device
             if order is not None:
-                names, kinds = names[order], kinds[order]
+                names, kinds = names.take(order), kinds.take(order)
                 step_num, correlation, fw_op = reordered(step_num, order), reordered(correlation, order), fw_op[order]
                 fn_call, hlo_op = reordered(fn_call, order), reordered(hlo_op, order)
-                copy_kind, nbytes = copy_kind[order], reordered(nbytes, order)
+                copy_kind, nbytes = copy_kind.take(order), reordered(nbytes, order)
                 has_stats = has_stats[order]
             parent, depth, overlaps = nested.result()
         record_overlaps(meta, overlaps)
@@ -567,14 +568,14 @@ class _Builder:
             memory=memory_table,
         ))
 
-    def _vendor_from_content(self, names: pd.Categorical, is_device: np.ndarray) -> None:
+    def _vendor_from_content(self, names: Labels, is_device: np.ndarray) -> None:
         """Vendor of devices whose plane does not say: ROCm names (hip* API, ``.kd`` kernels) → amd,
         CUDA API names → nvidia."""
         unknown = [d for d in self.devices.values() if not d.vendor]
         if not unknown:
             return
-        host_names = pd.unique(names[~is_device]).tolist()
-        device_names = pd.unique(names[is_device]).tolist()
+        host_names = distinct_values(names.take(~is_device))
+        device_names = distinct_values(names.take(is_device))
         if any(str(x).startswith("hip") for x in host_names) or any(str(x).endswith(".kd") for x in device_names):
             vendor = "amd"
         elif any(str(x).startswith(("cuda", "cu")) and kind_rules.API_NAME.match(str(x)) for x in host_names):
@@ -584,13 +585,21 @@ class _Builder:
         for dev in unknown:
             dev.vendor = vendor
 
-    def _framework(self, names: pd.Categorical, stats: dict[str, StatColumn]) -> None:
-        uniq = pd.unique(names)
+    def _framework(self, names: Labels, stats: dict[str, StatColumn]) -> None:
+        uniq = distinct_values(names)
         jax = self.jax_hint or any(cat.JAX_MARKER.match(str(u)) for u in uniq)
-        modules = pd.unique(stats["hlo_module"].values)  # few distinct modules, whatever the events
+        modules = _distinct(stats["hlo_module"].values)  # few distinct modules, whatever the events
         jax = jax or any(isinstance(v, str) and cat.JAX_MODULE.match(v) for v in modules)
         tf = self.tf_hint or bool(len(stats["tf_function_call"])) or any(cat.TF_MARKER.match(str(u)) for u in uniq)
         self.meta.framework = "jax" if jax else ("tensorflow" if tf else "unknown")
+
+
+def _distinct(values: Any) -> list[Any]:  # noqa: ANN401 - a stat's values
+    """The distinct values of a stat column, hashed by pandas (a stat may be on millions of events;
+    XPlane reading imports pandas for its stats: traceview/readers/xplane_classify.py)."""
+    import pandas as pd
+
+    return pd.unique(values).tolist()
 
 
 # --------------------------------------------------------------------------------------------

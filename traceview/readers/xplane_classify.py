@@ -10,13 +10,13 @@ import re
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import Nesting, first_of_each, one_value, unique_sorted
+from traceview.arrays import Nesting, first_match, first_of_each, one_value, unique_sorted
 from traceview.readers.xplane_stats import StatColumn
-from traceview.schema import CATEGORY_LEVELS, Kind, categorical_from_codes, level_dtype, leveled
+from traceview.schema import CATEGORY_LEVELS, Kind, categorical_from_codes, leveled
+from traceview.table import Labels
 
 # A stat's integer written as text: ASCII digits, one optional minus sign (str.isdigit() also
 # takes "²", which int() refuses).
@@ -32,7 +32,7 @@ _INHERITING = frozenset({Kind.COMPILE.value, Kind.GRAPH_BUILD.value, Kind.INPUT.
 _INHERITABLE = frozenset({Kind.ANNOTATION.value, Kind.HOST_OP.value, Kind.PYTHON.value})
 
 
-def match_names(names: pd.Categorical, predicate: Any) -> np.ndarray:
+def match_names(names: Labels, predicate: Any) -> np.ndarray:
     """Apply a name predicate once per distinct name."""
     if not len(names):
         return np.zeros(0, dtype=bool)
@@ -99,8 +99,17 @@ class StringCodes:
             self.values.append(value)
         return found
 
-    def categorical(self, codes: np.ndarray) -> pd.Categorical:
+    def categorical(self, codes: np.ndarray) -> Labels:
         return categorical_from_codes(codes, self.values)
+
+
+def _factorize(values: Any) -> tuple[np.ndarray, Any]:  # noqa: ANN401 - a stat's values
+    """A stat's values as codes and distinct values, hashed by pandas: a stat may be on millions
+    of events of mixed Python types, which pandas hashes in compiled code (a diagnosis of a
+    Chrome-trace JSON file imports no pandas; one of an XPlane does, here)."""
+    import pandas as pd
+
+    return pd.factorize(values)
 
 
 def str_stat_codes(column: StatColumn, n: int, strings: StringCodes) -> np.ndarray:
@@ -108,7 +117,7 @@ def str_stat_codes(column: StatColumn, n: int, strings: StringCodes) -> np.ndarr
     if not len(column):
         return one_value(0, n, np.int32)
     out = np.zeros(n, dtype=np.int32)
-    codes, uniq = pd.factorize(column.values)
+    codes, uniq = _factorize(column.values)
     table = np.array([strings.code(u) if isinstance(u, str) else 0 for u in uniq] + [0], dtype=np.int64)
     out[column.rows] = table[codes]
     return out
@@ -132,7 +141,7 @@ def fw_op_codes(stats: dict[str, StatColumn], n: int, strings: StringCodes) -> n
         if not len(column):
             continue
         rows = column.rows
-        codes, uniq = pd.factorize(column.values)
+        codes, uniq = _factorize(column.values)
         good = [isinstance(u, str) and u != "" and (accept is None or accept(u)) for u in uniq]
         table = np.array([strings.code(u) if ok else 0 for u, ok in zip(uniq, good)] + [0], dtype=np.int64)
         ok = np.append(np.array(good, dtype=bool), False)[codes] & ~filled[rows]  # code -1 (missing): False
@@ -151,28 +160,27 @@ _LINE_CLASS = np.array([kind_rules.HOST, kind_rules.HOST_API, kind_rules.HOST_CO
 _KIND_STATS = tuple(sorted({rule.stat for rule in kind_rules.XPLANE_RULES if rule.stat}))
 
 
-def base_kinds(names: pd.Categorical, line_cls: np.ndarray, stats: dict[str, StatColumn], n: int) -> pd.Categorical:
+def base_kinds(names: Labels, line_cls: np.ndarray, stats: dict[str, StatColumn], n: int) -> Labels:
     """Kind of each event from its line class, name and stats: the table ``kinds.XPLANE_RULES``."""
     # Class and default kind as categoricals on the line class codes: no per-row strings to hash.
-    classes = pd.Categorical.from_codes(line_cls, dtype=pd.CategoricalDtype(pd.Index(_LINE_CLASS, dtype=object)))
+    classes = Labels(line_cls, _LINE_CLASS)
     defaults = [kind_rules.XPLANE_DEFAULT_KIND[c].value for c in _LINE_CLASS]
     levels = sorted(set(defaults))
     default_code = np.array([levels.index(d) for d in defaults], dtype=np.int64)
-    default = pd.Categorical.from_codes(default_code[line_cls] if n else line_cls,
-                                        dtype=pd.CategoricalDtype(pd.Index(levels, dtype=object)))
+    default = Labels(default_code[line_cls] if n else line_cls, levels)
     has_stat = {stat: stats[stat].mask(n) for stat in _KIND_STATS}
     return leveled("kind", *kind_rules.kind_rules_by_combination(kind_rules.XPLANE_RULES, classes, names, default,
                                                                  has_stat))
 
 
 def copies_and_bytes(
-    kinds: np.ndarray,
-    names: pd.Categorical,
+    kinds: Labels,
+    names: Labels,
     stats: dict[str, StatColumn],
     correlation: np.ndarray,
     is_device: np.ndarray,
     n: int,
-) -> tuple[pd.Categorical, np.ndarray]:
+) -> tuple[Labels, np.ndarray]:
     """copy_kind of device copies/fills and bytes of every event with memcpy/memset details."""
     level = {value: i for i, value in enumerate(CATEGORY_LEVELS["copy_kind"])}
     copy_kind = np.full(n, level[""], dtype=np.int8)
@@ -181,7 +189,7 @@ def copies_and_bytes(
         for row, value in stats[stat].items():
             if isinstance(value, str):
                 details[row] = _parse_details(value)
-    copies = np.flatnonzero(kinds == Kind.MEMCPY.value)
+    copies = np.flatnonzero(kinds.isin([Kind.MEMCPY.value]))
     # (No copy and no details: no event carries a size, -1 on every row, held once.)
     nbytes = np.full(n, -1, dtype=np.int64) if details or len(copies) else one_value(-1, n, np.int64)
     for row, parsed in details.items():
@@ -196,20 +204,20 @@ def copies_and_bytes(
             corr = int(correlation[row])
             direction = _detail_direction(details.get(row))
             if direction == "other":
-                direction = cat.XPLANE_COPY_NAME_DIRECTION.get(str(names[row]), "other")
+                direction = cat.XPLANE_COPY_NAME_DIRECTION.get(str(names.at([row])[0]), "other")
             if direction == "other":
                 direction = api_direction.get(corr, "other")
             copy_kind[row] = level[direction]
             if nbytes[row] < 0 and corr in api_bytes:
                 nbytes[row] = api_bytes[corr]
-    copy_kind[kinds == Kind.MEMSET.value] = level["memset"]
-    return pd.Categorical.from_codes(copy_kind, dtype=level_dtype("copy_kind")), nbytes
+    copy_kind[kinds.isin([Kind.MEMSET.value])] = level["memset"]
+    return Labels(copy_kind, CATEGORY_LEVELS["copy_kind"]), nbytes
 
 
 _API_DIRECTION = {"HtoD": "H2D", "DtoH": "D2H", "DtoD": "D2D", "HtoH": "H2H", "Peer": "P2P"}
 
 
-def _api_copy_facts(names: pd.Categorical, correlation: np.ndarray, nbytes: np.ndarray, is_device: np.ndarray
+def _api_copy_facts(names: Labels, correlation: np.ndarray, nbytes: np.ndarray, is_device: np.ndarray
                     ) -> tuple[dict[int, str], dict[int, int]]:
     """Per correlation id, the copy direction an API call's name gives and the bytes it carries:
     each from the first host call of that id that has it (a trace launches millions of calls, so
@@ -261,8 +269,8 @@ def _detail_direction(parsed: dict[str, str] | None) -> str:
     return {"HD": "H2D", "DH": "D2H", "DD": "D2D", "HH": "H2H"}[s + d]
 
 
-def refine_by_nesting(kinds: pd.Categorical, names: pd.Categorical, nesting: Nesting, has_stats: np.ndarray
-                      ) -> pd.Categorical:
+def refine_by_nesting(kinds: Labels, names: Labels, nesting: Nesting, has_stats: np.ndarray
+                      ) -> Labels:
     """Nesting rules of the module docstring: thunks, HLO passes next to compile events, inheritance."""
     parent = nesting.parent
     code = {kind: i for i, kind in enumerate(kinds.categories)}
@@ -288,10 +296,10 @@ def refine_by_nesting(kinds: pd.Categorical, names: pd.Categorical, nesting: Nes
     inheriting = _code_table(code, _INHERITING)
     inheritable = _code_table(code, _INHERITABLE)
     codes = nesting.copy_down(codes, takes=inheritable, gives=inheriting)
-    return pd.Categorical.from_codes(codes, dtype=kinds.dtype)
+    return Labels(codes, kinds.categories)
 
 
-def _name_table(names: pd.Categorical, predicate: Any) -> np.ndarray:
+def _name_table(names: Labels, predicate: Any) -> np.ndarray:
     """Whether each name code passes ``predicate`` (indexed by code; -1, missing, does not)."""
     return np.array([bool(predicate(str(c))) for c in names.categories] + [False], dtype=bool)
 
@@ -314,10 +322,6 @@ def launchers_from_fw_op(fw_op: np.ndarray, correlation: np.ndarray, is_device: 
     launcher[dev] = fw_op[dev]
     host = np.flatnonzero(~is_device & (correlation >= 0) & (fw_op != 0))
     if len(host):
-        by_corr = pd.Series(fw_op[host], index=correlation[host])
-        by_corr = by_corr[~by_corr.index.duplicated(keep="first")]
         missing = dev[(launcher[dev] == 0) & (correlation[dev] >= 0)]
-        found = by_corr.reindex(correlation[missing]).to_numpy()
-        ok = ~pd.isna(found)
-        launcher[missing[ok]] = found[ok].astype(np.int32)
+        launcher[missing] = first_match(correlation[host], fw_op[host], correlation[missing], 0)
     return launcher

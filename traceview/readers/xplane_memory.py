@@ -47,12 +47,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from traceview import categories as cat
 from traceview.readers.xplane_classify import int_stat, str_stat
 from traceview.readers.xplane_stats import StatColumn
 from traceview.schema import memory_frame
+from traceview.table import Labels, Table
 
 # Stats the reader decodes for allocator samples (others on those events are skipped).
 MEMORY_STATS = frozenset({"allocator_name", "bytes_allocated", "requested_bytes", "allocation_bytes", "addr",
@@ -75,7 +75,7 @@ class Samples:
     unsized: int  # samples dropped for having no size
 
 
-def samples(names: pd.Categorical, stats: dict[str, StatColumn], candidates: np.ndarray) -> Samples:
+def samples(names: Labels, stats: dict[str, StatColumn], candidates: np.ndarray) -> Samples:
     """The allocator samples among ``candidates`` (rows of zero-length host events named
     ``MemoryAllocation`` / ``MemoryDeallocation``)."""
     size = _bytes(_at(int_stat, stats["allocation_bytes"], candidates))
@@ -83,7 +83,7 @@ def samples(names: pd.Categorical, stats: dict[str, StatColumn], candidates: np.
     sized = size >= 0
     rows = candidates[sized]
     size = size[sized]
-    free = np.asarray(names[rows] == cat.XPLANE_MEMORY_FREE, dtype=bool) if len(rows) else np.zeros(0, dtype=bool)
+    free = names.at(rows) == cat.XPLANE_MEMORY_FREE if len(rows) else np.zeros(0, dtype=bool)
     op = _at(str_stat, stats["tf_op"], rows)
     op[free] = ""  # a free's op is that of the allocation it frees (memory_table)
     return Samples(
@@ -111,7 +111,7 @@ def _at(convert: Callable[[StatColumn, int], np.ndarray], column: StatColumn, ro
 
 
 def memory_table(found: Samples, ts: np.ndarray, pid: np.ndarray, tid: np.ndarray,
-                 track: np.ndarray) -> pd.DataFrame | None:
+                 track: np.ndarray) -> Table | None:
     """The memory table of the samples (``ts`` in ns on the event table's clock, and the sampling
     thread's ``pid`` / ``tid`` / ``track``, one per sample); None when there are none."""
     if not len(found.rows):
@@ -145,6 +145,8 @@ def _device_totals(allocator_total: np.ndarray, allocator: np.ndarray, device: n
     ``bytes_allocated``, summed (samples in ts order; -1 where the sample has no total)."""
     known = allocator_total >= 0
     rows = np.flatnonzero(known)
+    import pandas as pd  # (XPlane reading imports pandas: readers/xplane_classify.py)
+
     frame = pd.DataFrame({"allocator": allocator[rows], "device": device[rows], "total": allocator_total[rows]})
     previous = frame.groupby("allocator", sort=False)["total"].shift(1, fill_value=0)
     frame["change"] = frame["total"] - previous  # how the allocator's latest total moved
@@ -160,6 +162,8 @@ def _ops_of_frees(op: np.ndarray, nbytes: np.ndarray, allocator: np.ndarray, add
     rows = np.flatnonzero(addr >= 0)
     if not len(rows):
         return op
+    import pandas as pd  # (XPlane reading imports pandas: readers/xplane_classify.py)
+
     frame = pd.DataFrame({"allocator": allocator[rows], "addr": addr[rows],
                           "op": np.where(nbytes[rows] > 0, op[rows], None)})
     # An allocation without a tf_op still ends the previous allocation's claim on the address.

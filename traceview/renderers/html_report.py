@@ -328,7 +328,7 @@ def _facts(diag: Any) -> str:
     reasons = "; ".join(f"{r}: {fmt_count(c)}" for r, c in sorted(meta.dropped.items(), key=lambda x: (-x[1], x[0])))
     kinds = ", ".join(f"{k} {fmt_count(c)}" for k, c in sorted(meta.kept.items(), key=lambda x: (-x[1], x[0])) if c)
     table = diag.steps.table
-    cold = [f"#{n}" for n in table.loc[table["cold"], "number"]]
+    cold = [f"#{n}" for n in table["number"][table["cold"]].tolist()]
     rows = [
         ("trace", meta.source),
         ("format", f"{meta.framework} · {meta.format}" + (f" · host {meta.host_name}" if meta.host_name else "")),
@@ -432,10 +432,11 @@ def _per_step(diag: Any) -> str:
     shown = [b for b in BUCKETS if per[b].any()]
     head = "".join(f'<th class="num">{_swatch(BUCKET_COLOR[b])}{esc(BUCKET_LABEL[b])}</th>' for b in shown)
     rows = []
-    for i, row in enumerate(table.itertuples(index=False)):
+    per_bucket = {b: per[b].tolist() for b in BUCKETS}
+    for i, row in enumerate(table.tuples()):
         label = f"#{row.number}" + ('<span class="badge">cold</span>' if row.cold else "")
-        cells = "".join(f'<td class="num">{esc(fmt_ns(per.at[i, b]))}</td>' for b in shown)
-        bar = _stacked_bar({b: float(per.at[i, b]) for b in BUCKETS}, 10, labels=False)
+        cells = "".join(f'<td class="num">{esc(fmt_ns(per_bucket[b][i]))}</td>' for b in shown)
+        bar = _stacked_bar({b: float(per_bucket[b][i]) for b in BUCKETS}, 10, labels=False)
         rows.append(f'<tr><td>{label}</td><td class="num">{esc(fmt_ns(row.duration))}</td>{cells}'
                     f'<td style="width:160px;vertical-align:middle">{bar}</td></tr>')
     cold = _cold(diag)
@@ -445,17 +446,17 @@ def _per_step(diag: Any) -> str:
 
 def _cold(diag: Any) -> str:
     table = diag.steps.table
-    cold = table[table["cold"]]
-    if cold.empty:
+    cold = np.flatnonzero(table["cold"])
+    if not len(cold):
         return ""
     steady = diag.steady_step_ns
     per = diag.attribution.per_step
     items = []
-    for i in cold.index:
-        row = cold.loc[i]
+    for i in cold.tolist():
+        row = table.take([i]).records()[0]
         extra = float(row["duration"]) - steady
         text = (f"#{row['number']}: {fmt_ns(row['duration'])} ({fmt_ns(extra)} over steady) · graph build/compile "
-                f"{fmt_ns(per.at[i, 'graph_build'])} in {row['graph_build_events']} events")
+                f"{fmt_ns(int(per['graph_build'][i]))} in {row['graph_build_events']} events")
         if extra > 0 and steady > 0:
             text += f" · {extra / steady:.1f} steady steps' worth"
         items.append(f"<li>{esc(text)}</li>")
@@ -463,10 +464,10 @@ def _cold(diag: Any) -> str:
 
 
 def _top(frame: Any, title: str) -> str:
-    if frame is None or frame.empty:
+    if frame is None or not len(frame):
         return ""
     rows = []
-    for name, row in zip(distinct_shortened(list(frame["name"]), _NAME_WIDTH), frame.itertuples(index=False)):
+    for name, row in zip(distinct_shortened(frame["name"].tolist(), _NAME_WIDTH), frame.tuples()):
         rows.append(f'<tr><td class="name" title="{esc(row.name)}">{esc(name)}</td>'
                     f'<td class="num">{row.count_per_step:.1f}</td>'
                     f'<td class="num">{esc(fmt_ns(row.time_per_step_ns))}</td>'
@@ -494,10 +495,10 @@ def _launch(diag: Any) -> str:
 
 def _device(diag: Any) -> str:
     frame = diag.device
-    if frame is None or frame.empty:
+    if frame is None or not len(frame):
         return ""
     rows = []
-    for row in frame.itertuples(index=False):
+    for row in frame.tuples():
         rows.append(f'<tr><td class="num">{row.device}</td><td class="num">{esc(fmt_ns(row.span_ns))}</td>'
                     f'<td class="num">{esc(fmt_ns(row.busy_ns))}</td>'
                     f'<td class="num">{esc(fmt_ns(row.idle_ns))} ({esc(fmt_pct(row.idle_share))})</td>'
@@ -536,7 +537,7 @@ def representative_step(diag: Any) -> int:
     positions = diag.steady_positions
     if not len(positions):
         return 0
-    durations = diag.steps.table["duration"].to_numpy()[positions].astype(np.float64)
+    durations = diag.steps.table["duration"][positions].astype(np.float64)
     median = float(np.median(durations))
     return int(positions[int(np.argmin(np.abs(durations - median)))])
 
@@ -546,7 +547,7 @@ def _timeline_block(diag: Any) -> str:
     if not len(table):
         return ""
     pos = representative_step(diag)
-    row = table.iloc[pos]
+    row = table.take([pos]).records()[0]
     svg, groups_used = timeline_svg(diag, pos)
     legend_events = "".join(
         f"<span>{_swatch(EVENT_GROUPS[g][2])}{esc(EVENT_GROUPS[g][1])}</span>" for g in sorted(groups_used)
@@ -565,42 +566,42 @@ def _timeline_block(diag: Any) -> str:
 
 def _event_groups(diag: Any) -> np.ndarray:
     """Colour group of every event (-1: not drawn)."""
-    ev = diag.timeline.events
-    kind = ev["kind"].astype(str).to_numpy()
-    lookup = np.array([_KIND_GROUP.get(k, -1) for k in ev["kind"].cat.categories], dtype=np.int64)
-    groups = lookup[ev["kind"].cat.codes.to_numpy()] if len(kind) else np.array([], dtype=np.int64)
+    ev = diag.timeline.table
+    kind = ev["kind"]
+    lookup = np.array([_KIND_GROUP.get(k, -1) for k in kind.categories.tolist()] + [-1], dtype=np.int64)
+    groups = lookup[kind.codes] if len(kind) else np.array([], dtype=np.int64)
     if not diag.timeline.has_device and len(kind):
-        host_op = (kind == Kind.HOST_OP.value) & (ev["device"].to_numpy() < 0)
+        host_op = kind.isin([Kind.HOST_OP.value]) & (ev["device"] < 0)
         groups = np.where(leaf_compute_ops(ev, host_op), _GROUP_INDEX["leaf"], groups)
-    communication = ev["role"].to_numpy() == Role.DEVICE_COMMUNICATION.value
+    communication = ev["role"].isin([Role.DEVICE_COMMUNICATION.value])
     return np.where(communication, _GROUP_INDEX["communication"], groups)
 
 
 def timeline_svg(diag: Any, position: int) -> tuple[str, set[int]]:
     """The SVG picture of one step window, and the event groups it shows (for the legend)."""
-    ev = diag.timeline.events
+    ev = diag.timeline.table
     table = diag.steps.table
-    start = int(table["start"].iloc[position])
-    end = int(table["end"].iloc[position])
+    start = int(table["start"][position])
+    end = int(table["end"][position])
     span = max(end - start, 1)
     scale = PLOT_WIDTH / span
-    ts = ev["ts"].to_numpy().astype(np.int64)
-    te = ts + ev["dur"].to_numpy().astype(np.int64)
+    ts = ev["ts"].astype(np.int64)
+    te = ts + ev["dur"].astype(np.int64)
     groups = _event_groups(diag)
     inside = (ts < end) & ((te > start) | ((te == ts) & (ts >= start))) & (groups >= 0)
     rows_idx = np.flatnonzero(inside)
     x0 = (np.clip(ts[rows_idx], start, end) - start) * scale
     x1 = (np.clip(te[rows_idx], start, end) - start) * scale
     grp = groups[rows_idx]
-    names = ev["name"].to_numpy()[rows_idx]
+    names = ev["name"].at(rows_idx)
     durs = (te - ts)[rows_idx]
-    tracks = ev["track"].to_numpy()[rows_idx]
-    device = ev["device"].to_numpy()[rows_idx]
-    depth = ev["depth"].to_numpy()[rows_idx]
+    tracks = ev["track"].at(rows_idx)
+    device = ev["device"][rows_idx]
+    depth = ev["depth"][rows_idx]
 
     # Rows: host threads first (by pid, tid), then device streams (by device, stream).
-    key_a = np.where(device >= 0, device, ev["pid"].to_numpy()[rows_idx])
-    key_b = np.where(device >= 0, ev["stream"].to_numpy()[rows_idx], ev["tid"].to_numpy()[rows_idx])
+    key_a = np.where(device >= 0, device, ev["pid"][rows_idx])
+    key_b = np.where(device >= 0, ev["stream"][rows_idx], ev["tid"][rows_idx])
     track_keys: dict[str, tuple[int, int, int, str]] = {}
     for t, d, a, b in zip(tracks.tolist(), device.tolist(), key_a.tolist(), key_b.tolist()):
         if t not in track_keys:
@@ -612,13 +613,13 @@ def timeline_svg(diag: Any, position: int) -> tuple[str, set[int]]:
     y = 6.0
     # Attribution row.
     segments = attribution_segments(diag.timeline, diag.steps, diag.attribution)
-    segments = segments[segments["step"].to_numpy() == position]
+    segments = segments.take(segments["step"] == position)
     bucket_index = {b: i for i, b in enumerate(BUCKETS)}
-    s0 = (segments["start"].to_numpy() - start) * scale
-    s1 = (segments["end"].to_numpy() - start) * scale
+    s0 = (segments["start"] - start) * scale
+    s1 = (segments["end"] - start) * scale
     sb = np.array([bucket_index[b] for b in segments["bucket"].tolist()], dtype=np.int64)
     seg_names = [BUCKET_LABEL[b] for b in segments["bucket"].tolist()]
-    seg_durs = (segments["end"].to_numpy() - segments["start"].to_numpy())
+    seg_durs = (segments["end"] - segments["start"])
     body.append(_row_label("attribution", y, ATTRIBUTION_ROW_HEIGHT, bold=True))
     body.extend(_draw_level(s0, s1, sb, seg_names, seg_durs, [BUCKET_COLOR[b] for b in BUCKETS], y,
                             ATTRIBUTION_ROW_HEIGHT, text_colors=_text_colors([BUCKET_COLOR[b] for b in BUCKETS])))

@@ -103,10 +103,11 @@ def diagnosis_markdown(diag: Any) -> list[str]:
     per = diag.attribution.per_step
     rows = []
     partial = set(diag.steps.partial)
-    for i, r in enumerate(table.itertuples(index=False)):
+    per_bucket = {b: per[b].tolist() for b in diag.buckets}
+    for i, r in enumerate(table.tuples()):
         rows.append([f"#{r.number}" + (" (cold)" if r.cold else "") + (" (partial)" if i in partial else ""),
                      fmt_ns(r.duration)]
-                    + [fmt_ns(per.at[i, b]) for b in diag.buckets])
+                    + [fmt_ns(per_bucket[b][i]) for b in diag.buckets])
     lines += _table(["step", "time"] + [BUCKET_LABEL[b] for b in diag.buckets], rows)
     lines.append("")
     if diag.communication is not None:
@@ -122,14 +123,14 @@ def diagnosis_markdown(diag: Any) -> list[str]:
             lines.append("")
     for title, frame in (("Top kernels" if diag.timeline.has_device else "Top compute ops", diag.kernels),
                          ("Top framework ops", diag.ops)):
-        if frame is None or frame.empty:
+        if frame is None or not len(frame):
             continue
         lines += [f"**{title}**", ""]
         lines += _table(["name", "n/step", "time/step", "mean", "share"],
                         [[cell(name), f"{r.count_per_step:.1f}", fmt_ns(r.time_per_step_ns), fmt_ns(r.mean_ns),
                           fmt_pct(r.share)]
-                         for name, r in zip(distinct_shortened(list(frame["name"]), _NAME_WIDTH),
-                                            frame.itertuples(index=False))])
+                         for name, r in zip(distinct_shortened(frame["name"].tolist(), _NAME_WIDTH),
+                                            frame.tuples())])
         lines.append("")
     s = diag.launch
     lines += ["**Launch / dispatch**", ""]

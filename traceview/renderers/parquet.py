@@ -78,18 +78,18 @@ def steps_table(diag: Any, rank: RankInfo) -> Any:  # noqa: ANN401 - a pyarrow t
     steady[diag.steps.steady_positions] = True
     frame = pd.DataFrame({
         "step": np.arange(n, dtype=np.int32),  # position: the events' `step` column points here
-        "number": table["number"].to_numpy(np.int64),
+        "number": np.asarray(table["number"], dtype=np.int64),
         "name": pd.Categorical(table["name"].astype(str)),
-        "start_ns": table["start"].to_numpy(np.int64),
-        "end_ns": table["end"].to_numpy(np.int64),
-        "host_end_ns": table["host_end"].to_numpy(np.int64),
-        "duration_ns": table["duration"].to_numpy(np.int64),
-        "cold": table["cold"].to_numpy(bool),
+        "start_ns": np.asarray(table["start"], dtype=np.int64),
+        "end_ns": np.asarray(table["end"], dtype=np.int64),
+        "host_end_ns": np.asarray(table["host_end"], dtype=np.int64),
+        "duration_ns": np.asarray(table["duration"], dtype=np.int64),
+        "cold": np.asarray(table["cold"], dtype=bool),
         "steady": steady,
-        "graph_build_events": table["graph_build_events"].to_numpy(np.int64),
+        "graph_build_events": np.asarray(table["graph_build_events"], dtype=np.int64),
     })
     for bucket in per.columns:  # every bucket the attribution has, then "total"
-        frame[f"{bucket}_ns"] = per[bucket].to_numpy(np.int64)
+        frame[f"{bucket}_ns"] = np.asarray(per[bucket], dtype=np.int64)
     out = pa.Table.from_pandas(frame, preserve_index=False)
     meta = diag.timeline.meta
     out = out.append_column("rank", pa.array(np.full(n, rank.rank, dtype=np.int32)))

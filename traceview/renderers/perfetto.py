@@ -94,7 +94,7 @@ def trace_document(diagnoses: list[Any], redact: bool = False) -> dict[str, Any]
                 "framework": meta.framework,
                 "host_name": clean_host(meta.host_name),
                 "devices": [{"index": d.index, "name": clean(d.name)} for d in meta.devices],
-                "events_kept": int(len(diag.timeline.events)),
+                "events_kept": int(len(diag.timeline.table)),
                 "steps": int(len(diag.steps.table)),
                 "step_rule": diag.steps.rule,
                 "shift_us": shift / 1000,
@@ -141,7 +141,7 @@ def _first_step_start(diag: Any) -> int:
 
 def _lead_in(diag: Any) -> int:
     """Time recorded before the first step (the earliest kept event is at 0 or later)."""
-    ts = diag.timeline.events["ts"].to_numpy()
+    ts = diag.timeline.table["ts"]
     earliest = int(ts.min()) if len(ts) else 0
     return max(0, _first_step_start(diag) - earliest)
 
@@ -195,20 +195,21 @@ class _Exporter:
         table = self.diag.steps.table
         per = self.diag.attribution.per_step
         out = []
-        for i, row in enumerate(table.itertuples(index=False)):
+        per_bucket = {b: per[b].tolist() for b in BUCKETS}
+        for i, row in enumerate(table.tuples()):
             out.append({
                 "ph": "X", "name": f"step {int(row.number)}" + (" (cold)" if bool(row.cold) else ""),
                 "cat": STEPS_CAT, "pid": self.pid, "tid": tid, "ts": self._us(row.start),
                 "dur": int(row.duration) / 1000,
                 "args": {"step": int(row.number), "name": self.clean(str(row.name)), "cold": bool(row.cold),
-                         "buckets_us": {b: int(per.at[i, b]) / 1000 for b in BUCKETS}},
+                         "buckets_us": {b: int(per_bucket[b][i]) / 1000 for b in BUCKETS}},
             })
         return out
 
     def _attribution_slices(self, tid: int) -> list[dict[str, Any]]:
         diag = self.diag
         segments = attribution_segments(diag.timeline, diag.steps, diag.attribution)
-        numbers = diag.steps.table["number"].to_numpy()
+        numbers = diag.steps.table["number"]
         out = []
         for step, start, end, bucket in zip(segments["step"].tolist(), segments["start"].tolist(),
                                             segments["end"].tolist(), segments["bucket"].tolist()):
@@ -218,26 +219,26 @@ class _Exporter:
         return out
 
     def _timeline_slices(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        ev = self.diag.timeline.events
+        ev = self.diag.timeline.table
         n = len(ev)
         if not n:
             return [], []
-        ts = ev["ts"].to_numpy().astype(np.int64)
-        dur = ev["dur"].to_numpy().astype(np.int64)
-        track_codes = ev["track"].cat.codes.to_numpy().astype(np.int64)
+        ts = ev["ts"].astype(np.int64)
+        dur = ev["dur"].astype(np.int64)
+        track_codes = ev["track"].codes.astype(np.int64)
         lanes, parent = _lanes(track_codes, ts, ts + dur)
         tids = self._thread_ids(ev, track_codes, lanes)
         row_tid = tids[track_codes, lanes]
 
         clean = self.clean
-        names = [clean(c) for c in ev["name"].cat.categories]
-        name_of = [names[c] for c in ev["name"].cat.codes.tolist()]
-        launchers = [clean(c) for c in ev["launcher"].cat.categories]
-        launcher_codes = ev["launcher"].cat.codes.tolist()
-        kinds = ev["kind"].astype(str).tolist()
-        copy_kinds = ev["copy_kind"].astype(str).tolist()
-        step_pos = ev["step"].to_numpy()
-        numbers = self.diag.steps.table["number"].to_numpy()
+        names = [clean(c) for c in ev["name"].categories.tolist()]
+        name_of = [names[c] for c in ev["name"].codes.tolist()]
+        launchers = [clean(c) for c in ev["launcher"].categories.tolist()]
+        launcher_codes = ev["launcher"].codes.tolist()
+        kinds = [str(k) for k in ev["kind"].values().tolist()]
+        copy_kinds = [str(k) for k in ev["copy_kind"].values().tolist()]
+        step_pos = ev["step"]
+        numbers = self.diag.steps.table["number"]
         step_number = np.where(step_pos >= 0, at_rows(numbers, step_pos) if len(numbers) else -1, -1).tolist()
         correlation = ev["correlation"].tolist()
         nbytes = ev["bytes"].tolist()
@@ -262,15 +263,15 @@ class _Exporter:
                            "ts": self._us(ts_list[i]), "dur": dur_list[i] / 1000, "args": args})
         return slices, self._flows(ev, ts, dur, row_tid, parent)
 
-    def _thread_ids(self, ev: pd.DataFrame, track_codes: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    def _thread_ids(self, ev: Table, track_codes: np.ndarray, lanes: np.ndarray) -> np.ndarray:
         """A thread per (track, lane), numbered host tracks first, then device streams; lanes after their track."""
-        labels = list(ev["track"].cat.categories)
+        labels = list(ev["track"].categories)
         n_lanes = int(lanes.max()) + 1 if len(lanes) else 1
         tids = np.zeros((len(labels), n_lanes), dtype=np.int64)
         codes, first = np.unique(track_codes, return_index=True)
-        device = ev["device"].to_numpy()
-        key_a = np.where(device >= 0, device, ev["pid"].to_numpy())
-        key_b = np.where(device >= 0, ev["stream"].to_numpy(), ev["tid"].to_numpy())
+        device = ev["device"]
+        key_a = np.where(device >= 0, device, ev["pid"])
+        key_b = np.where(device >= 0, ev["stream"], ev["tid"])
         lanes_per_track = np.zeros(len(labels), dtype=np.int64)
         np.maximum.at(lanes_per_track, track_codes, lanes + 1)
         order = sorted(
@@ -283,7 +284,7 @@ class _Exporter:
                 tids[code, lane] = self._new_thread(label if lane == 0 else f"{label} (overlap {lane})")
         return tids
 
-    def _flows(self, ev: pd.DataFrame, ts: np.ndarray, dur: np.ndarray, row_tid: np.ndarray,
+    def _flows(self, ev: Table, ts: np.ndarray, dur: np.ndarray, row_tid: np.ndarray,
                parent: np.ndarray) -> list[dict[str, Any]]:
         """Arrows launch call → device event, one per device event with a resolved launch."""
         launch = launch_rows(ev)

@@ -10,6 +10,8 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.segment import Segment
@@ -83,7 +85,7 @@ def _header(diag: Any) -> Table:
         f"{fmt_count(dropped)} dropped" + (f" ({reasons})" if reasons else ""),
     )
     table = diag.steps.table
-    cold = [f"#{n}" for n in table.loc[table["cold"], "number"]]
+    cold = [f"#{n}" for n in table["number"][table["cold"]].tolist()]
     grid.add_row(
         "steps",
         f"{len(table)} found by rule '{diag.steps.rule}': {_flat(diag.steps.rule_detail)}"
@@ -139,30 +141,32 @@ def _per_step(diag: Any) -> Table:
     for b in shown:
         table.add_column(short[b], justify="right", style=BUCKET_STYLE[b])
     partial = set(diag.steps.partial)
-    for i, row in enumerate(diag.steps.table.itertuples(index=False)):
+    per_bucket = {b: per[b].tolist() for b in shown}
+    for i, row in enumerate(diag.steps.table.tuples()):
         label = f"#{row.number}" + (" cold" if row.cold else "") + (" partial" if i in partial else "")
-        table.add_row(label, fmt_ns(row.duration), *[fmt_ns(per.at[i, b], compact=True) for b in shown])
+        table.add_row(label, fmt_ns(row.duration), *[fmt_ns(per_bucket[b][i], compact=True) for b in shown])
     return table
 
 
 def _cold(diag: Any, width: int) -> Group | None:
     """Each cold step with its own attribution bar, so cold and steady read side by side."""
-    cold = diag.steps.table[diag.steps.table["cold"]]
-    if cold.empty:
+    table = diag.steps.table
+    cold = np.flatnonzero(table["cold"])
+    if not len(cold):
         return None
     steady = diag.steady_step_ns
     parts: list[Any] = [Text("Cold step(s)", style="bold")]
     per = diag.attribution.per_step
-    for i in cold.index:
-        row = cold.loc[i]
+    for i in cold.tolist():
+        row = table.take([i]).records()[0]
         extra = row["duration"] - steady
-        builds = per.at[i, "graph_build"]
+        builds = int(per["graph_build"][i])
         line = Text(f"  #{row['number']}: {fmt_ns(row['duration'])} ({fmt_ns(extra)} over steady) · graph "
                     f"build/compile {fmt_ns(builds)} in {row['graph_build_events']} events")
         if extra > 0 and steady > 0:
             line.append(f" · {extra / steady:.1f} steady steps' worth")
         parts.append(line)
-        parts.append(attribution_bar({b: float(per.at[i, b]) for b in BUCKETS}, width))
+        parts.append(attribution_bar({b: float(per[b][i]) for b in BUCKETS}, width))
     return Group(*parts)
 
 
@@ -175,7 +179,7 @@ def _legend(buckets: tuple[str, ...]) -> Text:
 
 
 def _top(frame: Any, title: str, width: int, unit_label: str) -> Table | None:
-    if frame is None or frame.empty:
+    if frame is None or not len(frame):
         return None
     table = Table(title=title, title_justify="left", title_style="bold", box=None, header_style="bold")
     name_width = max(20, width - 40)
@@ -186,7 +190,7 @@ def _top(frame: Any, title: str, width: int, unit_label: str) -> Table | None:
     table.add_column("mean", justify="right")
     table.add_column("share", justify="right")
     # Names cut so that no two rows read the same (two layers' MatMul:_MklMatMul differ in the middle).
-    for name, row in zip(distinct_shortened(list(frame["name"]), name_width), frame.itertuples(index=False)):
+    for name, row in zip(distinct_shortened(frame["name"].tolist(), name_width), frame.tuples()):
         table.add_row(name, f"{row.count_per_step:.1f}", fmt_ns(row.time_per_step_ns), fmt_ns(row.mean_ns),
                       fmt_pct(row.share))
     return table
@@ -210,13 +214,13 @@ def _launch(diag: Any) -> Table:
 
 def _device(diag: Any) -> Table | None:
     frame = diag.device
-    if frame is None or frame.empty:
+    if frame is None or not len(frame):
         return None
     table = Table(title="Device time, whole trace (HTA temporal-breakdown definitions)", title_justify="left",
                   title_style="bold", box=None, header_style="bold")
     for col in ("device", "span", "busy", "idle", "compute"):
         table.add_column(col, justify="right")
-    for row in frame.itertuples(index=False):
+    for row in frame.tuples():
         table.add_row(str(row.device), fmt_ns(row.span_ns), fmt_ns(row.busy_ns),
                       f"{fmt_ns(row.idle_ns)} ({fmt_pct(row.idle_share)})",
                       f"{fmt_ns(row.compute_ns)} ({fmt_pct(row.compute_share)})")

@@ -186,7 +186,7 @@ def comm_rows(diag: Any) -> list[list[str]]:
     comm = diag.communication
     rows = [[f"#{step.number}" + (" (cold)" if step.cold else ""), f"{r.collectives:d}", fmt_ns(r.comm_ns),
              fmt_ns(r.overlapped_ns), fmt_ns(r.exposed_ns), fmt_pct(r.overlap_share)]
-            for step, r in zip(diag.steps.table.itertuples(index=False), comm.per_step.itertuples(index=False))]
+            for step, r in zip(diag.steps.table.tuples(), comm.per_step.tuples())]
     steady = comm.steady(diag.steady_positions)
     rows.append(["steady mean", f"{steady['collectives']:.1f}", fmt_ns(steady["comm_ns"]),
                  fmt_ns(steady["overlapped_ns"]), fmt_ns(steady["exposed_ns"]), fmt_pct(steady["overlap_share"])])
@@ -282,18 +282,18 @@ def _device_label(device: int) -> str:
 
 def memory_step_rows(diag: Any) -> list[list[str]]:
     """Per step and device: the most the allocator held at once, and what the step allocated and freed."""
-    cold = dict(zip(diag.steps.table.index.tolist(), diag.steps.table["cold"].tolist()))
+    cold = dict(enumerate(diag.steps.table["cold"].tolist()))
     return [[f"#{r.number}" + (" (cold)" if cold.get(r.step) else ""), _device_label(r.device),
              fmt_bytes(r.peak_allocated), fmt_bytes(r.allocated), fmt_bytes(r.freed), fmt_count(r.samples)]
-            for r in diag.memory.steps.itertuples(index=False)]
+            for r in diag.memory.steps.tuples()]
 
 
 def memory_op_rows(diag: Any, width: int | None = None) -> list[list[str]]:
     """Ops charged with the steady steps' allocations, largest first."""
     ops = diag.memory.ops
-    names = distinct_shortened(list(ops["op"]), width) if width else [visible(op) for op in ops["op"]]
+    names = distinct_shortened(ops["op"].tolist(), width) if width else [visible(op) for op in ops["op"].tolist()]
     return [[name, _device_label(r.device), fmt_count(r.allocations), fmt_bytes(r.bytes_per_step)]
-            for name, r in zip(names, ops.itertuples(index=False))]
+            for name, r in zip(names, ops.tuples())]
 
 
 QUALITY_TITLE = "Trace quality"
