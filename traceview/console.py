@@ -41,10 +41,17 @@ def start(words: list[str]) -> None:
     from traceview.heap import retain_freed_memory
 
     retain_freed_memory()  # before the read-ahead's first large buffer: see traceview/heap.py
-    for path in surely_trace_arguments(words)[:PREFETCHED_FILES]:
+    paths = surely_trace_arguments(words)[:PREFETCHED_FILES]
+    for path in paths:
         from traceview.readers import _prefetch
 
         _prefetch.start(path)
+    if paths:
+        # numpy first, the parser after: the reading thread inflates the file meanwhile, and its
+        # scanner can start only once numpy is imported (it writes numpy columns).
+        from traceview.heap import without_huge_page_advice
+
+        without_huge_page_advice()
 
 
 def surely_trace_arguments(words: list[str]) -> list[str]:
