@@ -18,7 +18,7 @@ import tokenize
 from pathlib import Path
 from typing import Any, Callable
 
-from traceview import api, errors, profile_schedule, results
+from traceview import api, errors, profile_schedule, results, table
 from traceview.analyzers.attribution import layers_markdown
 from traceview.kinds import kinds_markdown
 from traceview.roles import roles_markdown
@@ -121,9 +121,10 @@ def _members(cls: type) -> list[str]:
             continue
         if isinstance(member, property):
             out.append(f"- `{name}` (property): {_first_line(member)}".rstrip(": "))
-        elif inspect.isfunction(member):
-            params = ", ".join(p for p in inspect.signature(member).parameters if p != "self")
-            out.append(f"- `{name}({params})`: {_first_line(member)}".rstrip(": "))
+        elif inspect.isfunction(member) or isinstance(member, classmethod):
+            function = member.__func__ if isinstance(member, classmethod) else member
+            params = ", ".join(p for p in inspect.signature(function).parameters if p not in ("self", "cls"))
+            out.append(f"- `{name}({params})`: {_first_line(function)}".rstrip(": "))
     return out
 
 
@@ -146,6 +147,11 @@ def api_markdown() -> str:
         members = _members(cls)
         lines += [""] + members if members else []
         lines.append("")
+    lines += ["## Tables", "",
+              "In `traceview.table`: the event table (`Timeline.table`) and a diagnosis's tables are named numpy "
+              "columns; `to_pandas()` gives a pandas DataFrame.", ""]
+    for cls in (table.Table, table.Labels):
+        lines += [f"### `{cls.__name__}`", "", inspect.getdoc(cls) or "", ""] + _members(cls) + [""]
     lines += ["## Errors", "", "In `traceview.errors`. The command line prints `traceview: <message>` and exits "
               "with `exit_code`.", "", "| error | exit code | when |", "| :--- | ---: | :--- |"]
     lines += [f"| `{e.__name__}` | {e.exit_code if issubclass(e, errors.TraceviewError) else ''} | "

@@ -128,9 +128,11 @@ class Table:
 
     @property
     def columns(self) -> tuple[str, ...]:
+        """The column names, in order."""
         return tuple(self._columns)
 
     def get(self, name: str, default: Any = None) -> Any:  # noqa: ANN401 - as __getitem__
+        """The column ``name``, or ``default`` where the table has none."""
         return self._columns.get(name, default)
 
     def copy(self) -> Table:
