@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from traceview.arrays import at_rows, factorize, membership, values_at
+from traceview.arrays import at_rows, factorize, membership, unique_inverse, values_at
 from traceview.normalize import top_level_ops
 from traceview.results import MemoryUse, Steps
 from traceview.schema import Timeline
@@ -50,9 +50,7 @@ def _per_step(memory: Table, step: np.ndarray, inside: np.ndarray, table: Table)
     device = memory["device"][inside].astype(np.int64)
     total = memory["total_allocated"][inside].astype(np.int64)
     nbytes = memory["bytes"][inside].astype(np.int64)
-    keys = np.stack([step, device], axis=1)
-    pairs, group = np.unique(keys, axis=0, return_inverse=True)
-    group = group.reshape(-1)
+    pairs, group = _distinct_pairs(step, device)
     n = len(pairs)
     peak = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(peak, group, total)
@@ -85,9 +83,7 @@ def _per_op(timeline: Timeline, memory: Table, chosen: np.ndarray, steady_steps:
     names = np.array(sorted(op_values.tolist()), dtype=object)  # (codes by name: ties sort by op)
     by_name = np.empty(len(op_values), dtype=np.int64)
     by_name[np.argsort(op_values.astype(str), kind="stable")] = np.arange(len(op_values))
-    keys = np.stack([by_name[op_codes], device], axis=1)
-    pairs, group = np.unique(keys, axis=0, return_inverse=True)
-    group = group.reshape(-1)
+    pairs, group = _distinct_pairs(by_name[op_codes], device)
     counts = np.bincount(group, minlength=len(pairs)).astype(np.int64)
     total = np.zeros(len(pairs), dtype=np.int64)
     np.add.at(total, group, nbytes)
@@ -96,6 +92,17 @@ def _per_op(timeline: Timeline, memory: Table, chosen: np.ndarray, steady_steps:
         order = order[:top]
     return Table({"op": names[pairs[order, 0]], "device": pairs[order, 1], "allocations": counts[order],
                   "bytes": total[order], "bytes_per_step": total[order] // max(steady_steps, 1)}, len(order))
+
+
+def _distinct_pairs(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (first, second) pairs, sorted, as rows of a (pairs, 2) array, and each row's
+    pair: one int64 key per row, sorted (numpy's unique by rows, or by hashing, is slower here)."""
+    if not len(first):
+        return np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    low = int(second.min())
+    width = int(second.max()) - low + 1
+    keys, group = unique_inverse(first.astype(np.int64) * width + (second.astype(np.int64) - low))
+    return np.stack([keys // width, keys % width + low], axis=1), group
 
 
 def _enclosing_ops(timeline: Timeline, memory: Table, rows: np.ndarray) -> np.ndarray:

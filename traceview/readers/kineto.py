@@ -33,7 +33,7 @@ import numpy as np
 import orjson
 
 from traceview import categories as cat
-from traceview.arrays import combination_codes, factorize, joined
+from traceview.arrays import combination_codes, factorize, joined, unique_sorted
 from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
 from traceview.readers._io import UTF8_BOM, InflatedText, read_bytes
@@ -564,7 +564,7 @@ def _devices(top: dict[str, Any], device_ids: np.ndarray) -> list[Device]:
     props = {d["id"]: d for d in listed if isinstance(d, dict) and type(d.get("id")) is int} \
         if isinstance(listed, list) else {}
     out = []
-    for idx in sorted(set(int(x) for x in np.unique(device_ids))):
+    for idx in unique_sorted(device_ids).tolist():  # (by a sort: numpy's hashed unique is slower on ints)
         prop = props.get(idx, {})
         name = str(prop.get("name", ""))
         vendor = "amd" if "AMD" in name or "Instinct" in name or "gfx" in name else ("nvidia" if name else "")
