@@ -108,3 +108,12 @@ def test_group_medians_are_pandas_medians(seed: int) -> None:
 def test_distinct_values_are_the_categories_in_use() -> None:
     assert distinct_values(_labels().take([0, 3, 4])) == ["b", "c"]
     assert distinct_values(np.array(["x", "y", "x"], dtype=object)) == ["x", "y"]
+
+
+def test_a_wrong_key_says_what_the_table_takes() -> None:
+    table = Table({"n": np.arange(2)})
+    with pytest.raises(TypeError, match="by its name"):
+        table[["n"]]  # type: ignore[index]
+    with pytest.raises(KeyError, match="no column 'm'; the table has n"):
+        table["m"]
+    assert "<table" in table._repr_html_()

@@ -108,7 +108,13 @@ class Table:
         return self._length or 0
 
     def __getitem__(self, name: str) -> Any:  # noqa: ANN401 - an array or Labels: the caller knows which
-        return self._columns[name]
+        if not isinstance(name, str):
+            raise TypeError(f"a Table column is taken by its name, not by {type(name).__name__}: rows by "
+                            ".take(rows), several columns from .to_pandas()")
+        try:
+            return self._columns[name]
+        except KeyError:
+            raise KeyError(f"no column {name!r}; the table has {', '.join(self._columns) or 'none'}") from None
 
     def __setitem__(self, name: str, column: Column) -> None:
         if not isinstance(column, (np.ndarray, Labels)):
@@ -199,6 +205,10 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({len(self)} rows: {', '.join(self._columns)})"
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the table as pandas shows a DataFrame."""
+        return self.to_pandas()._repr_html_()
 
 
 def code_type(n_categories: int) -> type:
