@@ -34,23 +34,18 @@ _withheld = False  # whether this process's pandas was imported without pyarrow
 def import_pandas_without_pyarrow() -> bool:
     """Import pandas with pyarrow unavailable to it; True when that happened, False when pandas
     or pyarrow was imported already (then nothing changes)."""
-    global _withheld
     if "pandas" in sys.modules or _PYARROW in sys.modules:
         return False
-    sys.modules[_PYARROW] = None  # type: ignore[assignment]  # `import pyarrow` raises ImportError
-    try:
-        import pandas  # noqa: F401
-    finally:
-        if sys.modules.get(_PYARROW, "") is None:
-            del sys.modules[_PYARROW]  # later imports of pyarrow (Parquet output) work as usual
-    _withheld = True
+    withhold_pyarrow_from_pandas()
+    import pandas  # noqa: F401 - (through the finder just installed)
+
     return True
 
 
 def withhold_pyarrow_from_pandas() -> None:
     """Make the first import of pandas in this process, whenever it comes, one without pyarrow
-    (:func:`import_pandas_without_pyarrow`); nothing changes when pandas or pyarrow is imported
-    already."""
+    (``import pyarrow`` fails while pandas imports itself); nothing changes when pandas or pyarrow
+    is imported already."""
     global _withheld
     if "pandas" in sys.modules or _PYARROW in sys.modules:
         return

@@ -20,10 +20,9 @@ from enum import Enum
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
-
 import numpy as np
 
-from traceview.arrays import (as_labels, codes_matching, factorize, is_one_value, one_value, one_values_shared,
+from traceview.arrays import (as_labels, factorize, is_one_value, membership, one_value, one_values_shared,
                               order_by_start_then_longest)
 from traceview.table import Labels, Table, code_type
 
@@ -214,9 +213,7 @@ class Timeline:
 
     def kind_mask(self, *kinds: Kind) -> np.ndarray:
         """Per row: whether its kind is one of ``kinds``."""
-        labels: Labels = self.table["kind"]
-        hit = np.isin(labels.categories, [k.value for k in kinds])
-        return codes_matching(labels.codes, hit)
+        return membership(self.table["kind"])([k.value for k in kinds])
 
     def __repr__(self) -> str:
         return f"Timeline({self.meta.source!r}, {len(self.table)} events)"

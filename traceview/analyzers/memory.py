@@ -50,7 +50,7 @@ def _per_step(memory: Table, step: np.ndarray, inside: np.ndarray, table: Table)
     device = memory["device"][inside].astype(np.int64)
     total = memory["total_allocated"][inside].astype(np.int64)
     nbytes = memory["bytes"][inside].astype(np.int64)
-    pairs, group = _distinct_pairs(step, device)
+    pairs, group = _sorted_pairs(step, device)
     n = len(pairs)
     peak = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(peak, group, total)
@@ -80,10 +80,11 @@ def _per_op(timeline: Timeline, memory: Table, chosen: np.ndarray, steady_steps:
     op_codes, op_values = factorize(op)
     known = op_codes >= 0  # (a sample whose op is missing is in no group)
     op_codes, device, nbytes = op_codes[known], device[known], nbytes[known]
-    names = np.array(sorted(op_values.tolist()), dtype=object)  # (codes by name: ties sort by op)
-    by_name = np.empty(len(op_values), dtype=np.int64)
-    by_name[np.argsort(op_values.astype(str), kind="stable")] = np.arange(len(op_values))
-    pairs, group = _distinct_pairs(by_name[op_codes], device)
+    by_name = np.argsort(op_values.astype(str), kind="stable")  # (codes by name: ties sort by op)
+    names = op_values[by_name]
+    rank = np.empty(len(op_values), dtype=np.int64)
+    rank[by_name] = np.arange(len(op_values))
+    pairs, group = _sorted_pairs(rank[op_codes], device)
     counts = np.bincount(group, minlength=len(pairs)).astype(np.int64)
     total = np.zeros(len(pairs), dtype=np.int64)
     np.add.at(total, group, nbytes)
@@ -94,7 +95,7 @@ def _per_op(timeline: Timeline, memory: Table, chosen: np.ndarray, steady_steps:
                   "bytes": total[order], "bytes_per_step": total[order] // max(steady_steps, 1)}, len(order))
 
 
-def _distinct_pairs(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _sorted_pairs(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct (first, second) pairs, sorted, as rows of a (pairs, 2) array, and each row's
     pair: one int64 key per row, sorted (numpy's unique by rows, or by hashing, is slower here)."""
     if not len(first):

@@ -55,6 +55,7 @@ steps that are not cold.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -95,9 +96,7 @@ def find_steps(timeline: Timeline) -> Steps:
     markers = np.flatnonzero(membership(events["kind"])([Kind.STEP.value]))
     if len(markers):
         tracks = values_at(events["track"], markers)
-        counts: dict[Any, int] = {}
-        for track in tracks.tolist():
-            counts[track] = counts.get(track, 0) + 1
+        counts = Counter(tracks.tolist())
         best = max(counts, key=counts.__getitem__)  # (the first track of the most markers, in order met)
         markers = markers[tracks == best]
         rule = "markers"
