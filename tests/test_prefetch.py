@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def _nothing_left_behind() -> Iterator[None]:
     yield
     _prefetch.forget()
+
+
 SAMPLE = next(p for p in sorted((ROOT / "sample_traces").rglob("*.pt.trace.json.gz")) if "torch-eager" in str(p))
 
 
@@ -270,3 +272,73 @@ def test_the_console_script_reads_before_loading_the_parser_and_resumes_the_coll
     # own start of the same file follows (before pandas). After the imports the collector runs again.
     assert last.startswith("SEEN [(False, False, False), (True, False, False)]"), last
     assert last.endswith("COLLECTOR True True"), last
+
+
+_BLAS_PROBE = """
+import os, sys
+from traceview.console import start
+start(sys.argv[1:])
+import numpy
+print("BLAS", os.environ.get("OPENBLAS_NUM_THREADS"), len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+@pytest.mark.parametrize(("argv", "user_setting", "expected"), [
+    (["diagnose", "{trace}"], None, "1"),
+    (["compare", "{trace}", "{trace}"], None, "1"),
+    (["normalize", "{trace}", "-o", "out"], None, "1"),
+    (["collect", "mlp2"], None, None),  # runs workloads: OpenBLAS keeps its threads
+    (["diagnose", "{trace}"], "3", "3"),  # the user's choice stands
+])
+def test_the_analysing_commands_start_no_blas_threads(argv: list[str], user_setting: str | None,
+                                                       expected: str | None) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                             "OMP_NUM_THREADS")}
+    if user_setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = user_setting
+    words = [w.format(trace=SAMPLE) for w in argv]
+    done = subprocess.run([sys.executable, "-c", _BLAS_PROBE, *words], capture_output=True, text=True, check=True,
+                          env=env)
+    setting, threads = done.stdout.split()[1:]
+    assert setting == str(expected)
+    if expected == "1":
+        # numpy's import adds no OpenBLAS worker thread: the main thread and at most the read-ahead's
+        # (one thread for the trace named twice); with a worker per further core there would be more.
+        assert int(threads) <= 2, threads
+
+
+_IMPORTER_PROBE = """
+import sys, threading
+importers = {}
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name in ("numpy", "traceview.readers.kineto_fields"):
+            importers.setdefault(name, (threading.current_thread().name, "typer" in sys.modules))
+        return None
+sys.meta_path.insert(0, Watch())
+import os, time
+from traceview.readers import _prefetch
+inflate = _prefetch._inflate
+def slow_inflate(*args):  # (a large trace's inflating: it lasts until the main thread is past its imports)
+    waited = time.monotonic()
+    while "traceview.readers.kineto_fields" not in sys.modules and time.monotonic() - waited < 10:
+        time.sleep(0.01)
+    return inflate(*args)
+_prefetch._inflate = slow_inflate
+ending = os._exit  # (the console script ends with it once the report is out)
+def report(status):
+    print("IMPORTERS", importers.get("numpy"), importers.get("traceview.readers.kineto_fields"), flush=True)
+    ending(status)
+os._exit = report
+from traceview.__main__ import main
+sys.argv[1:] = ["diagnose", sys.argv[1], "--format", "json"]
+main()
+"""
+
+
+def test_the_main_thread_imports_the_scanner_while_the_reading_thread_inflates() -> None:
+    done = subprocess.run([sys.executable, "-c", _IMPORTER_PROBE, str(SAMPLE)], capture_output=True, text=True)
+    last = [line for line in done.stdout.splitlines() if line.startswith("IMPORTERS")][-1]
+    # Both by the main thread, before the command-line parser is loaded.
+    assert last == "IMPORTERS ('MainThread', False) ('MainThread', False)", last

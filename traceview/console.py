@@ -15,16 +15,32 @@ many objects without a cycle among them, and the collector would scan them again
 they appear (with pandas, ~0.04 s of a 0.55 s diagnosis here; a diagnosis no longer imports it). Once the command line has its
 libraries (cli._main), what the imports made is set aside from later collections
 (``gc.freeze``) and the collector resumes, so the analyses' garbage is collected as ever.
+
+The commands that read and analyse traces do no linear algebra, yet numpy's OpenBLAS starts a
+worker thread per further core when numpy is imported, and those threads spin waiting for work
+while the trace is read and the analyses load: on a 2-core machine the spinning was the largest
+single item of a 54 MB diagnosis's CPU samples (7.6 % of them, under ``perf``), taken from the
+two threads that read and import (without it: 0.94 -> 0.84 s of CPU, 0.70 -> 0.64 s wall,
+medians of seven). So, for those commands, the console script asks
+OpenBLAS for one thread (:func:`without_blas_threads`) before anything imports numpy, unless the
+user chose a number (their worker processes inherit it with the environment).
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import sys
 
 # Commands whose file arguments are traces read from start to end (cli.py registers them).
 TRACE_READING_COMMANDS = ("diagnose", "compare")
 PREFETCHED_FILES = 2  # a diagnosis reads one trace, a comparison two
+# Commands that read and analyse traces and do no linear algebra (cli.py registers them); the
+# others run workloads (collect, run) or hand SQL to DuckDB (query), and keep OpenBLAS's threads.
+ANALYSING_COMMANDS = ("diagnose", "compare", "export", "normalize")
+# The variables OpenBLAS reads its thread count from, in its order (OpenBLAS driver/others/
+# openblas_env.c): where the user set any, their choice stands.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 _collector_paused = [False]  # whether start() paused the garbage collector, till resume_collector()
@@ -36,6 +52,8 @@ def start(words: list[str]) -> None:
     if gc.isenabled():
         gc.disable()
         _collector_paused[0] = True
+    if words and words[0] in ANALYSING_COMMANDS:
+        without_blas_threads()
     if "--help" in words:
         return
     from traceview.heap import retain_freed_memory
@@ -47,11 +65,23 @@ def start(words: list[str]) -> None:
 
         _prefetch.start(path)
     if paths:
-        # numpy first, the parser after: the reading thread inflates the file meanwhile, and its
-        # scanner can start only once numpy is imported (it writes numpy columns).
+        # numpy and the scanner first, the parser after: the reading thread inflates the file
+        # meanwhile, and its scanner can start only once numpy is imported (it writes numpy columns).
         from traceview.heap import without_huge_page_advice
+        from traceview.readers import _prefetch
 
         without_huge_page_advice()
+        _prefetch.load_scanner()
+
+
+def without_blas_threads() -> bool:
+    """Ask numpy's OpenBLAS for no worker threads (it reads the setting when numpy is imported,
+    so this comes first); True where it was set here, False where the user set a number or
+    numpy is already imported."""
+    if any(os.environ.get(name) for name in BLAS_THREAD_VARIABLES) or "numpy" in sys.modules:
+        return False
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    return True
 
 
 def surely_trace_arguments(words: list[str]) -> list[str]:

@@ -113,6 +113,14 @@ def read_bytes(path: Path) -> bytes:
         return _gzip.decompress(raw)
 
 
+def is_chrome_trace(head: bytes) -> bool:
+    """True when the first bytes look like a Chrome-trace JSON document."""
+    text = head.removeprefix(UTF8_BOM).lstrip()
+    if text[:1] == b"[":
+        return b'"ph"' in text or text[1:].lstrip()[:1] in (b"{", b"]")
+    return text[:1] == b"{" and (b'"traceEvents"' in text or b'"schemaVersion"' in text or b'"ph"' in text)
+
+
 def head_bytes(path: Path, size: int = 4096) -> bytes:
     """The first ``size`` bytes of the (decompressed) content, for format sniffing."""
     with user_errors(path), path.open("rb") as handle:

@@ -43,14 +43,6 @@ _ELEMENT_END = re.compile(rb"\}\s*,")
 _HEAD_LIMIT = 64 * 2**20  # the array must open within this many bytes (top-level keys come first)
 
 
-def is_chrome_trace(head: bytes) -> bool:
-    """True when the first bytes look like a Chrome-trace JSON document."""
-    text = head.removeprefix(UTF8_BOM).lstrip()
-    if text[:1] == b"[":
-        return b'"ph"' in text or text[1:].lstrip()[:1] in (b"{", b"]")
-    return text[:1] == b"{" and (b'"traceEvents"' in text or b'"schemaVersion"' in text or b'"ph"' in text)
-
-
 class Declined(Exception):
     """The document is not one the fast decoding handles; decode it the plain way instead."""
 
@@ -176,15 +168,25 @@ class EventArrayReader:
     def open_array(self, stream: BinaryIO) -> tuple[bytes, bool]:
         """Skip to just after the array's ``[``; returns the remaining text and whether the
         document is an object around the array (True) or the bare array (False)."""
-        buf = b""
+        text = bytearray()
+        filled, start, wrapped = self.read_to_array(stream, text)
+        return bytes(text[start:filled]), wrapped
+
+    def read_to_array(self, stream: BinaryIO, text: bytearray) -> tuple[int, int, bool]:
+        """Read the stream into ``text`` (from its start, a block at a time, the bytearray
+        grown as needed) until the array's ``[`` is in it: how many bytes were read, where the
+        array's elements begin, and whether the document is an object around the array."""
+        filled = 0
         while True:
-            block = self.read_block(stream)
-            buf += block
-            found = self.array_start(buf)
+            if len(text) - filled < BLOCK_BYTES:
+                text.extend(bytes(filled + BLOCK_BYTES - len(text)))
+            with memoryview(text) as view:
+                got = self.read_into(stream, view[filled: filled + BLOCK_BYTES])
+            filled += got
+            found = self.array_start(text, filled)
             if found is not None:
-                start, wrapped = found
-                return buf[start:], wrapped
-            if not block or len(buf) > _HEAD_LIMIT:
+                return filled, *found
+            if not got or filled > _HEAD_LIMIT:
                 raise Declined("no traceEvents array near the start")
 
     def whole_text(self, stream: InflatedText) -> tuple[bytes, int, bool]:

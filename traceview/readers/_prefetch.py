@@ -33,10 +33,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from traceview.errors import UsageError
-from traceview.readers._io import GZIP_MAGIC, UTF8_BOM, InflatedText, head_bytes, inflater, max_bytes, read_bytes
+from traceview.readers._io import (GZIP_MAGIC, UTF8_BOM, InflatedText, head_bytes, inflater, is_chrome_trace, max_bytes,
+                                  read_bytes)
 
 if TYPE_CHECKING:
     from traceview.readers.kineto_fields import ScannedFields
@@ -64,6 +65,7 @@ class ReadAhead:
 
 _pending: dict[_Key, tuple[threading.Thread, ReadAhead]] = {}
 _budget = [PREFETCH_BYTES]
+_json_reads = [False]  # whether a read of JSON was started (:func:`load_scanner`)
 
 
 def _key(path: Path) -> _Key | None:
@@ -119,6 +121,7 @@ def start(path_text: str) -> None:
     if cost > _budget[0]:
         return
     _start_thread(key, _read_ahead, (path, expected), ReadAhead(cost=cost))
+    _json_reads[0] = True
 
 
 def _start_binary(path: Path, key: _Key) -> None:
@@ -142,21 +145,28 @@ def _read_ahead(path: Path, expected: int | None, result: ReadAhead) -> None:
     """Scan the file if it is Chrome-trace JSON, inflating it first when gzipped (``expected``:
     its inflated size); whatever fails is left to the reader."""
     try:
-        # Imported here, on this thread: the command line must not wait for them before it starts
-        # (numpy, which kineto_fields needs, is the main thread's first import as well).
-        from traceview.readers._json_stream import Declined, is_chrome_trace
-
         if not is_chrome_trace(head_bytes(path, _HEAD_BYTES)):
             return  # (another format: its own reader reads it)
-        text = None
+        # A gzip file is inflated before anything is imported on this thread: the inflater lets
+        # go of the interpreter lock, so it runs beside the main thread's imports, where an
+        # import here would take turns with them. (A plain file is read by the scanner, into
+        # its buffer, once numpy is there: read ahead of it into fresh memory, its first blocks
+        # slowed the main thread's imports more than they saved, 85 MB trace 1.01 -> 1.13 s.)
+        stream: InflatedText | BinaryIO
         if expected is not None:
             text = _inflate(path, expected)
             if text is None:
                 return
             result.size = len(text)
-        from traceview.readers import kineto_fields
+            stream = InflatedText(text)
+            del text
+        else:
+            stream = path.open("rb")
+        with stream:
+            # The main thread imports these meanwhile (:func:`load_scanner`); here they are found.
+            from traceview.readers import kineto_fields
+            from traceview.readers._json_stream import Declined
 
-        with InflatedText(text) if text is not None else path.open("rb") as stream:
             try:
                 # Long blocks in two halves from the start: the reading, not the imports, is what
                 # the reader waits for (the module docstring).
@@ -165,6 +175,16 @@ def _read_ahead(path: Path, expected: int | None, result: ReadAhead) -> None:
                 result.declined = str(why)
     except Exception:  # noqa: BLE001 - an unreadable or oversized file: the reader meets it again and says so
         result.scanned = result.declined = None
+
+
+def load_scanner() -> None:
+    """Import what a started scan of JSON needs (numpy, msgspec, the scanner), on the calling
+    thread: the console script's main thread, right after numpy, while the reading thread
+    inflates. Imported on the reading thread instead, they took turns with the main thread's
+    imports for the interpreter lock and held back the inflating behind them (the 54 MB trace's
+    scan started ~40 ms later)."""
+    if _json_reads[0]:
+        from traceview.readers import kineto_fields  # noqa: F401 - (imported for the reading thread)
 
 
 def _read_xplane_ahead(path: Path, result: ReadAhead) -> None:

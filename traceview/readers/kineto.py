@@ -36,8 +36,8 @@ from traceview import categories as cat
 from traceview.arrays import combination_codes, factorize, joined, unique_sorted
 from traceview.errors import FormatError
 from traceview.kinds import KINETO_RULES, apply_kind_rules
-from traceview.readers._io import UTF8_BOM, InflatedText, read_bytes
-from traceview.readers._json_stream import Declined, EventArrayReader, Utf8Check, is_chrome_trace
+from traceview.readers._io import UTF8_BOM, InflatedText, is_chrome_trace, read_bytes
+from traceview.readers._json_stream import Declined, EventArrayReader, Utf8Check
 from traceview.readers import _prefetch
 from traceview.readers.kineto_fields import (BAD_TID, EXACT_FLOAT_LIMIT_US, EXACT_TS_DECODER, FAST_DECODER,
                                              INT64_MAX, MAX_US, NOT_AN_OBJECT, Fields, as_int, ns_from_text,

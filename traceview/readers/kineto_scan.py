@@ -159,26 +159,24 @@ class EventScanner:
                 text, pos, wrapped = reader.whole_text(stream)
                 filled, eof = len(text), True
             else:
-                rest, wrapped = reader.open_array(stream)
-                # One buffer for the whole file: the unscanned end of the text (a partial element)
-                # moves to its front and the next block is read in behind it, without a copy of
-                # each block.
-                text = bytearray(len(rest) + 2 * block_bytes)
-                text[: len(rest)] = rest
-                filled, pos, eof = len(rest), 0, False
-                del rest
+                # One buffer for the whole file, read into where it lies: the unscanned end of the
+                # text (a partial element) moves to its front and the next block is read in
+                # behind it (no block is copied, nor the buffer made anew).
+                text = bytearray(2 * block_bytes)
+                filled, pos, wrapped = reader.read_to_array(stream, text)
+                eof = False
             mode, status, may_split = _AT_ARRAY_START, _MORE, self._halves()
             span = block_bytes  # text in memory: how much one pass scans (the outputs are reused)
             while True:
                 # Read on when less than a block is left, or when the last scan needed more text (an
                 # element longer than what is left).
                 if not eof and (filled - pos < block_bytes or status == _MORE):
-                    text[: filled - pos] = text[pos:filled]
-                    filled -= pos
-                    pos = 0
-                    if len(text) - filled < block_bytes:  # one element longer than a block
+                    if len(text) - (filled - pos) < block_bytes:  # one element longer than a block
                         text.extend(bytes(block_bytes))
                     with memoryview(text) as view:
+                        view[: filled - pos] = view[pos:filled]  # (a move in place: no copy made)
+                        filled -= pos
+                        pos = 0
                         got = reader.read_into(stream, view[filled: filled + block_bytes])
                     eof = got == 0
                     filled += got
