@@ -25,8 +25,8 @@ source at every start (~0.05 s here).
 
 Figures go to stdout as a markdown table; ``--write-readme`` also puts it in benchmarks/README.md
 between the ``<!-- scale-table -->`` markers. Timings on a shared 2-core machine are noisy: each
-figure is the median of ``--repeat`` runs, the commands compared run in turn, and ratios are taken
-within one run.
+figure is the median of ``--repeat`` runs, the commands compared run in turn (the ladder's rungs
+too: its line compares them), and ratios are taken within one run.
 """
 
 from __future__ import annotations
@@ -105,10 +105,6 @@ def run_child(python: str, body: str, *args: str) -> tuple[float, int]:
             errors.seek(0)
             raise RuntimeError(f"child failed ({child.returncode}): {errors.read().decode(errors='replace')[-600:]}")
     return elapsed, usage.ru_maxrss * 1024  # (KiB on Linux)
-
-
-def median_run(repeat: int, python: str, body: str, *args: str) -> tuple[float, int]:
-    return median_runs(repeat, [(python, body, args)])[0]
 
 
 def median_runs(repeat: int, commands: list[tuple[str, str, tuple[str, ...]]]) -> list[tuple[float, int]]:
@@ -190,10 +186,12 @@ def main(argv: list[str] | None = None) -> None:
     hta = hta_run[0] if hta_run else None
 
     ladder = []
-    for size in [int(s) for s in args.sizes.split(",") if s]:
-        path = build_ladder(size)
+    rungs = [build_ladder(int(size)) for size in args.sizes.split(",") if size]
+    # The rungs in turn, like the commands above: the line through them compares rungs, so a slow
+    # spell of the machine must fall on all of them alike.
+    timed = median_runs(args.repeat, [(python, _DIAGNOSE, (str(path), str(out_json))) for path in rungs])
+    for path, (wall, rss) in zip(rungs, timed):
         mb = path.stat().st_size / 1e6
-        wall, rss = median_run(args.repeat, python, _DIAGNOSE, str(path), str(out_json))
         ladder.append({"mb": mb, "events": _count_events(path), "wall": wall, "rss": rss})
         print(f"ladder {mb:.0f} MB: {wall:.1f} s, {rss / 1e9:.2f} GB", file=sys.stderr)
 

@@ -113,6 +113,36 @@ def test_what_the_scanner_takes_it_reads_like_the_reference(tmp_path: Path, text
     _check(tmp_path, text, scanned=True)
 
 
+def _decimal_texts() -> list[str]:
+    """Numbers of 1 to 19 digits around the bounds of the scanner's exact division (all digits
+    as one integer at most 2**53, a power of ten at most 1e22), and random ones besides."""
+    texts = ["0", "-0.0", "0.5", "9007199254740992", "9007199254740993", "9007199254740.992", "9007199254740.993",
+             "-9007199254740.992", "4503599627370.4965", "0.1234567890123456789", "1234567.123456789012",
+             "1669783687464.181", "1669783687464181.1", "999999999999999999", "0.0000000000000000001"]
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        digits = int(rng.integers(1, 20))
+        whole = int(rng.integers(1, digits + 1))
+        text = "".join(str(d) for d in rng.integers(0, 10, digits))
+        text = text[:whole].lstrip("0") or "0"
+        text += ("." + "".join(str(d) for d in rng.integers(0, 10, digits - whole))) if digits > whole else ""
+        texts.append(("-" if rng.random() < 0.2 else "") + text)
+    return texts
+
+
+def test_numbers_read_as_the_nearest_double(tmp_path: Path) -> None:
+    """Every dur the scanner reads is the double Python's own reading gives (correctly rounded),
+    bit for bit, whether the scanner divided or handed the text to strtod."""
+    texts = _decimal_texts()
+    path = tmp_path / "trace.json"
+    path.write_text(_doc(*(OP.replace('"dur": 4', f'"dur": {t}') for t in texts)), encoding="utf-8")
+    scanned = _scanned_in_memory(path)
+    assert scanned is not None
+    read = np.concatenate(scanned.fields.dur)
+    expected = np.array([float(t) for t in texts])
+    assert read.view(np.int64).tolist() == expected.view(np.int64).tolist()
+
+
 @pytest.mark.parametrize("text", [
     _doc(OP.replace('"ph"', '"p\\u0068"')),  # an escaped key could be any key
     _doc(OP.replace('"name": "aten::mm"', '"name": "a", "name": "b"')),  # a duplicated key

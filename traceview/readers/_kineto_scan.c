@@ -347,12 +347,17 @@ static int scan_number(Cursor *c, Number *n) {
 static const double POW10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* The number's value as the nearest double (what a JSON decoder gives). Up to 15 significant
- * digits the mantissa and the power of ten are exact doubles and one division rounds correctly;
- * longer numbers go through strtod. */
+/* Integers up to this are exact doubles (2**53). */
+#define EXACT_DOUBLE_INTEGER ((uint64_t)1 << 53)
+
+/* The number's value as the nearest double (what a JSON decoder gives). When all its digits,
+ * read as one integer, are an exact double (at most 2**53: every 15-digit number, and Kineto's
+ * 16-digit timestamps of µs with three decimals), that integer and the power of ten (exact up to
+ * 1e22) are exact doubles and one IEEE division rounds correctly (Clinger's fast path); other
+ * numbers go through strtod. */
 static int number_value(Cursor *c, const Number *n, double *out) {
     int digits = n->int_digits + n->frac_digits;
-    if (!n->exponent && digits <= 15) {
+    if (!n->exponent && digits <= 19 && n->mantissa <= EXACT_DOUBLE_INTEGER) {
         double v = (double)n->mantissa / POW10[n->frac_digits];
         *out = n->negative ? -v : v;
         return 0;
