@@ -321,6 +321,9 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
         meta.notes.append(f"baseTimeNanoseconds {str(base_ns)[:40]!r} is not a time in ns; ignored")
         base_ns = None
 
+    # The reader's fields are let go of one by one as the timeline takes what it needs of them:
+    # held to the end, they doubled what a large trace holds (a 1 GB trace's fields are 0.6 GB, and
+    # every MB a process touches for the first time costs it ~2 ms here: benchmarks/README.md).
     n = fields.count
     ph_code = fields.ph.all_codes()
     cat_code = fields.cat.all_codes()
@@ -340,7 +343,10 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
         in_memory_table = np.zeros(n, dtype=bool)
         in_memory_table[memory_rows] = True
         reasons.mark(in_memory_table, MEMORY_SAMPLE_REASON)
+        del in_memory_table
     reasons.mark_by_value(ph_code, everything, [_phase_reason(v) for v in fields.ph.values])
+    del ph_code, everything
+    fields.release("ph")
     complete = reasons.code < 0
     phase_rows = ~complete
     category = [_category(v) for v in fields.cat.values]
@@ -367,37 +373,51 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
     reasons.mark(complete & (tid_bad[tid_code] if n else complete), "tid is not an id")
     reasons.mark(complete & args_bad, "args is not an object")
     reasons.count_into(meta, [phase_rows, complete])
+    del args_bad, complete, phase_rows
+    fields.release("args_bad")
 
     process_names, thread_names = _track_names(fields)
-    memory_ts_ns = _ns_of(ts, ts_exact, memory_rows)
-    keep = reasons.code < 0
-    rows = np.flatnonzero(keep)
+    rows = np.flatnonzero(reasons.code < 0)
     del reasons
+    ts_ns = _ns_of(ts, ts_exact, rows)
+    origin_raw = int(ts_ns.min()) if len(ts_ns) else 0
+    memory = _memory_table(fields, memory_rows, memory_valid, _ns_of(ts, ts_exact, memory_rows) - origin_raw,
+                           pid_ids, tid_ids, process_names, thread_names)
+    del ts, ts_exact, memory_rows, memory_valid
+    dur_ns = np.round(dur[rows] * 1000.0).astype(np.int64)
+    del dur
+    fields.release("ts", "ts_exact", "dur", "memory_rows", "memory_columns")
 
     # Kind: the category's kind, refined by name once per distinct (category kind, name).
     cat_kind = np.array([kind or "" for kind, _ in category], dtype=object)
     class_of = cat_kind[cat_code[rows]] if len(rows) else np.zeros(0, dtype=object)
     combo, first = _distinct_pairs(cat_code[rows], name_code[rows])
+    del cat_code
+    fields.release("cat")
     names_first = np.array(fields.name.values, dtype=object)[name_code[rows][first]] if len(first) else \
         np.zeros(0, dtype=object)
     kinds = leveled("kind", apply_kind_rules(KINETO_RULES, class_of[first], names_first, class_of[first]), combo)
     kind_code = kinds.codes
-
-    ts_ns = _ns_of(ts, ts_exact, rows)
-    dur_ns = np.round(dur[rows] * 1000.0).astype(np.int64)
+    del class_of, combo
 
     is_device = np.isin(kind_code, [KIND_VALUES.index(k.value) for k in _DEVICE_KINDS])
     pid = pid_ids[pid_code[rows]] if len(rows) else empty
     tid = tid_ids[tid_code[rows]] if len(rows) else empty
+    del pid_code, tid_code
+    fields.release("pid", "tid")
     device = np.where(is_device, fields.ids("device")[rows], -1)  # args.device of host events is not theirs
     stream = np.where(is_device, fields.ids("stream")[rows], -1)
+    fields.release("device", "stream", "device_ids", "stream_ids")
     device = np.where(is_device & (device < 0), pid, device)
     stream = np.where(is_device & (stream < 0), tid, stream)
     correlation = joined(fields.correlation, np.int64)[rows]
     nbytes = joined(fields.nbytes, np.int64)[rows]
     elements = joined(fields.elements, np.int64)[rows]
     input_dtypes = categorical_from_codes(fields.input_dtypes.all_codes()[rows], fields.input_dtypes.values)
+    fields.release("correlation", "nbytes", "elements", "input_dtypes")
     names = categorical_from_codes(name_code[rows], fields.name.values)
+    del name_code
+    fields.release("name")
 
     # Copy kind: "" by default, from the name for memcpys (once per distinct name), "memset" for memsets.
     copy_values = ["", "memset"]
@@ -411,9 +431,6 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
     copy_kind = leveled("copy_kind", copy_values, copy_code)
 
     track = _tracks(is_device, device, stream, pid, tid, process_names, thread_names)
-    origin_raw = int(ts_ns.min()) if len(ts_ns) else 0
-    memory = _memory_table(fields, memory_rows, memory_valid, memory_ts_ns - origin_raw, pid_ids, tid_ids,
-                           process_names, thread_names)
     meta.origin_ns = int(base_ns) + origin_raw if base_ns is not None else origin_raw
     meta.devices = _devices(top, device[is_device])
     meta.extra["extra_columns"] = ["elements", "input_dtypes"]
@@ -441,8 +458,7 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
     # The builder takes the columns over and lets each go once sorted; nothing here may keep them.
     del ts_ns, dur_ns, kinds, names, track, pid, tid, device, stream, correlation, nbytes, copy_kind, elements
     del input_dtypes
-    del fields, ts, dur, ph_code, cat_code, name_code, pid_code, tid_code, rows, memory, memory_ts_ns
-    del args_bad, everything, complete, phase_rows, keep, class_of, combo, kind_code, is_device, copy_code
+    del fields, rows, memory, kind_code, is_device, copy_code
     return build(raw)
 
 

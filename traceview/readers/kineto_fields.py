@@ -214,6 +214,10 @@ class _Interner:
             self.codes = [self._all]
         return self._all
 
+    def release(self) -> None:
+        """Let go of the events' codes (the distinct values stay)."""
+        self.codes, self._all = [], None
+
 
 class Fields:
     """The schema's fields of every array element, in file order, as columns."""
@@ -310,6 +314,20 @@ class Fields:
             self.memory_rows.append(self.count + memory)
             for field, column in memory_columns(memory).items():
                 self.memory_columns[field].append(column)
+
+    def release(self, *names: str) -> None:
+        """Let go of these fields' per-event arrays (interned fields keep their distinct values):
+        the timeline takes what it needs of each field, and holding the reader's copy as well
+        would double what a large trace holds (readers/kineto.py)."""
+        for name in names:
+            value = getattr(self, name)
+            if isinstance(value, _Interner):
+                value.release()
+            elif isinstance(value, dict):
+                for parts in value.values():
+                    parts.clear()
+            else:
+                value.clear()
 
     def ids(self, field: str) -> np.ndarray:
         """args.device or args.stream of every event as int64 (-1: none)."""
@@ -606,4 +624,5 @@ def scan_fields(path: Path, stream: BinaryIO | None = None, halves: Callable[[],
         fields.add_scanned(block)
     del block  # (its views hold the scanner's buffers)
     ts_exact = fields.exact_timestamps() if fields.needs_exact_ts else None
+    fields.release("scan_ts_ns", "scan_ts_flags")  # (read into ts_exact, or not needed)
     return ScannedFields(fields, scanner.top, scanner.events_seen, ts_exact)
