@@ -405,14 +405,16 @@ def _timeline(path: Path, fields: Fields, top: dict[str, Any], input_events: int
     tid = tid_ids[tid_code[rows]] if len(rows) else empty
     del pid_code, tid_code
     fields.release("pid", "tid")
-    device = np.where(is_device, fields.ids("device")[rows], -1)  # args.device of host events is not theirs
-    stream = np.where(is_device, fields.ids("stream")[rows], -1)
+    # args.device of a host event is not its own. (The scanner's fields hold ids and counts in the
+    # smallest type that holds them: widened here.)
+    device = np.where(is_device, fields.ids("device")[rows].astype(np.int64, copy=False), -1)
+    stream = np.where(is_device, fields.ids("stream")[rows].astype(np.int64, copy=False), -1)
     fields.release("device", "stream", "device_ids", "stream_ids")
     device = np.where(is_device & (device < 0), pid, device)
     stream = np.where(is_device & (stream < 0), tid, stream)
-    correlation = joined(fields.correlation, np.int64)[rows]
-    nbytes = joined(fields.nbytes, np.int64)[rows]
-    elements = joined(fields.elements, np.int64)[rows]
+    correlation = joined(fields.correlation, np.int64)[rows].astype(np.int64, copy=False)
+    nbytes = joined(fields.nbytes, np.int64)[rows].astype(np.int64, copy=False)
+    elements = joined(fields.elements, np.int64)[rows].astype(np.int64, copy=False)
     input_dtypes = categorical_from_codes(fields.input_dtypes.all_codes()[rows], fields.input_dtypes.values)
     fields.release("correlation", "nbytes", "elements", "input_dtypes")
     names = categorical_from_codes(name_code[rows], fields.name.values)

@@ -141,6 +141,21 @@ def _factorize(values: np.ndarray, **options: Any) -> tuple[np.ndarray, Any]:
     return pd.factorize(values, **options)
 
 
+_SIGNED_TYPES = (np.int8, np.int16, np.int32, np.int64)
+
+
+def _narrowest(low: int, high: int) -> type[np.signedinteger[Any]]:
+    """The smallest signed integer type that holds every value from ``low`` to ``high``."""
+    return next((t for t in _SIGNED_TYPES if np.iinfo(t).min <= low and high <= np.iinfo(t).max), np.int64)
+
+
+def _narrowed(column: np.ndarray) -> np.ndarray:
+    """An int64 column as a new array of the smallest type that holds its values."""
+    if not len(column):
+        return column.copy()
+    return column.astype(_narrowest(int(column.min()), int(column.max())))
+
+
 class _Interner:
     """Distinct values of one field across batches, and each event's code into them."""
 
@@ -172,7 +187,9 @@ class _Interner:
         self.add_coded(uniques, codes)
 
     def add_coded(self, uniques: Any, codes: np.ndarray) -> None:
-        """A batch given as its distinct values and each event's index into them."""
+        """A batch given as its distinct values and each event's index into them. The batch's
+        codes are held in the smallest integer type that holds every code so far (a field of a
+        few values, on millions of events: 2 bytes an event, not 8)."""
         self._all = None
         table = np.empty(len(uniques), dtype=np.int64)
         for i, value in enumerate(uniques):
@@ -184,7 +201,8 @@ class _Interner:
                 code = self.index[key] = len(self.values)
                 self.values.append(value)
             table[i] = code
-        self.codes.append(table[codes] if len(codes) else np.zeros(0, dtype=np.int64))
+        table = table.astype(_narrowest(0, len(self.values)))
+        self.codes.append(table[codes] if len(codes) else np.zeros(0, dtype=table.dtype))
 
     @staticmethod
     def _factorize_objects(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
@@ -195,13 +213,6 @@ class _Interner:
         # pandas hands an absent value (None) back as NaN, which would make a missing pid look
         # present; JSON has no NaN, so a NaN here is always None.
         return codes, [None if isinstance(u, float) and u != u else u for u in uniques]
-
-    def compact_last(self) -> None:
-        """Hold the last batch's codes in the smallest integer type that holds every code so far (a
-        field of a few values, on millions of events: 2 bytes an event, not 8)."""
-        if self.codes:
-            n = len(self.values)
-            self.codes[-1] = self.codes[-1].astype(np.int16 if n < 2**15 else np.int32 if n < 2**31 else np.int64)
 
     def code_of(self, value: Any) -> int:
         """The code of a value (-2, matching no event, when the value has not been seen)."""
@@ -285,16 +296,17 @@ class Fields:
                     column[at] = _int_value(getattr(other_args[int(rows[at])], field))
             return column
 
-        self.device_ids.append(integer_arg("device"))
-        self.stream_ids.append(integer_arg("stream"))
-        self.correlation.append(integer_arg("correlation"))
-        self.nbytes.append(integer_arg("bytes"))
-        self.elements.append(ints[kineto_scan.ROW_ELEMENTS].copy())
+        # Held in the smallest type that holds the block's values (ids and counts: mostly -1 or
+        # small); the timeline widens what it keeps.
+        self.device_ids.append(_narrowed(integer_arg("device")))
+        self.stream_ids.append(_narrowed(integer_arg("stream")))
+        self.correlation.append(_narrowed(integer_arg("correlation")))
+        self.nbytes.append(_narrowed(integer_arg("bytes")))
+        self.elements.append(_narrowed(ints[kineto_scan.ROW_ELEMENTS]))
         type_tokens = block.tokens[kineto_scan.ROW_INPUT_TYPES]
         labels = [input_dtypes_label(_token_value(_INPUT_TYPES_TOKEN, token)) for token in type_tokens] + [""]
         type_codes = ints[kineto_scan.ROW_INPUT_TYPES]
         self.input_dtypes.add_coded(labels, np.where(type_codes < 0, len(type_tokens), type_codes))
-        self.input_dtypes.compact_last()
         self.args_bad.append(np.zeros(n, dtype=bool))
         self._add_special_rows(lambda rows: [args.name for args in _decode_args_of(block, rows)],
                                lambda rows: {field: integer_arg(field, rows) for field in MEMORY_ARGS})
@@ -435,7 +447,6 @@ class Fields:
         for i in itertools.compress(range(n), [t is not None for t in types]):
             type_codes[i] = distinct.setdefault(input_dtypes_label(types[i]), len(distinct))
         self.input_dtypes.add_coded(list(distinct), type_codes)
-        self.input_dtypes.compact_last()
         self.ts.append(ts)
         self.dur.append(dur)
         self.args_bad.append(args_bad if args_bad is not None else np.zeros(n, dtype=bool))
