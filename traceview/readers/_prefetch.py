@@ -7,7 +7,8 @@ scanner while it scans), so the command line starts the reading on a thread befo
 else (:func:`start`; traceview/console.py, before even the command-line parser is loaded): a
 Chrome-trace JSON file (told by its first bytes) is inflated into memory when gzipped, then
 scanned into the reader's fields (readers/kineto_fields.py, which needs numpy: the console
-script imports it first, while the file is inflated). A diagnosis imports no pandas, so the
+script imports numpy and that module first, while the thread inflates the file, and the thread
+imports nothing before its inflating is done: :func:`load_scanner`). A diagnosis imports no pandas, so the
 imports end before the reading does (on the 54 MB trace, 0.27 s against 0.4 s on one core): the
 scan splits long blocks over both cores from the start. An XPlane (the first trace named only) has its
 skeleton parsed and its lines' events decoded one line after another (readers/xplane_space.py)

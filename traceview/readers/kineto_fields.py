@@ -253,7 +253,8 @@ class Fields:
         self.needs_exact_ts = False
         # Compiled scanner: each ts's exact ns and flags, for when the doubles turn out not to do.
         self.scan_ts_ns: list[np.ndarray] = []
-        self.device_ids: list[np.ndarray] = []  # args.device / args.stream as int64 (-1: none)
+        # args.device / args.stream (-1: none), each block in the smallest type that holds it
+        self.device_ids: list[np.ndarray] = []
         self.stream_ids: list[np.ndarray] = []
         self.scan_ts_flags: list[np.ndarray] = []
 
@@ -342,7 +343,8 @@ class Fields:
                 value.clear()
 
     def ids(self, field: str) -> np.ndarray:
-        """args.device or args.stream of every event as int64 (-1: none)."""
+        """args.device or args.stream of every event (-1: none); int64, or where the scanner read
+        them the smallest integer type that holds them."""
         scanned = self.device_ids if field == "device" else self.stream_ids
         return joined(scanned, np.int64) if scanned else _ids(getattr(self, field))
 
