@@ -17,9 +17,7 @@ the file (``TraceMeta.input_events``), which :func:`traceview.schema.validate` c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

@@ -60,18 +60,17 @@ def start(words: list[str]) -> None:
 
     retain_freed_memory()  # before the read-ahead's first large buffer: see traceview/heap.py
     paths = surely_trace_arguments(words)[:PREFETCHED_FILES]
+    if not paths:
+        return
+    from traceview.heap import without_huge_page_advice
+    from traceview.readers import _prefetch
+
     for path in paths:
-        from traceview.readers import _prefetch
-
         _prefetch.start(path)
-    if paths:
-        # numpy and the scanner first, the parser after: the reading thread inflates the file
-        # meanwhile, and its scanner can start only once numpy is imported (it writes numpy columns).
-        from traceview.heap import without_huge_page_advice
-        from traceview.readers import _prefetch
-
-        without_huge_page_advice()
-        _prefetch.load_scanner()
+    # numpy and the scanner first, the parser after: the reading thread inflates the file
+    # meanwhile, and its scanner can start only once numpy is imported (it writes numpy columns).
+    without_huge_page_advice()
+    _prefetch.load_scanner()
 
 
 def without_blas_threads() -> bool:

@@ -25,6 +25,7 @@ from traceview.categories import NON_TENSOR_INPUT_TYPES
 from traceview.readers import kineto_scan
 from traceview.readers._json_stream import Declined
 from traceview.readers.kineto_scan import EventScanner, ScannedBlock
+from traceview.table import code_type
 
 # Floats above this many µs cannot carry ns exactly in a double (2**53 ns / 1000).
 EXACT_FLOAT_LIMIT_US = float(2**53) / 1000.0
@@ -201,7 +202,7 @@ class _Interner:
                 code = self.index[key] = len(self.values)
                 self.values.append(value)
             table[i] = code
-        table = table.astype(_narrowest(0, len(self.values)))
+        table = table.astype(code_type(len(self.values)))
         self.codes.append(table[codes] if len(codes) else np.zeros(0, dtype=table.dtype))
 
     @staticmethod
