@@ -1,5 +1,5 @@
 """Regenerate the tables in docs/ from the code (the kind and role rules, the attribution
-layers) and the library reference (docs/api.md, from the signatures and docstrings of
+layers, the findings) and the library reference (docs/api.md, from the signatures and docstrings of
 traceview.api and the fields of traceview.results); tests check that the docs match.
 
     python scripts/gen_docs.py
@@ -20,6 +20,8 @@ from typing import Any, Callable
 
 from traceview import api, errors, profile_schedule, results, table
 from traceview.analyzers.attribution import layers_markdown
+from traceview.analyzers.findings.spec import findings_markdown
+from traceview.analyzers.findings.table import COMPARISON_FINDINGS, DIAGNOSIS_FINDINGS
 from traceview.kinds import kinds_markdown
 from traceview.roles import roles_markdown
 
@@ -29,6 +31,9 @@ BLOCKS = {"roles": roles_markdown, "layers": layers_markdown}
 SCHEMA_DOC = DOCS / "schema.md"
 SCHEMA_BLOCKS = {"kinds": kinds_markdown}
 API_DOC = DOCS / "api.md"
+FINDINGS_DOC = DOCS / "findings.md"
+FINDINGS_BLOCKS = {"findings": lambda: findings_markdown(DIAGNOSIS_FINDINGS),
+                   "comparison-findings": lambda: findings_markdown(COMPARISON_FINDINGS)}
 
 
 def _capture_function() -> Callable[..., Any]:
@@ -175,3 +180,4 @@ if __name__ == "__main__":
     DOC.write_text(render(DOC.read_text(encoding="utf-8")), encoding="utf-8")
     SCHEMA_DOC.write_text(render(SCHEMA_DOC.read_text(encoding="utf-8"), SCHEMA_BLOCKS), encoding="utf-8")
     API_DOC.write_text(render(API_DOC.read_text(encoding="utf-8"), API_BLOCKS), encoding="utf-8")
+    FINDINGS_DOC.write_text(render(FINDINGS_DOC.read_text(encoding="utf-8"), FINDINGS_BLOCKS), encoding="utf-8")

@@ -424,7 +424,7 @@ def test_overhead_outside_the_step_functions_calls_is_not_sent_to_the_compiler()
     the overhead lies outside the function's calls. Every tf.function sample keeps the mode's
     advice (their overhead is inside the calls)."""
     from tests.conftest import SAMPLES
-    from traceview.analyzers.rules import OUTSIDE_CALLS_SHARE
+    from traceview.analyzers.findings.diagnosis import OUTSIDE_CALLS_SHARE
     from traceview.loader import trace_paths
 
     data = Path(__file__).resolve().parent / "data" / "tf_cpu_callback_save"
@@ -446,7 +446,7 @@ def test_torch_compile_overhead_outside_the_compiled_code_is_named_and_cpu_gets_
     loss / optimizer between regions. The advice said "the step is already one compiled graph:
     capture it in CUDA graphs", on traces without a device; it now says where the overhead is."""
     from tests.conftest import SAMPLES
-    from traceview.analyzers.rules import OUTSIDE_CALLS_SHARE
+    from traceview.analyzers.findings.diagnosis import OUTSIDE_CALLS_SHARE
     from traceview.loader import trace_paths
 
     checked = 0
@@ -467,7 +467,7 @@ def test_input_advice_follows_what_the_tf_data_pipeline_already_does():
     case) is told both; one that already prefetches and maps in parallel (Keras fit's own, on the
     mlp2 sample) is told its producer is slower than the step — not to "prefetch" again."""
     from tests.conftest import SAMPLES
-    from traceview.analyzers.rules import tf_data_components
+    from traceview.analyzers.findings.diagnosis import tf_data_components
     from traceview.loader import trace_paths
 
     truth = Path(__file__).resolve().parents[1] / "benchmarks" / "truth" / "cases" / "tf-input-map" / "injected"
@@ -508,7 +508,7 @@ def test_time_between_steps_says_what_it_holds_and_whether_it_is_occasional():
     between-step time: the finding says it is occasional and what it holds, and advises on the
     validation pass (it said "move logging, metrics and checkpoint work out of the loop"). The
     ground-truth case with Python between every step keeps that advice."""
-    from traceview.analyzers.rules import BETWEEN_STEPS_DEFAULT
+    from traceview.analyzers.findings.diagnosis import BETWEEN_STEPS_DEFAULT
     from traceview.loader import trace_paths
 
     data = Path(__file__).resolve().parent / "data" / "tf_cpu_unmarked" / "fit_validation"

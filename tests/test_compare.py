@@ -14,7 +14,8 @@ from tests.conftest import REPO, cached_diagnosis, shared_trace
 from traceview.schema import event_table
 from traceview.analyzers.attribution import BUCKETS
 from traceview.analyzers.compare import compare
-from traceview.analyzers.rules import GRADES, RULES
+from traceview.analyzers.findings.diagnosis import RULES
+from traceview.results import GRADES
 from traceview.renderers.markdown import cell
 
 
@@ -46,10 +47,10 @@ def test_every_rule_reports_a_grade_with_evidence_or_a_skip_reason():
     # Every rule but those about what this single-GPU trace does not run: collectives, autograd
     # anomaly detection, another thread holding the interpreter lock.
     assert diag.communication is None
-    assert sorted(f.rule for f in diag.findings) == sorted(fn.__name__ for fn in RULES
-                                                           if fn.__name__ not in ("exposed_communication",
-                                                                                  "anomaly_detection",
-                                                                                  "gil_contention"))
+    assert sorted(f.rule for f in diag.findings) == sorted(row.name for row, _ in RULES
+                                                           if row.name not in ("exposed_communication",
+                                                                               "anomaly_detection",
+                                                                               "gil_contention"))
     # Ranked: graded problems first, largest explained time first; then no-problem; then skipped.
     tiers = [{"high": 0, "moderate": 0, "none": 1, "skipped": 2}[f.grade] for f in diag.findings]
     assert tiers == sorted(tiers)
@@ -92,8 +93,8 @@ def test_docs_findings_list_every_rule():
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "findings.md").read_text(encoding="utf-8")
-    for fn in RULES:
-        assert f"| `{fn.__name__}` |" in doc, fn.__name__
+    for row, _ in RULES:
+        assert f"| `{row.name}` |" in doc, row.name
 
 
 def test_a_trace_against_itself_is_no_significant_difference_and_passes_the_gate(tmp_path) -> None:
@@ -125,7 +126,7 @@ def test_headline_of_a_candidate_whose_steps_last_nothing() -> None:
     # from 0; seen from the baseline, the interval is unbounded above, not a division by zero.
     from types import SimpleNamespace
 
-    from traceview.renderers.phrasing import gap_headline
+    from traceview.text import gap_headline
 
     cmp = SimpleNamespace(gap_ns=-1_000_000.0, ratio_interval=(0.0, 0.0), candidate_step_ns=0.0,
                           baseline_step_ns=1_000_000.0, significant=True, ratio=0.0, ranked=lambda: [],
@@ -181,7 +182,7 @@ def test_the_same_ops_slower_beside_the_candidates_own_dataloader_workers_are_na
     and its advice says it is the same work slower and names the workers (it said only "kernel").
     Sides swapped, the slower side is the baseline; a pair whose kernel delta is more ops (the
     large-matmul ground-truth case) gets no such advice."""
-    from traceview.analyzers.rules import SAME_WORK_SLOWER
+    from traceview.analyzers.findings.comparison import SAME_WORK_SLOWER
     from traceview.loader import trace_paths
 
     def diagnosis(folder):  # noqa: ANN001, ANN202
@@ -210,7 +211,7 @@ def test_the_same_ops_slower_with_more_dtype_casts_name_the_dtype() -> None:
     under the float32 and the mixed_float16 policy on a CPU without native half precision. The
     same ops at the same counts take many times as long, and the candidate runs many more Cast
     ops: gap_kernel names the dtype (it read as kernel only, "speed up the math")."""
-    from traceview.analyzers.rules import MORE_DTYPE_CASTS, SAME_WORK_SLOWER
+    from traceview.analyzers.findings.comparison import MORE_DTYPE_CASTS, SAME_WORK_SLOWER
     from traceview.loader import trace_paths
 
     data = REPO / "tests" / "data" / "tf_cpu_mixed_precision"
@@ -232,7 +233,7 @@ def test_sides_captured_with_different_profiler_options_are_warned_about() -> No
     a pair captured alike gets no such sentence."""
     from traceview.analyzers.compare import RECORDED_EXTRAS
     from traceview.loader import trace_paths
-    from traceview.renderers.phrasing import gap_caveats
+    from traceview.text import gap_caveats
 
     def diagnosis(folder):  # noqa: ANN001, ANN202
         return cached_diagnosis(trace_paths(folder)[0])
@@ -313,7 +314,7 @@ def test_the_same_ops_slower_beside_the_input_pipelines_threads_are_named():
     on tf.data's threads (8.6 ms a step) beside the step's math, on the same two cores; the step's
     same ops at the same counts take longer. gap_kernel names the input threads (it said "kernel"),
     with the time each side's pipeline runs beside its step."""
-    from traceview.analyzers.rules import INPUT_BESIDE_SHARE, SAME_WORK_SLOWER
+    from traceview.analyzers.findings.comparison import INPUT_BESIDE_SHARE, SAME_WORK_SLOWER
     from traceview.loader import trace_paths
 
     truth = REPO / "benchmarks" / "truth" / "cases" / "tf-input-pyfunc"
@@ -366,7 +367,8 @@ def test_two_captures_of_one_program_name_no_cause() -> None:
     same work and record nothing that differs: no cause is named and the first line says why (it read
     'HIGH gap_kernel … the same compute ops took 2.0x as long'). The same holds for the JAX
     same-program ground-truth pair, which has no unprofiled timing (1.33x profiled)."""
-    from traceview.renderers.phrasing import gap_headline, listed_causes
+    from traceview.renderers.report import listed_causes
+    from traceview.text import gap_headline
     from traceview.results import RUN_TO_RUN_RATIO, UNPROFILED_RUN_TO_RUN_RATIO
 
     cmp = compare(*_same_program_pair())
@@ -392,7 +394,7 @@ def test_the_same_work_beyond_the_runs_own_variation_names_causes_that_say_so() 
     """The JAX same-program pair with its candidate scaled beyond RUN_TO_RUN_RATIO: causes are named,
     and their advice says both run the same work with nothing recorded to tell them apart (the
     dispatch gap had no advice; the kernel one listed threads, dtype and shapes first)."""
-    from traceview.analyzers.rules import comparison_findings
+    from traceview.analyzers.findings.comparison import comparison_findings
     from traceview.results import RUN_TO_RUN_RATIO
 
     slower = _scaled(compare(*_truth_pair("jax-same-program")), RUN_TO_RUN_RATIO + 0.3)
@@ -416,7 +418,7 @@ def test_ops_on_another_dtype_are_a_recorded_difference_and_named() -> None:
     gap_kernel names the two dtypes, whichever side is slower."""
     import dataclasses
 
-    from traceview.analyzers.rules import comparison_findings
+    from traceview.analyzers.findings.comparison import comparison_findings
 
     data = REPO / "tests" / "data" / "torch_cpu_dtype"
     float32, float64 = (cached_diagnosis(data / f"{dtype}.pt.trace.json.gz") for dtype in ("float32", "float64"))
@@ -452,7 +454,7 @@ def test_each_condition_of_the_runs_own_variation_is_needed() -> None:
     (work the per-op alignment does not see), other work on one side."""
     import dataclasses
 
-    from traceview.analyzers.rules import comparison_findings
+    from traceview.analyzers.findings.comparison import comparison_findings
     from traceview.results import BucketDelta
 
     same = _scaled(compare(*_truth_pair("jax-same-program")), 1.2)
@@ -530,7 +532,7 @@ def test_a_gate_failing_on_two_runs_of_one_program_says_so():
     1.44x apart as profiled): the gate still fails — a slowdown of the same ops is what it catches —
     but its line says that nothing recorded tells the runs apart and separate runs differ as much.
     A real difference (the float64 pair) gets no such words."""
-    from traceview.renderers.phrasing import regression_message
+    from traceview.analyzers.compare import regression_message
 
     same = compare(*_same_program_pair())
     message = regression_message(same, 5)

@@ -105,7 +105,7 @@ def test_a_side_whose_manifest_declares_every_step_cold_is_named_thin(tmp_path):
     import shutil
 
     from traceview.api import compare_report
-    from traceview.renderers.phrasing import THIN_COLD_ONLY
+    from traceview.text import THIN_COLD_ONLY
 
     capture = tmp_path / "torch-eager"
     shutil.copytree(SAMPLES / "mlp2" / "torch-eager", capture)

@@ -17,7 +17,7 @@ from tests.test_export import EVIL_NAME, write_cpu_trace
 from traceview.renderers import registry
 from traceview.renderers import html_report as html_renderer
 from traceview.renderers.html_report import BUCKET_COLOR, EVENT_GROUPS, representative_step
-from traceview.renderers.units import fmt_count
+from traceview.text import fmt_count
 
 RESNET = "torch_gpu/resnet_v100_1rank.pt.trace.json.gz"
 KERNEL_COLOR = dict((key, color) for key, _, color, _ in EVENT_GROUPS)["kernel"]

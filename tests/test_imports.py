@@ -109,9 +109,9 @@ def test_the_package_has_no_import_cycle():
 
 def test_results_depend_on_no_analyzer_or_renderer_format():
     """Analyzers produce the result types and renderers consume them: the results module reads
-    neither (only the shared phrasing and number formatting, and the table types)."""
+    neither (only the reports' words, the timeline schema and the table types)."""
     graph = import_graph(PACKAGE)
-    allowed = {"traceview.renderers.phrasing", "traceview.renderers.units", "traceview.schema", "traceview.table"}
+    allowed = {"traceview.text", "traceview.schema", "traceview.table"}
     assert graph["traceview.results"] <= allowed | {m for m in graph if not m.startswith("traceview.")}
 
 

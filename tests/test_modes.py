@@ -244,7 +244,7 @@ def test_math_on_float64_inputs_is_named_by_its_recorded_dtype():
     its model and data in float64; record_shapes writes each op's input types ("double"). The
     injected step's compute_bound says its math takes float64 inputs and what that costs (it said
     "speed up the math (dtype, shapes …)" alike for both); the float32 twin gets no such words."""
-    from traceview.analyzers.rules import SLOW_DTYPE_SHARE, SLOWER_DTYPE_WHY
+    from traceview.analyzers.findings.diagnosis import SLOW_DTYPE_SHARE, SLOWER_DTYPE_WHY
 
     truth = Path(__file__).resolve().parent.parent / "benchmarks" / "truth" / "cases" / "torch-float64"
     float64, float32 = (next(f for f in diagnose(trace_paths(truth / side)[0]).findings if f.rule == "compute_bound")
@@ -267,7 +267,7 @@ def test_autograd_anomaly_detection_is_named_with_the_work_it_adds():
     import json
 
     from benchmarks.truth.score import RATIO_RANGE
-    from traceview.analyzers.rules import ANOMALY_FIRST
+    from traceview.analyzers.findings.diagnosis import ANOMALY_FIRST
 
     truth = Path(__file__).resolve().parent.parent / "benchmarks" / "truth" / "cases" / "torch-anomaly-nan-checks"
     cost = json.loads((truth / "ground_truth.json").read_text())["score"]["cost_ns"]

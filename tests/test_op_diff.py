@@ -14,7 +14,8 @@ import pytest
 import traceview
 from tests.conftest import SAMPLES
 from traceview.analyzers.compare import OP_DIFF_SOURCES
-from traceview.renderers.units import distinct_shortened, op_diff_rows
+from traceview.renderers.report import op_diff_rows
+from traceview.text import distinct_shortened
 
 MLP2 = SAMPLES / "mlp2"
 pytestmark = pytest.mark.skipif(not MLP2.is_dir(), reason="no sample traces")

@@ -256,7 +256,7 @@ def check_quality(result: Diagnosis | FolderDiagnosis | Comparison) -> None:
 def check_comparison(result: Comparison, strict: bool = False, fail_if_slower: float | None = None) -> None:
     """The checks of ``compare``: ``strict`` first (a verdict on untrustworthy numbers is moot),
     then ``fail_if_slower``."""
-    from traceview.renderers.phrasing import regression_message
+    from traceview.analyzers.compare import regression_message
 
     regression_limit(fail_if_slower)
     if strict:

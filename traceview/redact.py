@@ -186,6 +186,8 @@ def redact_diagnoses(diagnoses: list[Any]) -> list[Any]:
     comparison stays consistent."""
     import dataclasses
 
+    from traceview.analyzers.findings.diagnosis import rephrased
+
     secrets = secrets_of(*(d.timeline.meta for d in diagnoses))
 
     def text(value: str) -> str:
@@ -209,8 +211,8 @@ def redact_diagnoses(diagnoses: list[Any]) -> list[Any]:
             diag, timeline=timeline, steps=steps,
             kernels=_renamed(diag.kernels, text), ops=_renamed(diag.ops, text),
             # A finding's sentence is phrased from its evidence: the names in it (the top kernel) go.
-            findings=tuple(dataclasses.replace(f, evidence={k: text(v) if isinstance(v, str) else v
-                                                            for k, v in f.evidence.items()})
+            findings=tuple(rephrased(dataclasses.replace(f, evidence={k: text(v) if isinstance(v, str) else v
+                                                                      for k, v in f.evidence.items()}))
                            for f in diag.findings),
             quality=dataclasses.replace(diag.quality, notes=tuple(text(n) for n in diag.quality.notes)))
         out.append(clone)

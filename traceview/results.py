@@ -2,8 +2,8 @@
 
 One module holds every result type, so the layers depend on it and never on each other:
 ``analyzers`` build these objects, ``renderers`` read them, and neither imports the other's
-modules to know a shape. Results hold numbers; the sentences that read them are phrased by
-:mod:`traceview.renderers.phrasing`.
+modules to know a shape. Results hold data: numbers, and the sentences the analyses phrased
+(a finding's summary and advice); the words the reports wrap around them are :mod:`traceview.text`'s.
 
 The top-level results are :class:`Diagnosis` (one trace), :class:`FolderDiagnosis` (every trace
 of a folder, with the comparisons and multi-rank sections the folder gets) and
@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from traceview.renderers.phrasing import BUCKET_LABEL, finding_summary, fmt_ratio
-from traceview.renderers.units import fmt_ns, fmt_pct, trace_label
+from traceview.text import BUCKET_LABEL, fmt_ns, fmt_pct, fmt_ratio, trace_label
 from traceview.schema import Timeline
 from traceview.table import Table
 
@@ -369,7 +368,7 @@ class Finding:
     """A rule's verdict on a trace (or on a comparison): its grade and the numbers behind it.
 
     ``evidence`` holds the measures the rule looked at; ``summary`` states them in one sentence
-    (phrased by :func:`traceview.renderers.phrasing.finding_summary`)."""
+    (phrased by the rule, :mod:`traceview.analyzers.findings`)."""
 
     rule: str  # the rule's name (docs/findings.md); gap_<bucket> and gap_explained for a comparison
     detects: str  # what the rule looks for
@@ -378,11 +377,7 @@ class Finding:
     advice: str = ""  # what to try
     threshold: str = ""  # the grading thresholds in words
     explains_ns: float = 0.0  # time per steady step the finding accounts for (its rank)
-
-    @property
-    def summary(self) -> str:
-        """The evidence in one sentence."""
-        return finding_summary(self)
+    summary: str = ""  # the evidence in one sentence
 
     def to_dict(self) -> dict[str, Any]:
         """One entry of the JSON report's ``findings``."""
@@ -673,7 +668,7 @@ class Comparison:
     # where they differ nowhere or a trace records no input types.
     input_dtype_changes: tuple[tuple[str, str, float], ...] = ()
     # Whether each side's steady steps hold torch's autograd anomaly detection's work (baseline,
-    # candidate): analyzers/rules.anomaly_detection_on.
+    # candidate): analyzers/findings/diagnosis.anomaly_detection_on.
     anomaly_detection: tuple[bool, bool] = (False, False)
 
     @property

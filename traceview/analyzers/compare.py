@@ -39,18 +39,19 @@ from traceview import categories as cat
 from traceview.analyzers.attribution import driver_rows
 from traceview.analyzers.diagnosis import diagnose
 from traceview.analyzers.modes import compiled_regions_per_step, dataloader_workers
-from traceview.analyzers.rules import anomaly_detection_on, comparison_findings
+from traceview.analyzers.findings.comparison import comparison_findings
+from traceview.analyzers.findings.diagnosis import anomaly_detection_on
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes, first_of_each, membership
 from traceview.capture_facts import declared_cold_steps
 from traceview.normalize import (compute_ops, compute_self_time, math_ops, nearest_ancestor, op_name_codes,
                                  outermost_rows, self_time, top_level_ops)
-from traceview.renderers.phrasing import THIN_COLD_ONLY, THIN_ONE_STEP
 from traceview.results import (OP_DIFF_COLUMNS, PAUSED_DETAIL, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
                                Diagnosis, shown_buckets)
 from traceview.roles import Role
 from traceview.schema import Kind
 from traceview.table import Table
+from traceview.text import THIN_COLD_ONLY, THIN_ONE_STEP, fmt_ratio
 
 FAMILIES: tuple[str, ...] = tuple(f for f, _ in cat.OP_FAMILIES) + ("other",)
 
@@ -559,3 +560,27 @@ def folder_comparisons(diagnoses: list[Diagnosis], top: int | None = TOP_N) -> l
         baseline = (eager or torch_traces)[0]
         out += [compare(baseline, d, top) for d in members if d.timeline.meta.framework != "torch"]
     return out
+
+
+def regression_message(cmp: Comparison, limit_pct: float) -> str | None:
+    """``--fail-if-slower``: the verdict when the candidate is slower than ``limit_pct`` % even at the
+    low end of the ratio's 95 % interval (a slowdown the step-time noise explains does not fail);
+    None when it passes. The interval measures the steps' spread within each capture only: where
+    the comparison finds no difference beyond separate runs of one program (Comparison.run_to_run),
+    the verdict says so — the gate still fails (a slowdown of the same ops is what it is there to
+    catch), and one capture a side cannot tell it from the runs' own variation."""
+    if cmp.baseline_step_ns <= 0:
+        return None
+    interval = cmp.ratio_interval
+    low = interval[0] if interval else cmp.ratio
+    if (low - 1.0) * 100.0 <= limit_pct:
+        return None
+    within = f"; at least {(low - 1.0) * 100.0:.1f} % with 95 % confidence" if interval else ""
+    spread = ""
+    if cmp.run_to_run:
+        _, bound, unprofiled = cmp.run_spread
+        spread = (f"; but separate runs of one unchanged program differ by up to {fmt_ratio(bound)}"
+                  f"{' without the profiler' if unprofiled else ''}, and nothing else the traces record tells "
+                  "these apart: capture each side several times, alternating, to confirm")
+    return (f"candidate is {(cmp.ratio - 1.0) * 100.0:.1f} % slower than the baseline{within} "
+            f"(limit {limit_pct:g} %){spread}")

@@ -18,7 +18,7 @@ from traceview.analyzers.launch import launch_stats
 from traceview.analyzers.memory import memory_use
 from traceview.analyzers.modes import execution_mode
 from traceview.analyzers.quality import trace_quality
-from traceview.analyzers.rules import findings
+from traceview.analyzers.findings.diagnosis import findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes
 from traceview.errors import one_line

@@ -12,7 +12,7 @@ import typer
 
 from traceview.commands.output import emit, path_from_text
 from traceview.errors import InputError, MissingExtraError, UsageError
-from traceview.renderers.units import visible
+from traceview.text import visible
 
 FORMATS = ("table", "csv", "json")
 

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from traceview.renderers.base import Renderer
-from traceview.renderers.units import encodable
+from traceview.text import encodable
 from traceview.results import FolderDiagnosis
 
 

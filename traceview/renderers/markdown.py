@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from traceview.renderers.base import Renderer
-from traceview.renderers.phrasing import BUCKET_LABEL, fmt_ratio, gap_cause, gap_caveats, gap_headline, listed_causes
-from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
-                                       memory_op_rows, memory_step_rows)
-from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, fmt_count,
-                                       fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
-from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
-                                       rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
-from traceview.renderers.units import baseline_label, by_baseline, distinct_shortened, quality_headline, quality_rows
+from traceview.renderers.report import listed_causes
+from traceview.text import BUCKET_LABEL, fmt_ratio, gap_cause, gap_caveats, gap_headline
+from traceview.renderers.report import MEMORY_OPS_TITLE, MEMORY_OP_HEADERS, MEMORY_STEP_HEADERS, MEMORY_TITLE, memory_op_rows, memory_step_rows
+from traceview.renderers.report import COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, op_diff_rows
+from traceview.text import fmt_count, fmt_ns, fmt_pct, shorten, trace_label, visible
+from traceview.renderers.report import RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE, rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows
+from traceview.renderers.report import baseline_label, by_baseline, quality_headline, quality_rows
+from traceview.text import distinct_shortened
 
 _NAME_WIDTH = 90
 

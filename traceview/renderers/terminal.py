@@ -20,15 +20,14 @@ from rich.text import Text
 
 from traceview.errors import one_line
 from traceview.renderers.base import Renderer
-from traceview.renderers.phrasing import BUCKET_LABEL, gap_cause, gap_caveats, gap_headline, listed_causes
-from traceview.renderers.units import (COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, fmt_count,
-                                       fmt_ns, fmt_pct, op_diff_rows, shorten, trace_label, visible)
-from traceview.renderers.units import (RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE,
-                                       rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows)
-from traceview.renderers.units import (QUALITY_TITLE, baseline_label, by_baseline, distinct_shortened, quality_headline,
-                                       quality_rows)
-from traceview.renderers.units import (MEMORY_OP_HEADERS, MEMORY_OPS_TITLE, MEMORY_STEP_HEADERS, MEMORY_TITLE,
-                                       memory_op_rows, memory_step_rows)
+from traceview.renderers.report import listed_causes
+from traceview.text import BUCKET_LABEL, gap_cause, gap_caveats, gap_headline
+from traceview.renderers.report import COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, op_diff_rows
+from traceview.text import fmt_count, fmt_ns, fmt_pct, shorten, trace_label, visible
+from traceview.renderers.report import RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE, rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows
+from traceview.renderers.report import QUALITY_TITLE, baseline_label, by_baseline, quality_headline, quality_rows
+from traceview.text import distinct_shortened
+from traceview.renderers.report import MEMORY_OPS_TITLE, MEMORY_OP_HEADERS, MEMORY_STEP_HEADERS, MEMORY_TITLE, memory_op_rows, memory_step_rows
 from traceview.results import BUCKETS
 
 BUCKET_STYLE: dict[str, str] = {
@@ -261,7 +260,7 @@ GRADE_LABEL = {"high": "HIGH", "moderate": "MODERATE", "none": "ok", "skipped": 
 
 
 def findings_block(findings: list[Any], title: str = "Findings") -> Table | None:
-    """In the analysis's order (analyzers/rules.py ``findings``): problems first, the largest
+    """In the analysis's order (analyzers/findings/diagnosis.py ``ranked``): problems first, the largest
     cause first whatever its grade (a high grade on a small share does not outrank it), then
     passed rules, then skipped ones."""
     if not findings:

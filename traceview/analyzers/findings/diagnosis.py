@@ -1,57 +1,43 @@
-"""Findings: named rules that grade what a diagnosis (or a comparison) shows, with evidence and advice.
+"""The rules that grade one trace: each measures its finding and states the evidence in a sentence.
 
-Each rule has a name, what it detects, documented thresholds, and returns a :class:`Finding`
-with grade ``high`` / ``moderate`` / ``none`` ("no problem"), or ``skipped`` with what the trace
-lacks. Thresholds and where they come from (docs/findings.md):
-
-======================  ==========================================  =====================  =========================
-rule                    measure (steady-state step)                 moderate / high        grounded in
-======================  ==========================================  =====================  =========================
-launch_bound            launch_overhead share                       ≥ 3 % / ≥ 15 %         XProf kernel-launch verdict
-short_kernels           kernels whose device time < launch call     ≥ 20 % / ≥ 50 %        HTA short-kernel definition
-steady_graph_build      graph_build share in steady steps           ≥ 1 % / ≥ 10 %         (retracing / recompiles)
-cold_compile            cold step's extra time, in steady steps     ≥ 2 / ≥ 10 steps       (only if it builds graphs)
-sync_each_step          sync_wait share                             ≥ 2 % / ≥ 10 %         Nsight sync rule
-memcpy                  memcpy share; pageable copies                ≥ 5 % / ≥ 20 %         Nsight pageable-memcpy rule
-exposed_communication   communication share (no compute hides it)   ≥ 5 % / ≥ 20 %         HTA comm/comp overlap
-input_bound             input share                                 ≥ 5 % / ≥ 20 %         XProf input verdict
-host_compute            host_compute share (user Python, GC)        ≥ 5 % / ≥ 20 %         —
-low_utilization         kernel share of the step (device traces)    < 80 % / < 50 %        —
-compute_bound           kernel share of the step                    ≥ 60 % / ≥ 85 %        —
-host_between_steps      gaps between step windows / step time       ≥ 2 % / ≥ 10 %         —
-paused                  idle.paused share (analyzers/pauses.py)     ≥ 3 % / ≥ 15 %         —
-gil_contention          idle.gil_wait share (analyzers/gil_waits)   ≥ 3 % / ≥ 15 %         CPython switch interval
-unrecorded              idle share, pauses, lock waits excluded     ≥ 3 % / ≥ 15 %         XProf "all others"
-======================  ==========================================  =====================  =========================
+Every rule has a row in :data:`~traceview.analyzers.findings.table.DIAGNOSIS_FINDINGS` (what
+it detects, its thresholds and where they come from; docs/findings.md shows that table) and a
+function here that measures the steady steps, grades the measure with its row and returns a
+:class:`~traceview.results.Finding`: grade ``high`` / ``moderate`` / ``none`` ("no problem"),
+or ``skipped`` with what the trace lacks; or ``None`` where the trace has nothing the rule is
+about (``exposed_communication`` on a trace without collectives: not listed at all). The
+sentence that states a finding's evidence (``Finding.summary``) is registered with its rule.
 
 Findings are ranked by the time they explain per steady step (``Finding.explains_ns``: the
 bucket they grade; the mean gap for ``host_between_steps``; the cold step's extra time spread
 over max(captured steps, ``COLD_RUN_STEPS``) for ``cold_compile``: a one-time cost weighed
-against per-step causes over a short run); ``low_utilization`` and
-``short_kernels`` restate other buckets and explain no time of their own. The first graded
-finding is the largest cause. A rule may return ``None`` when the trace has nothing it is about
-(``exposed_communication`` on a trace without collectives): it is then not listed at all.
+against per-step causes over a short run); ``low_utilization`` and ``short_kernels`` restate
+other buckets and explain no time of their own. The first graded finding is the largest cause.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from traceview import categories as cat
 from traceview.analyzers.attribution import INFERRED_GLUE, driver_rows
+from traceview.analyzers.findings import table as spec
+from traceview.analyzers.findings.spec import FindingSpec, Phrase
+from traceview.analyzers.findings.spec import rephrased as spec_rephrased
 from traceview.analyzers.gil_waits import SWITCH_INTERVAL_NS
 from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
                                       dataloader_workers)
 from traceview.arrays import codes_matching, column_codes, membership, rows_matching, values_matching
 from traceview.normalize import compute_self_time, math_ops, nearest_ancestor, outermost_rows, self_time, top_level_ops
-from traceview.renderers.units import fmt_ns, fmt_pct, shorten
-from traceview.results import (GIL_WAIT_DETAIL, GRADES, PAUSED_DETAIL, BucketDelta, Comparison,  # noqa: F401 - re-exported
-                                Diagnosis, Finding)
+from traceview.results import GIL_WAIT_DETAIL, PAUSED_DETAIL, Diagnosis, Finding
 from traceview.roles import Role, anomaly_detection_rows, frames_name_paths
 from traceview.schema import Kind
+from traceview.text import fmt_ns, fmt_pct, shorten
+
 # cold_compile is ranked as its extra time spread over this many steps (or the captured steps,
 # when more): the shortest run in which one compile is worth weighing against per-step causes.
 COLD_RUN_STEPS = 100
@@ -66,29 +52,34 @@ MANY_COLLECTIVES = 50
 SHORT_COLLECTIVE_NS = 1_000_000
 
 
-def _grade(value: float, moderate: float, high: float, higher_is_worse: bool = True) -> str:
-    if higher_is_worse:
-        return "high" if value >= high else "moderate" if value >= moderate else "none"
-    return "high" if value < high else "moderate" if value < moderate else "none"
-
-
 def _shares(diag: Diagnosis) -> tuple[dict[str, float], float]:
     buckets = diag.steady_attribution()
     total = sum(buckets.values())
     return {b: (v / total if total else 0.0) for b, v in buckets.items()}, total
 
 
-Rule = Callable[[Diagnosis], Finding | None]  # None: the trace has nothing the rule is about
-RULES: list[Rule] = []
+Rule = Callable[[Diagnosis], "Finding | None"]  # None: the trace has nothing the rule is about
+# The rules in the order they run (the table's), each with its row.
+RULES: list[tuple[FindingSpec, Rule]] = []
+# The sentence that states each rule's evidence, by name.
+SUMMARIES: dict[str, Phrase] = {}
 
 
-def rule(fn: Rule) -> Rule:
-    RULES.append(fn)
-    return fn
+def rule(row: FindingSpec, summary: Phrase) -> Callable[[Rule], Rule]:
+    """Register a rule with its row and the sentence of its evidence."""
+    def register(fn: Rule) -> Rule:
+        RULES.append((row, fn))
+        SUMMARIES[row.name] = summary
+        return fn
+    return register
 
 
-# launch_bound's moderate and high thresholds (share of the step in launch/dispatch overhead).
-LAUNCH_BOUND_GRADES = (0.03, 0.15)
+def found(row: FindingSpec, grade: str, evidence: Mapping[str, Any], advice: str = "", explains_ns: float = 0.0,
+          where: str = "") -> Finding:
+    """A rule's finding, its summary phrased from its evidence by the rule's sentence."""
+    return row.finding(grade, evidence, advice, explains_ns, SUMMARIES[row.name](evidence, explains_ns), where)
+
+
 # launch_bound's advice first says how to tell glue from the user's own code when the part of the
 # overhead inferred from unrecorded gaps (attribution.INFERRED_GLUE) is above this share of it and,
 # per op, above this multiple of the overhead the trace records (dispatch, calls, bindings). On the
@@ -219,9 +210,6 @@ OUTSIDE_CALLS_DEVICE = " (then capture it in CUDA graphs: mode='reduce-overhead'
 OUTSIDE_CALLS_SHARE = 0.5
 
 
-# anomaly_detection is graded high from this share of the step in the work it adds; any is moderate:
-# a debugging switch left on in training is worth turning off whatever it costs.
-ANOMALY_HIGH_SHARE = 0.15
 ANOMALY_FIRST = ("autograd anomaly detection is on (anomaly_detection): turn that debugging switch off before "
                  "anything else — its checks and stored stacks are part of this time; then ")
 
@@ -265,7 +253,15 @@ def _launch_outside_calls(diag: Diagnosis) -> float:
     return max(0.0, 1.0 - float(inside[positions].sum()) / total)
 
 
-@rule
+def _launch_bound_summary(e: Mapping[str, Any], explains: float) -> str:
+    ops = e["ops_per_step"]
+    # The overhead per op (the host time per op in the evidence holds each op's math too).
+    per_op = f"{ops:.0f} framework ops per step, {fmt_ns(explains / ops)} of it per op" if ops else "no framework ops"
+    return (f"launch/dispatch overhead is {fmt_pct(e['launch_overhead_share'])} of the step ({fmt_ns(explains)}); "
+            f"{per_op}")
+
+
+@rule(spec.LAUNCH_BOUND, _launch_bound_summary)
 def launch_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["launch_overhead"]
@@ -273,8 +269,8 @@ def launch_bound(diag: Diagnosis) -> Finding:
     if s.ops_per_step == 0:
         # No framework op in the steps: no dispatch to fuse (the overhead there is the profiler's or
         # a runtime's own Python, outside any training work).
-        return Finding("launch_bound", "launch/dispatch-bound steps", "skipped")
-    grade = _grade(share, *LAUNCH_BOUND_GRADES)
+        return spec.LAUNCH_BOUND.skipped()
+    grade = spec.LAUNCH_BOUND.grade(share)
     where = "the device waits for the host" if diag.timeline.has_device else "framework dispatch outside the math"
     glue, glue_evidence = _glue_or_your_code(diag, share * total, s.ops_per_step)
     heavy, heavy_evidence = _heavy_own_time(diag, share * total)
@@ -287,24 +283,38 @@ def launch_bound(diag: Diagnosis) -> Finding:
         regions = {"compiled_regions_per_step": compiled_regions_per_step(diag.timeline, diag.steps)}
         if regions["compiled_regions_per_step"] > 1:
             mode = COMPILE_WITH_BREAKS
-    words = advice("fuse", mode)
+    words = advice(spec.LAUNCH_BOUND.advice_key, mode)
     if mode in OUTSIDE_CALLS_ADVICE and grade != "none":
         outside = _launch_outside_calls(diag)
         regions["launch_outside_calls_share"] = outside
         if outside >= OUTSIDE_CALLS_SHARE:
             words = OUTSIDE_CALLS_ADVICE[mode].format(
                 share=fmt_pct(outside), device=OUTSIDE_CALLS_DEVICE if diag.timeline.has_device else "")
-    return Finding(
-        "launch_bound", "launch/dispatch-bound steps: " + where, grade,
+    return found(
+        spec.LAUNCH_BOUND, grade,
         {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op,
          **glue_evidence, **heavy_evidence, **optimizer_evidence, **regions},
-        _anomaly_first(diag) + glue + optimizer + words,
-        "≥ 3 % moderate, ≥ 15 % high (XProf kernel-launch verdict)",
-        share * total,
-    )
+        _anomaly_first(diag) + glue + optimizer + words, share * total, where)
 
 
-@rule
+def _anomaly_detection_summary(e: Mapping[str, Any], explains: float) -> str:
+    parts = []
+    if e["nan_checked_nodes_per_step"]:
+        parts.append(f"its NaN checks after {e['nan_checked_nodes_per_step']:.0f} backward nodes a step take "
+                     f"{fmt_ns(e['nan_check_ns_per_step'])}")
+    if e["stacks_per_step"]:
+        parts.append(f"the {e['stacks_per_step']:.0f} Python stacks forward ops store a step take "
+                     f"{fmt_ns(e['stack_ns_per_step'])}")
+    elif not e["python_events"]:
+        parts.append("each forward op that records a backward node also stores a Python stack, inside that op's "
+                     "own time (not timed apart: the trace has no Python events)")
+    return (f"autograd anomaly detection is on: {fmt_pct(e['anomaly_share'])} of the step ({fmt_ns(explains)}) is "
+            f"its work; " + "; ".join(parts))
+
+
+# anomaly_detection is moderate wherever the steady steps hold its work (a debugging switch left on
+# in training is worth turning off whatever it costs), high from its row's share of the step.
+@rule(spec.ANOMALY_DETECTION, _anomaly_detection_summary)
 def anomaly_detection(diag: Diagnosis) -> Finding | None:
     ev = diag.timeline.table
     check, stack = anomaly_work(diag)
@@ -317,33 +327,37 @@ def anomaly_detection(diag: Diagnosis) -> Finding | None:
     _, total = _shares(diag)
     share = (check_ns + stack_ns) / total if total else 0.0
     python = bool(membership(ev["kind"])([Kind.PYTHON.value]).any())
-    return Finding(
-        "anomaly_detection", "autograd anomaly detection left on (torch.autograd.set_detect_anomaly)",
-        "high" if share >= ANOMALY_HIGH_SHARE else "moderate",
+    return found(
+        spec.ANOMALY_DETECTION, spec.ANOMALY_DETECTION.grade(share),
         {"anomaly_share": share, "nan_checked_nodes_per_step": nodes / steps, "nan_check_ns_per_step": check_ns,
          "stacks_per_step": float(stack.sum()) / steps, "stack_ns_per_step": stack_ns,
          "python_events": python},
         "turn it off outside debugging (torch.autograd.set_detect_anomaly(False), or no detect_anomaly() context "
         "around training); to find where a NaN first appears, turn it on only around the step that fails",
-        f"on: moderate; ≥ {ANOMALY_HIGH_SHARE:.0%} of the step: high",
-        check_ns + stack_ns,
-    )
+        check_ns + stack_ns)
 
 
-@rule
+def _short_kernels_summary(e: Mapping[str, Any], explains: float) -> str:
+    return (f"{fmt_pct(e['short_kernel_share'])} of kernels run for less time than their launch call "
+            f"({e['short_kernels_per_step']:.0f} per step)")
+
+
+@rule(spec.SHORT_KERNELS, _short_kernels_summary)
 def short_kernels(diag: Diagnosis) -> Finding:
-    if not diag.timeline.has_device or diag.launch.launches_per_step == 0:
-        return Finding("short_kernels", "kernels shorter than their launch call", "skipped")
+    if diag.launch.launches_per_step == 0:
+        return spec.SHORT_KERNELS.skipped()
     share = diag.launch.short_kernel_share
-    return Finding(
-        "short_kernels", "kernels shorter than their launch call", _grade(share, 0.2, 0.5),
-        {"short_kernel_share": share, "short_kernels_per_step": diag.launch.short_kernels_per_step},
-        advice("fuse", diag.mode),
-        "≥ 20 % moderate, ≥ 50 % high (HTA short-kernel definition)",
-    )
+    return found(spec.SHORT_KERNELS, spec.SHORT_KERNELS.grade(share),
+                 {"short_kernel_share": share, "short_kernels_per_step": diag.launch.short_kernels_per_step},
+                 advice(spec.SHORT_KERNELS.advice_key, diag.mode))
 
 
-@rule
+def _steady_graph_build_summary(e: Mapping[str, Any], explains: float) -> str:
+    return (f"graph building is {fmt_pct(e['graph_build_share'])} of the steady step ({fmt_ns(explains)}), "
+            f"{e['graph_build_events']} build/compile events across {e['steady_steps']} steady steps")
+
+
+@rule(spec.STEADY_GRAPH_BUILD, _steady_graph_build_summary)
 def steady_graph_build(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     # One-time runtime start-up has its own finding (startup).
@@ -351,22 +365,24 @@ def steady_graph_build(diag: Diagnosis) -> Finding:
     share = max(shares["graph_build"] - (startup_ns / total if total else 0.0), 0.0)
     table = diag.steps.table
     steady_events = int(table["graph_build_events"][diag.steady_positions].sum())
-    return Finding(
-        "steady_graph_build", "graph building / compilation in steady-state steps (retracing, recompiles)",
-        _grade(share, 0.01, 0.10),
+    return found(
+        spec.STEADY_GRAPH_BUILD, spec.STEADY_GRAPH_BUILD.grade(share),
         {"graph_build_share": share, "graph_build_events": steady_events, "steady_steps": len(diag.steady_positions)},
-        advice("retrace", diag.mode),
-        "≥ 1 % moderate, ≥ 10 % high",
-        share * total,
-    )
+        advice(spec.STEADY_GRAPH_BUILD.advice_key, diag.mode), share * total)
 
 
-@rule
+def _cold_compile_summary(e: Mapping[str, Any], explains: float) -> str:
+    return (f"the cold step #{e['cold_step']} takes {fmt_ns(e['cold_extra_ns'])} more than a steady step "
+            f"({e['steady_steps_worth']:.1f} steady steps' worth); {fmt_ns(e['cold_graph_build_ns'])} of it is "
+            "marked graph building/compilation")
+
+
+@rule(spec.COLD_COMPILE, _cold_compile_summary)
 def cold_compile(diag: Diagnosis) -> Finding:
     table = diag.steps.table
     cold = np.flatnonzero(table["cold"])
     if not len(cold):
-        return Finding("cold_compile", "tracing / compilation cost of the cold first step", "skipped")
+        return spec.COLD_COMPILE.skipped()
     i = int(cold[0])
     steady = diag.steady_step_ns
     extra = max(float(table["duration"][i]) - steady, 0.0)
@@ -376,85 +392,99 @@ def cold_compile(diag: Diagnosis) -> Finding:
     # instantiation, lazy backward compilation — is part of it), but only when the cold step shows
     # graph building: a cold eager step is slow for other reasons (allocator warm-up, lazy
     # initialisation) that no compilation setting changes.
-    grade = _grade(worth, 2.0, 10.0) if build > 0 else "none"
+    grade = spec.COLD_COMPILE.grade(worth) if build > 0 else "none"
     # A one-time cost, ranked by its extra time spread over a run of COLD_RUN_STEPS steps (or the
     # captured steps, when more): a cause repeated every step outweighs it within such a run.
     amortized = extra / max(len(table), COLD_RUN_STEPS)
-    return Finding(
-        "cold_compile", "tracing / compilation cost of the cold first step", grade,
+    return found(
+        spec.COLD_COMPILE, grade,
         {"cold_step": int(table["number"][i]), "cold_extra_ns": extra, "steady_steps_worth": worth,
          "cold_graph_build_ns": build, "amortized_over_steps": max(len(table), COLD_RUN_STEPS)},
-        advice("cold", diag.mode),
-        "extra time ≥ 2 steady steps moderate, ≥ 10 high, when the cold step builds graphs",
-        amortized if grade != "none" else 0.0,
-    )
+        advice(spec.COLD_COMPILE.advice_key, diag.mode), amortized if grade != "none" else 0.0)
 
 
-@rule
+def _startup_summary(e: Mapping[str, Any], explains: float) -> str:
+    if "startup_share" not in e:
+        return "no runtime call long enough to be start-up (context creation, module loading)"
+    return (f"{fmt_ns(e['startup_ns'])} ({fmt_pct(e['startup_share'])} of the analysed time) is one-time device "
+            "runtime start-up: runtime calls too long for steady state (context creation, lazy module / library "
+            "loading)")
+
+
+@rule(spec.STARTUP, _startup_summary)
 def startup(diag: Diagnosis) -> Finding:
     table = diag.steps.table
     per = diag.attribution.details
     column = "graph_build.startup"
     if column not in per.columns or not per[column].any():
-        return Finding("startup", "one-time runtime start-up inside the steps", "none",
-                       {"startup_ns": 0}, "", "≥ 10 % of the analysed time moderate, ≥ 50 % high")
+        return found(spec.STARTUP, "none", {"startup_ns": 0})
     startup_ns = float(per[column].sum())
     total = float(table["duration"].sum())
     share = startup_ns / total if total else 0.0
-    return Finding(
-        "startup", "one-time runtime start-up inside the steps", _grade(share, 0.10, 0.50),
+    return found(
+        spec.STARTUP, spec.STARTUP.grade(share),
         {"startup_ns": startup_ns, "startup_share": share, "step_rule": diag.steps.rule},
         "a one-time cost, not the training step's: profile steps after warm-up (torch.profiler "
         "schedule(wait=…, warmup=…, active=…) with prof.step() per iteration) so the trace has steady steps",
-        "≥ 10 % of the analysed time moderate, ≥ 50 % high",
-        startup_ns / max(len(table), 1),
-    )
+        startup_ns / max(len(table), 1))
 
 
-@rule
+def _sync_each_step_summary(e: Mapping[str, Any], explains: float) -> str:
+    return (f"the host waits on the device for {fmt_pct(e['sync_wait_share'])} of the step ({fmt_ns(explains)}), "
+            f"{e['sync_calls_per_step']:.1f} sync calls per step")
+
+
+@rule(spec.SYNC_EACH_STEP, _sync_each_step_summary)
 def sync_each_step(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     ev = diag.timeline.table
     steady = diag.steps.in_steady(ev)
     calls = int((steady & membership(ev["kind"])([Kind.SYNC.value])).sum()) / max(len(diag.steady_positions), 1)
     share = shares["sync_wait"]
-    return Finding(
-        "sync_each_step", "host-device synchronization in every step", _grade(share, 0.02, 0.10),
-        {"sync_wait_share": share, "sync_calls_per_step": calls},
-        "avoid .item(), .cpu(), print(tensor) and blocking copies inside the step; log every N steps",
-        "≥ 2 % moderate, ≥ 10 % high (Nsight Systems sync rule)",
-        share * total,
-    )
+    return found(
+        spec.SYNC_EACH_STEP, spec.SYNC_EACH_STEP.grade(share), {"sync_wait_share": share, "sync_calls_per_step": calls},
+        "avoid .item(), .cpu(), print(tensor) and blocking copies inside the step; log every N steps", share * total)
 
 
 # Kineto names a copy from or to pageable host memory "Memcpy HtoD (Pageable -> Device)".
 _PAGEABLE = re.compile("Pageable")
 
 
-@rule
+MEMCPY_PART = "memcpy."  # evidence keys memcpy.<direction>_ns: the copy time per direction
+
+
+def _memcpy_summary(e: Mapping[str, Any], explains: float) -> str:
+    parts = ", ".join(f"{k[len(MEMCPY_PART):-len('_ns')]} {fmt_ns(v)}" for k, v in sorted(e.items())
+                      if k.startswith(MEMCPY_PART) and k.endswith("_ns"))
+    return (f"copies/memsets hold the device alone for {fmt_pct(e['memcpy_share'])} of the step ({fmt_ns(explains)}"
+            + (f": {parts}" if parts else "") + f"); {e['pageable_copies']} pageable copies")
+
+
+@rule(spec.MEMCPY, _memcpy_summary)
 def memcpy(diag: Diagnosis) -> Finding:
-    if not diag.timeline.has_device:
-        return Finding("memcpy", "time in host↔device copies", "skipped")
     shares, total = _shares(diag)
     share = shares["memcpy"]
     ev = diag.timeline.table
     copies = np.flatnonzero(diag.timeline.kind_mask(Kind.MEMCPY) & diag.steps.in_steady(ev))
     pageable = int(np.count_nonzero(rows_matching(ev["name"].take(copies), _PAGEABLE)))
     # Copy time per direction (memcpy.H2D …), as memcpy.<direction>_ns.
-    directions = {f"{k}_ns": v for k, v in diag.steady_details().items() if k.startswith("memcpy.")}
-    grade = _grade(share, 0.05, 0.20)
-    if pageable and grade == "none":
+    directions = {f"{k}_ns": v for k, v in diag.steady_details().items() if k.startswith(MEMCPY_PART)}
+    grade = spec.MEMCPY.grade(share)
+    if pageable and grade == "none":  # (the row's note: any pageable copy is at least moderate)
         grade = "moderate"
-    return Finding(
-        "memcpy", "time in copies and memsets (direction, pageable vs pinned)", grade,
-        {"memcpy_share": share, "pageable_copies": pageable, **directions},
+    return found(
+        spec.MEMCPY, grade, {"memcpy_share": share, "pageable_copies": pageable, **directions},
         "keep data on the device; use pinned memory (DataLoader(pin_memory=True)) and non_blocking copies",
-        "≥ 5 % moderate, ≥ 20 % high; any pageable copy is at least moderate (Nsight pageable-memcpy rule)",
-        share * total,
-    )
+        share * total)
 
 
-@rule
+def _exposed_communication_summary(e: Mapping[str, Any], explains: float) -> str:
+    return (f"exposed communication is {fmt_pct(e['communication_share'])} of the step ({fmt_ns(explains)}): "
+            f"{e['collectives_per_step']:.0f} collectives per step take {fmt_ns(e['comm_ns'])}, "
+            f"{fmt_pct(e['overlap_share'])} of it overlapped by compute")
+
+
+@rule(spec.EXPOSED_COMMUNICATION, _exposed_communication_summary)
 def exposed_communication(diag: Diagnosis) -> Finding | None:
     comm = diag.communication
     if comm is None:
@@ -479,14 +509,11 @@ def exposed_communication(diag: Diagnosis) -> Finding | None:
     # A collective lasts until the slowest rank joins: its time may be another rank's work.
     advice.append("a collective also waits for the slowest rank to join it: compare the ranks "
                   "(traceview diagnose on the folder of all ranks' traces)")
-    return Finding(
-        "exposed_communication", "collective communication that no compute kernel hides", _grade(share, 0.05, 0.20),
+    return found(
+        spec.EXPOSED_COMMUNICATION, spec.EXPOSED_COMMUNICATION.grade(share),
         {"communication_share": share, "comm_ns": steady["comm_ns"], "overlapped_ns": steady["overlapped_ns"],
          "overlap_share": overlap, "collectives_per_step": n},
-        "; ".join(advice),
-        "≥ 5 % moderate, ≥ 20 % high",
-        share * total,
-    )
+        "; ".join(advice), share * total)
 
 
 def tf_data_components(diag: Diagnosis) -> frozenset[str]:
@@ -524,22 +551,59 @@ def _tf_data_advice(components: frozenset[str]) -> str:
             "(the step's intra-op pool and the input threads share the machine)")
 
 
-@rule
+def _input_bound_summary(e: Mapping[str, Any], explains: float) -> str:
+    return f"input is {fmt_pct(e['input_share'])} of the step ({fmt_ns(explains)})"
+
+
+@rule(spec.INPUT_BOUND, _input_bound_summary)
 def input_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["input"]
     components = tf_data_components(diag) if diag.timeline.meta.framework == "tensorflow" else frozenset()
     pipeline = {"tf_data_datasets": sorted(components)} if components else {}
-    return Finding(
-        "input_bound", "steps waiting for the input pipeline", _grade(share, 0.05, 0.20),
-        {"input_share": share, **pipeline},
-        _tf_data_advice(components) or advice("input", diag.mode),
-        "≥ 5 % moderate, ≥ 20 % high (XProf input verdict)",
-        share * total,
-    )
+    return found(spec.INPUT_BOUND, spec.INPUT_BOUND.grade(share), {"input_share": share, **pipeline},
+                 _tf_data_advice(components) or advice(spec.INPUT_BOUND.advice_key, diag.mode), share * total)
 
 
-@rule
+# Names are cut in the middle to this many characters inside a finding's sentence (the start names
+# the scope, the end the op type: a TF op's `…/MatMul/MatMul:_MklMatMul`).
+TOP_KERNEL_CHARS = 60
+
+
+def _named(names: list[str] | None, label: str, lead: str = " — ") -> str:
+    """``lead`` + ``label``: the names quoted, or nothing where there are none."""
+    return f"{lead}{label}: " + ", ".join(f"'{shorten(str(n), TOP_KERNEL_CHARS)}'" for n in names) if names else ""
+
+
+def _host_compute_summary(e: Mapping[str, Any], explains: float) -> str:
+    caveat = ("; the trace records no Python calls, so that unrecorded time may also be the framework's own "
+              "Python around its calls" if e["inferred_ns"] and not e.get("python_events", True) else "")
+    if e["python_ns"] and e.get("python_events", True) and not e.get("python_paths", True):
+        caveat += ("; the trace names Python files without their folders (JAX's and TensorFlow's Python tracers), so "
+                   "the framework's own Python is told from yours only by what runs inside its API calls, and the rest "
+                   "of it is counted here")
+    # (Without Python frames in the trace, the user's Python is what ops running it recorded.)
+    frames_or_ops = "in the user's Python" if e["python_ns"] and not e.get("python_events", True) else \
+        "in the user's Python frames"
+    parts = [(e["python_ns"], frames_or_ops),
+             (e["inferred_ns"], "in unrecorded stretches longer than the dispatch-gap threshold"),
+             (e.get("range_ns", 0.0), "inside user ranges, outside every recorded op"),
+             (e.get("other_threads_ns", 0.0), "in the user's work run by the framework on another thread "
+                                               "(a tf.py_function's Python, a tf.print's formatting) while the step "
+                                               "waits"),
+             (e.get("hooks_ns", 0.0), "in hooks the autograd engine runs around its nodes (tensor.register_hook, "
+                                      "module backward hooks)" + _named(e.get("hooked_nodes"), "hooked nodes")),
+             (e.get("other_host_ns", 0.0), "in other recorded host work while the device idles")]
+    # Every part that holds time (the first two, at zero, when none does): they add up to the total.
+    shown = [(ns, where) for ns, where in parts if ns >= 0.5] or parts[:2]
+    if e["python_ns"] or e.get("other_threads_ns", 0.0):
+        # (A Python autograd.Function's forward / backward, a tf.py_function's or a tf.print's kernel.)
+        caveat += _named(e.get("python_ops"), "the ops that run it", "; ")
+    return (f"host work outside the framework is {fmt_pct(e['host_compute_share'])} of the step ({fmt_ns(explains)}): "
+            + ", ".join(f"{fmt_ns(ns)} {where}" for ns, where in shown) + caveat)
+
+
+@rule(spec.HOST_COMPUTE, _host_compute_summary)
 def host_compute(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["host_compute"]
@@ -560,18 +624,14 @@ def host_compute(diag: Diagnosis) -> Finding:
     # Frames named without folders (JAX's and TensorFlow's Python tracers): the framework's own Python
     # is told from the user's only by what runs inside its API calls (roles.py); the summary says so.
     name_codes, name_values = column_codes(ev["name"])
-    return Finding(
-        "host_compute", "the step's thread runs the user's own host work (Python, GC) between framework calls",
-        _grade(share, 0.05, 0.20),
+    return found(
+        spec.HOST_COMPUTE, spec.HOST_COMPUTE.grade(share),
         {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred, "range_ns": in_ranges,
          "other_threads_ns": other_threads, "other_host_ns": other_host, "python_events": python_events,
          "python_paths": python_events and frames_name_paths(name_values, name_codes, python_rows),
          "python_ops": _python_ops(diag), "hooks_ns": hooks, "hooked_nodes": _hooked_nodes(diag) if hooks else []},
         "move per-step Python work (metrics, logging, data munging, object churn that triggers garbage "
-        "collection) out of the step, vectorize it, or run it in the input pipeline",
-        "≥ 5 % moderate, ≥ 20 % high",
-        share * total,
-    )
+        "collection) out of the step, vectorize it, or run it in the input pipeline", share * total)
 
 
 # Ops named in host_compute's summary as the ones that run the user's Python, at most.
@@ -609,24 +669,22 @@ def _names_by_time(diag: Diagnosis, rows: np.ndarray, time: np.ndarray) -> list[
     return [str(name) for _, name in order[:PYTHON_OPS_NAMED]]
 
 
-@rule
+def _low_utilization_summary(e: Mapping[str, Any], explains: float) -> str:
+    return f"kernels run for {fmt_pct(e['kernel_share'])} of the step"
+
+
+@rule(spec.LOW_UTILIZATION, _low_utilization_summary)
 def low_utilization(diag: Diagnosis) -> Finding:
-    if not diag.timeline.has_device:
-        return Finding("low_utilization", "device idle for much of the step", "skipped")
     shares, _ = _shares(diag)
     share = shares["kernel"]
-    return Finding(
-        "low_utilization", "device idle for much of the step", _grade(share, 0.8, 0.5, higher_is_worse=False),
-        {"kernel_share": share},
-        "see the largest non-kernel cause above; the device is waiting for it",
-        "< 80 % moderate, < 50 % high",
-    )
+    return found(spec.LOW_UTILIZATION, spec.LOW_UTILIZATION.grade(share), {"kernel_share": share},
+                 "see the largest non-kernel cause above; the device is waiting for it")
 
 
 # compute_bound's words on CPU threads, per framework: how each sizes the pool its math runs on
 # (torch.set_num_threads; tf.config.threading; XLA's CPU backend takes XLA_FLAGS, where
 # --xla_cpu_multi_thread_eigen=false or intra_op_parallelism_threads=1 keep it to one thread).
-# How to set the intra-op pool's size, by framework (_oversubscribed). Only frameworks whose pool
+# How to set the intra-op pool's size, by framework (oversubscribed). Only frameworks whose pool
 # takes a thread count: XLA's CPU pool has one thread per core (or one, by XLA_FLAGS), whatever a
 # JAX capture's manifest says it requested.
 SET_INTRA_OP_THREADS = {
@@ -635,7 +693,7 @@ SET_INTRA_OP_THREADS = {
 }
 
 
-def _oversubscribed(diag: Diagnosis) -> tuple[str, str]:
+def oversubscribed(diag: Diagnosis) -> tuple[str, str]:
     """Where the capture's manifest says the intra-op pool ran more threads than the machine has
     cores (capture_facts: intra_op_threads, cores): how many on how many, and why that costs and
     what to set; else ("", "").
@@ -708,7 +766,17 @@ def _slow_math_dtype(diag: Diagnosis) -> tuple[str, float]:
     return "", 0.0
 
 
-@rule
+def _compute_bound_summary(e: Mapping[str, Any], explains: float) -> str:
+    top = str(e.get("top_kernel", ""))
+    share = fmt_pct(e["top_kernel_share"]) if top else ""
+    where = f"; the top one, '{shorten(top, TOP_KERNEL_CHARS)}', is {share} of it" if top else ""
+    threads = e.get("intra_op_threads")
+    cores = f" on {e['cores']} cores" if e.get("cores") else ""
+    thread_note = f"; captured with {threads} intra-op thread(s){cores}" if threads else ""
+    return f"kernels / compute ops are {fmt_pct(e['kernel_share'])} of the step ({fmt_ns(explains)}){where}{thread_note}"
+
+
+@rule(spec.COMPUTE_BOUND, _compute_bound_summary)
 def compute_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["kernel"]
@@ -723,24 +791,22 @@ def compute_bound(diag: Diagnosis) -> Finding:
     facts = diag.timeline.meta.extra.get("capture") or {}
     threads, cores = facts.get("intra_op_threads"), facts.get("cores")
     dtype, dtype_share = _slow_math_dtype(diag)
-    over = _oversubscribed(diag)
-    return Finding(
-        "compute_bound", "the step is spent in the math itself (kernels / compute ops)",
-        _grade(share, 0.60, 0.85),
+    over = oversubscribed(diag)
+    return found(
+        spec.COMPUTE_BOUND, spec.COMPUTE_BOUND.grade(share),
         {"kernel_share": share, "top_kernel_share": top_share, **({"top_kernel": top} if top else {}),
          **({"intra_op_threads": threads} if threads else {}),
          **({"cores": cores} if threads and cores else {}),
          **({"math_dtype": dtype, "math_dtype_share": dtype_share} if dtype else {})},
         # (Not "overhead is not the bottleneck" beside a launch/dispatch share that launch_bound grades high.)
         _anomaly_first(diag) + (f"the capture ran {over[0]}: {over[1]}; then " if over[0] else "")
-        + ("framework overhead is not the bottleneck: " if shares["launch_overhead"] < LAUNCH_BOUND_GRADES[1] else "")
+        + ("framework overhead is not the bottleneck: " if spec.LAUNCH_BOUND.grade(shares["launch_overhead"]) != "high"
+           else "")
         + (f"{fmt_pct(dtype_share)} of the math takes {dtype} inputs (the input types the trace records): "
            f"{SLOWER_DTYPE_WHY[dtype]}; else " if dtype else "")
         + "speed up the math (dtype, shapes, algorithm, fusion)"
         + ("" if over[0] else "; on CPU give " + INTRA_OP_POOL.get(diag.timeline.meta.framework, INTRA_OP_POOL[""])),
-        "≥ 60 % moderate, ≥ 85 % high",
-        share * total,
-    )
+        share * total)
 
 
 # Between-step time is "occasional" when one gap holds at least this share of it and is at least
@@ -778,11 +844,27 @@ def _between_steps_work(diag: Diagnosis, gap_start: np.ndarray, gap_end: np.ndar
     return out
 
 
-@rule
+def _host_between_steps_summary(e: Mapping[str, Any], explains: float) -> str:
+    gap = f"{fmt_ns(e['mean_gap_ns'])} between consecutive steps on average ({fmt_pct(e['gap_share'])} of a steady step)"
+    if e.get("profiler_step_transition"):
+        return (gap + ": torch.profiler's own step() call — ProfilerStep#N runs from one prof.step() to the next, "
+                "so the loop's own work is inside the steps")
+    if "largest_gap_ns" in e:
+        gap += (f", most of it in one gap of {fmt_ns(e['largest_gap_ns'])} (the median gap is "
+                f"{fmt_ns(e['median_gap_ns'])}: occasional work — an epoch's end, say — not work after every step)")
+    kinds = {"compiled_calls": "calls of compiled functions", "input": "input pipeline work"}
+    named = sorted(((e[f"between_steps_{key}_ns"], what) for key, what in kinds.items()
+                    if f"between_steps_{key}_ns" in e), reverse=True)
+    for time_in, what in named:
+        gap += f"; {fmt_ns(time_in)} of the time between steps is {what}"
+    return gap
+
+
+@rule(spec.HOST_BETWEEN_STEPS, _host_between_steps_summary)
 def host_between_steps(diag: Diagnosis) -> Finding:
     table = diag.steps.table
     if len(table) < 2:
-        return Finding("host_between_steps", "Python / host time between steps", "skipped")
+        return spec.HOST_BETWEEN_STEPS.skipped()
     gap_start, gap_end = table["end"][:-1], table["start"][1:]
     gaps = np.maximum(gap_end - gap_start, 0)
     mean_gap = float(gaps.mean())
@@ -794,7 +876,7 @@ def host_between_steps(diag: Diagnosis) -> Finding:
     evidence: dict[str, object] = {"mean_gap_ns": mean_gap, "gap_share": share,
                                    **({"profiler_step_transition": True} if transition else {})}
     total, largest, median = float(gaps.sum()), float(gaps.max()), float(np.median(gaps))
-    grade = "none" if transition else _grade(share, 0.02, 0.10)
+    grade = "none" if transition else spec.HOST_BETWEEN_STEPS.grade(share)
     if (grade != "none" and largest >= OCCASIONAL_GAP[0] * total
             and largest >= OCCASIONAL_GAP[1] * max(median, 1.0)):
         evidence.update(largest_gap_ns=largest, median_gap_ns=median)
@@ -807,22 +889,23 @@ def host_between_steps(diag: Diagnosis) -> Finding:
         evidence.update({f"between_steps_{k}_ns": t for t, k in named})
         if sum(t for t, _ in named) >= 0.5 * total:
             words = "; ".join(next(a for _, key, a in BETWEEN_STEPS_WORK if key == k) for _, k in named)
-    return Finding(
-        "host_between_steps", "Python / host time between steps (outside every step window)",
-        grade,
-        evidence,
-        words,
-        "≥ 2 % moderate, ≥ 10 % high",
-        mean_gap,
-    )
+    return found(spec.HOST_BETWEEN_STEPS, grade, evidence, words, mean_gap)
 
 
-@rule
+def _paused_summary(e: Mapping[str, Any], explains: float) -> str:
+    if not e["steps_paused"]:
+        return (f"the step's thread never stops longer than at the same place in the other steps of its shape "
+                f"({e['steps_compared']} steady steps compared)")
+    return (f"the step's thread stops for {fmt_pct(e['paused_share'])} of the step ({fmt_ns(explains)}) at places "
+            f"where the other steps of the same shape do not, in {e['steps_paused']} of {e['steady_steps']} steady "
+            f"steps (up to {fmt_ns(e['longest_step_pause_ns'])} in one)")
+
+
+@rule(spec.PAUSED, _paused_summary)
 def paused(diag: Diagnosis) -> Finding:
-    what = "the step's thread stops where the other steps of its shape do not (the machine takes the core)"
     compared = set(diag.attribution.compared_steps)
     if not any(int(p) in compared for p in diag.steady_positions):
-        return Finding("paused", what, "skipped")
+        return spec.PAUSED.skipped()
     _, total = _shares(diag)
     per_step = _steady_detail(diag, PAUSED_DETAIL)
     paused_ns = float(per_step.mean()) if len(per_step) else 0.0
@@ -833,21 +916,35 @@ def paused(diag: Diagnosis) -> Finding:
     own = ("the program's own DataLoader worker processes run beside the step (a DataLoader with num_workers > 0 "
            "is in the trace) and take cores from it: fewer workers, or fewer intra-op threads "
            "(torch.set_num_threads), so that together they fit the cores; else " if workers else "")
-    return Finding(
-        "paused", what, _grade(share, 0.03, 0.15),
+    return found(
+        spec.PAUSED, spec.PAUSED.grade(share),
         {"paused_share": share, "steps_paused": int(np.count_nonzero(per_step)), "dataloader_workers": workers,
          "steady_steps": len(per_step), "steps_compared": len(compared),
          "longest_step_pause_ns": float(per_step.max()) if len(per_step) else 0.0},
         own + "time the machine took, not the step's work (unless the program does extra work in some steps only, "
         "such as a log line every N steps, seen once in the capture): another process had the core, or the hypervisor "
         "took the virtual CPU (CPU steal: 'st' in top or vmstat); capture on an otherwise idle machine and compare "
-        "the step time without the profiler. The other causes exclude the pauses",
-        "≥ 3 % moderate, ≥ 15 % high",
-        paused_ns,
-    )
+        "the step time without the profiler. The other causes exclude the pauses", paused_ns)
 
 
-@rule
+def _wait_places_text(e: Mapping[str, Any]) -> str:
+    """Where the step's thread waited for the lock: the events named, and the gaps between them."""
+    places = [f"'{shorten(str(name), TOP_KERNEL_CHARS)}'" for name in e.get("wait_places", [])]
+    if e.get("gap_wait_share", 0.0) >= 0.05:
+        places.append(f"the unrecorded gaps between events ({fmt_pct(e['gap_wait_share'])})")
+    return "in " + (", ".join(places[:-1]) + " and " + places[-1] if len(places) > 1 else places[0]) if places else ""
+
+
+def _gil_contention_summary(e: Mapping[str, Any], explains: float) -> str:
+    return (f"the step's thread waits for Python's interpreter lock for {fmt_pct(e['gil_wait_share'])} of the step "
+            f"({fmt_ns(explains)}), in {e['steps_waiting']} of {e['steady_steps']} steady steps: stretches outside "
+            f"every op that last whole switch intervals ({fmt_ns(e['switch_interval_ns'])}, CPython's default), "
+            f"after framework calls: {_wait_places_text(e)}"
+            + (f"; meanwhile another thread runs Python in '{shorten(e['busy_thread_frame'], TOP_KERNEL_CHARS)}'"
+               if e.get("busy_thread_frame") else ""))
+
+
+@rule(spec.GIL_CONTENTION, _gil_contention_summary)
 def gil_contention(diag: Diagnosis) -> Finding | None:
     """Only where the step's thread waited for the interpreter lock (analyzers/gil_waits.py)."""
     per_step = _steady_detail(diag, GIL_WAIT_DETAIL)
@@ -857,9 +954,8 @@ def gil_contention(diag: Diagnosis) -> Finding | None:
     wait_ns = float(per_step.mean())
     share = wait_ns / total if total else 0.0
     # The shorter interval: 3-8x faster steps at 0.5 ms than at 5 ms (benchmarks/switch_interval.py).
-    return Finding(
-        "gil_contention", "the step's thread waits for Python's interpreter lock (GIL) held by another thread",
-        _grade(share, 0.03, 0.15),
+    return found(
+        spec.GIL_CONTENTION, spec.GIL_CONTENTION.grade(share),
         {"gil_wait_share": share, "steps_waiting": int(np.count_nonzero(per_step)), "steady_steps": len(per_step),
          "switch_interval_ns": SWITCH_INTERVAL_NS, **_wait_places(diag, float(per_step.sum())),
          "busy_thread_frame": _busy_python_thread(diag)},
@@ -869,9 +965,7 @@ def gil_contention(diag: Diagnosis) -> Finding | None:
         "threading.enumerate() lists them), then move its work to another process (multiprocessing, DataLoader "
         "workers) or make it block instead of computing or polling (queue.get, an Event, time.sleep); meanwhile a "
         "shorter interval (sys.setswitchinterval(0.0005)) shortens each wait. The other causes exclude the waits",
-        "≥ 3 % moderate, ≥ 15 % high",
-        wait_ns,
-    )
+        wait_ns)
 
 
 # The events named as where the step's thread waited for the lock, largest first.
@@ -935,246 +1029,46 @@ def _steady_detail(diag: Diagnosis, detail: str) -> np.ndarray:
     return details[detail][diag.steady_positions]
 
 
-@rule
+def _unrecorded_summary(e: Mapping[str, Any], explains: float) -> str:
+    return f"{fmt_pct(e['idle_share'])} of the step ({fmt_ns(explains)}) has no recorded event on any track"
+
+
+@rule(spec.UNRECORDED, _unrecorded_summary)
 def unrecorded(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     # Pauses and waits for the interpreter lock are idle time the paused and gil_contention rules
     # explain; this rule grades the rest.
     stopped_ns = sum(diag.steady_details().get(d, 0.0) for d in (PAUSED_DETAIL, GIL_WAIT_DETAIL))
     share = max(shares["idle"] - (stopped_ns / total if total else 0.0), 0.0)
-    return Finding(
-        "unrecorded", "step time in which the trace records nothing", _grade(share, 0.03, 0.15),
-        {"idle_share": share},
+    return found(
+        spec.UNRECORDED, spec.UNRECORDED.grade(share), {"idle_share": share},
         "usually Python between framework calls; profile with the Python tracer (torch with_stack / "
-        "python_tracer_level) or lower --dispatch-gap-us to see it",
-        "≥ 3 % moderate, ≥ 15 % high (XProf 'all others' verdict)",
-        share * total,
-    )
+        "python_tracer_level) or lower --dispatch-gap-us to see it", share * total)
 
 
 def findings(diag: Diagnosis) -> list[Finding]:
-    """Every rule's finding, ranked: graded problems first, by the time they explain per step
-    (largest first); then the rules that found no problem, then those skipped. Ties keep the
-    order of the rules above, so the ranking is deterministic."""
-    found = [f for f in (fn(diag) for fn in RULES) if f is not None]
-    tier = {"high": 0.0, "moderate": 0.0, "none": 1.0, "skipped": 2.0}
-
-    order = sorted(range(len(found)), key=lambda i: (tier[found[i].grade], -found[i].explains_ns, i))
-    return [found[i] for i in order]
+    """Every rule's finding, ranked (:func:`ranked`); a rule whose row needs device events is
+    skipped on a trace without them."""
+    has_device = diag.timeline.has_device
+    return ranked([row.skipped() if row.needs_device and not has_device else run(diag) for row, run in RULES])
 
 
-# A bucket is a named cause of a gap (a gap_<bucket> finding) when it explains more than this share
-# of it; from HIGH_GAP_SHARE on it is graded high. At most MOST_GAP_CAUSES are named.
-GAP_CAUSE_SHARE = 0.05
-HIGH_GAP_SHARE = 0.5
-MOST_GAP_CAUSES = 3
-EXPLAINED_GOAL = 0.9
+# Ranking tiers: problems, then the rules that found none, then those skipped.
+_TIER = {"high": 0, "moderate": 0, "none": 1, "skipped": 2}
 
 
-# The same compute ops (by name, at the same count per step) are "the same work, slower" on one side
-# when together they take at least this many times as long there and make up at least this share
-# of the kernel delta: the math did not grow, the CPU each op got (or the size of its tensors) did.
-SAME_WORK_SLOWER = (1.3, 0.5)
-SIDES = ("baseline", "candidate")
-# The slower side computes in another dtype when it runs at least this many times the other's dtype
-# casts a step, and at least this many more (Keras mixed_float16 on CPU: 35 Cast ops against 12 a
-# step, the same ops 77x as long).
-MORE_DTYPE_CASTS = (2.0, 4.0)
-# The slower side's input pipeline takes the cores from its math when it runs on other threads, a
-# step, more than the other side's by at least this share of the same ops' extra time (tf.data
-# mapping a Python function: 8.6 ms a step beside the step's math, the tf-input-pyfunc
-# ground-truth pair; reading TFRecords: ~2.7 ms of map and parse beside 0.4 ms more of the same
-# matmuls).
-INPUT_BESIDE_SHARE = 0.5
+def ranked(results: list[Finding | None]) -> list[Finding]:
+    """The findings (None: not listed) ranked: graded problems first, by the time they explain per
+    step (largest first); then the rules that found no problem, then those skipped. Ties keep the
+    order of the rules, so the ranking is deterministic."""
+    listed = [f for f in results if f is not None]
+    order = sorted(range(len(listed)), key=lambda i: (_TIER[listed[i].grade], -listed[i].explains_ns, i))
+    return [listed[i] for i in order]
 
 
-def _same_work_slower(comparison: Comparison, kernel_delta: float) -> tuple[str, dict[str, object]]:
-    """The gap_kernel advice where the kernel delta is the same ops at the same counts running
-    slower (SAME_WORK_SLOWER), naming what the trace shows of why, and the evidence."""
-    same = comparison.same_count_compute_ns
-    if same is None or kernel_delta == 0:
-        return "", {}
-    slower = 1 if kernel_delta > 0 else 0
-    fast, slow = same[1 - slower], same[slower]
-    ratio = slow / fast if fast > 0 else 0.0
-    share = (slow - fast) / abs(kernel_delta)
-    evidence: dict[str, object] = {"same_ops_ratio": ratio, "same_ops_share_of_delta": share}
-    if ratio < SAME_WORK_SLOWER[0] or share < SAME_WORK_SLOWER[1]:
-        return "", evidence
-    facts = [(d.timeline.meta.extra.get("capture") or {}).get("intra_op_threads") for d in
-             (comparison.baseline, comparison.candidate)]
-    workers = comparison.dataloader_workers
-    casts = comparison.dtype_casts_per_step
-    inputs = comparison.input_beside_step_ns
-    if facts[0] and facts[1] and facts[0] != facts[1]:
-        evidence["intra_op_threads"] = facts
-        slow_side = comparison.candidate if slower else comparison.baseline
-        over = _oversubscribed(slow_side)
-        why = (f"the {SIDES[slower]} ran {over[0]} (the {SIDES[1 - slower]} {facts[1 - slower]}): {over[1]}" if over[0] else
-               f"the {SIDES[slower]} ran {facts[slower]} intra-op thread(s) against {facts[1 - slower]}: give "
-               + INTRA_OP_POOL.get(slow_side.timeline.meta.framework, INTRA_OP_POOL[""]))
-    elif "input dtypes" in comparison.known_differences:
-        dtypes = comparison.input_dtype_changes[0][:2]  # (the change of the most ops)
-        evidence["input_dtypes"] = list(dtypes)
-        evidence["ops_on_other_dtypes_per_step"] = sum(calls for _, _, calls in comparison.input_dtype_changes)
-        why = (f"the {SIDES[slower]}'s ops take {dtypes[slower]} inputs where the {SIDES[1 - slower]}'s take "
-               f"{dtypes[1 - slower]} (the same ops, by the input types both traces record): "
-               + _slower_dtype_why([d for d in dtypes[slower].split("+") if d not in dtypes[1 - slower].split("+")],
-                                   comparison))
-    elif workers[slower] and not workers[1 - slower]:
-        evidence["own_dataloader_workers"] = True
-        why = (f"the {SIDES[slower]}'s DataLoader worker processes (num_workers > 0; the other side has none) share "
-               "the cores with its steps: fewer workers, or fewer intra-op threads, so that together they fit the cores")
-    elif casts[slower] >= max(MORE_DTYPE_CASTS[0] * casts[1 - slower], casts[1 - slower] + MORE_DTYPE_CASTS[1]):
-        evidence["dtype_casts_per_step"] = casts
-        on_cpu = not (comparison.baseline.timeline.has_device or comparison.candidate.timeline.has_device)
-        why = (f"the {SIDES[slower]} casts dtypes {casts[slower]:.0f} times a step against {casts[1 - slower]:.0f}: "
-               "its math runs in another dtype (mixed precision); "
-               + ("float16 / bfloat16 math on a CPU without native half-precision units runs slower than float32 — "
-                  "keep float32 there, or " if on_cpu else "")
-               + "check which ops got the new dtype")
-    elif inputs[slower] - inputs[1 - slower] >= INPUT_BESIDE_SHARE * (slow - fast):
-        evidence["input_beside_step_ns"] = inputs
-        why = (f"the {SIDES[slower]}'s input pipeline runs {fmt_ns(inputs[slower])} a step on other threads beside "
-               f"its math ({fmt_ns(inputs[1 - slower])} on the other side), on the same cores: give it fewer threads, "
-               "cache or lighten its per-element work, or leave it cores the step's ops do not use")
-    else:
-        why = ("compare the two runs' intra-op threads, dtype (float64; float16 / bfloat16 on a CPU without fast "
-               "half precision), tensor shapes, debug modes that work inside each op (torch.autograd.detect_anomaly "
-               "records a Python stack per op), and what else ran on the machine")
-        if comparison.gap_in_same_ops and not comparison.known_differences:
-            # Nothing recorded tells the runs apart: a run the machine slowed is as likely as any.
-            evidence["same_work"] = True
-            why = (f"both traces run the same work and nothing else they record tells the runs apart (a run the "
-                   f"machine slowed looks just like this: capture both again, alternating, on an otherwise idle "
-                   f"machine); else {why}")
-    return (f"the same compute ops, at the same counts per step, took {ratio:.1f}x as long in the {SIDES[slower]}: "
-            f"not more ops but slower ones; {why}"), evidence
+def rephrased(finding: Finding) -> Finding:
+    """A diagnosis's finding with its summary phrased anew from its evidence (after its names were
+    redacted)."""
+    return spec_rephrased(finding, SUMMARIES[finding.rule])
 
 
-def _slower_dtype_why(slower_only: list[str], comparison: Comparison) -> str:
-    """What a dtype only the slower side computes in costs (SLOWER_DTYPE_WHY; half precision only on
-    a CPU)."""
-    on_device = comparison.baseline.timeline.has_device or comparison.candidate.timeline.has_device
-    for dtype in slower_only:
-        if dtype in SLOWER_DTYPE_WHY and not (on_device and dtype in HALF_PRECISION):
-            return SLOWER_DTYPE_WHY[dtype]
-    return "the same ops run in another dtype: check which ops got it and whether they need it"
-
-
-def _same_ops_dispatched_slower(comparison: Comparison, launch: BucketDelta) -> tuple[str, dict[str, object]]:
-    """The gap_launch_overhead advice where the gap is the same ops running slower
-    (Comparison.gap_in_same_ops): each dispatched slower on one side; and the evidence."""
-    if not comparison.gap_in_same_ops or launch.delta_ns == 0:
-        return "", {}
-    slower = 1 if launch.delta_ns > 0 else 0
-    times = (launch.baseline_ns, launch.candidate_ns)
-    ratio = times[slower] / times[1 - slower] if times[1 - slower] > 0 else 0.0
-    differ = comparison.known_differences
-    told = (f"the traces differ in {', '.join(differ)}" if differ else
-            "nothing else the traces record tells the two runs apart")
-    return (f"both traces run the same ops at the same counts per step; each took {ratio:.1f}x as long to dispatch "
-            f"in the {SIDES[slower]}: not more ops but slower host work per op ({told}); compare the two runs' "
-            "framework versions, debug modes and tracers that work around each op (torch.autograd.detect_anomaly, "
-            "a debugger or coverage tool: sys.settrace), profiler options, and what else ran on the machine"), \
-        {"same_work": True, "dispatch_ratio": ratio, "known_differences": list(differ)}
-
-
-def _anomaly_detection_on_one_side(comparison: Comparison, delta: BucketDelta) -> tuple[str, dict[str, object]]:
-    """The advice of a launch/dispatch or kernel delta that grows on the only side running torch's
-    autograd anomaly detection (its checks are dispatch, its stacks Python inside the forward ops,
-    in the ops' own time without Python events); and the evidence."""
-    on = comparison.anomaly_detection
-    grew = 1 if delta.delta_ns > 0 else 0
-    if delta.bucket not in ("kernel", "launch_overhead") or not on[grew] or on[1 - grew]:
-        return "", {}
-    return (f"the {SIDES[grew]} runs torch's autograd anomaly detection — NaN checks after each backward node, a "
-            f"Python stack stored by each forward op (anomaly_detection in the {SIDES[grew]}'s findings) — and the "
-            f"{SIDES[1 - grew]}'s trace shows none of it: it is part of this; turn it off outside debugging"), \
-        {"anomaly_detection_only": SIDES[grew]}
-
-
-def comparison_findings(comparison: Comparison) -> list[Finding]:
-    """What explains the gap, as findings: the top causes and whether the gap is explained."""
-    out: list[Finding] = []
-    gap = comparison.gap_ns
-    if gap == 0:
-        return [Finding("gap", "step-time difference", "none")]
-    if not comparison.significant:
-        # The ratio's interval holds 1: the per-cause deltas are step-time noise, no cause to name.
-        return [Finding("gap", "step-time difference", "none", {"significant": False})]
-    if comparison.batch_ratio is not None:
-        # A step holds a different number of batches on each side: a per-step gap is mostly the
-        # extra batches, no cause of a slowdown (the headline gives the ratio per batch).
-        a, b = comparison.batches_per_step
-        return [Finding("gap", "step-time difference", "none",
-                        {"batches_per_step_baseline": a, "batches_per_step_candidate": b,
-                         "batch_ratio": comparison.batch_ratio},
-                        f"capture both with the same batches per step ({a} vs {b}) to compare their causes")]
-    if comparison.run_to_run:
-        # The same ops at the same counts, nothing recorded that tells the runs apart, and a gap
-        # that separate runs of one unchanged program also show: no cause of the program's to name.
-        spread, bound, unprofiled = comparison.run_spread
-        return [Finding("gap", "step-time difference", "none",
-                        {"same_work": True, "run_to_run": True, "run_spread": spread, "run_to_run_bound": bound,
-                         "unprofiled": unprofiled, "shapes_compared": comparison.shapes_compared},
-                        ("" if comparison.shapes_compared else
-                         "if the two runs feed inputs of another size (batch, sequence, model width) or dtype, that "
-                         "is the difference: these traces record no tensor shapes or types to show it; else ")
-                        + "capture each side several times, alternating between them, on an otherwise idle machine, "
-                        "and compare their medians: one capture a side cannot tell a difference this small from "
-                        "the runs' own")]
-    for d in comparison.ranked()[:MOST_GAP_CAUSES]:
-        share = d.delta_ns / gap
-        if share <= GAP_CAUSE_SHARE:
-            break
-        evidence: dict[str, object] = {"delta_ns": d.delta_ns, "share_of_gap": share}
-        if d.bucket == GIL_WAIT_DETAIL:
-            out.append(Finding(
-                "gap_gil_contention", "waits for Python's interpreter lock explain part of the gap",
-                "high" if share >= HIGH_GAP_SHARE else "moderate", evidence,
-                f"the {SIDES[1 if d.delta_ns > 0 else 0]}'s step thread waits for Python's interpreter lock while "
-                "another thread of its process runs Python: diagnose that side (its gil_contention finding says how "
-                "to find and move that thread)",
-            ))
-            continue
-        words, more = _anomaly_detection_on_one_side(comparison, d)
-        if words:
-            evidence.update(more)
-        elif d.bucket == "kernel":
-            words, more = _same_work_slower(comparison, d.delta_ns)
-            evidence.update(more)
-        elif d.bucket == "launch_overhead":
-            words, more = _same_ops_dispatched_slower(comparison, d)
-            evidence.update(more)
-        out.append(Finding(
-            f"gap_{d.bucket}", f"{d.bucket} explains part of the gap", "high" if share >= HIGH_GAP_SHARE else "moderate",
-            evidence, words,
-        ))
-    paused = comparison.paused_delta_ns
-    if abs(paused) > GAP_CAUSE_SHARE * abs(gap):
-        # Pauses (the machine took the core) are an explanation neither framework owns, unless the
-        # paused side's own DataLoader workers are what took it.
-        share = paused / gap
-        paused_side = 1 if paused > 0 else 0
-        own_workers = comparison.dataloader_workers[paused_side] and not comparison.dataloader_workers[1 - paused_side]
-        out.append(Finding(
-            "gap_paused", "pauses of the step's thread explain part of the gap",
-            "high" if share >= HIGH_GAP_SHARE else "moderate",
-            {"delta_ns": paused, "share_of_gap": share, "own_dataloader_workers": own_workers},
-            (f"the {SIDES[paused_side]}'s own DataLoader worker processes (num_workers > 0; the other side has none) "
-             "run beside its steps and take cores from them: fewer workers, or fewer intra-op threads, so that "
-             "together they fit the cores" if own_workers else
-             "the machine took the core during one trace's steps: capture both traces on an otherwise idle "
-             "machine before comparing them"),
-        ))
-    explained = comparison.explained_share
-    out.append(Finding(
-        "gap_explained", "share of the gap explained by named causes",
-        "none" if explained >= EXPLAINED_GOAL else "moderate",
-        {"explained_share": explained, "unexplained_ns": comparison.unexplained_ns},
-        "" if explained >= EXPLAINED_GOAL else "profile with the Python tracer to see what the host does in the "
-                                               "unrecorded time",
-        "≥ 90 % explained is the goal",
-    ))
-    return out

@@ -1,156 +1,27 @@
-"""Number formatting shared by the text renderers; fixed rules so output is byte-stable."""
+"""The report, built once from the results: the sections every text format lays out.
+
+Rows of cells and the sentences around them are written here once; the terminal, markdown and
+HTML renderers only lay them out (and escape trace text as their format needs).
+"""
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Sequence
 from typing import Any
 
-from traceview.errors import BIDI_CONTROLS, one_line
+from traceview.text import distinct_shortened, fmt_bytes, fmt_count, fmt_ns, fmt_pct, trace_label, visible
+
+# A cause of a gap is listed when it explains more than this share of it.
+LISTED_CAUSE_SHARE = 0.005
 
 
-def fmt_ns(ns: float, compact: bool = False) -> str:
-    """A duration with a unit chosen by size: 850 ns, 12.3 µs, 4.56 ms, 1.23 s."""
-    value = float(ns)
-    sign = "-" if value < 0 else ""
-    value = abs(value)
-    sep = "" if compact else " "
-    if value == 0:
-        return "0" if compact else "0 ns"
-    if value < 1_000:
-        return f"{sign}{value:.0f}{sep}ns"
-    if value < 1_000_000:
-        return f"{sign}{value / 1e3:.3g}{sep}µs" if value < 10_000 else f"{sign}{value / 1e3:.1f}{sep}µs"
-    if value < 1_000_000_000:
-        return f"{sign}{value / 1e6:.3g}{sep}ms" if value < 10_000_000 else f"{sign}{value / 1e6:.1f}{sep}ms"
-    return f"{sign}{value / 1e9:.2f}{sep}s"
-
-
-def fmt_pct(share: float) -> str:
-    return f"{share * 100:.1f} %"
-
-
-def fmt_count(n: int | float) -> str:
-    return f"{int(n):,}"
-
-
-# Control characters, and the Unicode bidirectional controls (a name could make a report line
-# read other than it is).
-_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
-
-
-def visible(text: Any) -> str:
-    """A trace-derived string without control characters (ESC sequences, bells, C1 codes), so it
-    cannot move the cursor or recolour the terminal in any output format; see also :func:`encodable`."""
-    return encodable(_CONTROL.sub("", str(text)))
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def encodable(text: str) -> str:
-    """Text that encodes as UTF-8: the bytes of a file name that are not UTF-8 (which Python keeps
-    as surrogate escapes) written as ``\\xNN``, any other lone surrogate as U+FFFD."""
-    return _SURROGATE.sub(_byte_escape, text) if _SURROGATE.search(text) else text
-
-
-def _byte_escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
-
-
-def _one_line_name(name: Any) -> str:
-    """A name on one line (:func:`traceview.errors.one_line`, as the terminal writes any trace
-    text): its newlines and tabs written as ``\\n`` / ``\\t`` (docs/bad_input.md), other control
-    characters dropped, runs of spaces as one."""
-    return " ".join(one_line(visible(name)).split())
-
-
-def shorten(name: str, width: int) -> str:
-    """Cut a long (C++ template) name in the middle so both its start and end stay readable."""
-    name = _one_line_name(name)
-    if len(name) <= width:
-        return name
-    head = (width - 1) * 2 // 3
-    tail = width - 1 - head
-    return name[:head] + "…" + name[-tail:]
-
-
-# A name cut to show its distinct end keeps at least this many characters of its start.
-_MIN_HEAD = 4
-
-
-def _cut(name: str, width: int, keep_from: int) -> str:
-    """``name`` in ``width`` characters: its start, "…", and everything from ``keep_from`` on when
-    that fits, else cut in the middle (:func:`shorten`)."""
-    if len(name) <= width:
-        return name
-    tail = len(name) - keep_from
-    if 0 < tail <= width - 1 - _MIN_HEAD:
-        return name[: width - 1 - tail] + "…" + name[keep_from:]
-    return shorten(name, width)
-
-
-def distinct_shortened(names: Sequence[Any], width: int) -> list[str]:
-    """Each name cut to ``width`` (:func:`shorten`), where no two different names may read the same.
-    Names that would keep their start and show the end from where they stop sharing it
-    (``autograd::…AddmmBackward0``, ``autograd::…ReluBackward0``), then are cut less and less until
-    they differ; names that differ only in characters no report shows (control characters, runs
-    of spaces) are numbered."""
-    full = [_one_line_name(n) for n in names]
-    widths = [width] * len(full)
-    keep_from = [len(f) for f in full]  # no distinct end chosen yet: cut in the middle
-    while True:
-        labels = [_cut(f, w, k) for f, w, k in zip(full, widths, keep_from)]
-        groups: dict[str, list[int]] = {}
-        for i, label in enumerate(labels):
-            groups.setdefault(label, []).append(i)
-        changed = False
-        for members in groups.values():
-            if len({full[i] for i in members}) < 2:
-                continue
-            shared = len(os.path.commonprefix([full[i] for i in members]))
-            for i in members:
-                if keep_from[i] > shared:
-                    keep_from[i] = shared
-                    changed = True
-                elif widths[i] < len(full[i]):
-                    widths[i] = min(len(full[i]), widths[i] + max(4, widths[i] // 4))
-                    changed = True
-        if not changed:
-            break
-    # Different names that still read the same: the second, third … get [2], [3] … (a number no
-    # other label takes), the same name keeps one label wherever it appears.
-    taken = set(labels)
-    numbered: dict[tuple[str, str], str] = {}
-    first: dict[str, str] = {}
-    for i, label in enumerate(labels):
-        name = str(names[i])
-        owner = first.setdefault(label, name)
-        if owner == name:
-            continue
-        if (label, name) not in numbered:
-            n = 2
-            while f"{label} [{n}]" in taken:
-                n += 1
-            numbered[(label, name)] = f"{label} [{n}]"
-            taken.add(numbered[(label, name)])
-        labels[i] = numbered[(label, name)]
-    return labels
-
-
-def trace_label(source: str) -> str:
-    """A short name for a trace in tables: the capture folder (``torch-eager``, the folder above
-    ``plugins/profile/<run>/`` for TensorBoard logdirs), else the file name."""
-    parts = str(source).replace("\\", "/").split("/")
-    if "plugins" in parts:
-        i = len(parts) - 1 - parts[::-1].index("plugins")
-        if i >= 1:
-            return parts[i - 1]
-    if len(parts) >= 2 and parts[-2]:
-        return parts[-2]
-    return parts[-1]
+def listed_causes(cmp: Any) -> list[Any]:
+    """The bucket deltas worth naming as causes of the gap, largest first; none where the gap is
+    within the steady steps' noise, or where a step holds a different number of batches on each
+    side (the per-step gap is then no slowdown to explain)."""
+    gap = cmp.gap_ns
+    if not cmp.significant or cmp.batch_ratio is not None or cmp.run_to_run:
+        return []
+    return [d for d in cmp.ranked() if gap and d.delta_ns / gap > LISTED_CAUSE_SHARE]
 
 
 OP_DIFF_TITLE = ("Ops and kernels per steady step, aligned by name (A = baseline, B = candidate; kernel: device "
@@ -264,16 +135,6 @@ MEMORY_TITLE = "Memory (allocator samples)"
 MEMORY_STEP_HEADERS = ("step", "device", "peak allocated", "allocated", "freed", "samples")
 MEMORY_OPS_TITLE = "Ops that allocate most (steady steps; the allocator's op, else the op the code called)"
 MEMORY_OP_HEADERS = ("op", "device", "allocations", "bytes per step")
-
-
-def fmt_bytes(n: float) -> str:
-    """Bytes in binary units: 512 B, 1.5 KiB, 64.0 MiB."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
 
 
 def _device_label(device: int) -> str:
