@@ -9,7 +9,7 @@ differs between the two sides of a pair but the run, so every gap is the runs' o
 per mode, the ratio of the slower side's mean steady step to the faster's as profiled (median and
 largest) and by the captures' own unprofiled timing (largest), how many pairs the ratio's 95 %
 interval called significant, and how many traceview compare reports with no cause named (against
-``results.RUN_TO_RUN_RATIO`` and ``UNPROFILED_RUN_TO_RUN_RATIO``). ``--compare-only`` compares the
+``analyzers.compare.RUN_TO_RUN_RATIO`` and ``UNPROFILED_RUN_TO_RUN_RATIO``). ``--compare-only`` compares the
 captures already under ``--out``.
 """
 

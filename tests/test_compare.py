@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import REPO, cached_diagnosis, shared_trace
 from traceview.schema import event_table
 from traceview.analyzers.attribution import BUCKETS
-from traceview.analyzers.compare import compare
+from traceview.analyzers.compare import compare, concluded
 from traceview.analyzers.findings.diagnosis import RULES
 from traceview.results import GRADES
 from traceview.renderers.markdown import cell
@@ -353,12 +353,14 @@ def _scaled(cmp, ratio: float):  # noqa: ANN001, ANN202
 
     from traceview.results import BucketDelta
 
+    from traceview.analyzers.compare import concluded
+
     scale = ratio * cmp.baseline_step_ns / cmp.candidate_step_ns
-    return dataclasses.replace(cmp, buckets=tuple(BucketDelta(d.bucket, d.baseline_ns, d.candidate_ns * scale)
+    return concluded(dataclasses.replace(cmp, buckets=tuple(BucketDelta(d.bucket, d.baseline_ns, d.candidate_ns * scale)
                                                   for d in cmp.buckets), ratio_interval=(ratio * 0.95, ratio * 1.05),
                                same_count_compute_ns=(None if cmp.same_count_compute_ns is None else
                                                       (cmp.same_count_compute_ns[0],
-                                                       cmp.same_count_compute_ns[1] * scale)))
+                                                       cmp.same_count_compute_ns[1] * scale))))
 
 
 def test_two_captures_of_one_program_name_no_cause() -> None:
@@ -369,7 +371,7 @@ def test_two_captures_of_one_program_name_no_cause() -> None:
     same-program ground-truth pair, which has no unprofiled timing (1.33x profiled)."""
     from traceview.renderers.report import listed_causes
     from traceview.text import gap_headline
-    from traceview.results import RUN_TO_RUN_RATIO, UNPROFILED_RUN_TO_RUN_RATIO
+    from traceview.analyzers.compare import RUN_TO_RUN_RATIO, UNPROFILED_RUN_TO_RUN_RATIO
 
     cmp = compare(*_same_program_pair())
     assert cmp.same_work and cmp.known_differences == () and cmp.ratio > 1.4
@@ -395,7 +397,7 @@ def test_the_same_work_beyond_the_runs_own_variation_names_causes_that_say_so() 
     and their advice says both run the same work with nothing recorded to tell them apart (the
     dispatch gap had no advice; the kernel one listed threads, dtype and shapes first)."""
     from traceview.analyzers.findings.comparison import comparison_findings
-    from traceview.results import RUN_TO_RUN_RATIO
+    from traceview.analyzers.compare import RUN_TO_RUN_RATIO
 
     slower = _scaled(compare(*_truth_pair("jax-same-program")), RUN_TO_RUN_RATIO + 0.3)
     assert slower.same_work and not slower.run_to_run
@@ -438,7 +440,7 @@ def test_ops_on_another_dtype_are_a_recorded_difference_and_named() -> None:
     near = _scaled(cmp, 1.2)
     assert near.gap_in_same_ops and not near.run_to_run
     assert any(f.rule == "gap_kernel" for f in comparison_findings(near))
-    assert dataclasses.replace(near, known_differences=()).run_to_run
+    assert concluded(dataclasses.replace(near, known_differences=())).run_to_run
     # Two captures of one program record the same dtypes: no difference; nor do eager and TorchScript
     # runs of one model (other ops, in the same dtypes).
     same = compare(*_same_program_pair())
@@ -461,7 +463,7 @@ def test_each_condition_of_the_runs_own_variation_is_needed() -> None:
     assert same.run_to_run
 
     def names_causes(variant) -> bool:  # noqa: ANN001
-        return any(f.grade in ("high", "moderate") for f in comparison_findings(variant))
+        return any(f.grade in ("high", "moderate") for f in comparison_findings(concluded(variant)))
 
     assert not names_causes(same)
     assert names_causes(dataclasses.replace(same, known_differences=("intra_op_threads",)))

@@ -253,8 +253,8 @@ def test_uneven_steady_steps_are_said_to_hold_each_others_work() -> None:
                           (("ts", 0), ("dur", 0), ("kind", "host_op"), ("name", ""), ("track", "t"))})
     timeline = normalize(Timeline(events=frame, meta=TraceMeta(source="x", format="test", framework="torch")))
     steps = find_steps(timeline)
-    diagnose_timeline(timeline, steps)
-    uneven = [n for n in timeline.meta.notes if n.startswith("the steady steps are uneven")]
+    diag = diagnose_timeline(timeline, steps)
+    uneven = [n for n in diag.notes if n.startswith("the steady steps are uneven")]
     assert len(uneven) == 1 and "median 0.02 ms" in uneven[0]
 
 
@@ -325,7 +325,7 @@ def test_every_kth_heavy_step_of_gradient_accumulation_is_named():
     optimizer update, a ProfilerStep each; every fourth step holds Optimizer.step#Adam.step and
     takes several times the others. The report names the cycle and its heavy steps."""
     diag = traceview.diagnose(Path(__file__).resolve().parent / "data" / "torch_cpu_accumulation" / "per_micro_batch")
-    notes = [n for n in diag.timeline.meta.notes if n.startswith("every 4th steady step")]
+    notes = [n for n in diag.notes if n.startswith("every 4th steady step")]
     assert len(notes) == 1 and "'Optimizer.step#Adam.step'" in notes[0] and "#7, #11" in notes[0]
 
 
@@ -336,7 +336,7 @@ def test_steps_that_all_hold_the_same_names_have_no_cycle():
     if not folder.is_dir():
         pytest.skip("sample traces not present")
     diag = traceview.diagnose(folder)
-    assert not [n for n in diag.timeline.meta.notes if "steady step (#" in n]
+    assert not [n for n in diag.notes if "steady step (#" in n]
 
 
 def test_an_unmarked_inference_loop_is_split_at_its_repeating_ops():

@@ -8,7 +8,6 @@ for all, in place, and returns the same object. The step column is filled later 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +17,7 @@ from traceview import categories as cat
 from traceview import compiled
 from traceview.arrays import at_rows, column_codes, first_match, membership, rows_matching, unique_sorted
 from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
-from traceview.schema import DEVICE_KINDS, Kind, Timeline, TraceMeta, categorical_from_codes
+from traceview.schema import DEVICE_KINDS, OVERLAPS_KEY, Kind, Timeline, TraceMeta, categorical_from_codes
 from traceview.table import Labels, Table
 
 
@@ -36,23 +35,9 @@ def normalize(timeline: Timeline) -> Timeline:
     return timeline
 
 
-OVERLAP_NOTE = "{} host events overlap an enclosing event without nesting inside it; treated as siblings"
-# The same count as a number, for the trace-quality check (traceview/analyzers/quality.py).
-OVERLAPS_KEY = "overlaps"
-_OVERLAP_NOTED = re.compile("^" + re.escape(OVERLAP_NOTE).replace(re.escape("{}"), r"(\d+)") + "$")
-
-
 def record_overlaps(meta: TraceMeta, overlaps: int) -> None:
-    """Keep the partial overlaps nesting found: the count in ``meta.extra["overlaps"]`` and, when
-    there are any, a note."""
+    """Keep the count of partial overlaps nesting found (a re-nesting replaces it)."""
     meta.extra[OVERLAPS_KEY] = int(overlaps)
-    meta.notes[:] = [note for note in meta.notes if not is_overlap_note(note)]  # a re-nesting replaces it
-    if overlaps:
-        meta.notes.append(OVERLAP_NOTE.format(overlaps))
-
-
-def is_overlap_note(note: str) -> bool:
-    return _OVERLAP_NOTED.match(note) is not None
 
 
 def _nest(timeline: Timeline) -> None:

@@ -214,7 +214,8 @@ def redact_diagnoses(diagnoses: list[Any]) -> list[Any]:
             findings=tuple(rephrased(dataclasses.replace(f, evidence={k: text(v) if isinstance(v, str) else v
                                                                       for k, v in f.evidence.items()}))
                            for f in diag.findings),
-            quality=dataclasses.replace(diag.quality, notes=tuple(text(n) for n in diag.quality.notes)))
+            quality=dataclasses.replace(diag.quality, notes=tuple(text(n) for n in diag.quality.notes)),
+            notes=tuple(text(n) for n in diag.notes))
         out.append(clone)
     return out
 

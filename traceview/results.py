@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from traceview.text import BUCKET_LABEL, fmt_ns, fmt_pct, fmt_ratio, trace_label
-from traceview.schema import Timeline
+from traceview.text import BUCKET_LABEL, fmt_ns, fmt_pct, fmt_ratio, overlap_note, trace_label
+from traceview.schema import OVERLAPS_KEY, Timeline
 from traceview.table import Table
 
 if TYPE_CHECKING:
@@ -411,11 +411,21 @@ class Diagnosis:
     # How the program ran (torch-compile, tensorflow-xla …; analyzers/modes.py). Decided once, from
     # the events: a diagnosis sent back from a worker process carries no event rows.
     mode: str = "unknown"
+    # What the analyses note about the steps (uneven steps, a cycle of heavy steps, no framework op,
+    # the profiler's inflation): after the readers' notes in the reports (trace_notes).
+    notes: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
         """The trace file."""
         return self.timeline.meta.source
+
+    @property
+    def trace_notes(self) -> tuple[str, ...]:
+        """Every note the reports show about the trace: the readers', the partial overlaps nesting
+        found, then the analyses'."""
+        overlaps = int(self.timeline.meta.extra.get(OVERLAPS_KEY, 0))
+        return (*self.timeline.meta.notes, *([overlap_note(overlaps)] if overlaps else []), *self.notes)
 
     @property
     def buckets(self) -> tuple[str, ...]:
@@ -486,7 +496,7 @@ class Diagnosis:
                 "events_kept": int(sum(meta.kept.values())),
                 "kept_by_kind": dict(sorted(meta.kept.items())),
                 "dropped_by_reason": dict(sorted(meta.dropped.items())),
-                "notes": list(meta.notes),
+                "notes": list(self.trace_notes),
             },
             "steps": {
                 "rule": self.steps.rule,
@@ -591,33 +601,6 @@ OP_DIFF_COLUMNS: tuple[str, ...] = ("name", "kind", "baseline_count_per_step", "
                                     "baseline_time_per_step_ns", "candidate_time_per_step_ns", "delta_ns")
 
 
-# The two sides' profiler inflations (profiled / unprofiled step) differ by more than this factor:
-# the compare headline says so beside the unprofiled ratio.
-UNEVEN_INFLATION = 1.25
-
-# Two traces run the same work when the ops and kernels at the same count per step on both sides
-# hold at least this share of each side's op and kernel time (Comparison.same_work_shares).
-SAME_WORK_SHARE = 0.95
-# Separate runs of one unchanged program differ in mean steady step by up to this ratio (slower /
-# faster), as profiled: benchmarks/run_to_run.py captured 5 framework modes x 2 workloads 4 times
-# each, every capture its own process, on a shared 2-core VM; with the three same-program
-# ground-truth pairs, 69 pairs of captures of one program, the largest 1.44x (a run the machine
-# slowed: each of its kernels ~2x as long; the profiler's own inflation of one program varied
-# 1.8x-2.9x between runs), 64 within 1.25x. A gap of the same work within it is no difference one
-# pair of captures can show.
-RUN_TO_RUN_RATIO = 1.45
-# The same without the profiler, where both captures timed their steps unprofiled (traceview
-# collect's manifests): those 60 pairs were within 1.19x. That ratio, which no profiler distorts,
-# then decides.
-UNPROFILED_RUN_TO_RUN_RATIO = 1.25
-# The buckets a run's speed moves for the same work: the ops' compute, transfers and dispatch,
-# and the host's waits on them. Where the same work's gap is at least OPS_GAP_SHARE of them, it is
-# the same ops running slower; elsewhere (Python, input, graph building, pauses) it is work the
-# per-op alignment does not see.
-OPS_BUCKETS = ("kernel", "communication", "memcpy", "sync_wait", "launch_overhead")
-OPS_GAP_SHARE = 0.75
-
-
 @dataclass(frozen=True, eq=False)
 class Comparison:
     """Why one trace's steady-state step is slower than another's (``candidate`` vs ``baseline``)."""
@@ -634,7 +617,7 @@ class Comparison:
     interval_without_pauses: bool = False  # the interval is of the steps less their pauses (compare.ratio_interval)
     findings: tuple[Finding, ...] = ()  # what explains the gap
     # Sides too thin for the ratio to carry its usual weight, as (side, why) in side order; why is
-    # one of phrasing.THIN_SIDE_REASONS.
+    # one of text.THIN_SIDE_REASONS.
     thin_sides: tuple[tuple[str, str], ...] = ()
     # torch.compile regions a steady step runs on each side (baseline, candidate), where either ran
     # torch.compile (analyzers/modes.compiled_regions_per_step): more than one means graph breaks.
@@ -670,6 +653,25 @@ class Comparison:
     # Whether each side's steady steps hold torch's autograd anomaly detection's work (baseline,
     # candidate): analyzers/findings/diagnosis.anomaly_detection_on.
     anomaly_detection: tuple[bool, bool] = (False, False)
+    # What the analysis concludes of the gap (analyzers/compare.concluded, where its thresholds are):
+    # whether the step-time ratio is outside the noise (its interval excludes 1; assumed without one),
+    significant: bool = True
+    # whether both traces run the same ops and kernels at the same counts per step,
+    same_work: bool = False
+    # the share of the gap in the buckets a run's speed moves for the same work (kernel, communication,
+    # memcpy, sync wait, launch/dispatch),
+    ops_gap_share: float = 0.0
+    # whether the gap is the same ops running slower (the same work, most of the gap in those buckets),
+    gap_in_same_ops: bool = False
+    # (slower / faster step, the runs' own variation it is held against, whether unprofiled): the
+    # captures' unprofiled steps where both timed them, else the profiled ones,
+    run_spread: tuple[float, float, bool] = (math.inf, math.inf, False)
+    # whether the gap is no more than separate runs of one program show (nothing recorded tells the
+    # runs apart, the same work, the gap in the ops' own time, the spread within the runs' variation),
+    run_to_run: bool = False
+    # and whether the profiler slows the two sides by factors far apart: the profiled ratio and its
+    # per-cause split then over-weigh the more inflated side's host costs.
+    uneven_inflation: bool = False
 
     @property
     def baseline_step_ns(self) -> float:
@@ -743,59 +745,6 @@ class Comparison:
         if a == b or not self.baseline_step_ns:
             return None
         return (self.candidate_step_ns / b) / (self.baseline_step_ns / a)
-
-    @property
-    def uneven_inflation(self) -> bool:
-        """Whether the profiler slows the two sides by factors more than ``UNEVEN_INFLATION`` apart:
-        the profiled ratio and its per-cause split then over-weigh the more inflated side's host
-        costs (the profiler's per-op cost counts as that side's dispatch)."""
-        a, b = self.baseline.profiler_inflation, self.candidate.profiler_inflation
-        return bool(a and b and max(a, b) / min(a, b) > UNEVEN_INFLATION)
-
-    @property
-    def significant(self) -> bool:
-        """Whether the step-time ratio is outside the noise: its interval excludes 1 (assumed
-        without an interval)."""
-        interval = self.ratio_interval
-        return interval is None or not interval[0] <= 1.0 <= interval[1]
-
-    @property
-    def same_work(self) -> bool:
-        """Whether both traces run the same ops and kernels at the same counts per step
-        (SAME_WORK_SHARE of each side's op time)."""
-        return min(self.same_work_shares) >= SAME_WORK_SHARE
-
-    @property
-    def ops_gap_share(self) -> float:
-        """The share of the gap in the buckets a run's speed moves for the same work (OPS_BUCKETS)."""
-        gap = self.gap_ns
-        return sum(d.delta_ns for d in self.buckets if d.bucket in OPS_BUCKETS) / gap if gap else 0.0
-
-    @property
-    def gap_in_same_ops(self) -> bool:
-        """Whether the gap is the same ops running slower: both traces run the same work and at least
-        OPS_GAP_SHARE of the gap is in the buckets a run's speed moves for it."""
-        return self.same_work and self.ops_gap_share >= OPS_GAP_SHARE
-
-    @property
-    def run_to_run(self) -> bool:
-        """Whether the gap is no more than separate runs of one program show: the same work, nothing
-        recorded that tells the runs apart, the gap in the ops' own time, and the ratio within the
-        runs' own variation either way: the unprofiled ratio within UNPROFILED_RUN_TO_RUN_RATIO where
-        both captures timed their steps, else the profiled one within RUN_TO_RUN_RATIO."""
-        if not self.gap_in_same_ops or self.known_differences or self.batch_ratio is not None:
-            return False
-        spread, bound, _ = self.run_spread
-        return spread <= bound
-
-    @property
-    def run_spread(self) -> tuple[float, float, bool]:
-        """(slower / faster step, the runs' own variation it is held against, whether unprofiled):
-        the captures' unprofiled steps where both timed them, else the profiled ones (run_to_run)."""
-        unprofiled = self.unprofiled_ratio
-        ratio, bound = ((unprofiled, UNPROFILED_RUN_TO_RUN_RATIO) if unprofiled is not None
-                        else (self.ratio, RUN_TO_RUN_RATIO))
-        return (max(ratio, 1 / ratio) if 0 < ratio < math.inf else math.inf), bound, unprofiled is not None
 
     def ranked(self) -> list[BucketDelta]:
         """Named causes in the direction of the gap, largest first: the buckets but idle, and the
@@ -880,10 +829,6 @@ class Comparison:
 # ---------------------------------------------------------------------------------------------
 # Several ranks of one run
 
-# A step is a straggler step when its slowest rank is this much above the median of the ranks:
-# ranks in lock-step (synchronous collectives) differ by a few percent of profiler noise.
-STRAGGLER_SHARE = 0.05
-
 RANK_FROM_DISTRIBUTED = "distributedInfo"
 RANK_FROM_HOST_ORDER = "host order"
 RANK_FROM_INPUT_ORDER = "input order"
@@ -938,8 +883,8 @@ class MultiRank:
     # over_median_ns, over_median_share, straggler.
     stragglers: pd.DataFrame
     spread: pd.DataFrame  # per bucket: bucket, min_ns, median_ns, max_ns, min_rank, max_rank
+    threshold: float  # straggler: the slowest rank this share above the median (analyzers/ranks.py)
     notes: tuple[str, ...] = ()  # ranks missing, steps not on every rank
-    threshold: float = STRAGGLER_SHARE  # straggler: the slowest rank this share above the median
 
     def relabel(self, sources: Mapping[str, str]) -> MultiRank:
         """The same result with trace sources replaced (``--redact``)."""

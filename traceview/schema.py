@@ -144,6 +144,12 @@ class Device:
     vendor: str = ""  # "nvidia", "amd", "" when unknown
 
 
+# meta.extra["overlaps"]: the host events nesting found overlapping an enclosing event without
+# nesting inside it (treated as siblings; traceview/normalize.py counts them). The trace-quality
+# check and the reports' note read the count.
+OVERLAPS_KEY = "overlaps"
+
+
 @dataclass
 class TraceMeta:
     """Trace-level facts that do not belong to any single event."""

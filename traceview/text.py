@@ -169,6 +169,11 @@ def fmt_bytes(n: float) -> str:
     return f"{value:.1f} TiB"
 
 
+def overlap_note(overlaps: int) -> str:
+    """The note on host events nesting found overlapping an enclosing event (a trace's notes)."""
+    return f"{overlaps} host events overlap an enclosing event without nesting inside it; treated as siblings"
+
+
 # ---------------------------------------------------------------------------------------------
 # Comparisons
 

@@ -30,6 +30,7 @@ The result is a :class:`~traceview.results.Comparison`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
@@ -142,7 +143,61 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
                         known_differences=known_differences(baseline, candidate, recorded, elements, dtypes),
                         shapes_compared=None not in elements, input_dtype_changes=dtypes,
                         anomaly_detection=(anomaly_detection_on(baseline), anomaly_detection_on(candidate)))
-    return dataclasses.replace(result, findings=tuple(comparison_findings(result)))
+    return concluded(result)
+
+
+# The two sides' profiler inflations (profiled / unprofiled step) differ by more than this factor:
+# the compare headline says so beside the unprofiled ratio.
+UNEVEN_INFLATION = 1.25
+
+# Two traces run the same work when the ops and kernels at the same count per step on both sides
+# hold at least this share of each side's op and kernel time (Comparison.same_work_shares).
+SAME_WORK_SHARE = 0.95
+# Separate runs of one unchanged program differ in mean steady step by up to this ratio (slower /
+# faster), as profiled: benchmarks/run_to_run.py captured 5 framework modes x 2 workloads 4 times
+# each, every capture its own process, on a shared 2-core VM; with the three same-program
+# ground-truth pairs, 69 pairs of captures of one program, the largest 1.44x (a run the machine
+# slowed: each of its kernels ~2x as long; the profiler's own inflation of one program varied
+# 1.8x-2.9x between runs), 64 within 1.25x. A gap of the same work within it is no difference one
+# pair of captures can show.
+RUN_TO_RUN_RATIO = 1.45
+# The same without the profiler, where both captures timed their steps unprofiled (traceview
+# collect's manifests): those 60 pairs were within 1.19x. That ratio, which no profiler distorts,
+# then decides.
+UNPROFILED_RUN_TO_RUN_RATIO = 1.25
+# The buckets a run's speed moves for the same work: the ops' compute, transfers and dispatch,
+# and the host's waits on them. Where the same work's gap is at least OPS_GAP_SHARE of them, it is
+# the same ops running slower; elsewhere (Python, input, graph building, pauses) it is work the
+# per-op alignment does not see.
+OPS_BUCKETS = ("kernel", "communication", "memcpy", "sync_wait", "launch_overhead")
+OPS_GAP_SHARE = 0.75
+
+
+def concluded(result: Comparison) -> Comparison:
+    """The comparison with what the analysis concludes of its gap (the verdict fields: significant,
+    same_work, gap_in_same_ops, run_to_run …) and the findings that follow from them."""
+    interval = result.ratio_interval
+    gap = result.gap_ns
+    same_work = min(result.same_work_shares) >= SAME_WORK_SHARE
+    ops_gap_share = sum(d.delta_ns for d in result.buckets if d.bucket in OPS_BUCKETS) / gap if gap else 0.0
+    gap_in_same_ops = same_work and ops_gap_share >= OPS_GAP_SHARE
+    unprofiled = result.unprofiled_ratio
+    ratio, bound = ((unprofiled, UNPROFILED_RUN_TO_RUN_RATIO) if unprofiled is not None
+                    else (result.ratio, RUN_TO_RUN_RATIO))
+    spread = (max(ratio, 1 / ratio) if 0 < ratio < math.inf else math.inf), bound, unprofiled is not None
+    inflations = result.baseline.profiler_inflation, result.candidate.profiler_inflation
+    verdict = dataclasses.replace(
+        result,
+        significant=interval is None or not interval[0] <= 1.0 <= interval[1],
+        same_work=same_work, ops_gap_share=ops_gap_share, gap_in_same_ops=gap_in_same_ops, run_spread=spread,
+        # The gap is no more than separate runs of one program show: the same work, nothing recorded
+        # that tells the runs apart, the gap in the ops' own time, and the ratio within the runs' own
+        # variation either way (unprofiled where both captures timed their steps).
+        run_to_run=(gap_in_same_ops and not result.known_differences and result.batch_ratio is None
+                    and spread[0] <= bound),
+        uneven_inflation=bool(inflations[0] and inflations[1]
+                              and max(inflations) / min(inflations) > UNEVEN_INFLATION))
+    return dataclasses.replace(verdict, findings=tuple(comparison_findings(verdict)))
 
 
 # Compute ops whose counts per steady step differ by no more than this share are the same work

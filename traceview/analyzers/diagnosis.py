@@ -110,30 +110,37 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
         launch=launch_stats(timeline, steps, attribution.stalled_events),
         device=device_time(timeline),
         communication=comm_overlap(timeline, steps),
-        quality=trace_quality(timeline, steps),  # before the notes below: only the readers' notes
+        quality=trace_quality(timeline, steps),
         memory=memory_use(timeline, steps, top),
         mode=execution_mode(timeline, steps),
     )
-    result = dataclasses.replace(result, findings=tuple(findings(result)))
-    steady = steps.table["duration"][result.steady_positions]
+    return dataclasses.replace(result, findings=tuple(findings(result)), notes=tuple(_notes(result)))
+
+
+def _notes(diag: Diagnosis) -> list[str]:
+    """What the report says about the steps beside the numbers: uneven steps, a cycle of heavy
+    steps, steps without framework ops, the profiler's inflation."""
+    notes = []
+    steps, timeline = diag.steps, diag.timeline
+    steady = steps.table["duration"][diag.steady_positions]
     if len(steady) >= 3 and steady.mean() > UNEVEN_STEPS * max(float(np.median(steady)), 1.0):
-        timeline.meta.notes.append(
+        notes.append(
             f"the steady steps are uneven: median {np.median(steady) / 1e6:.3g} ms, mean {steady.mean() / 1e6:.3g} "
             "ms: a few steps hold the others' work (asynchronous dispatch settles "
             "several steps' work in one, as in a JAX loop that blocks on a result every few steps); the "
             "attribution is of the mean step — block on each step's result to give every step its own work")
-    periodic = periodic_heavy_steps(timeline.table, steps, result.steady_positions)
+    periodic = periodic_heavy_steps(timeline.table, steps, diag.steady_positions)
     if periodic is not None:
-        timeline.meta.notes.append(periodic)
-    if result.launch.ops_per_step == 0 and not timeline.has_device:
-        timeline.meta.notes.append(
+        notes.append(periodic)
+    if diag.launch.ops_per_step == 0 and not timeline.has_device:
+        notes.append(
             "the steps hold no framework op: the trace records no training work in them (a profiler schedule's "
             "cycle that ended before the loop's next step, a window that closed before the step ran, or work "
             "no profiler records, such as numpy); their time cannot be attributed to a cause")
-    inflation = result.profiler_inflation
+    inflation = diag.profiler_inflation
     if inflation is not None and inflation >= INFLATION_WARNING:
-        timeline.meta.notes.append(
-            f"the profiler inflates the steady step {inflation:.1f}× (unprofiled {result.unprofiled_step_ns / 1e6:.3g} "
+        notes.append(
+            f"the profiler inflates the steady step {inflation:.1f}× (unprofiled {diag.unprofiled_step_ns / 1e6:.3g} "
             "ms, from the capture's manifest): per-op host costs (dispatch, Python) are over-represented in the "
             "attribution; compare shares, not absolute times")
-    return result
+    return notes

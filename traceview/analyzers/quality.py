@@ -36,9 +36,9 @@ import numpy as np
 from traceview import categories as cat
 from traceview.analyzers.steps import events_held
 from traceview.arrays import group_medians, membership, unique_sorted
-from traceview.normalize import OVERLAPS_KEY, is_overlap_note, launch_rows
+from traceview.normalize import launch_rows
 from traceview.results import CHECK_KEYS, CHECKS, Check, Quality, Steps  # noqa: F401 - re-exported
-from traceview.schema import Kind, Timeline
+from traceview.schema import OVERLAPS_KEY, Kind, Timeline
 from traceview.table import Table
 
 
@@ -79,7 +79,7 @@ def trace_quality(timeline: Timeline, steps: Steps) -> Quality:
         duplicate_device_ids=len(device_ids),
         duplicate_ids=len(unique_sorted(np.concatenate((host_ids, device_ids)))),
         empty_steps=_empty_steps(events, steps),
-        notes=tuple(n for n in meta.notes if not is_overlap_note(n)) + _capture_notes(events),
+        notes=tuple(meta.notes) + _capture_notes(events),
     )
 
 

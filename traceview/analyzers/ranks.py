@@ -36,8 +36,12 @@ import numpy as np
 import pandas as pd
 
 from traceview.results import (RANK_FROM_DISTRIBUTED, RANK_FROM_HOST_ORDER, RANK_FROM_INPUT_ORDER,  # noqa: F401
-                               STRAGGLER_SHARE, MultiRank, RankInfo, RankSummary, short_names)
+                               MultiRank, RankInfo, RankSummary, short_names)
 from traceview.schema import TraceMeta
+
+# A step is a straggler step when its slowest rank is this much above the median of the ranks:
+# ranks in lock-step (synchronous collectives) differ by a few percent of profiler noise.
+STRAGGLER_SHARE = 0.05
 
 # ---------------------------------------------------------------------------------------------
 # Per trace
@@ -172,7 +176,8 @@ def _compare_ranks(key: tuple[str, ...], members: list[tuple[RankInfo, RankSumma
     if holdup:
         notes.append(holdup)
     return MultiRank(label=label, world_size=world, backend=backend, rank_origin=infos[0].origin, ranks=table,
-                     step_ns=step_ns, stragglers=stragglers, spread=_spread(ranks, summaries), notes=tuple(notes))
+                     step_ns=step_ns, stragglers=stragglers, spread=_spread(ranks, summaries), threshold=STRAGGLER_SHARE,
+                     notes=tuple(notes))
 
 
 # A rank holds the collectives up when the others wait at least this share of a steady step longer

@@ -340,7 +340,7 @@ def _facts(diag: Any) -> str:
         rows.append(("dropped", reasons))
     rows.append(("steps", f"{len(table)} found by rule '{diag.steps.rule}': {diag.steps.rule_detail}"
                  + (f" · cold: {', '.join(cold)}" if cold else "") + f" · steady: {len(diag.steady_positions)}"))
-    rows += [("note", note) for note in meta.notes]
+    rows += [("note", note) for note in diag.trace_notes]
     body = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows)
     return f'<dl class="facts">{body}</dl>'
 

@@ -90,7 +90,7 @@ def _header(diag: Any) -> Table:
         f"{len(table)} found by rule '{diag.steps.rule}': {_flat(diag.steps.rule_detail)}"
         + (f" · cold: {', '.join(cold)}" if cold else "") + f" · steady: {len(diag.steady_positions)}",
     )
-    for note in meta.notes:
+    for note in diag.trace_notes:
         grid.add_row("note", _flat(note))
     return grid
 
