@@ -51,7 +51,6 @@ compiled code is compute, and a Python builtin inherits the role of the frame th
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from typing import Any
 from enum import Enum
@@ -118,12 +117,11 @@ _RANGE = frozenset({Kind.ANNOTATION.value})
 _PYTHON = frozenset({Kind.PYTHON.value})
 _KERNEL = frozenset({Kind.KERNEL.value})
 
-# XLA auto-clustering's compile op (tensorflow/compiler/jit/kernels/xla_ops.cc) runs before every
-# launch of its cluster: it compiles on the first call and then looks the executable up in XLA's
-# cache. A lookup returns in tens of µs (47 µs a step on a CPU capture); compiling even a small
-# cluster takes tens to hundreds of ms (235 ms there). One shorter than this is the lookup: the
-# framework's dispatch, not graph building (it read as 2 % of "steady graph building, retracing").
-XLA_COMPILE_OP = re.compile(r":_XlaCompile$")
+# XLA auto-clustering's compile op (categories.TF_XLA_COMPILE_OP) runs before every launch of its
+# cluster: it compiles on the first call and then looks the executable up in XLA's cache. A lookup
+# returns in tens of µs (47 µs a step on a CPU capture); compiling even a small cluster takes tens
+# to hundreds of ms (235 ms there). One shorter than this is the lookup: the framework's dispatch,
+# not graph building (it read as 2 % of "steady graph building, retracing").
 XLA_CACHE_HIT_NS = 1_000_000
 # TF function-call op types: a graph function runs as an op of this type (eager_op / tf_op stat,
 # or the type after ":" in an op kernel name). tensorflow/core/common_runtime/function*.cc,
@@ -192,7 +190,7 @@ def _re(pattern: str) -> re.Pattern[str]:
 ROLE_RULES: tuple[RoleRule, ...] = (
     # ---- compiled code: the math runs here, inside code the profiler does not look into ----
     RoleRule(Role.COMPILED_CODE, _OP_OR_RANGE, "torch inductor: `## Call CompiledFxGraph <hash> ##` encloses "
-             "the generated code's call (torch/_inductor/output_code.py)", name=_re(r"^## Call CompiledFxGraph")),
+             "the generated code's call (torch/_inductor/output_code.py)", name=cat.INDUCTOR_GRAPH_CALL),
     RoleRule(Role.COMPILED_CODE, _OP, "XLA on CPU: the executable runs the compiled code inline "
              "(xla/service/cpu/cpu_executable.cc, ThunkExecutor)",
              name=_re(r"^(CpuExecutable::Execute\w*|ThunkExecutor::Execute|.+:XLA CPU module)$")),
@@ -204,7 +202,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule(Role.CALL, _OP_OR_RANGE, "TF python line: a tf.function call event, named after the Python "
              "function (`_step`, Keras `multi_step_on_iterator`), stat tf_function_call", fn_call=True),
     RoleRule(Role.COMPILE, _OP, "TF op kernel `cluster:_XlaCompile` (XLA auto-clustering compiles here; one "
-             "shorter than XLA_CACHE_HIT_NS found its cluster in the cache: dispatch)", name=XLA_COMPILE_OP),
+             "shorter than XLA_CACHE_HIT_NS found its cluster in the cache: dispatch)", name=cat.TF_XLA_COMPILE_OP),
     RoleRule(Role.INPUT, _OP_OR_RANGE, "TF eager runtime running a tf.data op: taking the next element "
              "(EagerLocalExecute: IteratorGetNext), building a dataset or an iterator (MakeIterator, MapDataset "
              "at each Keras fit epoch); stat eager_op", fw_op=_re(rf"^{_INPUT_TYPE}$")),
@@ -220,26 +218,27 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule(Role.CALL, _OP, "TF eager runtime, function named in the event (EagerLocalExecute: __inference_…)",
              name=_re(r"^EagerLocalExecute: (__inference_|__forward_|__backward_)")),
     RoleRule(Role.CALL, _OP, "torch.compile: AOT autograd's autograd.Function around the compiled graph "
-             "(torch/_functorch/_aot_autograd/runtime_wrappers.py)", name=_re(r"^CompiledFunction(Backward)?$")),
+             "(torch/_functorch/_aot_autograd/runtime_wrappers.py)", name=cat.TORCH_COMPILED_FUNCTION),
     RoleRule(Role.CALL, _OP, "TorchScript profiling executor: differentiable graph and its forward / backward "
              "ranges (torch/csrc/jit/runtime/graph_executor.cpp)",
-             name=_re(r"DifferentiableGraph|^<(forward|backward) op>$")),
+             name=cat.TORCHSCRIPT_GRAPH_CALL),
     RoleRule(Role.CALL, _OP_OR_RANGE, "TF1 graph mode: Session.run (TraceMe `SessionRun`, "
              "tensorflow/core/common_runtime/direct_session.cc); the graph runs on executor threads",
-             name=_re(r"^SessionRun$")),
+             name=cat.TF_SESSION_RUN),
     RoleRule(Role.CALL, _OP, "JAX: a jitted call (PjitFunction(f) on the python line)",
-             name=_re(r"^(Pjit|Pmap)Function\(")),
+             name=cat.JAX_JITTED_CALL),
     RoleRule(Role.CALL, _OP_OR_RANGE, "JAX: an array's value fetched to the host (`np.asarray(jax.Array)`: "
              "jax.Array._value in jax/_src/array.py, behind float(x), x.item(), np.asarray(x), print) waits "
              "for the computation producing it, then copies it", name=_re(r"^np\.asarray\(jax\.Array\)$")),
     # ---- framework runtime around the math ----
     RoleRule(Role.DISPATCH, _OP, "torch.compile runtime wrappers: guards, cache lookup, AOT prologue/epilogue "
              "(torch/_dynamo/eval_frame.py, torch/_functorch/_aot_autograd/runtime_wrappers.py)",
-             name=_re(r"^(Torch-Compiled Region|TorchDynamo Cache Lookup|AOTDispatcher Runtime Wrapper|"
-                      r"Pregraph bytecode|PythonDispatchMode)")),
+             name=cat.any_of(cat.TORCH_COMPILED_REGION,
+                             _re(r"^(TorchDynamo Cache Lookup|AOTDispatcher Runtime Wrapper|Pregraph bytecode|"
+                                 r"PythonDispatchMode)"))),
     RoleRule(Role.DISPATCH, _OP, "torch autograd engine: node evaluation and backward-node wrappers "
              "(torch/csrc/autograd/engine.cpp, function.h)",
-             name=_re(r"^autograd::engine::evaluate_function: |^[A-Za-z0-9_]+Backward\d*$|^torch::autograd::")),
+             name=cat.any_of(cat.TORCH_ENGINE_NODE, _re(r"^[A-Za-z0-9_]+Backward\d*$|^torch::autograd::"))),
     RoleRule(Role.VIEW_ALLOC, _OP, "aten ops that only make views / allocate (native_functions.yaml)",
              name=_re(rf"^aten::({_ATEN_VIEW_ALLOC})$")),
     RoleRule(Role.DISPATCH, _OP, "aten composite ops (their math runs in the op they call)",
@@ -253,7 +252,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              "of tf.py_function, `PyFunc` / `PyFuncStateless` of tf.numpy_function; on an executor thread while "
              "the step's thread waits in the tf.function call)", name=_re(rf":{_PY_FUNC_TYPE}$")),
     RoleRule(Role.PYTHON_USER, _OP, "TF eager: the op kernel of a py_function run eagerly (KernelAndDeviceOp::Run, "
-             "stat eager_op EagerPyFunc)", name=_re(r"^KernelAndDevice(Func|Op)::Run$"),
+             "stat eager_op EagerPyFunc)", name=cat.TF_EAGER_KERNEL,
              fw_op=_re(rf"^{_PY_FUNC_TYPE}$")),
     RoleRule(Role.PYTHON_USER, _OP, "TF op kernel that formats or writes text for the user (`x/StringFormat:StringFormat` "
              "and `x/PrintV2:PrintV2` of tf.print, tf.strings formatting, tf.summary writes): the user's logging, "
@@ -261,7 +260,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              name=_re(rf":{_TEXT_OUTPUT_TYPE}$")),
     RoleRule(Role.PYTHON_USER, _OP, "TF eager: the op kernel of a text-formatting or -writing op run eagerly "
              "(KernelAndDeviceOp::Run, stat eager_op StringFormat / PrintV2 …)",
-             name=_re(r"^KernelAndDevice(Func|Op)::Run$"), fw_op=_re(rf"^{_TEXT_OUTPUT_TYPE}$")),
+             name=cat.TF_EAGER_KERNEL, fw_op=_re(rf"^{_TEXT_OUTPUT_TYPE}$")),
     # ---- the math (allowlist) ----
     RoleRule(Role.COMPUTE, _OP, "aten / prims / quantized / mkldnn / vision leaf ops (torch.profiler cpu_op)",
              name=_re(r"^(aten|prims|quantized|mkldnn|onednn|fbgemm|torchvision|torchaudio)::\w+$")),
@@ -272,9 +271,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              "XLA worker thread: JAX sharded over host devices) waits in a Rendezvous for the other devices and "
              "moves their data; categories.XLA_COLLECTIVE_HLO", name=cat.XLA_COLLECTIVE_HLO),
     RoleRule(Role.COMPUTE, _OP, "TF op kernels `name:Type` on executor threads (tf_Compute, inter-op pools)",
-             name=_re(r"^[^\s:]+:[A-Za-z_]\w*$")),
+             name=cat.TF_OP_KERNEL),
     RoleRule(Role.COMPUTE, _OP, "TF eager: the op kernel itself (KernelAndDeviceOp::Run / KernelAndDeviceFunc::Run "
-             "of a math op; the type is in stat eager_op)", name=_re(r"^KernelAndDevice(Func|Op)::Run$")),
+             "of a math op; the type is in stat eager_op)", name=cat.TF_EAGER_KERNEL),
     RoleRule(Role.COMPUTE, _OP, "XLA thunks: an op with stat hlo_op runs one instruction of a compiled program "
              "(XLA's CPU thunk executor names it `ynn_fusion.2`, `conv_general_dilated.3` and sets hlo_op, "
              "hlo_module), inside a module execution or alone on a worker pool's thread", hlo_op=True),
@@ -359,16 +358,6 @@ TINY_OP_ELEMENTS = 1024
 _FRAMEWORK_PARENTS = [Role.CALL.value, Role.CALL_TRACING.value, Role.DISPATCH.value, Role.VIEW_ALLOC.value,
                       Role.COMPUTE.value, Role.COMPILED_CODE.value]
 
-# Python builtins whose owner says nothing about who is working (`<built-in method append of
-# list object>`): they take the role of the frame that called them.
-_BUILTIN = re.compile(r"^<built-in (method|function) ")
-# Python frames of the standard library ("typing.py(359): inner", "$contextlib.py:141 __exit__"),
-# by the module names CPython itself lists: library code that works for whoever called it.
-# A bare module name (how torch's tracer prints the standard library) or a path in lib/pythonX.Y;
-# a user script named like a standard module ("test.py") is read as library code.
-_STDLIB_FRAME = re.compile(r"^\$?(?:.*[/\\]lib[/\\]python[\d.]*[/\\])?(" + "|".join(sorted(sys.stdlib_module_names))
-                           + r")(?:[/\\][\w/\\]*)?\.py[(:]")
-
 
 # Roles as small integers while they are decided (a comparison of codes, not of millions of strings).
 _ROLE_CODE = {value: code for code, value in enumerate(ROLE_VALUES)}
@@ -411,7 +400,7 @@ def assign_role_codes(events: Table) -> np.ndarray:
         role[tiny] = _ROLE_CODE[Role.DISPATCH.value]
     api = kind_in([Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
     role[api & (events["dur"] >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
-    xla_compile = _lookup(XLA_COMPILE_OP, name_values, name_codes)
+    xla_compile = _lookup(cat.TF_XLA_COMPILE_OP, name_values, name_codes)
     if xla_compile.any():
         # A cluster's compile op that returns this fast found its executable in XLA's cache.
         role[xla_compile & (events["dur"] < XLA_CACHE_HIT_NS)] = _ROLE_CODE[Role.DISPATCH.value]
@@ -705,7 +694,8 @@ def _nesting(role: np.ndarray, name_values: list[str], name_codes: np.ndarray, t
     """Nesting rules, from the top down so they flow through whole subtrees (each row's role from
     its own and its parent's final one: :func:`_nested_role`)."""
     code = _ROLE_CODE
-    builtin = (_lookup(_BUILTIN, name_values, name_codes) | _lookup(_STDLIB_FRAME, name_values, name_codes))
+    builtin = (_lookup(cat.PYTHON_BUILTIN_FRAME, name_values, name_codes)
+               | _lookup(cat.STDLIB_FRAME, name_values, name_codes))
     builtin &= python
     thunk = host_op & _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
     text = python & _lookup(cat.TENSOR_TO_TEXT_FRAME, name_values, name_codes)
