@@ -50,7 +50,8 @@ from traceview.normalize import compute_self_time, math_ops, nearest_ancestor, o
 from traceview.renderers.units import fmt_ns, fmt_pct, shorten
 from traceview.results import (GIL_WAIT_DETAIL, GRADES, PAUSED_DETAIL, BucketDelta, Comparison,  # noqa: F401 - re-exported
                                 Diagnosis, Finding)
-from traceview.roles import Role, anomaly_detection_rows, frames_name_paths
+from traceview.role_passes import anomaly_detection_rows, frames_name_paths
+from traceview.roles import Role
 from traceview.schema import Kind
 # cold_compile is ranked as its extra time spread over this many steps (or the captured steps,
 # when more): the shortest run in which one compile is worth weighing against per-step causes.
