@@ -1,5 +1,5 @@
-"""Regenerate the tables in docs/ from the code (the kind and role rules, the attribution
-layers, the findings) and the library reference (docs/api.md, from the signatures and docstrings of
+"""Regenerate the tables in docs/ from the code (the kind and role rules, the role passes, the
+attribution layers, the findings) and the library reference (docs/api.md, from the signatures and docstrings of
 traceview.api and the fields of traceview.results); tests check that the docs match.
 
     python scripts/gen_docs.py
@@ -23,11 +23,12 @@ from traceview.analyzers.attribution import layers_markdown
 from traceview.analyzers.findings.spec import findings_markdown
 from traceview.analyzers.findings.table import COMPARISON_FINDINGS, DIAGNOSIS_FINDINGS
 from traceview.kinds import kinds_markdown
+from traceview.role_passes import passes_markdown
 from traceview.roles import roles_markdown
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 DOC = DOCS / "attribution.md"
-BLOCKS = {"roles": roles_markdown, "layers": layers_markdown}
+BLOCKS = {"roles": roles_markdown, "passes": passes_markdown, "layers": layers_markdown}
 SCHEMA_DOC = DOCS / "schema.md"
 SCHEMA_BLOCKS = {"kinds": kinds_markdown}
 API_DOC = DOCS / "api.md"

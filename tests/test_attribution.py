@@ -248,7 +248,7 @@ def test_the_step_thread_outside_its_own_compute_waits_for_compute_elsewhere(wai
 
 
 def test_instructions_at_the_top_of_an_xla_worker_thread_are_compute():
-    from traceview.roles import assign_roles
+    from traceview.role_passes import assign_roles
 
     rows = [
         {"ts": 0, "dur": 1000, "kind": "step", "name": "train", "track": "python"},

@@ -308,3 +308,31 @@ def test_an_intra_op_pool_larger_than_the_cores_is_named():
     assert "on 2 cores" in usual.summary and "every core (torch.set_num_threads)" in usual.advice
     kernel = next(f for f in compare(two, eight).findings if f.rule == "gap_kernel")
     assert "the candidate ran 8 intra-op threads on 2 cores (the baseline 2)" in kernel.advice
+
+
+def test_the_mode_table_tells_events_by_the_patterns_the_role_table_uses() -> None:
+    """A name that decides both a mode and a role is stated once, in traceview.categories: the
+    rows of both tables hold the same pattern (or a union of categories' patterns)."""
+    from traceview import categories as cat
+    from traceview.roles import ROLE_RULES
+
+    role_names = {rule.name for rule in ROLE_RULES}
+    mode_names = {rule.name for rule in MODE_RULES}
+    for shared in (cat.JAX_JITTED_CALL, cat.TF_SESSION_RUN):
+        assert shared in role_names and shared in mode_names
+    mode_patterns = {name.pattern for name in mode_names if name is not None}
+    for part in (cat.TORCH_COMPILED_FUNCTION, cat.INDUCTOR_GRAPH_CALL, cat.TORCHSCRIPT_GRAPH_CALL):
+        assert part in role_names and any(part.pattern in p for p in mode_patterns), part.pattern
+
+
+@pytest.mark.parametrize(("pattern", "name"), [
+    ("TORCH_COMPILED_REGION", "Torch-Compiled Region: 0/0"), ("TORCH_COMPILED_REGION_RUN", "Torch-Compiled Region: 1/0"),
+    ("TORCH_COMPILED_FUNCTION", "CompiledFunctionBackward"), ("INDUCTOR_GRAPH_CALL", "## Call CompiledFxGraph fx ##"),
+    ("TORCHSCRIPT_GRAPH_CALL", "<backward op>"), ("TORCHSCRIPT_BUILD", "torch.jit.trace"),
+    ("TORCH_DYNAMO_RAN", "entire_frame_compile"), ("TF_SESSION_RUN", "SessionRun"),
+    ("TF_XLA_RUN_OP", "cluster_0_1/xla_run:_XlaRun"), ("JAX_JITTED_CALL", "PjitFunction(step)"),
+])
+def test_each_mode_evidence_pattern_matches_its_example(pattern: str, name: str) -> None:
+    from traceview import categories as cat
+
+    assert getattr(cat, pattern).search(name)

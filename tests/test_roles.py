@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from traceview.normalize import normalize
-from traceview.roles import ROLE_RULES, XLA_CACHE_HIT_NS, Role, assign_roles
+from traceview.role_passes import XLA_CACHE_HIT_NS, assign_roles
+from traceview.roles import ROLE_RULES, Role
 from traceview.schema import build_events, event_table, Timeline, TraceMeta
 
 # (row index, kind, name, fw_op, tf_function_call stat) → the row that must decide it.
@@ -143,6 +144,31 @@ def test_nesting_inside_build_and_input_and_builtins():
     assert role["aten::stack"] == Role.INPUT.value
     assert role["<built-in method append of list object at 0x1>"] == Role.PYTHON_USER.value
     assert role["loop_add_fusion"] == Role.COMPUTE.value
+
+
+def test_the_passes_run_in_their_order_after_the_rows(monkeypatch: pytest.MonkeyPatch):
+    """assign_role_codes runs the rows, then each pass of ROLE_PASSES in turn on what the one
+    before returned: a pass added to the tuple runs, where it stands."""
+    from traceview import role_passes
+
+    names = [p.name for p in role_passes.ROLE_PASSES]
+    assert len(set(names)) == len(names)
+    for role_pass in role_passes.ROLE_PASSES:
+        assert role_pass.decides and "\n" not in role_pass.decides, role_pass.name  # one paragraph
+    seen: list[str] = []
+
+    def recording(name: str, run):
+        def record(context, role):
+            seen.append(name)
+            return run(context, role)
+        return role_passes.RolePass(name, "", record)
+
+    frame = _frame([{"kind": "host_op", "name": "aten::addmm"}, {"kind": "host_op", "name": "TFE_Py_Execute"}])
+    expected = assign_roles(event_table(frame)).tolist()
+    monkeypatch.setattr(role_passes, "ROLE_PASSES",
+                        tuple(recording(p.name, p.run) for p in role_passes.ROLE_PASSES))
+    assert assign_roles(event_table(frame)).tolist() == expected == [Role.COMPUTE.value, Role.DISPATCH.value]
+    assert seen == names
 
 
 def test_unknown_host_events_are_never_compute():

@@ -1,14 +1,28 @@
 """Name patterns that map each profiler's event names to traceview kinds — all in one place.
 
 torch (Kineto) and TensorFlow/JAX (XPlane) patterns sit side by side; every pattern says where
-the name comes from. The kind tables (``traceview/kinds.py``) and the role table
-(``traceview/roles.py``) use them; the compare analyzer uses the op families. Patterns are compiled once and matched against whole
-category arrays (``pandas.Series.str.contains``) or unique names, never per event.
+the name comes from. The kind tables (``traceview/kinds.py``), the role table and its passes
+(``traceview/roles.py``, ``traceview/role_passes.py``) and the mode table (``analyzers/modes.py``)
+use them; the compare analyzer uses the op families. A rule that takes the events of several
+patterns joins them (:func:`any_of`) instead of stating a name again. Patterns are compiled once and
+matched against whole category arrays (``pandas.Series.str.contains``) or unique names, never per
+event.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+
+
+def any_of(*patterns: re.Pattern[str]) -> re.Pattern[str]:
+    """One pattern that a name matches where it matches one of ``patterns`` (searched or matched
+    alike: an alternation of whole patterns). Groups are renumbered: for tests of a name, not for
+    reading its parts."""
+    if any(p.flags != patterns[0].flags for p in patterns):
+        raise ValueError("any_of: the patterns' flags differ")
+    return re.compile("|".join(p.pattern for p in patterns), patterns[0].flags)
+
 
 # --------------------------------------------------------------------------------------------
 # Step markers
@@ -72,14 +86,25 @@ MULTI_ACTIVITY_LAUNCH = re.compile(
 # --------------------------------------------------------------------------------------------
 # torch (Kineto) host names
 # --------------------------------------------------------------------------------------------
+# TorchScript scripting or tracing a model: the torch.jit.script / torch.jit.trace ranges
+# (torch/jit/_script.py, torch/jit/_trace.py), in the step that builds it.
+TORCHSCRIPT_BUILD = re.compile(r"^torch\.jit\.(script|trace)")
+# TorchScript's profiling executor running a model: the differentiable graph and its forward /
+# backward ranges (torch/csrc/jit/runtime/graph_executor.cpp: DifferentiableGraphOp,
+# DifferentiableGraphBackward, `<forward op>`, `<backward op>`). The graph runs inside them.
+TORCHSCRIPT_GRAPH_CALL = re.compile(r"DifferentiableGraph|^<(forward|backward) op>$")
 # torch.compile writes its phases as cpu_op / user_annotation ranges (torch/_dynamo/utils.py
 # dynamo_timed, torch/_inductor). Dynamo's bytecode analysis is graph building; AOT autograd,
 # inductor lowering/codegen and the C++/Triton builds are compilation.
-TORCH_GRAPH_BUILD = re.compile(
+TORCH_GRAPH_BUILD = any_of(re.compile(
     r"^(dynamo|entire_frame_compile|_compile\.compile_inner|compile_inner|OutputGraph\.call_user_compiler|"
     r"bytecode_tracing|InstructionTranslator|build_guards|CompileId|"
-    r"torch\.jit\.(script|trace)|TorchScript graph|GraphExecutor.*optimize)",
-)
+    r"TorchScript graph|GraphExecutor.*optimize)",
+), TORCHSCRIPT_BUILD)
+# Evidence that dynamo ran, whether or not it compiled anything: its `dynamo` and
+# `entire_frame_compile` ranges around each frame it converts (torch/_dynamo/convert_frame.py,
+# dynamo_timed) and the `compile_id=` its phases' ranges carry.
+TORCH_DYNAMO_RAN = re.compile(r"^(dynamo|entire_frame_compile)$|compile_id=")
 TORCH_COMPILE = re.compile(
     r"^(backend_compile|inductor_compile|compile_fx_inner|compile_fx|create_aot_dispatcher_function|"
     # AOT autograd's lazy backward compilation: "entire_backward_compile_data: fn_name=…, compile_id=0/0"
@@ -89,6 +114,20 @@ TORCH_COMPILE = re.compile(
     r"_recursive_joint_graph_passes|code_gen|PyCodeCache|TritonBundler|CachingAutotuner|"
     r"min_cut_rematerialization_partition|.*: compile_id=\d+/\d+)"
 )
+# torch.compile's range around each run of a compiled frame (torch/_dynamo/eval_frame.py:
+# "Torch-Compiled Region: <frame id>/<compile id>"). A graph break ends a frame's graph; the rest
+# of the function resumes as another frame, compiled on its own and run as a region of its own
+# (nested in the first: "1/0" inside "0/0"), so a step with breaks runs several regions.
+TORCH_COMPILED_REGION = re.compile(r"^Torch-Compiled Region")
+# One region's run named with its ids (the regions a step runs: modes.compiled_regions_per_step).
+TORCH_COMPILED_REGION_RUN = re.compile(TORCH_COMPILED_REGION.pattern + r": ")
+# AOT autograd's autograd.Function around a compiled graph and its backward node
+# (torch/_functorch/_aot_autograd/runtime_wrappers.py: CompiledFunction, CompiledFunctionBackward):
+# the compiled forward / backward run inside them.
+TORCH_COMPILED_FUNCTION = re.compile(r"^CompiledFunction(Backward)?$")
+# torch inductor: `## Call CompiledFxGraph <hash> ##` encloses the call of a compiled graph's
+# generated code (torch/_inductor/output_code.py).
+INDUCTOR_GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph")
 # torch.profiler(record_shapes=True) writes each op's input types in args "Input type": a tensor's
 # dtype name ("float", "double", "c10::Half", "c10::BFloat16", "long int"), "" for an absent
 # input, and these words for inputs that are not one tensor (torch/csrc/profiler/collection.cpp,
@@ -209,6 +248,23 @@ TF_HOST_OP = re.compile(
 # TF op kernels (graph executor, XLA cluster ops) are named "name:Type": "sgd_1/Mul_3:Mul",
 # "__inference_step_90:__inference_step_90". ("EagerLocalExecute: MatMul" has a space: no match.)
 TF_OP_KERNEL = re.compile(r"^[^\s:]+:[A-Za-z_][\w]*$")
+# TF eager: the kernel of an op run eagerly (tensorflow/core/common_runtime/eager/kernel_and_device.cc:
+# KernelAndDeviceOp::Run for an op, KernelAndDeviceFunc::Run for a graph function); the op's type
+# is in stat eager_op.
+TF_EAGER_KERNEL = re.compile(r"^KernelAndDevice(Func|Op)::Run$")
+# XLA auto-clustering (TF_XLA_FLAGS=--tf_xla_auto_jit, tf.config.optimizer.set_jit): each cluster
+# runs as two op kernels (tensorflow/compiler/jit/kernels/xla_ops.cc), `cluster:_XlaCompile`, which
+# compiles on the cluster's first call and then looks its executable up in XLA's cache, and
+# `cluster:_XlaRun`, which runs it.
+TF_XLA_COMPILE_OP = re.compile(r":_XlaCompile$")
+TF_XLA_RUN_OP = re.compile(r":_XlaRun$")
+# TF1 graph mode: Session.run's TraceMe (tensorflow/core/common_runtime/direct_session.cc); the
+# graph runs on executor threads inside it.
+TF_SESSION_RUN = re.compile(r"^SessionRun$")
+# JAX: a call of a jitted function on the python line: jaxlib's C++ dispatch records a TraceMe
+# "PjitFunction(<function name>)" around each call (xla/python/pjit.cc, PjitFunction::Call), and
+# "PmapFunction(<function name>)" for a pmapped one.
+JAX_JITTED_CALL = re.compile(r"^(Pjit|Pmap)Function\(")
 # The host waits for XLA work it enqueued (XLA CPU runs thunks on Eigen threads; PJRT buffers).
 # Python frames that turn a tensor into text, as torch's tracer names them (with_stack /
 # python_function: "torch/_tensor.py(558): __repr__", "torch/_tensor_str.py(712): _str"): Tensor's
@@ -246,6 +302,15 @@ XLA_SYNC = re.compile(r"^(BlockUntilReady|BlockHostUntilReady|\w+::BlockHostUnti
 # (no folder: a framework's files cannot be told from the user's by their package's path).
 BASE_NAME_FRAME = re.compile(r"^\$([^/\\:]+):\d+ ")
 PATH_IN_NAME = re.compile(r"[/\\]")  # a frame named with its file's folder
+# Python builtins (`<built-in method append of list object>`, as torch's tracer names them): whose
+# owner says nothing about who is working, they take the role of the frame that called them.
+PYTHON_BUILTIN_FRAME = re.compile(r"^<built-in (method|function) ")
+# Python frames of the standard library ("typing.py(359): inner", "$contextlib.py:141 __exit__"),
+# by the module names CPython itself lists (sys.stdlib_module_names): library code that works for
+# whoever called it. A bare module name (how torch's tracer prints the standard library) or a path
+# in lib/pythonX.Y; a user script named like a standard module ("test.py") is read as library code.
+STDLIB_FRAME = re.compile(r"^\$?(?:.*[/\\]lib[/\\]python[\d.]*[/\\])?(" + "|".join(sorted(sys.stdlib_module_names))
+                          + r")(?:[/\\][\w/\\]*)?\.py[(:]")
 # The wrapper frame every public API call of a framework runs in, named so: JAX wraps its API
 # functions with jax/_src/traceback_util.py api_boundary (frame reraise_with_filtered_traceback);
 # TensorFlow (tensorflow/python/util/traceback_utils.py) and Keras 3 (keras/src/utils/
@@ -329,7 +394,7 @@ XPLANE_DEVICE_MEMORY = frozenset({"device", "array", "managed", "device_static",
 # Framework of an XPlane file. JAX: jitted calls "PjitFunction(f)", XLA modules "jit_f"/"pmap_f"
 # (module names in stats, "/host:metadata" and "jit_f:XLA GPU module"). TensorFlow: eager runtime
 # events, "__inference_*" functions, tf_Compute threads, tf.function call stats.
-JAX_MARKER = re.compile(r"^((Pjit|Pmap)Function\(|(jit|pjit|pmap)_\S*:XLA \w+ module$)")
+JAX_MARKER = any_of(JAX_JITTED_CALL, re.compile(r"^(jit|pjit|pmap)_\S*:XLA \w+ module$"))
 JAX_MODULE = re.compile(r"^(jit|pjit|pmap)_")
 TF_MARKER = re.compile(r"^(EagerExecute$|EagerLocalExecute: |TFE_Py_|tf\.function-graph_building$|__inference_)")
 TF_LINE = re.compile(r"^(tf_Compute|tf_inter_op|tf_data)")

@@ -16,7 +16,8 @@ import numpy as np
 from traceview import categories as cat
 from traceview import compiled
 from traceview.arrays import at_rows, column_codes, first_match, membership, rows_matching, unique_sorted
-from traceview.roles import MATH_ROLES, ROLE_VALUES, Role, assign_role_codes
+from traceview.role_passes import assign_role_codes
+from traceview.roles import MATH_ROLES, ROLE_VALUES, Role
 from traceview.schema import DEVICE_KINDS, OVERLAPS_KEY, Kind, Timeline, TraceMeta, categorical_from_codes
 from traceview.table import Labels, Table
 

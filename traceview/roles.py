@@ -1,4 +1,4 @@
-"""What each event *does* for the step: its role, decided once, from ordered rule tables.
+"""What each event *does* for the step: its role, decided once — the roles and the rule table.
 
 ``kind`` (set by the readers) says what an event is; ``role`` says what its own time (the time
 in which it is the innermost event on its thread) is spent on, which is what attribution needs:
@@ -24,7 +24,8 @@ input               input pipeline (DataLoader next, tf.data, IteratorGetNext), 
 sync                host blocked on a device
 launch / runtime    runtime / driver API calls
 startup             a runtime / driver call so long it can only be one-time start-up: context
-                    creation, module loading, library initialisation (≥ STARTUP_CALL_NS)
+                    creation, module loading, library initialisation
+                    (≥ ``role_passes.STARTUP_CALL_NS``)
 python_framework    Python frames in the frameworks' own packages (and their C bindings)
 python_user         Python frames in the user's files (and builtins they call)
 annotation          a range the user (or a library) opened; its own time is host work
@@ -35,23 +36,20 @@ device_*            device activity (compute kernel, memcpy, memset, sync, annot
                     named like one
 ==================  ==========================================================================
 
-An op whose recorded input shapes are tiny (≤ ``TINY_OP_ELEMENTS``) is ``dispatch``: its time is
-the per-call cost. An unknown host event is never ``compute``: compute is an allowlist (:data:`ROLE_RULES` rows
-with role ``compute``). Rules are rows of :data:`ROLE_RULES`, tried in order, first match wins;
-each row says where the names come from. Kinds without a matching row take the role of the
-kind (:data:`KIND_ROLES`: a ``kernel`` is ``device_kernel`` unless a row makes it
-``device_communication``). An op ``X`` beside an op ``XBackward`` is a Python autograd.Function:
-its own time, left dispatch by the rows, is the user's Python (:func:`_python_functions`). Nesting
-rules (:func:`assign_roles`) then apply (and JAX's host callbacks are the user's Python:
-:func:`_host_callbacks`):
-everything inside graph building / compilation / input takes that role, an op called by
-compiled code is compute, and a Python builtin inherits the role of the frame that called it.
+The rows of :data:`ROLE_RULES` decide first, from each event's kind, name and stats: tried in
+order, first match wins. An event no row takes gets its kind's role (:data:`KIND_ROLES`: a
+``kernel`` is ``device_kernel`` unless a row makes it ``device_communication``), else
+``annotation``. An unknown host event is never ``compute``: compute is an allowlist (the rows of
+role ``compute``). What an event alone cannot tell — how long it took, how large its inputs were,
+the events around it — the passes of :mod:`traceview.role_passes` decide after the rows
+(``role_passes.assign_role_codes`` runs both). docs/attribution.md lists the rows, each with where
+its names come from, and the passes in order, each with what it decides and why
+(:func:`roles_markdown`, ``role_passes.passes_markdown``).
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from typing import Any
 from enum import Enum
@@ -59,8 +57,7 @@ from enum import Enum
 import numpy as np
 
 from traceview import categories as cat
-from traceview.arrays import (Nesting, at_rows, codes_matching, column_codes, column_combinations, membership,
-                              unique_sorted)
+from traceview.arrays import codes_matching, column_codes, column_combinations
 from traceview.schema import Kind
 from traceview.table import Table
 
@@ -95,6 +92,14 @@ class Role(str, Enum):
 ROLE_VALUES: tuple[str, ...] = tuple(r.value for r in Role)
 # Roles whose own time does math (the CPU "kernel" bucket; top compute ops).
 MATH_ROLES = frozenset({Role.COMPUTE.value, Role.COMPILED_CODE.value})
+# Roles as small integers while they are decided (a comparison of codes, not of millions of strings).
+ROLE_CODE: dict[str, int] = {value: code for code, value in enumerate(ROLE_VALUES)}
+
+
+def role_codes(*roles: Role) -> np.ndarray:
+    """The codes (:data:`ROLE_CODE`) of ``roles``, for ``np.isin`` and lookup tables."""
+    return np.array([ROLE_CODE[r.value] for r in roles], dtype=np.int8)
+
 
 # Kinds whose role follows from the kind alone (the readers already decided them by name).
 KIND_ROLES: dict[str, Role] = {
@@ -118,13 +123,6 @@ _RANGE = frozenset({Kind.ANNOTATION.value})
 _PYTHON = frozenset({Kind.PYTHON.value})
 _KERNEL = frozenset({Kind.KERNEL.value})
 
-# XLA auto-clustering's compile op (tensorflow/compiler/jit/kernels/xla_ops.cc) runs before every
-# launch of its cluster: it compiles on the first call and then looks the executable up in XLA's
-# cache. A lookup returns in tens of µs (47 µs a step on a CPU capture); compiling even a small
-# cluster takes tens to hundreds of ms (235 ms there). One shorter than this is the lookup: the
-# framework's dispatch, not graph building (it read as 2 % of "steady graph building, retracing").
-XLA_COMPILE_OP = re.compile(r":_XlaCompile$")
-XLA_CACHE_HIT_NS = 1_000_000
 # TF function-call op types: a graph function runs as an op of this type (eager_op / tf_op stat,
 # or the type after ":" in an op kernel name). tensorflow/core/common_runtime/function*.cc,
 # tf.function's `__inference_<name>_<id>` / `__forward_…` / `__backward_…` concrete functions,
@@ -192,7 +190,7 @@ def _re(pattern: str) -> re.Pattern[str]:
 ROLE_RULES: tuple[RoleRule, ...] = (
     # ---- compiled code: the math runs here, inside code the profiler does not look into ----
     RoleRule(Role.COMPILED_CODE, _OP_OR_RANGE, "torch inductor: `## Call CompiledFxGraph <hash> ##` encloses "
-             "the generated code's call (torch/_inductor/output_code.py)", name=_re(r"^## Call CompiledFxGraph")),
+             "the generated code's call (torch/_inductor/output_code.py)", name=cat.INDUCTOR_GRAPH_CALL),
     RoleRule(Role.COMPILED_CODE, _OP, "XLA on CPU: the executable runs the compiled code inline "
              "(xla/service/cpu/cpu_executable.cc, ThunkExecutor)",
              name=_re(r"^(CpuExecutable::Execute\w*|ThunkExecutor::Execute|.+:XLA CPU module)$")),
@@ -204,7 +202,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule(Role.CALL, _OP_OR_RANGE, "TF python line: a tf.function call event, named after the Python "
              "function (`_step`, Keras `multi_step_on_iterator`), stat tf_function_call", fn_call=True),
     RoleRule(Role.COMPILE, _OP, "TF op kernel `cluster:_XlaCompile` (XLA auto-clustering compiles here; one "
-             "shorter than XLA_CACHE_HIT_NS found its cluster in the cache: dispatch)", name=XLA_COMPILE_OP),
+             "shorter than XLA_CACHE_HIT_NS found its cluster in the cache: dispatch)", name=cat.TF_XLA_COMPILE_OP),
     RoleRule(Role.INPUT, _OP_OR_RANGE, "TF eager runtime running a tf.data op: taking the next element "
              "(EagerLocalExecute: IteratorGetNext), building a dataset or an iterator (MakeIterator, MapDataset "
              "at each Keras fit epoch); stat eager_op", fw_op=_re(rf"^{_INPUT_TYPE}$")),
@@ -220,26 +218,27 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule(Role.CALL, _OP, "TF eager runtime, function named in the event (EagerLocalExecute: __inference_…)",
              name=_re(r"^EagerLocalExecute: (__inference_|__forward_|__backward_)")),
     RoleRule(Role.CALL, _OP, "torch.compile: AOT autograd's autograd.Function around the compiled graph "
-             "(torch/_functorch/_aot_autograd/runtime_wrappers.py)", name=_re(r"^CompiledFunction(Backward)?$")),
+             "(torch/_functorch/_aot_autograd/runtime_wrappers.py)", name=cat.TORCH_COMPILED_FUNCTION),
     RoleRule(Role.CALL, _OP, "TorchScript profiling executor: differentiable graph and its forward / backward "
              "ranges (torch/csrc/jit/runtime/graph_executor.cpp)",
-             name=_re(r"DifferentiableGraph|^<(forward|backward) op>$")),
+             name=cat.TORCHSCRIPT_GRAPH_CALL),
     RoleRule(Role.CALL, _OP_OR_RANGE, "TF1 graph mode: Session.run (TraceMe `SessionRun`, "
              "tensorflow/core/common_runtime/direct_session.cc); the graph runs on executor threads",
-             name=_re(r"^SessionRun$")),
+             name=cat.TF_SESSION_RUN),
     RoleRule(Role.CALL, _OP, "JAX: a jitted call (PjitFunction(f) on the python line)",
-             name=_re(r"^(Pjit|Pmap)Function\(")),
+             name=cat.JAX_JITTED_CALL),
     RoleRule(Role.CALL, _OP_OR_RANGE, "JAX: an array's value fetched to the host (`np.asarray(jax.Array)`: "
              "jax.Array._value in jax/_src/array.py, behind float(x), x.item(), np.asarray(x), print) waits "
              "for the computation producing it, then copies it", name=_re(r"^np\.asarray\(jax\.Array\)$")),
     # ---- framework runtime around the math ----
     RoleRule(Role.DISPATCH, _OP, "torch.compile runtime wrappers: guards, cache lookup, AOT prologue/epilogue "
              "(torch/_dynamo/eval_frame.py, torch/_functorch/_aot_autograd/runtime_wrappers.py)",
-             name=_re(r"^(Torch-Compiled Region|TorchDynamo Cache Lookup|AOTDispatcher Runtime Wrapper|"
-                      r"Pregraph bytecode|PythonDispatchMode)")),
+             name=cat.any_of(cat.TORCH_COMPILED_REGION,
+                             _re(r"^(TorchDynamo Cache Lookup|AOTDispatcher Runtime Wrapper|Pregraph bytecode|"
+                                 r"PythonDispatchMode)"))),
     RoleRule(Role.DISPATCH, _OP, "torch autograd engine: node evaluation and backward-node wrappers "
              "(torch/csrc/autograd/engine.cpp, function.h)",
-             name=_re(r"^autograd::engine::evaluate_function: |^[A-Za-z0-9_]+Backward\d*$|^torch::autograd::")),
+             name=cat.any_of(cat.TORCH_ENGINE_NODE, _re(r"^[A-Za-z0-9_]+Backward\d*$|^torch::autograd::"))),
     RoleRule(Role.VIEW_ALLOC, _OP, "aten ops that only make views / allocate (native_functions.yaml)",
              name=_re(rf"^aten::({_ATEN_VIEW_ALLOC})$")),
     RoleRule(Role.DISPATCH, _OP, "aten composite ops (their math runs in the op they call)",
@@ -253,7 +252,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              "of tf.py_function, `PyFunc` / `PyFuncStateless` of tf.numpy_function; on an executor thread while "
              "the step's thread waits in the tf.function call)", name=_re(rf":{_PY_FUNC_TYPE}$")),
     RoleRule(Role.PYTHON_USER, _OP, "TF eager: the op kernel of a py_function run eagerly (KernelAndDeviceOp::Run, "
-             "stat eager_op EagerPyFunc)", name=_re(r"^KernelAndDevice(Func|Op)::Run$"),
+             "stat eager_op EagerPyFunc)", name=cat.TF_EAGER_KERNEL,
              fw_op=_re(rf"^{_PY_FUNC_TYPE}$")),
     RoleRule(Role.PYTHON_USER, _OP, "TF op kernel that formats or writes text for the user (`x/StringFormat:StringFormat` "
              "and `x/PrintV2:PrintV2` of tf.print, tf.strings formatting, tf.summary writes): the user's logging, "
@@ -261,7 +260,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              name=_re(rf":{_TEXT_OUTPUT_TYPE}$")),
     RoleRule(Role.PYTHON_USER, _OP, "TF eager: the op kernel of a text-formatting or -writing op run eagerly "
              "(KernelAndDeviceOp::Run, stat eager_op StringFormat / PrintV2 …)",
-             name=_re(r"^KernelAndDevice(Func|Op)::Run$"), fw_op=_re(rf"^{_TEXT_OUTPUT_TYPE}$")),
+             name=cat.TF_EAGER_KERNEL, fw_op=_re(rf"^{_TEXT_OUTPUT_TYPE}$")),
     # ---- the math (allowlist) ----
     RoleRule(Role.COMPUTE, _OP, "aten / prims / quantized / mkldnn / vision leaf ops (torch.profiler cpu_op)",
              name=_re(r"^(aten|prims|quantized|mkldnn|onednn|fbgemm|torchvision|torchaudio)::\w+$")),
@@ -272,9 +271,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              "XLA worker thread: JAX sharded over host devices) waits in a Rendezvous for the other devices and "
              "moves their data; categories.XLA_COLLECTIVE_HLO", name=cat.XLA_COLLECTIVE_HLO),
     RoleRule(Role.COMPUTE, _OP, "TF op kernels `name:Type` on executor threads (tf_Compute, inter-op pools)",
-             name=_re(r"^[^\s:]+:[A-Za-z_]\w*$")),
+             name=cat.TF_OP_KERNEL),
     RoleRule(Role.COMPUTE, _OP, "TF eager: the op kernel itself (KernelAndDeviceOp::Run / KernelAndDeviceFunc::Run "
-             "of a math op; the type is in stat eager_op)", name=_re(r"^KernelAndDevice(Func|Op)::Run$")),
+             "of a math op; the type is in stat eager_op)", name=cat.TF_EAGER_KERNEL),
     RoleRule(Role.COMPUTE, _OP, "XLA thunks: an op with stat hlo_op runs one instruction of a compiled program "
              "(XLA's CPU thunk executor names it `ynn_fusion.2`, `conv_general_dilated.3` and sets hlo_op, "
              "hlo_module), inside a module execution or alone on a worker pool's thread", hlo_op=True),
@@ -344,53 +343,35 @@ ROLE_RULES: tuple[RoleRule, ...] = (
              name=cat.COLLECTIVE_KERNEL),
 )
 
-# A runtime / driver call this long is one-time start-up, whatever its name: CUDA context
-# creation lands in the first runtime call (29.9 s in cudaDeviceGetStreamPriorityRange on the
-# shared A100 alexnet trace), lazy cuDNN / cuBLAS initialisation in cudaFree (6.0 s), lazy module
-# loading in the first cudaLaunchKernel (3.1 s). Steady-state runtime calls take µs.
-STARTUP_CALL_NS = 100_000_000
-
-# An op whose largest input holds at most this many elements does at most ~1 µs of math on one
-# CPU core, less than the call itself costs (aten::mul on 8 elements: 2.4 µs own time, torch 2.13
-# CPU): when shapes are recorded, such an op's own time is per-op dispatch, not compute.
-TINY_OP_ELEMENTS = 1024
-
-# Roles of framework work: a range nested in one of these is the framework's runtime scope.
-_FRAMEWORK_PARENTS = [Role.CALL.value, Role.CALL_TRACING.value, Role.DISPATCH.value, Role.VIEW_ALLOC.value,
-                      Role.COMPUTE.value, Role.COMPILED_CODE.value]
-
-# Python builtins whose owner says nothing about who is working (`<built-in method append of
-# list object>`): they take the role of the frame that called them.
-_BUILTIN = re.compile(r"^<built-in (method|function) ")
-# Python frames of the standard library ("typing.py(359): inner", "$contextlib.py:141 __exit__"),
-# by the module names CPython itself lists: library code that works for whoever called it.
-# A bare module name (how torch's tracer prints the standard library) or a path in lib/pythonX.Y;
-# a user script named like a standard module ("test.py") is read as library code.
-_STDLIB_FRAME = re.compile(r"^\$?(?:.*[/\\]lib[/\\]python[\d.]*[/\\])?(" + "|".join(sorted(sys.stdlib_module_names))
-                           + r")(?:[/\\][\w/\\]*)?\.py[(:]")
+# A text column as each row's code into its distinct values (-1: missing) and those values.
+TextColumn = tuple[np.ndarray, list[str]]
 
 
-# Roles as small integers while they are decided (a comparison of codes, not of millions of strings).
-_ROLE_CODE = {value: code for code, value in enumerate(ROLE_VALUES)}
+def text_column(events: Table, column: str) -> TextColumn:
+    """A column's codes and distinct values as text ("" for a missing value); every code -1 where
+    the table has no such column."""
+    if column not in events.columns:
+        return np.full(len(events), -1, dtype=np.int64), []
+    codes, values = column_codes(events[column])
+    return codes, ["" if c is None or c != c else str(c) for c in values]
 
 
-def _role_codes(*roles: Role) -> np.ndarray:
-    return np.array([_ROLE_CODE[r.value] for r in roles], dtype=np.int8)
+def matching_rows(pattern: re.Pattern[str], values: list[str], codes: np.ndarray) -> np.ndarray:
+    """Match a pattern once per distinct value; code -1 (missing) never matches."""
+    return codes_matching(codes, np.array([bool(pattern.search(v)) for v in values], dtype=bool))
 
 
-def assign_roles(events: Table) -> np.ndarray:
-    """The role of every row (object array of :class:`Role` values), rules then nesting."""
-    return np.array(ROLE_VALUES, dtype=object)[assign_role_codes(events)]
-
-
-def assign_role_codes(events: Table) -> np.ndarray:
-    """The role of every row as an index into :data:`ROLE_VALUES` (int8)."""
-    kind_codes, kind_values = _category(events, "kind")
-    name_codes, name_values = _category(events, "name")
-    fw_codes, fw_values = _category(events, "fw_op")
-    call_codes, call_values = _category(events, "fn_call")
-    launcher_codes, launcher_values = _category(events, "launcher")
-    hlo_codes, hlo_values = _category(events, "hlo_op")
+def rule_role_codes(events: Table, names: TextColumn, calls: TextColumn) -> np.ndarray:
+    """The role the first matching row of :data:`ROLE_RULES` gives each row (else its kind's,
+    :data:`KIND_ROLES`; else annotation), as codes into :data:`ROLE_VALUES` (int8). ``names`` and
+    ``calls``: the name and tf_function_call columns (:func:`text_column`), which the passes after
+    the rows read too."""
+    kind_codes, kind_values = text_column(events, "kind")
+    name_codes, name_values = names
+    fw_codes, fw_values = text_column(events, "fw_op")
+    call_codes, call_values = calls
+    launcher_codes, launcher_values = text_column(events, "launcher")
+    hlo_codes, hlo_values = text_column(events, "hlo_op")
     # The rules read only these columns: they run once per distinct combination of them (a trace of
     # millions of events has a few hundred), and each row takes its combination's role.
     columns = (kind_codes, name_codes, fw_codes, call_codes, launcher_codes, hlo_codes)
@@ -399,33 +380,7 @@ def assign_role_codes(events: Table) -> np.ndarray:
     kind_at, name_at, fw_at, call_at, launcher_at, hlo_at = (codes[first] for codes in columns)
     by_combination = _rule_roles(kind_at, kind_values, name_at, name_values, fw_at, fw_values, call_at, call_values,
                                  launcher_at, launcher_values, hlo_at, hlo_values)
-    role = by_combination[combination]
-    del combination
-    kind_in = membership(events["kind"])
-    tracing = np.array([v.startswith("traced") for v in call_values] + [False], dtype=bool)[call_codes]
-    if "elements" in events.columns:
-        # Shapes recorded (torch record_shapes): an op on a tiny input does next to no math; its own
-        # time is the per-call cost of the framework.
-        elements = events["elements"]
-        tiny = (role == _ROLE_CODE[Role.COMPUTE.value]) & (elements >= 0) & (elements <= TINY_OP_ELEMENTS)
-        role[tiny] = _ROLE_CODE[Role.DISPATCH.value]
-    api = kind_in([Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
-    role[api & (events["dur"] >= STARTUP_CALL_NS)] = _ROLE_CODE[Role.STARTUP.value]
-    xla_compile = _lookup(XLA_COMPILE_OP, name_values, name_codes)
-    if xla_compile.any():
-        # A cluster's compile op that returns this fast found its executable in XLA's cache.
-        role[xla_compile & (events["dur"] < XLA_CACHE_HIT_NS)] = _ROLE_CODE[Role.DISPATCH.value]
-    python = kind_in([Kind.PYTHON.value])
-    host_op = kind_in([Kind.HOST_OP.value])
-    # The nesting, for both rules that walk it from the top.
-    nesting = Nesting(events["parent"], events["depth"])
-    role = _python_functions(role, name_values, name_codes, host_op)
-    role = _framework_files_by_api_calls(role, name_values, name_codes, python, nesting)
-    role = _nesting(role, name_values, name_codes, tracing, python, host_op, nesting)
-    role = _loose_thunks(events, role, name_values, name_codes, host_op)
-    role = _host_callbacks(role, name_values, name_codes, host_op)
-    role = _inductor_generated_code(role, name_values, name_codes, python, nesting)
-    return _anomaly_detection(role, anomaly_detection_rows(events, name_values, name_codes, role), nesting)
+    return by_combination[combination]
 
 
 def _combinations(columns: tuple[np.ndarray, ...], values: tuple[list[str], ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -458,330 +413,21 @@ def _rule_roles(kind_codes: np.ndarray, kind_values: list[str], name_codes: np.n
             continue
         match = open_rows
         if rule.name is not None:
-            match = match & _lookup(rule.name, name_values, name_codes)
+            match = match & matching_rows(rule.name, name_values, name_codes)
         if rule.fw_op is not None:
-            match = match & _lookup(rule.fw_op, fw_values, fw_codes)
+            match = match & matching_rows(rule.fw_op, fw_values, fw_codes)
         if rule.fn_call:
             match = match & has_call
         if rule.hlo_op:
             match = match & has_hlo
         if rule.launcher is not None:
-            match = match & _lookup(rule.launcher, launcher_values, launcher_codes)
-        role[match] = _ROLE_CODE[rule.role.value]
+            match = match & matching_rows(rule.launcher, launcher_values, launcher_codes)
+        role[match] = ROLE_CODE[rule.role.value]
     # The rows decide first (a kernel may be communication); every other event's kind decides.
     for k, r in KIND_ROLES.items():
-        role[kind_in({k}) & (role < 0)] = _ROLE_CODE[r.value]
-    role[role < 0] = _ROLE_CODE[Role.ANNOTATION.value]
+        role[kind_in({k}) & (role < 0)] = ROLE_CODE[r.value]
+    role[role < 0] = ROLE_CODE[Role.ANNOTATION.value]
     return role
-
-
-def frames_name_paths(name_values: list[Any], name_codes: np.ndarray, python: np.ndarray) -> bool:
-    """Whether any of the ``python`` frames names its file with a folder (torch's Python tracer
-    does, ``torch/nn/modules/module.py(1751): _call_impl``; JAX's and TensorFlow's do not)."""
-    return any(cat.PATH_IN_NAME.search(str(name_values[code])) for code in unique_sorted(name_codes[python]).tolist()
-               if code >= 0)
-
-
-def _framework_files_by_api_calls(role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
-                                  python: np.ndarray, nesting: Nesting) -> np.ndarray:
-    """The framework's own Python, where the trace names Python files without their folders.
-
-    JAX's and TensorFlow's Python tracers record a frame as ``$api.py:466 grad_f``: the rule that
-    tells a framework's frames by their package's path (``jax/``, ``tensorflow/``) cannot apply, and
-    every frame would count as the user's (an un-jitted ``jax.grad`` step as 86 % user Python). What
-    runs inside one of the framework's API calls is told by its wrapper frame
-    (:data:`categories.PYTHON_API_BOUNDARY`), and a file is the framework's when its frames run
-    inside such a call and it is not a file of the user's own loop — the files of the outermost
-    frames outside every such call — or when it holds what a wrapper directly calls (the API's own
-    implementation: ``api.py``, whose ``block_until_ready`` the loop may also call without a
-    wrapper). Frames of the framework's files become ``python_framework``,
-    inside an API call or not (a jax.numpy operator on arrays runs the same files). A user's module
-    reached only through the framework (a loss in its own file, called by ``jax.grad``) is counted
-    as the framework's: its own time is the Python glue between array calls."""
-    code = _ROLE_CODE
-    boundary = python & _lookup(cat.PYTHON_API_BOUNDARY, name_values, name_codes)
-    if not boundary.any():
-        return role
-    if frames_name_paths(name_values, name_codes, python):
-        return role  # (the path rules decide)
-    file_of = [cat.BASE_NAME_FRAME.match(value) for value in name_values]  # (builtins, "$builtins len": none)
-    files = sorted({m.group(1) for m in file_of if m is not None})
-    file_index = {name: i for i, name in enumerate(files)}
-    file = np.array([file_index[m.group(1)] if m is not None else -1 for m in file_of] + [-1], dtype=np.int64)[name_codes]
-    parent = nesting.parent
-    # The frame, or a Python frame around it, is an API call's wrapper: states (inside, python) as
-    # 2 * inside + python, a frame inside where it is a wrapper or its parent is a frame inside.
-    own = 2 * boundary.astype(np.int32) + python
-    inside = nesting.states_down(own, 4, 4, step=lambda up, mine: mine | (2 * ((up >> 1) & up & 1)),
-                                 alone=lambda mine: mine) >= 2
-    has_parent = parent >= 0
-    outermost = python & ~inside & (~has_parent | ~at_rows(python, parent))
-    below_wrapper = python & has_parent & at_rows(boundary, parent)  # the API's own implementation
-    framework = np.zeros(len(files) + 1, dtype=bool)  # (the last entry: no file)
-    framework[file[python & inside]] = True
-    framework[file[outermost]] = False
-    framework[file[below_wrapper | boundary]] = True
-    framework[-1] = False
-    chosen = python & framework[file] & (role == code[Role.PYTHON_USER.value])
-    role[chosen] = code[Role.PYTHON_FRAMEWORK.value]
-    return role
-
-
-def _python_functions(role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
-                      host_op: np.ndarray) -> np.ndarray:
-    """The user's Python autograd.Functions: the own time of their forward op (``MyFn``) and
-    backward node (``MyFnBackward``) is the Python they run.
-
-    Told by the pair (categories.TORCH_PYTHON_FUNCTION_BACKWARD): both ops in the trace, the forward
-    not one of torch's own Functions (categories.TORCH_OWN_PYTHON_FUNCTIONS, whose Python is the
-    framework's glue). Without the pair, the backward node read as the autograd engine's dispatch:
-    a custom Function's 1.8 ms Python backward came out as 95 % of a gap in launch/dispatch.
-    Only rows the rules left as dispatch change (``CompiledFunction`` stays a call)."""
-    present = np.zeros(len(name_values) + 1, dtype=bool)
-    present[unique_sorted(name_codes[host_op])] = True  # (code -1: the last entry)
-    op_code = {name_values[c]: c for c in np.flatnonzero(present[:-1]).tolist()}
-    paired = np.zeros(len(name_values), dtype=bool)
-    for value, code in op_code.items():
-        match = cat.TORCH_PYTHON_FUNCTION_BACKWARD.match(value)
-        if match and match.group(1) in op_code and match.group(1) not in cat.TORCH_OWN_PYTHON_FUNCTIONS:
-            paired[[code, op_code[match.group(1)]]] = True
-    if not paired.any():
-        return role
-    chosen = host_op & codes_matching(name_codes, paired) & (role == _ROLE_CODE[Role.DISPATCH.value])
-    role[chosen] = _ROLE_CODE[Role.PYTHON_USER.value]
-    return role
-
-
-def _loose_thunks(events: Table, role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
-                  host_op: np.ndarray) -> np.ndarray:
-    """XLA thunks at the top of a worker thread are compute too.
-
-    XLA's CPU runtime runs parts of a program on a pool of threads; on those threads the
-    instructions (``dot.2``, ``ynn_fusion``) are often recorded with nothing around them, so the
-    nesting rule (a framework op directly inside compiled code) does not see them. A thread that
-    runs XLA module executions at its top level (``ThunkExecutor::Execute`` …, role compiled code;
-    not a thread that runs them inside a call, like TensorFlow's step thread) is such a worker: its
-    top-level framework ops named like instructions are the program's math."""
-    if not len(role) or "track" not in events.columns:
-        return role
-    code = _ROLE_CODE
-    depth = events["depth"]
-    executions = (role == code[Role.COMPILED_CODE.value]) & _lookup(cat.XLA_MODULE_EXECUTION, name_values, name_codes)
-    executions &= depth == 0  # at the top of its thread: the thread is there to run programs
-    if not executions.any():
-        return role
-    track = events["track"].codes  # (a category column, like the nesting that reads it)
-    worker = np.zeros(int(track.max()) + 1, dtype=bool)
-    worker[track[executions]] = True
-    loose = (depth == 0) & host_op & worker[track] & (role == code[Role.DISPATCH.value])
-    loose &= _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
-    role[loose] = code[Role.COMPUTE.value]
-    return role
-
-
-def _host_callbacks(role: np.ndarray, name_values: list[str], name_codes: np.ndarray,
-                    host_op: np.ndarray) -> np.ndarray:
-    """JAX's host callbacks (categories.JAX_HOST_CALLBACK: ``pure_callback.1``, ``debug_print.1``)
-    are the user's Python, not math: the XLA program waits in the instruction while the host runs
-    the callback (2 ms of Python in a pure_callback read as kernel time without JAX's Python
-    tracer). Decided after the nesting rules, which read the instruction as math to make the
-    Python frames under it the user's where the tracer records them."""
-    callback = host_op & _lookup(cat.JAX_HOST_CALLBACK, name_values, name_codes)
-    role[callback & np.isin(role, _MATH_ROLE_CODES)] = _ROLE_CODE[Role.PYTHON_USER.value]
-    return role
-
-
-def anomaly_detection_rows(events: Table, name_values: list[str] | None = None,
-                           name_codes: np.ndarray | None = None,
-                           role: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The work torch's autograd anomaly detection adds, as the rows that begin it (each with its
-    subtree): the NaN checks after backward nodes (categories.TORCH_ANOMALY_NAN_CHECK ops directly
-    inside an engine node range that holds the check's own op) and the Python stacks stored by
-    forward ops (categories.TORCH_ANOMALY_STACK frames directly inside an ATen op, outside compilation:
-    torch.fx records the same stack for each node of a graph it traces; recorded only with Python
-    events). ``role``: the rows' role codes, while they are decided (else the table's role column).
-    Two masks; all False in any other trace."""
-    if name_values is None or name_codes is None:
-        name_codes, name_values = _category(events, "name")
-    check = _lookup(cat.TORCH_ANOMALY_NAN_CHECK, name_values, name_codes)
-    stack = _lookup(cat.TORCH_ANOMALY_STACK, name_values, name_codes)
-    if not (check.any() or stack.any()):
-        return check, stack
-    kind_in = membership(events["kind"])
-    host_op = kind_in([Kind.HOST_OP.value])
-    parent = events["parent"]
-    has_parent = parent >= 0
-    up = np.where(has_parent, parent, 0)
-    check &= host_op & has_parent
-    if check.any():
-        check &= _lookup(cat.TORCH_ENGINE_NODE, name_values, name_codes)[up]
-        checked = np.zeros(len(parent), dtype=bool)
-        mark = name_values.index(cat.TORCH_ANOMALY_NAN_CHECK_MARK) if cat.TORCH_ANOMALY_NAN_CHECK_MARK in name_values \
-            else -2
-        checked[parent[check & (name_codes == mark)]] = True
-        check &= checked[up]
-    stack &= kind_in([Kind.PYTHON.value]) & has_parent
-    if stack.any():
-        stack &= (host_op & _lookup(cat.TORCH_ATEN_OP, name_values, name_codes))[up]
-        stack &= ~(np.isin(role, _BUILDING_ROLE_CODES) if role is not None else
-                   membership(events["role"])([Role.COMPILE.value, Role.GRAPH_BUILD.value]))
-    return check, stack
-
-
-def _inductor_generated_code(role: np.ndarray, name_values: list[str], name_codes: np.ndarray, python: np.ndarray,
-                             nesting: Nesting) -> np.ndarray:
-    """torch inductor's generated module (categories.INDUCTOR_GENERATED_MODULE), with the Python it
-    calls, is the framework's runtime: inside `## Call CompiledFxGraph` (compiled code) the nesting
-    took it for Python called back from the math, the user's (a compiled step's steady state read
-    5 % host compute: tests/data/torch_cpu_compile); the fused C++ kernels it calls on CPU (categories.INDUCTOR_CPP_KERNEL) are
-    compiled code, the math."""
-    generated = python & _lookup(cat.INDUCTOR_GENERATED_MODULE, name_values, name_codes)
-    if not generated.any():
-        return role
-    inside = _subtree(role, generated, nesting, _PYTHON_ROLES)
-    role[inside] = _ROLE_CODE[Role.PYTHON_FRAMEWORK.value]
-    role[inside & _lookup(cat.INDUCTOR_CPP_KERNEL, name_values, name_codes)] = _ROLE_CODE[Role.COMPILED_CODE.value]
-    return role
-
-
-def _subtree(role: np.ndarray, roots: np.ndarray, nesting: Nesting, taking: np.ndarray) -> np.ndarray:
-    """The rows of ``roots`` and, below them, every row whose role is one of ``taking`` (codes) and
-    whose parent is such a row: whole subtrees, down to the first row of another role."""
-    marker = len(ROLE_VALUES)  # (a value no role has: what the roots give their subtrees)
-    values = role.copy()
-    values[roots] = marker
-    takes = np.zeros(marker + 1, dtype=bool)
-    takes[taking] = True
-    gives = np.zeros(marker + 1, dtype=bool)
-    gives[marker] = True
-    return nesting.copy_down(values, takes, gives) == marker
-
-
-def _anomaly_detection(role: np.ndarray, rows: tuple[np.ndarray, np.ndarray], nesting: Nesting) -> np.ndarray:
-    """The work of torch's autograd anomaly detection (anomaly_detection_rows), whole subtrees, is
-    the framework's: its NaN checks dispatch (the math they do is not the model's: a debugging
-    switch's own work, like an op's per-call cost), the stacks it stores are framework Python
-    (called from inside an op, they would read as the user's Python run from the math, as a JAX
-    host callback is; the compile rule does not take torch/fx/traceback.py for them). With Python
-    events, 1.9 ms a step of stored stacks read as 43.8 % graph building
-    (tests/data/torch_cpu_anomaly)."""
-    check, stack = rows
-    for roots, given in ((check, Role.DISPATCH), (stack, Role.PYTHON_FRAMEWORK)):
-        if roots.any():
-            # Ops and Python below take it; runtime calls keep theirs (a check's `item` waits for
-            # a GPU in a sync: that wait stays a sync).
-            role[_subtree(role, roots, nesting, _ANOMALY_WORK_ROLE_CODES)] = _ROLE_CODE[given.value]
-    return role
-
-
-def _category(events: Table, column: str) -> tuple[np.ndarray, list[str]]:
-    if column not in events.columns:
-        return np.full(len(events), -1, dtype=np.int64), []
-    codes, values = column_codes(events[column])
-    return codes, ["" if c is None or c != c else str(c) for c in values]
-
-
-def _lookup(pattern: re.Pattern[str], values: list[str], codes: np.ndarray) -> np.ndarray:
-    """Match a pattern once per distinct value; code -1 (missing) never matches."""
-    return codes_matching(codes, np.array([bool(pattern.search(v)) for v in values], dtype=bool))
-
-
-_INHERITING = _role_codes(Role.GRAPH_BUILD, Role.COMPILE, Role.INPUT)
-_HOST_ROLES = _role_codes(*(r for r in Role if not r.value.startswith("device_") and r is not Role.STEP))
-_PARENTS_OF_BUILTINS = _role_codes(Role.PYTHON_USER, Role.PYTHON_FRAMEWORK, Role.COMPILE)
-_PYTHON_ROLES = _role_codes(Role.PYTHON_USER, Role.PYTHON_FRAMEWORK)
-_MATH_ROLE_CODES = _role_codes(Role.COMPUTE, Role.COMPILED_CODE)
-_FRAMEWORK_PARENT_CODES = np.array([_ROLE_CODE[v] for v in _FRAMEWORK_PARENTS], dtype=np.int8)
-# Roles of graph building and compilation (anomaly_detection_rows: no anomaly work inside them).
-_BUILDING_ROLE_CODES = _role_codes(Role.COMPILE, Role.GRAPH_BUILD)
-# The roles of the events inside anomaly detection's work that take its role (_anomaly_detection).
-_ANOMALY_WORK_ROLE_CODES = _role_codes(Role.COMPUTE, Role.COMPILED_CODE, Role.DISPATCH, Role.VIEW_ALLOC,
-                                       Role.ANNOTATION, Role.PYTHON_FRAMEWORK, Role.PYTHON_USER)
-_NO_ROLE = -1  # the parent role of a row without a parent: in no set of the nesting rules
-
-
-def _nesting(role: np.ndarray, name_values: list[str], name_codes: np.ndarray, tracing: np.ndarray,
-             python: np.ndarray, host_op: np.ndarray, nesting: Nesting) -> np.ndarray:
-    """Nesting rules, from the top down so they flow through whole subtrees (each row's role from
-    its own and its parent's final one: :func:`_nested_role`)."""
-    code = _ROLE_CODE
-    builtin = (_lookup(_BUILTIN, name_values, name_codes) | _lookup(_STDLIB_FRAME, name_values, name_codes))
-    builtin &= python
-    thunk = host_op & _lookup(cat.XLA_THUNK_NAME, name_values, name_codes)
-    text = python & _lookup(cat.TENSOR_TO_TEXT_FRAME, name_values, name_codes)
-    role[tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
-    # A row's own state packs its role and four flags; a final state, its role and three flags
-    # (in_tracing, in_user, in_call).
-    own = role.astype(np.int32)
-    for flag in (builtin, thunk, tracing, text):  # (in place: one array, not a temporary per step)
-        own *= 2
-        own += flag
-    del builtin, thunk, text
-
-    def nested(par_role: np.ndarray, par_flags: tuple[np.ndarray, ...], mine: np.ndarray) -> np.ndarray:
-        new_role, in_tracing, in_user, in_call = _nested_role(
-            par_role, *par_flags, mine >> 4, ((mine >> 3) & 1) == 1, ((mine >> 2) & 1) == 1,
-            ((mine >> 1) & 1) == 1, (mine & 1) == 1)
-        return new_role.astype(np.int32) * 8 + in_tracing * 4 + in_user * 2 + in_call
-
-    def step(up: np.ndarray, mine: np.ndarray) -> np.ndarray:
-        return nested(up >> 3, (((up >> 2) & 1) == 1, ((up >> 1) & 1) == 1, (up & 1) == 1), mine)
-
-    def alone(mine: np.ndarray) -> np.ndarray:
-        # A row without a parent: the same rules, under a parent of no role and no flag.
-        no = np.zeros(len(mine), dtype=bool)
-        return nested(np.full(len(mine), _NO_ROLE), (no, no, no), mine)
-
-    final = nesting.states_down(own, 16 * len(ROLE_VALUES), 8 * len(ROLE_VALUES), step, alone=alone)
-    return (final >> 3).astype(role.dtype)
-
-
-def _nested_role(par_role: Any, par_tracing: np.ndarray, par_user: np.ndarray, par_call: np.ndarray, own_role: Any,
-                 builtin: np.ndarray, thunk: np.ndarray, own_tracing: np.ndarray,
-                 own_text: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A nested row's role, whether it is inside tracing, inside the user's Python run by the
-    framework and inside a framework call, from its parent's final role and those three flags and
-    its own role, builtin / thunk flags, tracing and whether it formats a tensor as text:
-
-    - inside graph building → graph_build; inside compilation → compile (ops run while tracing, the
-      passes inside a compile range); inside input → input (map functions' ops);
-    - a framework op directly inside compiled code is compute (XLA thunks; aten ops it calls);
-    - a sync directly inside compiled code is the program waiting for its own work (XLA's
-      CpuExecutable::ExecuteAsyncOnStream → BlockUntilReady while its thunks run on worker
-      threads): compiled code, not the user's program waiting for a result;
-    - a call anywhere inside a call that traces (``call_tracing``) is ``call_tracing`` too;
-    - a range (annotation) opened inside a framework op or call is the framework's runtime scope:
-      ``dispatch`` (PJRT_LoadedExecutable_Execute, ThenExecuteCallback inside PjitFunction(f));
-    - a Python builtin of no framework, or a standard-library frame, takes the role of the Python
-      frame that called it;
-    - Python below a framework call (role ``call``: the framework runs the body; JAX's
-      ``np.asarray(jax.Array)`` fetching a value, with ``$array.py:615 _value`` waiting inside it)
-      is the framework's, where the tracer names files without their folders and could not tell;
-    - the framework's Python inside a tensor's formatting as text (``categories.TENSOR_TO_TEXT_FRAME``:
-      ``print(loss)`` each step) is the user's: it runs only because the user prints, formats or
-      logs a tensor (ops inside keep their roles); so is Python called from inside the math (an
-      XLA thunk running a host callback: ``jax.debug.print``, ``jax.pure_callback``), the JAX
-      plumbing around the user's function included (both: ``in_user``, carried down).
-    """
-    code = _ROLE_CODE
-    flow = np.isin(par_role, _INHERITING) & np.isin(own_role, _HOST_ROLES) & (own_role != code[Role.SYNC.value])
-    role = np.where(flow, par_role, own_role)
-    on_compiled_code = ~flow & (par_role == code[Role.COMPILED_CODE.value]) & thunk
-    role[on_compiled_code & (own_role == code[Role.DISPATCH.value])] = code[Role.COMPUTE.value]
-    role[~flow & (par_role == code[Role.COMPILED_CODE.value]) & (own_role == code[Role.SYNC.value])] = \
-        code[Role.COMPILED_CODE.value]
-    runtime_scope = ~flow & (role == code[Role.ANNOTATION.value]) & np.isin(par_role, _FRAMEWORK_PARENT_CODES)
-    role[runtime_scope] = code[Role.DISPATCH.value]
-    in_tracing = own_tracing | par_tracing
-    role[in_tracing & (role == code[Role.CALL.value])] = code[Role.CALL_TRACING.value]
-    inherit = ~flow & builtin & (role == code[Role.PYTHON_USER.value]) & np.isin(par_role, _PARENTS_OF_BUILTINS)
-    role[inherit] = par_role[inherit]
-    role[par_call & (role == code[Role.PYTHON_USER.value])] = code[Role.PYTHON_FRAMEWORK.value]
-    in_call = par_call | (role == code[Role.CALL.value])
-    callback = np.isin(role, _PYTHON_ROLES) & np.isin(par_role, _MATH_ROLE_CODES)
-    in_user = own_text | par_user | callback
-    role[in_user & (role == code[Role.PYTHON_FRAMEWORK.value])] = code[Role.PYTHON_USER.value]
-    return role, in_tracing, in_user, in_call
 
 
 def roles_markdown() -> str:

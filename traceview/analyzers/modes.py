@@ -3,7 +3,8 @@
 Advice depends on it: an XLA trace is not told to turn on ``jit_compile=True``, a TorchScript model
 is not told to move to ``torch.compile``. The mode is decided from evidence the framework writes
 into every trace of that mode (the first row of :data:`MODE_RULES` that matches wins), never from
-file or folder names.
+file or folder names. Event names are told by the patterns of :mod:`traceview.categories`, where
+the role table finds them too.
 """
 
 from __future__ import annotations
@@ -50,31 +51,31 @@ MODE_RULES: tuple[ModeRule, ...] = (
              "steps: jit is disabled (jax.disable_jit(), the jax_disable_jit flag, JAX_DISABLE_JIT=1), so the "
              "jitted function runs as Python and each jax.numpy operation in it as a jitted call of its own (a "
              "compiled step runs as one program and calls no jitted function)",
-             name=re.compile(r"^(Pjit|Pmap)Function\("), per_step_over=0, inside_another=True),
+             name=cat.JAX_JITTED_CALL, per_step_over=0, inside_another=True),
     ModeRule("eager", "jax", f"more than {EAGER_CALLS_PER_STEP} outermost jitted calls (`PjitFunction(f)`, "
              "jax/_src/pjit.py) per steady step: the step's jax.numpy operations run one by one, each a jitted "
-             "call of its own, not one jitted step", name=re.compile(r"^(Pjit|Pmap)Function\("),
+             "call of its own, not one jitted step", name=cat.JAX_JITTED_CALL,
              per_step_over=EAGER_CALLS_PER_STEP),
     ModeRule("jit", "jax", "JAX runs the step as jitted XLA code"),
     ModeRule("compile", "torch", "torch.compile's runtime ranges (torch/_dynamo/eval_frame.py, AOT autograd's "
              "CompiledFunction, inductor's `## Call CompiledFxGraph`)",
-             name=re.compile(r"^(Torch-Compiled Region|CompiledFunction(Backward)?$|## Call CompiledFxGraph)")),
+             name=cat.any_of(cat.TORCH_COMPILED_REGION, cat.TORCH_COMPILED_FUNCTION, cat.INDUCTOR_GRAPH_CALL)),
     ModeRule("compile-fallback", "torch", "torch.compile ran (dynamo's `dynamo`, `entire_frame_compile` and "
              "`compile_id=` ranges) but no compiled region runs: dynamo fell back to eager for the model",
-             name=re.compile(r"^(dynamo|entire_frame_compile)$|compile_id=")),
+             name=cat.TORCH_DYNAMO_RAN),
     ModeRule("torchscript", "torch", "TorchScript: scripting or tracing the model (torch.jit.script / "
              "torch.jit.trace ranges, in the step that builds it) or the profiling executor's differentiable "
              "graph (torch/csrc/jit/runtime/graph_executor.cpp). A trace of inference steps only, without "
              "the scripting step, carries neither and reads as eager",
-             name=re.compile(r"^torch\.jit\.(script|trace)|DifferentiableGraph|^<(forward|backward) op>$")),
+             name=cat.any_of(cat.TORCHSCRIPT_BUILD, cat.TORCHSCRIPT_GRAPH_CALL)),
     ModeRule("eager", "torch", "no compiled region in the trace"),
     ModeRule("xla", "tensorflow", "tf.function calls compiled by XLA (stat tf_function_call traced-xla / "
              "notTraced-xla)", fn_call=re.compile(r"-xla$")),
     ModeRule("xla", "tensorflow", "XLA auto-clustering (TF_XLA_FLAGS=--tf_xla_auto_jit, "
              "tf.config.optimizer.set_jit): the graph's clusters run as _XlaCompile / _XlaRun op kernels "
-             "(tensorflow/compiler/jit/kernels/xla_ops.cc)", name=re.compile(r":_XlaRun$")),
+             "(tensorflow/compiler/jit/kernels/xla_ops.cc)", name=cat.TF_XLA_RUN_OP),
     ModeRule("graph-v1", "tensorflow", "TF1 Session.run (TraceMe SessionRun, direct_session.cc)",
-             name=re.compile(r"^SessionRun$")),
+             name=cat.TF_SESSION_RUN),
     ModeRule("function", "tensorflow", "tf.function calls (stat tf_function_call traced-nonXla / "
              "notTraced-nonXla; Keras fit runs one)", fn_call=re.compile(r"-nonXla$")),
     ModeRule("functions-eagerly", "tensorflow", "tf.function calls run as plain Python, op by op: "
@@ -106,17 +107,11 @@ def execution_mode(timeline: Timeline, steps: Steps | None = None) -> str:
     return "unknown"
 
 
-# torch.compile's range around each run of a compiled frame (torch/_dynamo/eval_frame.py:
-# "Torch-Compiled Region: <frame id>/<compile id>"). A graph break ends a frame's graph; the rest
-# of the function resumes as another frame, compiled on its own and run as a region of its own
-# (nested in the first: "1/0" inside "0/0"), so a step with breaks runs several regions.
-COMPILED_REGION = re.compile(r"^Torch-Compiled Region: ")
-
-
 def compiled_regions_per_step(timeline: Timeline, steps: Steps) -> float:
     """The median, over the steady steps, of the torch.compile regions a step runs (nested ones
-    included): 1 for a step compiled whole, more where graph breaks split it."""
-    return _named_per_step(timeline, steps, COMPILED_REGION, "all")
+    included): 1 for a step compiled whole, more where graph breaks split it (a region per compiled
+    frame: categories.TORCH_COMPILED_REGION)."""
+    return _named_per_step(timeline, steps, cat.TORCH_COMPILED_REGION_RUN, "all")
 
 
 def dataloader_workers(timeline: Timeline) -> bool:

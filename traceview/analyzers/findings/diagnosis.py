@@ -17,7 +17,6 @@ other buckets and explain no time of their own. The first graded finding is the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -34,7 +33,8 @@ from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, adv
 from traceview.arrays import codes_matching, column_codes, membership, rows_matching, values_matching
 from traceview.normalize import compute_self_time, math_ops, nearest_ancestor, outermost_rows, self_time, top_level_ops
 from traceview.results import GIL_WAIT_DETAIL, PAUSED_DETAIL, Diagnosis, Finding
-from traceview.roles import Role, anomaly_detection_rows, frames_name_paths
+from traceview.role_passes import anomaly_detection_rows, frames_name_paths
+from traceview.roles import Role
 from traceview.schema import Kind
 from traceview.text import fmt_ns, fmt_pct, shorten
 
@@ -446,10 +446,6 @@ def sync_each_step(diag: Diagnosis) -> Finding:
         "avoid .item(), .cpu(), print(tensor) and blocking copies inside the step; log every N steps", share * total)
 
 
-# Kineto names a copy from or to pageable host memory "Memcpy HtoD (Pageable -> Device)".
-_PAGEABLE = re.compile("Pageable")
-
-
 MEMCPY_PART = "memcpy."  # evidence keys memcpy.<direction>_ns: the copy time per direction
 
 
@@ -466,7 +462,7 @@ def memcpy(diag: Diagnosis) -> Finding:
     share = shares["memcpy"]
     ev = diag.timeline.table
     copies = np.flatnonzero(diag.timeline.kind_mask(Kind.MEMCPY) & diag.steps.in_steady(ev))
-    pageable = int(np.count_nonzero(rows_matching(ev["name"].take(copies), _PAGEABLE)))
+    pageable = int(np.count_nonzero(rows_matching(ev["name"].take(copies), cat.PAGEABLE_COPY)))
     # Copy time per direction (memcpy.H2D …), as memcpy.<direction>_ns.
     directions = {f"{k}_ns": v for k, v in diag.steady_details().items() if k.startswith(MEMCPY_PART)}
     grade = spec.MEMCPY.grade(share)
