@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from traceview import api, errors, profile_schedule, results, table
-from traceview.analyzers.attribution import layers_markdown
+from traceview.analyzers.layers import layers_markdown
 from traceview.kinds import kinds_markdown
 from traceview.roles import roles_markdown
 

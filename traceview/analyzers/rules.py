@@ -41,8 +41,9 @@ from typing import Callable
 import numpy as np
 
 from traceview import categories as cat
-from traceview.analyzers.attribution import INFERRED_GLUE, driver_rows
+from traceview.analyzers.gaps import driver_rows
 from traceview.analyzers.gil_waits import SWITCH_INTERVAL_NS
+from traceview.analyzers.layers import INFERRED_GLUE
 from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
                                       dataloader_workers)
 from traceview.arrays import codes_matching, column_codes, membership, rows_matching, values_matching
