@@ -10,10 +10,11 @@ import pytest
 
 from tests.conftest import TORCH_GPU_TRACES, XPLANE_GPU_TRACES, cached_diagnosis, sample_kineto_traces, sample_xplane_traces
 import traceview
-from traceview.analyzers.attribution import BUCKETS, AttributionOptions, attribute
+from traceview.analyzers.attribution import attribute
 from traceview.analyzers.layers import PER_CALL_MAX_NS
 from traceview.analyzers.steps import find_steps
 from traceview.normalize import normalize
+from traceview.results import BUCKETS, AttributionOptions
 from traceview.schema import build_events, event_table, Timeline, TraceMeta
 
 ALL_TRACES = TORCH_GPU_TRACES + XPLANE_GPU_TRACES + sample_kineto_traces() + sample_xplane_traces()

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO, cached_diagnosis, shared_trace
 from traceview.schema import event_table
-from traceview.analyzers.attribution import BUCKETS
+from traceview.results import BUCKETS
 from traceview.analyzers.compare import compare
 from traceview.analyzers.rules import GRADES, RULES
 from traceview.renderers.markdown import cell

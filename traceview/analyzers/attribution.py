@@ -22,7 +22,7 @@ from traceview.analyzers.layers import (CALL_FALLBACK, COPY_KINDS, GAP_LONG, GAP
                                         PER_CALL, QUEUED, WAIT_FALLBACKS, WAITING_IF_OTHERS_COMPUTE, Layer)
 from traceview.arrays import at_rows, membership
 from traceview.normalize import compute_ops, launch_rows, outermost_rows
-from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps, shown_buckets  # noqa: F401 - re-exported
+from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps
 from traceview.roles import Role
 from traceview.schema import Timeline
 from traceview.table import Table
