@@ -301,6 +301,13 @@ def test_a_runtime_call_too_long_for_steady_state_is_startup():
     assert tl.events["role"].astype(str).tolist() == ["view_alloc", "startup", "runtime"]
 
 
+def test_copy_layers_cover_every_copy_kind():
+    from traceview.analyzers.layers import COPY_KINDS
+    from traceview.schema import CopyKind
+
+    assert sorted(COPY_KINDS) == sorted(kind.value for kind in CopyKind if kind is not CopyKind.NONE)
+
+
 @pytest.mark.parametrize("gaps,expected", [
     ([20_000] * 50 + [5_000_000] * 4, 100_000),  # a jump from 20 µs to 5 ms: threshold at the floor
     ([int(10_000 * 1.5 ** k) for k in range(14)], 2_000_000),  # one continuous population: the ceiling

@@ -24,7 +24,7 @@ from traceview.arrays import at_rows, membership
 from traceview.normalize import compute_ops, launch_rows, outermost_rows
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps
 from traceview.roles import Role
-from traceview.schema import Timeline
+from traceview.schema import CopyKind, Timeline
 from traceview.table import Table
 
 
@@ -224,6 +224,7 @@ def _layer_intervals(
     role_in = membership(ev["role"])
     copy_kind_in = membership(ev["copy_kind"])
     copies = role_in([Role.DEVICE_MEMCPY.value, Role.DEVICE_MEMSET.value])
+    named_copies = tuple(kind for kind in COPY_KINDS if kind != CopyKind.OTHER.value)  # "other": none of these
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
 
     # How many pieces of each role code (+1: code -1 first) the step's thread and the others have: a
@@ -239,7 +240,7 @@ def _layer_intervals(
                 out.append(_queued(ev))
             elif sel[0].startswith("<copy "):
                 ck = sel[0][len("<copy "):-1]
-                mask = copies & (copy_kind_in([ck]) if ck != "other" else ~copy_kind_in(COPY_KINDS[:-2] + ("memset",)))
+                mask = copies & (copy_kind_in([ck]) if ck != CopyKind.OTHER.value else ~copy_kind_in(named_copies))
                 out.append((ts[mask], end[mask]))
             else:
                 mask = role_in(sel) & ~is_host

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from traceview.roles import Role
+from traceview.schema import CopyKind
 
 INFERRED_GLUE = "launch_overhead.inferred"  # the detail the short gaps go to (framework glue)
 
@@ -54,7 +55,11 @@ PER_CALL = "<per-call cost of a compute call>"
 # has no no-math calls of the same entry point to measure it: aten::mul on 8 elements takes 2.4 µs
 # own time, on 16 elements 2.2–2.7 µs (profiled, torch 2.13 CPU).
 PER_CALL_MAX_NS = 3_000
-COPY_KINDS = ("H2D", "D2H", "D2D", "P2P", "H2H", "other", "memset")
+# The copy layers in priority order (where copies of two kinds run at once, the first kind's layer
+# wins the moment; the docs table lists them in this order): every CopyKind but NONE, a copy of
+# which counts as "other".
+COPY_KINDS: tuple[str, ...] = tuple(kind.value for kind in (CopyKind.H2D, CopyKind.D2H, CopyKind.D2D, CopyKind.P2P,
+                                                            CopyKind.H2H, CopyKind.OTHER, CopyKind.MEMSET))
 # Step-thread layers that are the thread waiting when another thread computes at the same moment
 # (see attribution._segments): a range with nothing of its own recorded inside, framework runtime,
 # and the own time of a Python frame — the Python tracer records calls into Python, not the wait a
@@ -73,7 +78,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("kernel", "driver", (R.COMPUTE.value,), _CPU, "the step's thread runs a compute op (its own time)"),
     Layer("launch_overhead.per_call", "driver", (PER_CALL,), _CPU,
           "the fixed cost of each compute call (measured on a shared entry point's no-math calls, else the "
-          "first 3 µs of the call), taken off its own time"),
+          f"first {PER_CALL_MAX_NS / 1e3:g} µs of the call), taken off its own time"),
     Layer("kernel.compiled", "driver", (R.COMPILED_CODE.value,), _CPU,
           "the step's thread runs compiled code (XLA executable, inductor graph) outside recorded ops"),
     Layer("graph_build.graph", "host", (R.GRAPH_BUILD.value,), _DEV, "(device idle) a host thread traces a graph"),
