@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from traceview import api, errors, profile_schedule, results, table
-from traceview.analyzers.attribution import layers_markdown
 from traceview.analyzers.findings.spec import findings_markdown
 from traceview.analyzers.findings.table import COMPARISON_FINDINGS, DIAGNOSIS_FINDINGS
+from traceview.analyzers.layers import layers_markdown
 from traceview.kinds import kinds_markdown
 from traceview.role_passes import passes_markdown
 from traceview.roles import roles_markdown

@@ -10,9 +10,11 @@ import pytest
 
 from tests.conftest import TORCH_GPU_TRACES, XPLANE_GPU_TRACES, cached_diagnosis, sample_kineto_traces, sample_xplane_traces
 import traceview
-from traceview.analyzers.attribution import BUCKETS, PER_CALL_MAX_NS, AttributionOptions, attribute
+from traceview.analyzers.attribution import attribute
+from traceview.analyzers.layers import PER_CALL_MAX_NS
 from traceview.analyzers.steps import find_steps
 from traceview.normalize import normalize
+from traceview.results import BUCKETS, AttributionOptions
 from traceview.schema import build_events, event_table, Timeline, TraceMeta
 
 ALL_TRACES = TORCH_GPU_TRACES + XPLANE_GPU_TRACES + sample_kineto_traces() + sample_xplane_traces()
@@ -172,7 +174,7 @@ def test_a_gap_on_one_thread_is_not_hidden_by_a_later_op_on_another_thread():
     ]
     # The 500 ns gap on "main" lies inside the worker's op, which ends later: it is still a gap on "main".
     tl = _timeline(rows)
-    from traceview.analyzers.attribution import AttributionOptions, gaps_less_pauses, split_gaps, unrecorded_gaps
+    from traceview.analyzers.gaps import gaps_less_pauses, split_gaps, unrecorded_gaps
 
     steps = find_steps(tl)
     gaps = unrecorded_gaps(tl.table, steps)
@@ -299,13 +301,20 @@ def test_a_runtime_call_too_long_for_steady_state_is_startup():
     assert tl.events["role"].astype(str).tolist() == ["view_alloc", "startup", "runtime"]
 
 
+def test_copy_layers_cover_every_copy_kind():
+    from traceview.analyzers.layers import COPY_KINDS
+    from traceview.schema import CopyKind
+
+    assert sorted(COPY_KINDS) == sorted(kind.value for kind in CopyKind if kind is not CopyKind.NONE)
+
+
 @pytest.mark.parametrize("gaps,expected", [
     ([20_000] * 50 + [5_000_000] * 4, 100_000),  # a jump from 20 µs to 5 ms: threshold at the floor
     ([int(10_000 * 1.5 ** k) for k in range(14)], 2_000_000),  # one continuous population: the ceiling
     ([30_000] * 10 + [300_000] * 10 + [3_000_000] * 3, 300_000),  # equal jumps: the higher one
 ])
 def test_gap_threshold_is_the_top_of_the_glue_population(gaps, expected):
-    from traceview.analyzers.attribution import calibrated_gap_threshold
+    from traceview.analyzers.gaps import calibrated_gap_threshold
 
     threshold, rule = calibrated_gap_threshold(np.array(gaps))
     assert threshold == expected, rule

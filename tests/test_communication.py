@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from tests.conftest import cached_diagnosis, sample_kineto_traces, shared_trace
-from traceview.analyzers.attribution import BUCKETS, AttributionOptions, attribute, shown_buckets
+from traceview.analyzers.attribution import attribute
 from traceview.analyzers.communication import comm_overlap
 from traceview.analyzers.diagnosis import diagnose
 from traceview.analyzers.ranks import multi_rank, summarize
 from traceview.analyzers.steps import find_steps
 from traceview.normalize import normalize
 from traceview.renderers import html_report, json_report, markdown, terminal
+from traceview.results import BUCKETS, AttributionOptions, shown_buckets
 from traceview.roles import Role
 from traceview.schema import Timeline, TraceMeta, build_events
 

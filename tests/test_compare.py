@@ -12,10 +12,9 @@ import pytest
 
 from tests.conftest import REPO, cached_diagnosis, shared_trace
 from traceview.schema import event_table
-from traceview.analyzers.attribution import BUCKETS
 from traceview.analyzers.compare import compare, concluded
 from traceview.analyzers.findings.diagnosis import RULES
-from traceview.results import GRADES
+from traceview.results import BUCKETS, GRADES
 from traceview.renderers.markdown import cell
 
 

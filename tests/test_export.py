@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import (REPO, TORCH_GPU_TRACES, XPLANE_GPU_TRACES, cached_diagnosis, sample_kineto_traces,
                             sample_xplane_traces, shared_trace)
-from traceview.analyzers.attribution import BUCKETS
+from traceview.results import BUCKETS
 from traceview.normalize import launch_rows
 from traceview.redact import redact_path, redact_text, secrets_from, secrets_of
 from traceview.renderers import perfetto

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview.analyzers.attribution import (_first_layer, _windows, covered, layer_activity, merged_runs,
-                                             window_segments)
+from traceview.analyzers.attribution import _first_layer
+from traceview.analyzers.intervals import covered, layer_activity, merged_runs, window_segments, windows_at
 
 interval = st.tuples(st.integers(0, 40), st.integers(-3, 12))
 layer = st.lists(interval, max_size=12)
@@ -29,7 +29,7 @@ def test_masks_match_covered(layers: list[list[tuple[int, int]]], window_gaps: l
     points, active = layer_activity(window_start, window_end, intervals)
     assert len(active) == max(len(points) - 1, 0)
     assert set(points.tolist()) <= set(fine_points.tolist())
-    window, inside = _windows(points, window_start, window_end)
+    window, inside = windows_at(points, window_start, window_end)
     expected_window = np.searchsorted(window_start, points[:-1], side="right") - 1
     assert np.array_equal(window, expected_window)
     if len(window_start):

@@ -139,7 +139,7 @@ def test_compiled_own_pieces_are_the_array_passes(rows: list[tuple[int, int, boo
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 40), st.integers(-3, 12)), max_size=40), st.booleans())
 def test_compiled_merged_runs_are_the_array_passes(intervals: list[tuple[int, int]], in_order: bool) -> None:
-    from traceview.analyzers.attribution import merged_runs
+    from traceview.analyzers.intervals import merged_runs
 
     if in_order:
         intervals = sorted(intervals)
@@ -160,7 +160,7 @@ def test_compiled_merged_runs_are_the_array_passes(intervals: list[tuple[int, in
 def test_compiled_selected_runs_are_the_selected_pieces_merged(
     pieces: list[tuple[int, int, int, bool]], table: list[bool], scope: str, in_order: bool, wide: bool
 ) -> None:
-    from traceview.analyzers.attribution import _selected_runs, merged_runs
+    from traceview.analyzers.intervals import merged_runs, selected_runs
 
     if in_order:
         pieces = sorted(pieces)
@@ -171,7 +171,7 @@ def test_compiled_selected_runs_are_the_selected_pieces_merged(
     wanted = np.array(table, dtype=bool)  # (the last entry: code -1)
     chosen = wanted[role] & (driver if scope == "driver" else ~driver if scope == "others" else True)
     expected = merged_runs(start[chosen], end[chosen])
-    runs = _selected_runs(start, end, role, driver, wanted, scope, int(chosen.sum()))
+    runs = selected_runs(start, end, role, driver, wanted, scope, int(chosen.sum()))
     if runs is None:  # out of order, or nothing selected: the pieces are gathered instead
         assert not chosen.any() or (np.diff(start[chosen & (end > start)]) < 0).any()
     else:

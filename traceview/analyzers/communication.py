@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from traceview.analyzers.attribution import covered, int_bincount, window_segments
+from traceview.analyzers.intervals import covered, int_bincount, window_segments
 from traceview.arrays import membership
 from traceview.results import CommOverlap, Steps
 from traceview.roles import Role

@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.analyzers.attribution import driver_rows
 from traceview.analyzers.diagnosis import diagnose
+from traceview.analyzers.gaps import driver_rows
 from traceview.analyzers.modes import compiled_regions_per_step, dataloader_workers
 from traceview.analyzers.findings.comparison import comparison_findings
 from traceview.analyzers.findings.diagnosis import anomaly_detection_on

@@ -1,68 +1,12 @@
 """Waits for Python's interpreter lock: the step's thread stopped while another thread ran Python.
 
-Frameworks let go of the interpreter lock (the GIL) inside each op call from Python — torch's
-bindings, TensorFlow's ``TFE_Py_FastPathExecute``, JAX's dispatch — and take it back before
-returning to Python. While another thread of the process runs Python (a monitoring or logging
-thread, a thread that decodes data, a busy-waiting helper), taking the lock back waits: CPython
-hands the lock over only when the waiting thread has waited one *switch interval*
-(``sys.getswitchinterval()``, 5 ms unless the program changes it) and asked the holder to drop
-it. So each of those waits lasts a whole number of switch intervals plus a wake-up of a few
-hundred µs, and they fall after framework calls all over the step: in the unrecorded gaps between
-ops, in the own time of op bindings and of the autograd engine's node ranges, in Python frames.
-
-Measured (a 2-core machine, torch 2.13 and TensorFlow 2.21 CPU, an MLP's SGD step, one other
-thread running a pure-Python loop): the torch step went from 1.7 ms to 107 ms a step (20 waits of
-5.2-5.5 ms, 10.3-10.7 ms and 15.4-15.5 ms), the TF eager step from 3.7 ms to 166 ms (~30 waits of
-5.1-5.3 ms in ``TFE_Py_FastPathExecute_C``). Without this rule the time read as user code,
-autograd hooks and dispatch, and the advice was to move Python out of the step or to compile it.
-
-Nothing in a trace names the lock, so the rule is the waits' shape, decided once per trace over the
-steady steps' *stretches* on the step's thread (the own time of the frameworks' bindings, runtime,
-calls and Python frames, and its unrecorded gaps; the user's frames and ranges are left out, where
-a time.sleep(0.005) would last an interval too, but see below). A wait also makes its place last
-longer in one step than in the others, a pause's shape (analyzers/pauses.py): the waits are found
-first, and a pause is what is left beyond a wait at the same place:
-
-- a stretch of at least one switch interval is *quantized* when it passes a whole number of
-  intervals by less than ``RESIDUE_MAX_SHARE`` of one (random lengths do so 20 % of the time);
-- the lock was contended when there are at least ``MIN_WAITS_PER_STEP`` quantized stretches a
-  steady step, at ``MIN_PLACES`` places or more (a fixed piece of the user's code that happens to
-  last 5.3 ms is one a step, at one place), they are at least ``MIN_QUANTIZED_SHARE`` of the
-  stretches of one interval or longer, and one interval is their most frequent multiple (a busy
-  machine's 10 ms scheduler ticks, on a kernel with ``CONFIG_HZ=100``, come in pairs of
-  intervals) — or framework places wait quietly in nearly every step (below).
-
-A thread that feeds the step (a prefetching thread building batches in Python,
-tests/data/torch_cpu_gil/prefetch_stack) holds the lock less often: 1.8 waits a step, in the
-bindings of two ops (``linear``, ``relu`` with Python events; hand-overs of 0.2-0.8 ms).
-
-A compiled step makes one or two framework calls: a tf.function step beside a busy thread waits
-once a step, in the own time of the call's binding (``TFE_Py_ExecuteCancelable``: 5.19-5.41 ms in
-each of 8 steps; 2.0 -> 8.0 ms a step unprofiled); a jax.jit step (the truth cases
-jax-gil-contention and jax-gil-contention-pytracer; 3.0 -> 8.8 ms a step unprofiled) waits in the
-own time of the jitted call (``PjitFunction``, after the program is dispatched) and, every second
-or third step, once more after reading the result. One place a step is also the shape of a fixed
-piece of code, so these count only at framework places (not a gap: unrecorded code may be
-anything), in ``QUIET_WAIT_STEP_SHARE`` of the steady steps, each wait *quiet*: nothing else
-recorded is what it waited for — no op, runtime call or kernel on another thread or device
-covers more than ``QUIET_SHARE`` of the stretch's last whole intervals, where the wait would be,
-or what ran there was over ``SETTLED_NS`` before the stretch ended (a binding that waits for the
-device or for executor threads returns as that work ends; a jitted call returns before its
-program has run and waits for the lock while the program runs). Other threads' Python frames do
-not count: the lock's holder runs them.
-
-With a Python tracer, the wait after a native call inside the user's frame (a JAX result read,
-a runtime range) is the own time of that frame from the moment the call returns: such a piece of
-a user's frame is a candidate too, and no other piece of it is (a ``time.sleep`` of the user's is
-a recorded call of its own). Those pieces and the calls' own time may also hold a wait for other
-work (a program's run, a result), so they are candidates only where quiet.
-
-Compute is never a candidate: an op's math holds no lock, and three matmuls of one size (forward
-and both gradients) can each last a quantized 5.3 ms by chance. The unrecorded gaps are one place
-together, so sleeps of 5 ms between ops (gaps only) are not contention either. Where the lock was
-contended, each quantized stretch's wait is its whole intervals and, of the rest, all but what the
-same place takes when it does not wait (the median of the same event name's other stretches;
-where every one waits, the rest is left where it was).
+Frameworks let go of the lock (the GIL) inside each op call from Python — torch's bindings,
+TensorFlow's ``TFE_Py_FastPathExecute``, JAX's dispatch — and take it back before returning. While
+another thread of the process runs Python, taking it back waits whole *switch intervals*
+(``sys.getswitchinterval()``, 5 ms by default) plus a hand-over of a few hundred µs, after
+framework calls all over the step. Nothing in a trace names the lock, so the rule is the waits'
+shape (:func:`contended`); without it that time reads as user code, hooks and dispatch.
+docs/attribution.md tells the rule; benchmarks/README.md holds the captures it was measured on.
 """
 
 from __future__ import annotations
@@ -76,7 +20,7 @@ import numpy as np
 # holder to drop it. A program that sets another interval is not recognized by this rule.
 SWITCH_INTERVAL_NS = 5_000_000
 # A wait lasts its intervals plus the hand-over (the holder reaching its next check, the waiter
-# waking up): 0.1-0.7 ms in the captures above, whatever the multiple.
+# waking up): 0.1-0.7 ms in the captures (benchmarks/README.md), whatever the multiple.
 RESIDUE_MAX_SHARE = 0.2
 MIN_WAITS_PER_STEP = 1.5
 MIN_PLACES = 2
@@ -96,7 +40,20 @@ class Stretches:
     each is at (an event's name code; -1 for the unrecorded gaps, which are one place), their step
     and whether they are quiet (other threads' and devices' recorded work, Python frames aside,
     covers less than ``QUIET_SHARE`` of their last whole intervals, where a wait would be; None: not
-    known, taken as not quiet)."""
+    known, taken as not quiet).
+
+    The candidates are the own time of the frameworks' bindings, runtime (the autograd engine's node
+    ranges among it), calls and Python frames, and the unrecorded gaps between ops, where the waits
+    fall; not the user's frames and ranges, where a ``time.sleep(0.005)`` would last an interval
+    too, except, with a Python tracer, a user frame's own time from where a native call inside it
+    returns (the wait after a JAX result read or a runtime range; a user's ``time.sleep`` is a
+    recorded call of its own). Those pieces and the calls' own time may also hold a wait for other
+    work (a program's run, a result), so they are candidates only where quiet. Compute never is: an
+    op's math holds no lock, and three matmuls of one size (forward and both gradients) can each
+    last a quantized 5.3 ms by chance. The gaps are one place together, so sleeps of 5 ms between
+    ops (gaps only) are not contention either. The waits are found before the pauses
+    (analyzers/pauses.py): a wait also makes its place last longer in one step than in the others, a
+    pause's shape, and a pause is what is left beyond a wait at the same place."""
 
     length: np.ndarray
     place: np.ndarray
@@ -105,8 +62,9 @@ class Stretches:
 
 
 def quantized(length: np.ndarray, interval_ns: int = SWITCH_INTERVAL_NS) -> tuple[np.ndarray, np.ndarray]:
-    """Per stretch: whether it is a whole number of switch intervals plus a short hand-over, and
-    that number (0 where shorter than one interval)."""
+    """Per stretch: whether it is a whole number of switch intervals plus a short hand-over — at
+    least one interval, passed by less than ``RESIDUE_MAX_SHARE`` of one (random lengths do so 20 %
+    of the time) — and that number (0 where shorter than one interval)."""
     length = np.asarray(length, dtype=np.int64)
     multiple = length // interval_ns
     residue = length - multiple * interval_ns
@@ -114,8 +72,13 @@ def quantized(length: np.ndarray, interval_ns: int = SWITCH_INTERVAL_NS) -> tupl
 
 
 def contended(stretches: Stretches, steady_steps: int, interval_ns: int = SWITCH_INTERVAL_NS) -> bool:
-    """Whether the stretches have the shape of waits for a contended interpreter lock (the
-    module's rule)."""
+    """Whether the stretches have the shape of waits for a contended interpreter lock: at least
+    ``MIN_WAITS_PER_STEP`` quantized stretches a steady step, at ``MIN_PLACES`` places or more (a
+    fixed piece of the user's code that happens to last 5.3 ms is one a step, at one place), that
+    are at least ``MIN_QUANTIZED_SHARE`` of the stretches of one interval or longer, with one
+    interval their most frequent multiple (a busy machine's 10 ms scheduler ticks, on a kernel with
+    ``CONFIG_HZ=100``, come in pairs of intervals) — or framework places that wait quietly in
+    nearly every steady step (:func:`_a_quiet_wait_every_step`)."""
     if steady_steps <= 0 or not len(stretches.length):
         return False
     is_wait, multiple = quantized(stretches.length, interval_ns)
@@ -132,8 +95,13 @@ def contended(stretches: Stretches, steady_steps: int, interval_ns: int = SWITCH
 
 
 def _a_quiet_wait_every_step(stretches: Stretches, is_wait: np.ndarray, steady_steps: int) -> bool:
-    """Whether framework places wait, quietly, in nearly every steady step (the module's rule for a
-    compiled step's one or two calls)."""
+    """Whether framework places wait, quietly, in nearly every steady step: the rule for a compiled
+    step, which makes one or two framework calls and so waits once or twice a step (a tf.function
+    step in its call's binding; a jax.jit step in the jitted call's own time, after the program is
+    dispatched, and every second or third step once more after reading the result). One place a
+    step is also the shape of a fixed piece of code, so these count only at framework places (not
+    a gap: unrecorded code may be anything), in ``QUIET_WAIT_STEP_SHARE`` of the steady steps or
+    more, each wait quiet (:func:`quiet`)."""
     if stretches.step is None or stretches.quiet is None:
         return False
     sure = is_wait & stretches.quiet & (stretches.place >= 0)
@@ -143,7 +111,11 @@ def _a_quiet_wait_every_step(stretches: Stretches, is_wait: np.ndarray, steady_s
 def quiet(start: np.ndarray, end: np.ndarray, busy_start: np.ndarray, busy_end: np.ndarray) -> np.ndarray:
     """Per stretch [start, end): whether the busy runs (disjoint, sorted) cover less than
     ``QUIET_SHARE`` of it, or none of its last ``SETTLED_NS`` (what ran was over well before the
-    stretch ended: not what it waited for)."""
+    stretch ended: not what it waited for). Quiet, nothing else recorded is what the stretch
+    waited for: a binding that waits for the device or for executor threads returns as that work
+    ends, where a jitted call returns before its program has run and waits for the lock while the
+    program runs. The busy runs are the ops, runtime calls and kernels on other threads and
+    devices; other threads' Python frames do not count, the lock's holder runs them."""
     if not len(busy_start):
         return np.ones(len(start), dtype=bool)
     before = np.concatenate(([0], np.cumsum(busy_end - busy_start)))  # busy time before each run
@@ -163,7 +135,8 @@ def quiet(start: np.ndarray, end: np.ndarray, busy_start: np.ndarray, busy_end: 
 def wait_ns(stretches: Stretches, interval_ns: int = SWITCH_INTERVAL_NS) -> np.ndarray:
     """Per stretch, the wait it holds, once the lock is known to be contended (:func:`contended`):
     0 where it is not quantized; else its whole intervals and, of the rest, all but the median of
-    the same place's stretches that do not wait (where there are such)."""
+    the same place's stretches that do not wait (where every one waits, the rest is left where it
+    was)."""
     is_wait, multiple = quantized(stretches.length, interval_ns)
     wait = np.where(is_wait, multiple * interval_ns, 0).astype(np.int64)
     if not is_wait.any():

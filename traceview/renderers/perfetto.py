@@ -44,10 +44,11 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from traceview.analyzers.attribution import BUCKETS, attribution_segments
+from traceview.analyzers.attribution import attribution_segments
 from traceview.arrays import at_rows
 from traceview.normalize import launch_rows
 from traceview.redact import host_field, redact_path, redact_text, secrets_of
+from traceview.results import BUCKETS
 from traceview.schema import SCHEMA_VERSION
 
 STEPS_TRACK = "steps"

@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 
 from traceview import categories as cat
-from traceview.analyzers.attribution import INFERRED_GLUE, driver_rows
 from traceview.analyzers.findings import table as spec
 from traceview.analyzers.findings.spec import FindingSpec, Phrase
 from traceview.analyzers.findings.spec import rephrased as spec_rephrased
+from traceview.analyzers.gaps import driver_rows
 from traceview.analyzers.gil_waits import SWITCH_INTERVAL_NS
+from traceview.analyzers.layers import INFERRED_GLUE
 from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
                                       dataloader_workers)
 from traceview.arrays import codes_matching, column_codes, membership, rows_matching, values_matching
