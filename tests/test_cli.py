@@ -122,7 +122,7 @@ def test_top_tables_never_show_two_names_alike(tmp_path):
     names = [line.split("  ")[0].strip() for line in table]
     assert len(names) >= 5 and len(set(names)) == len(names), names
     md = run_cli("diagnose", str(capture), "--format", "md").stdout
-    section = md[md.index("**Top compute ops**"):].split("\n\n")[1].splitlines()[2:]
+    section = md[md.index("**Top compute ops ("):].split("\n\n")[1].splitlines()[2:]
     md_names = [row.split("|")[1].strip() for row in section]
     assert len(set(md_names)) == len(md_names), md_names
 

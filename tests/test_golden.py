@@ -24,7 +24,7 @@ CASES = {
     "diagnose_mlp2_tf_function": ["diagnose", "sample_traces/mlp2/tf-function"],
     "compare_mlp2_torch_eager_tf_eager": ["compare", "sample_traces/mlp2/torch-eager", "sample_traces/mlp2/tf-eager"],
 }
-FORMATS = {"terminal": ".txt", "md": ".md", "json": ".json"}
+FORMATS = {"terminal": ".txt", "md": ".md", "json": ".json", "html": ".html"}
 
 
 def _run(args: list[str], fmt: str) -> str:

@@ -16,7 +16,8 @@ from tests.conftest import REPO, TORCH_GPU_TRACES, XPLANE_GPU_TRACES, cached_dia
 from tests.test_export import EVIL_NAME, write_cpu_trace
 from traceview.renderers import registry
 from traceview.renderers import html_report as html_renderer
-from traceview.renderers.html_report import BUCKET_COLOR, EVENT_GROUPS, representative_step
+from traceview.renderers.html_base import BUCKET_COLOR
+from traceview.renderers.html_timeline import EVENT_GROUPS, representative_step
 from traceview.text import fmt_count
 
 RESNET = "torch_gpu/resnet_v100_1rank.pt.trace.json.gz"

@@ -179,7 +179,7 @@ def test_a_markdown_cell_cannot_open_a_link_emphasis_code_a_tag_or_a_cell(text: 
 @TEXT_SETTINGS
 @given(text=TRACE_TEXT)
 def test_html_escaping_leaves_only_text(text: str):
-    from traceview.renderers.html_report import esc
+    from traceview.renderers.html_base import esc
     from traceview.text import visible
 
     value = esc(text)

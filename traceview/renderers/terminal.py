@@ -1,4 +1,4 @@
-"""The default terminal report (rich): what the trace is, its steps, where the time goes.
+"""The default terminal report (rich): the report's sections (renderers/report.py) laid out.
 
 Fits an 80-column terminal; colours come only from styles, so ``NO_COLOR`` or a pipe gives plain
 text. Kernel and op names are shortened in the middle to fit their column.
@@ -10,8 +10,6 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.segment import Segment
@@ -20,15 +18,12 @@ from rich.text import Text
 
 from traceview.errors import one_line
 from traceview.renderers.base import Renderer
-from traceview.renderers.report import listed_causes
-from traceview.text import BUCKET_LABEL, gap_cause, gap_caveats, gap_headline
-from traceview.renderers.report import COMM_HEADERS, COMM_TITLE, OP_DIFF_HEADERS, OP_DIFF_TITLE, comm_rows, op_diff_rows
-from traceview.text import fmt_count, fmt_ns, fmt_pct, shorten, trace_label, visible
-from traceview.renderers.report import RANKS_HEADERS, RANKS_TITLE, SPREAD_HEADERS, SPREAD_TITLE, STRAGGLERS_TITLE, rank_rows, ranks_headline, ranks_title, spread_rows, straggler_rows
-from traceview.renderers.report import QUALITY_TITLE, baseline_label, by_baseline, quality_headline, quality_rows
-from traceview.text import distinct_shortened
-from traceview.renderers.report import MEMORY_OPS_TITLE, MEMORY_OP_HEADERS, MEMORY_STEP_HEADERS, MEMORY_TITLE, memory_op_rows, memory_step_rows
-from traceview.results import BUCKETS
+from traceview.renderers.report import (QUALITY_TITLE, ComparisonReport, DiagnosisReport, FindingLine, Grid,
+                                        QualitySection, RanksReport, SteadyState, StepTable, TopTable, across_grid,
+                                        by_baseline, comparison_report, diagnosis_report,
+                                        ranks_report, shortened)
+from traceview.results import BUCKETS, Comparison, Diagnosis, MultiRank
+from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, shorten, visible
 
 BUCKET_STYLE: dict[str, str] = {
     "kernel": "green",
@@ -41,7 +36,12 @@ BUCKET_STYLE: dict[str, str] = {
     "host_compute": "bright_white",
     "idle": "bright_black",
 }
+# The per-step table's column headers (the bucket labels do not fit 80 columns).
+BUCKET_SHORT: dict[str, str] = {"kernel": "kern", "communication": "comm", "memcpy": "copy", "graph_build": "build",
+                                "sync_wait": "sync", "launch_overhead": "launch", "input": "input",
+                                "host_compute": "host", "idle": "idle"}
 _BAR_CHARS = "█"
+GRADE_STYLE = {"high": "bold red", "moderate": "yellow", "none": "green", "skipped": "bright_black"}
 
 
 def attribution_bar(buckets: dict[str, float], width: int) -> Text:
@@ -67,105 +67,65 @@ def _flat(text: Any) -> str:
     return one_line(visible(text))
 
 
-def _header(diag: Any) -> Table:
-    meta = diag.timeline.meta
+def _header(report: DiagnosisReport) -> Table:
+    facts = report.facts
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
-    devices = ", ".join(f"{d.index}: {_flat(d.name) or 'device'}" for d in meta.devices) or "none (CPU-only trace)"
-    grid.add_row("trace", _flat(meta.source))
-    grid.add_row("format", f"{meta.framework} · {meta.format}" + (f" · host {_flat(meta.host_name)}" if meta.host_name else ""))
-    grid.add_row("devices", devices)
-    dropped = sum(meta.dropped.values())
-    reasons = " · ".join(f"{r} {fmt_count(c)}" for r, c in sorted(meta.dropped.items(), key=lambda x: (-x[1], x[0])))
-    grid.add_row(
-        "events",
-        f"{fmt_count(meta.input_events)} in file · {fmt_count(sum(meta.kept.values()))} kept · "
-        f"{fmt_count(dropped)} dropped" + (f" ({reasons})" if reasons else ""),
-    )
-    table = diag.steps.table
-    cold = [f"#{n}" for n in table["number"][table["cold"]].tolist()]
-    grid.add_row(
-        "steps",
-        f"{len(table)} found by rule '{diag.steps.rule}': {_flat(diag.steps.rule_detail)}"
-        + (f" · cold: {', '.join(cold)}" if cold else "") + f" · steady: {len(diag.steady_positions)}",
-    )
-    for note in diag.trace_notes:
+    grid.add_row("trace", _flat(facts.source))
+    grid.add_row("format", f"{facts.framework} · {facts.format}" + (f" · host {_flat(facts.host)}" if facts.host else ""))
+    grid.add_row("devices", _flat(facts.devices))
+    reasons = " · ".join(f"{r} {fmt_count(c)}" for r, c in facts.dropped_by_reason)
+    grid.add_row("events", facts.events + (f" ({reasons})" if reasons else ""))
+    grid.add_row("steps", _flat(facts.steps))
+    for note in facts.notes:
         grid.add_row("note", _flat(note))
     return grid
 
 
-def _steady(diag: Any, width: int) -> Group:
-    buckets = diag.steady_attribution()
-    total = sum(buckets.values())
-    title = Text.assemble(
-        ("Steady-state step ", "bold"),
-        (fmt_ns(diag.steady_step_ns), "bold cyan"),
-        (f"  (median of {len(diag.steady_positions)}; mean {fmt_ns(total)}; "
-         + (f"unprofiled {fmt_ns(diag.unprofiled_step_ns)}, profiler ×{diag.profiler_inflation:.2f}; "
-            if diag.profiler_inflation is not None else "")
-         +
-         f"attribution on {'device + host' if diag.attribution.mode == 'device' else 'host threads (CPU-only)'})", ""),
-    )
+def _steady(steady: SteadyState, buckets: tuple[str, ...], width: int) -> Group:
+    title = Text.assemble(("Steady-state step ", "bold"), (fmt_ns(steady.median_ns), "bold cyan"),
+                          (f"  ({steady.summary})", ""))
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
     table.add_column("cause")
     table.add_column("per step", justify="right")
     table.add_column("share", justify="right")
     table.add_column("", no_wrap=True)
     bar_width = max(10, width - 48)
-    details = diag.steady_details()
-    for b in diag.buckets:
-        value = buckets[b]
-        share = value / total if total else 0.0
-        cells = int(round(share * bar_width))
-        table.add_row(Text(BUCKET_LABEL[b], style=BUCKET_STYLE[b]), fmt_ns(value), fmt_pct(share),
-                      Text(_BAR_CHARS * cells, style=BUCKET_STYLE[b]))
-        for key in sorted(k for k in details if k.startswith(b + ".")):
-            table.add_row(Text(f"  {key.split('.', 1)[1]}", style="dim"), Text(fmt_ns(details[key]), style="dim"),
-                          Text(fmt_pct(details[key] / total if total else 0.0), style="dim"), "")
-    parts: list[Any] = [title, attribution_bar(buckets, width), _legend(diag.buckets), table]
-    if any(k.endswith(".inferred") for k in details):
-        parts.append(Text(f"inferred = unrecorded gaps on the step's thread; {diag.attribution.gap_rule}", style="dim"))
+    for row in steady.rows:
+        if row.detail:
+            table.add_row(Text(f"  {row.label}", style="dim"), Text(fmt_ns(row.ns), style="dim"),
+                          Text(fmt_pct(row.share), style="dim"), "")
+        else:
+            style = BUCKET_STYLE[row.bucket]
+            table.add_row(Text(row.label, style=style), fmt_ns(row.ns), fmt_pct(row.share),
+                          Text(_BAR_CHARS * int(round(row.share * bar_width)), style=style))
+    parts: list[Any] = [title, attribution_bar(steady.buckets, width), _legend(buckets), table]
+    if steady.inferred_note:
+        parts.append(Text(steady.inferred_note, style="dim"))
     return Group(*parts)
 
 
-def _per_step(diag: Any) -> Table:
-    per = diag.attribution.per_step
+def _per_step(steps: StepTable) -> Table:
     table = Table(title="Per step", title_justify="left", title_style="bold", box=None, header_style="bold")
     table.add_column("step", no_wrap=True)
     table.add_column("time", justify="right")
-    short = {"kernel": "kern", "communication": "comm", "memcpy": "copy", "graph_build": "build", "sync_wait": "sync",
-             "launch_overhead": "launch", "input": "input", "host_compute": "host", "idle": "idle"}
-    shown = [b for b in BUCKETS if per[b].any()]
-    for b in shown:
-        table.add_column(short[b], justify="right", style=BUCKET_STYLE[b])
-    partial = set(diag.steps.partial)
-    per_bucket = {b: per[b].tolist() for b in shown}
-    for i, row in enumerate(diag.steps.table.tuples()):
-        label = f"#{row.number}" + (" cold" if row.cold else "") + (" partial" if i in partial else "")
-        table.add_row(label, fmt_ns(row.duration), *[fmt_ns(per_bucket[b][i], compact=True) for b in shown])
+    for b in steps.shown:
+        table.add_column(BUCKET_SHORT[b], justify="right", style=BUCKET_STYLE[b])
+    for row in steps.rows:
+        label = f"#{row.number}" + (" cold" if row.cold else "") + (" partial" if row.partial else "")
+        table.add_row(label, fmt_ns(row.duration_ns), *[fmt_ns(row.buckets[b], compact=True) for b in steps.shown])
     return table
 
 
-def _cold(diag: Any, width: int) -> Group | None:
+def _cold(report: DiagnosisReport, width: int) -> Group | None:
     """Each cold step with its own attribution bar, so cold and steady read side by side."""
-    table = diag.steps.table
-    cold = np.flatnonzero(table["cold"])
-    if not len(cold):
+    if not report.cold:
         return None
-    steady = diag.steady_step_ns
     parts: list[Any] = [Text("Cold step(s)", style="bold")]
-    per = diag.attribution.per_step
-    for i in cold.tolist():
-        row = table.take([i]).records()[0]
-        extra = row["duration"] - steady
-        builds = int(per["graph_build"][i])
-        line = Text(f"  #{row['number']}: {fmt_ns(row['duration'])} ({fmt_ns(extra)} over steady) · graph "
-                    f"build/compile {fmt_ns(builds)} in {row['graph_build_events']} events")
-        if extra > 0 and steady > 0:
-            line.append(f" · {extra / steady:.1f} steady steps' worth")
-        parts.append(line)
-        parts.append(attribution_bar({b: float(per[b][i]) for b in BUCKETS}, width))
+    for step in report.cold:
+        parts.append(Text(f"  {step.sentence}"))
+        parts.append(attribution_bar(step.buckets, width))
     return Group(*parts)
 
 
@@ -177,92 +137,47 @@ def _legend(buckets: tuple[str, ...]) -> Text:
     return text
 
 
-def _top(frame: Any, title: str, width: int, unit_label: str) -> Table | None:
-    if frame is None or not len(frame):
+def _top(top: TopTable | None, width: int) -> Table | None:
+    if top is None:
         return None
-    table = Table(title=title, title_justify="left", title_style="bold", box=None, header_style="bold")
+    table = Table(title=top.title, title_justify="left", title_style="bold", box=None, header_style="bold")
     name_width = max(20, width - 40)
     # The name column folds rather than cut: its cells are already shortened to be told apart.
-    table.add_column("name", max_width=name_width, overflow="fold")
-    table.add_column(unit_label, justify="right")
-    table.add_column("time/step", justify="right")
-    table.add_column("mean", justify="right")
-    table.add_column("share", justify="right")
-    # Names cut so that no two rows read the same (two layers' MatMul:_MklMatMul differ in the middle).
-    for name, row in zip(distinct_shortened(frame["name"].tolist(), name_width), frame.tuples()):
-        table.add_row(name, f"{row.count_per_step:.1f}", fmt_ns(row.time_per_step_ns), fmt_ns(row.mean_ns),
-                      fmt_pct(row.share))
+    table.add_column(top.headers[0], max_width=name_width, overflow="fold")
+    for header in top.headers[1:]:
+        table.add_column(header, justify="right")
+    for name, cells in zip(shortened(top.names, name_width), top.rows):
+        table.add_row(name, *cells)
     return table
 
 
-def _launch(diag: Any) -> Table:
-    s = diag.launch
-    table = Table(title="Launch / dispatch", title_justify="left", title_style="bold", box=None, show_header=False)
+def _key_values(grid: Grid) -> Table:
+    table = Table(title=grid.title, title_justify="left", title_style="bold", box=None, show_header=False)
     table.add_column(style="bold")
     table.add_column(justify="right")
-    table.add_row("framework ops dispatched per step", f"{s.ops_per_step:.1f}")
-    table.add_row("host time per op (inclusive)", fmt_ns(s.host_ns_per_op))
-    if diag.timeline.has_device:
-        table.add_row("kernel launches per step", f"{s.launches_per_step:.1f}")
-        table.add_row("launch call median / p95", f"{fmt_ns(s.launch_call_median_ns)} / {fmt_ns(s.launch_call_p95_ns)}")
-        table.add_row("launch delay median / p95", f"{fmt_ns(s.launch_delay_median_ns)} / {fmt_ns(s.launch_delay_p95_ns)}")
-        table.add_row("device time per kernel (mean)", fmt_ns(s.device_ns_per_kernel))
-        table.add_row("short kernels (device < launch call)", f"{fmt_pct(s.short_kernel_share)}")
-    return table
-
-
-def _device(diag: Any) -> Table | None:
-    frame = diag.device
-    if frame is None or not len(frame):
-        return None
-    table = Table(title="Device time, whole trace (HTA temporal-breakdown definitions)", title_justify="left",
-                  title_style="bold", box=None, header_style="bold")
-    for col in ("device", "span", "busy", "idle", "compute"):
-        table.add_column(col, justify="right")
-    for row in frame.tuples():
-        table.add_row(str(row.device), fmt_ns(row.span_ns), fmt_ns(row.busy_ns),
-                      f"{fmt_ns(row.idle_ns)} ({fmt_pct(row.idle_share)})",
-                      f"{fmt_ns(row.compute_ns)} ({fmt_pct(row.compute_share)})")
-    return table
-
-
-def _table_block(title: str, headers: tuple[str, ...], rows: list[list[str]]) -> Table:
-    table = Table(title=title, title_justify="left", title_style="bold", box=None, header_style="bold")
-    for i, col in enumerate(headers):
-        table.add_column(col, justify="right" if i else "left", no_wrap=not i)
-    for row in rows:
+    for row in grid.rows:
         table.add_row(*row)
     return table
 
 
-def _memory(diag: Any, width: int) -> list[Table]:
-    """Peak memory per step and the ops that allocate most (only for traces with allocator samples)."""
-    if diag.memory is None:
-        return []
-    return [_table_block(MEMORY_TITLE, MEMORY_STEP_HEADERS, memory_step_rows(diag)),
-            _table_block(MEMORY_OPS_TITLE, MEMORY_OP_HEADERS, memory_op_rows(diag, max(30, width - 40)))]
-
-
-def _communication(diag: Any) -> Table | None:
-    """Collective kernels per step: how much compute hides (only for traces with collectives)."""
-    if diag.communication is None:
-        return None
-    table = Table(title=COMM_TITLE, title_justify="left", title_style="bold", box=None, header_style="bold")
-    for i, col in enumerate(COMM_HEADERS):
-        table.add_column(col, justify="right" if i else "left", no_wrap=not i)
-    for row in comm_rows(diag):
-        table.add_row(*row)
+def _grid(grid: Grid, width: int, name_width: int | None = None) -> Table:
+    """A grid as a rich table: text columns left, numbers right; names cut to ``name_width``."""
+    table = Table(title=grid.title or None, title_justify="left", title_style="bold", box=None, header_style="bold")
+    for i, header in enumerate(grid.headers):
+        table.add_column(header, justify="left" if i in grid.left else "right", no_wrap=not i)
+    columns = {i: shortened([row[i] for row in grid.rows], name_width) for i in grid.names} if name_width else {}
+    for r, row in enumerate(grid.rows):
+        cells: list[Any] = [columns[i][r] if i in columns else cell for i, cell in enumerate(row)]
+        if grid.bucket_of(r):
+            cells[0] = Text(cells[0], style=BUCKET_STYLE.get(grid.bucket_of(r), ""))
+        table.add_row(*cells)
     return table
 
 
-GRADE_STYLE = {"high": "bold red", "moderate": "yellow", "none": "green", "skipped": "bright_black"}
-GRADE_LABEL = {"high": "HIGH", "moderate": "MODERATE", "none": "ok", "skipped": "skipped"}
-
-
-def findings_block(findings: list[Any], title: str = "Findings") -> Table | None:
-    """In the analysis's order (analyzers/findings/diagnosis.py ``ranked``): problems first, the largest
-    cause first whatever its grade (a high grade on a small share does not outrank it), then
-    passed rules, then skipped ones."""
+def findings_block(findings: tuple[FindingLine, ...], title: str = "Findings") -> Table | None:
+    """In the analysis's order (analyzers/findings/diagnosis.py ``ranked``): problems first, the
+    largest cause first whatever its grade (a high grade on a small share does not outrank it),
+    then passed rules, then skipped ones."""
     if not findings:
         return None
     table = Table(title=title, title_justify="left", title_style="bold", box=None, show_header=False,
@@ -272,41 +187,35 @@ def findings_block(findings: list[Any], title: str = "Findings") -> Table | None
     for f in findings:
         body = Text()
         body.append(f"{f.rule}: ", style="bold")
-        body.append(_flat(f.summary) if f.grade != "none" else f"no problem: {_flat(f.summary)}")
-        if f.grade in ("high", "moderate") and f.advice:
+        body.append(_flat(f.text))
+        if f.advice:
             body.append(f"\n→ {_flat(f.advice)}", style="dim")
-        table.add_row(Text(GRADE_LABEL.get(f.grade, f.grade), style=GRADE_STYLE.get(f.grade, "")), body)
+        table.add_row(Text(f.label, style=GRADE_STYLE.get(f.grade, "")), body)
     return table
 
 
-def quality_block(quality: Any, title: str = QUALITY_TITLE) -> Text | Table:
+def quality_block(section: QualitySection) -> Text | Table:
     """The trace-quality section: one line for a clean trace, else a count and a sentence per
     problem (and the readers' notes)."""
-    headline = quality_headline(quality, title)
-    rows = quality_rows(quality)
-    if not rows:
-        return Text(headline)
-    table = Table(title=headline, title_justify="left", title_style="bold", box=None, show_header=False,
+    if not section.rows:
+        return Text(section.headline)
+    table = Table(title=section.headline, title_justify="left", title_style="bold", box=None, show_header=False,
                   pad_edge=False)
     table.add_column(no_wrap=True, justify="right")
     table.add_column(ratio=1)
-    for count, sentence in rows:
+    for count, sentence in section.rows:
         table.add_row(Text(count, style="dim" if count == "note" else "bold red"), _flat(sentence))
     return table
 
 
-def render_one(diag: Any, width: int) -> list[Any]:
-    parts: list[Any] = [Panel(_header(diag), title="traceview diagnose", title_align="left", width=width)]
-    parts.append(_steady(diag, width))
-    parts.append(_per_step(diag))
-    cold = _cold(diag, width)
-    if cold is not None:
-        parts.append(cold)
-    kernel_title = "Top kernels" if diag.timeline.has_device else "Top compute ops (self time of ops doing the math)"
-    for block in (_top(diag.kernels, kernel_title, width, "n/step"),
-                  _top(diag.ops, "Top framework ops (top level, inclusive host time)", width, "n/step"),
-                  _launch(diag), _device(diag), _communication(diag), *_memory(diag, width),
-                  findings_block(diag.findings), quality_block(diag.quality)):
+def render_one(report: DiagnosisReport, width: int) -> list[Any]:
+    parts: list[Any] = [Panel(_header(report), title="traceview diagnose", title_align="left", width=width),
+                        _steady(report.steady, report.buckets, width), _per_step(report.steps)]
+    memory = [_grid(grid, width, max(30, width - 40)) for grid in report.memory]
+    for block in (_cold(report, width), _top(report.kernels, width), _top(report.ops, width),
+                  _key_values(report.launch), _grid(report.device, width) if report.device else None,
+                  _grid(report.communication, width) if report.communication else None, *memory,
+                  findings_block(report.findings), quality_block(report.quality)):
         if block is not None:
             parts.append(block)
     return parts
@@ -344,150 +253,120 @@ class _Visible:
             yield segment if segment.control else Segment(visible(segment.text), segment.style)
 
 
-def render(diagnoses: list[Any], width: int = 100, color: bool = False, comparisons: list[Any] | None = None,
-           multi_rank: list[Any] | None = None, **_: Any) -> str:
-    text = "\n".join(_print_all(render_one(diag, width), width, color) for diag in diagnoses)
+def render(diagnoses: list[Diagnosis], width: int = 100, color: bool = False,
+           comparisons: list[Comparison] | None = None, multi_rank: list[MultiRank] | None = None, **_: Any) -> str:
+    text = "\n".join(_print_all(render_one(diagnosis_report(diag), width), width, color) for diag in diagnoses)
     if comparisons:
-        text += "\n" + _print_all([_across(group, width) for group in by_baseline(comparisons)], width, color)
+        text += "\n" + _print_all([_across(across_grid(group)) for group in by_baseline(comparisons)], width, color)
     for run in multi_rank or []:
-        text += "\n" + _print_all(multi_rank_parts(run, width), width, color)
+        text += "\n" + _print_all(multi_rank_parts(ranks_report(run), width), width, color)
     return text
 
 
-def multi_rank_parts(run: Any, width: int) -> list[Any]:
+def multi_rank_parts(report: RanksReport, width: int) -> list[Any]:
     """The ranks of one run: per-rank steady step, stragglers per step, spread of each cause."""
-    parts: list[Any] = [Group(Text(ranks_title(run), style="bold"), Text(ranks_headline(run)))]
-    ranks = Table(title=RANKS_TITLE, title_justify="left", title_style="bold", box=None, header_style="bold")
-    for header in RANKS_HEADERS:
+    parts: list[Any] = [Group(Text(report.title, style="bold"), Text(report.headline))]
+    trace_width = max(20, width - 50)
+    ranks = Table(title=report.ranks.title, title_justify="left", title_style="bold", box=None, header_style="bold")
+    for header in report.ranks.headers:
         ranks.add_column(header, justify="left" if header == "trace" else "right", no_wrap=True,
-                         max_width=max(20, width - 50) if header == "trace" else None)
-    for row in rank_rows(run):
-        row[1] = shorten(row[1], max(20, width - 50))
-        ranks.add_row(*row)
+                         max_width=trace_width if header == "trace" else None)
+    for row in report.ranks.rows:
+        ranks.add_row(row[0], shorten(row[1], trace_width), *row[2:])
     parts.append(ranks)
-    headers, rows = straggler_rows(run)
-    if rows:
-        table = Table(title=STRAGGLERS_TITLE, title_justify="left", title_style="bold", box=None, header_style="bold")
-        for header in headers:
+    if report.stragglers is not None:
+        grid = report.stragglers
+        table = Table(title=grid.title, title_justify="left", title_style="bold", box=None, header_style="bold")
+        for header in grid.headers:
             table.add_column(header, justify="right", no_wrap=True)
-        for flagged, cells in rows:
-            table.add_row(*cells[:4], Text(cells[4], style="bold red" if flagged else ""), *cells[5:])
+        for r, cells in enumerate(grid.rows):
+            table.add_row(*cells[:4], Text(cells[4], style="bold red" if grid.is_flagged(r) else ""), *cells[5:])
         parts.append(table)
-    spread = Table(title=SPREAD_TITLE, title_justify="left", title_style="bold", box=None, header_style="bold")
-    for header in SPREAD_HEADERS:
+    spread = Table(title=report.spread.title, title_justify="left", title_style="bold", box=None, header_style="bold")
+    for header in report.spread.headers:
         spread.add_column(header, justify="left" if header == "cause" else "right", no_wrap=True)
-    for bucket, cells in spread_rows(run, BUCKET_LABEL):
-        spread.add_row(Text(cells[0], style=BUCKET_STYLE.get(bucket, "")), *cells[1:])
+    for r, cells in enumerate(report.spread.rows):
+        spread.add_row(Text(cells[0], style=BUCKET_STYLE.get(report.spread.bucket_of(r), "")), *cells[1:])
     parts.append(spread)
-    parts.extend(Text(f"note: {_flat(note)}", style="dim") for note in run.notes)
+    parts.extend(Text(f"note: {_flat(note)}", style="dim") for note in report.notes)
     return parts
 
 
-def _across(comparisons: list[Any], width: int) -> Group:
-    """One line per trace compared with the folder's torch baseline, under a title as wide as
-    the report (a table's own title wraps at the table's width)."""
-    title = Text(f"Across the traces: each compared with {_flat(baseline_label(comparisons[0]))} "
-                 f"({fmt_ns(comparisons[0].baseline_step_ns)} per steady step)", style="bold")
+def _across(grid: Grid) -> Group:
+    """One line per trace compared with the folder's baseline, under a title as wide as the report
+    (a table's own title wraps at the table's width)."""
+    title = Text(_flat(grid.title), style="bold")
     table = Table(box=None, header_style="bold")
-    table.add_column("trace", no_wrap=True)
-    table.add_column("step", justify="right", no_wrap=True)
-    table.add_column("×", justify="right", no_wrap=True)
-    table.add_column("largest cause of the gap", no_wrap=True)
-    table.add_column("expl.", justify="right", no_wrap=True)
-    for cmp in comparisons:
-        top = cmp.ranked()[0]
-        cause = f"{'+' if top.delta_ns >= 0 else '-'}{fmt_ns(abs(top.delta_ns))} {BUCKET_LABEL[top.bucket]}"
-        table.add_row(_flat(trace_label(cmp.candidate.timeline.meta.source)), fmt_ns(cmp.candidate_step_ns),
-                      f"{cmp.ratio:.2f}", cause,
-                      fmt_pct(cmp.explained_share))
+    for i, header in enumerate(grid.headers):
+        table.add_column(header, justify="left" if i in grid.left else "right", no_wrap=True)
+    for row in grid.rows:
+        table.add_row(_flat(row[0]), *row[1:])
     return Group(title, table)
 
 
-def _comparison_parts(cmp: Any, width: int) -> list[Any]:
-    base, cand = cmp.baseline, cmp.candidate
-    gap = cmp.gap_ns
+def _comparison_parts(report: ComparisonReport, width: int) -> list[Any]:
     header = Table.grid(padding=(0, 1))
     header.add_column(style="bold", no_wrap=True)
     header.add_column()
-    for label, diag in (("baseline", base), ("candidate", cand)):
-        m = diag.timeline.meta
-        header.add_row(label, f"{_flat(m.source)} · {m.framework} · {len(diag.steady_positions)} steady steps")
+    for side in report.sides:
+        header.add_row(side.role, f"{_flat(side.source)} · {side.framework} · {side.steady_steps} steady steps")
     parts: list[Any] = [Panel(header, title="traceview compare", title_align="left", width=width)]
-    lead, rest = gap_headline(cmp)
-    rest += gap_caveats(cmp)
     headline = Text()
-    headline.append(lead, style="bold")
-    headline.append(f"{rest} Medians: candidate {fmt_ns(cand.steady_step_ns)}, baseline {fmt_ns(base.steady_step_ns)}.")
+    headline.append(report.lead, style="bold")
+    headline.append(report.rest)
     parts.append(headline)
-    causes = listed_causes(cmp)
-    if causes:
-        sentence = Text("Where the gap comes from: ", style="bold")
-        sentence.append("; ".join(gap_cause(d, gap) for d in causes))
-        paused = (f"; pauses of the step's thread (the machine took the core) {fmt_ns(cmp.paused_delta_ns)}"
-                  if cmp.paused_delta_ns else "")
-        sentence.append(f". Named causes explain {fmt_pct(cmp.explained_share)}{paused}; unexplained (nothing "
-                        f"recorded) {fmt_ns(cmp.unexplained_ns)}.")
+    if report.causes:
+        lead, _, rest = report.causes.partition(": ")
+        sentence = Text(f"{lead}: ", style="bold")
+        sentence.append(rest)
         parts.append(sentence)
-    table = Table(box=None, header_style="bold")
-    table.add_column("cause")
-    table.add_column("baseline", justify="right")
-    table.add_column("candidate", justify="right")
-    table.add_column("delta", justify="right")
-    table.add_column("of gap", justify="right")
-    for d in cmp.buckets:
-        table.add_row(Text(BUCKET_LABEL[d.bucket], style=BUCKET_STYLE[d.bucket]), fmt_ns(d.baseline_ns),
-                      fmt_ns(d.candidate_ns), fmt_ns(d.delta_ns), fmt_pct(d.delta_ns / gap) if gap else "-")
-    table.add_row(Text("step", style="bold"), fmt_ns(cmp.baseline_step_ns), fmt_ns(cmp.candidate_step_ns),
-                  fmt_ns(gap), "100.0 %" if gap else "-")
-    parts.append(table)
-    fam = cmp.families
-    if not fam.empty:
-        ft = Table(title="Op families per steady step (A = baseline, B = candidate; host = dispatch per op)",
-                   title_justify="left", title_style="bold", box=None, header_style="bold")
-        ft.add_column("family")
-        for header in ("ops A", "ops B", "compute A", "compute B", "host A", "host B"):
-            ft.add_column(header, justify="right", no_wrap=True)
-        for family in fam.index:
-            row = fam.loc[family]
-            ft.add_row(family, f"{row['baseline_ops_per_step']:.1f}", f"{row['candidate_ops_per_step']:.1f}",
-                       fmt_ns(row["baseline_compute_ns"]), fmt_ns(row["candidate_compute_ns"]),
-                       fmt_ns(row["baseline_dispatch_ns_per_op"]), fmt_ns(row["candidate_dispatch_ns_per_op"]))
-        parts.append(ft)
-    if len(cmp.op_diff):
-        parts.append(_op_diff(cmp, width))
-    c = cmp.cold
+    buckets = Table(box=None, header_style="bold")
+    for i, header in enumerate(report.buckets.headers):
+        buckets.add_column(header, justify="left" if i in report.buckets.left else "right")
+    for r, row in enumerate(report.buckets.rows):
+        style = "bold" if report.buckets.is_flagged(r) else BUCKET_STYLE[report.buckets.bucket_of(r)]
+        buckets.add_row(Text(row[0], style=style), *row[1:])
+    parts.append(buckets)
+    if report.families is not None:
+        families = _grid(report.families, width)
+        for column in families.columns[1:]:
+            column.no_wrap = True
+        parts.append(families)
+    if report.op_diff is not None:
+        parts.append(_op_diff(report.op_diff, width))
     cold = Text("Cold start: ", style="bold")
-    cold.append(f"baseline {fmt_ns(c.baseline_cold_ns) if c.baseline_cold_ns is not None else 'no cold step'}"
-                f" (graph build {fmt_ns(c.baseline_graph_build_ns)}), candidate "
-                f"{fmt_ns(c.candidate_cold_ns) if c.candidate_cold_ns is not None else 'no cold step'}"
-                f" (graph build {fmt_ns(c.candidate_graph_build_ns)}); {_flat(c.payback_note)}.")
+    cold.append(_flat(report.cold_start))
     parts.append(cold)
-    block = findings_block(cmp.findings, "Gap findings")
-    if block is not None:
-        parts.append(block)
-    for label, diag in (("baseline", base), ("candidate", cand)):
-        block = findings_block(diag.findings, f"Findings: {label} ({diag.timeline.meta.framework})")
+    for block in (findings_block(report.findings, "Gap findings"),
+                  *(findings_block(d.findings, f"Findings: {side.role} ({side.framework})")
+                    for side, d in zip(report.sides, (report.baseline, report.candidate)))):
         if block is not None:
             parts.append(block)
-    parts += [quality_block(diag.quality, f"{QUALITY_TITLE}, {label}") for label, diag in (("baseline", base),
-                                                                                            ("candidate", cand))]
+    parts += [quality_block(quality_section_titled(d, f"{QUALITY_TITLE}, {side.role}"))
+              for side, d in zip(report.sides, (report.baseline, report.candidate))]
     return parts
 
 
-def _op_diff(cmp: Any, width: int) -> Table:
+def quality_section_titled(report: DiagnosisReport, title: str) -> QualitySection:
+    """A trace's quality section under another title (a comparison names each side's)."""
+    return QualitySection(title + report.quality.headline[len(QUALITY_TITLE):], report.quality.rows)
+
+
+def _op_diff(grid: Grid, width: int) -> Table:
     """Ops and kernels aligned by name: names cut to fit, never so that two read the same."""
-    table = Table(title=OP_DIFF_TITLE, title_justify="left", title_style="bold", box=None, header_style="bold")
-    for i, header in enumerate(OP_DIFF_HEADERS):
+    table = Table(title=grid.title, title_justify="left", title_style="bold", box=None, header_style="bold")
+    for i, header in enumerate(grid.headers):
         # The name column folds rather than cut: its cells are already shortened to be told apart.
         table.add_column(header, justify="right" if i > 1 else "left", no_wrap=i > 0,
                          overflow="fold" if i == 0 else "ellipsis")
-    for row in op_diff_rows(cmp, max(16, width - 56)):
-        table.add_row(*row)
+    names = shortened([row[0] for row in grid.rows], max(16, width - 56))
+    for name, row in zip(names, grid.rows):
+        table.add_row(name, *row[1:])
     return table
 
 
-def render_comparison(comparison: Any, width: int = 100, color: bool = False, **_: Any) -> str:
-    return _print_all(_comparison_parts(comparison, width), width, color)
+def render_comparison(comparison: Comparison, width: int = 100, color: bool = False, **_: Any) -> str:
+    return _print_all(_comparison_parts(comparison_report(comparison), width), width, color)
 
 
 RENDERER = Renderer(name="terminal", extension=".txt", render_diagnoses=render,

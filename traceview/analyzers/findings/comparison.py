@@ -18,7 +18,7 @@ from traceview.analyzers.findings.diagnosis import HALF_PRECISION, INTRA_OP_POOL
 from traceview.analyzers.findings.spec import FindingSpec, Phrase
 from traceview.analyzers.findings.spec import rephrased as spec_rephrased
 from traceview.results import GIL_WAIT_DETAIL, BucketDelta, Comparison, Finding
-from traceview.text import fmt_batches, fmt_ns, fmt_pct, fmt_ratio
+from traceview.text import BUCKET_LABEL, fmt_batches, fmt_ns, fmt_pct, fmt_ratio
 
 GAP_CAUSE_PREFIX = "gap_"  # gap_<bucket>: a named cause of a comparison's gap
 
@@ -47,7 +47,7 @@ def _cause_summary(bucket: str) -> Phrase:
     def phrase(e: Mapping[str, Any], explains: float) -> str:
         delta = e["delta_ns"]
         slower = "candidate" if delta > 0 else "baseline"
-        return (f"{bucket}: {fmt_ns(abs(delta))} more per step in the {slower} "
+        return (f"{BUCKET_LABEL.get(bucket, bucket)}: {fmt_ns(abs(delta))} more per step in the {slower} "
                 f"({fmt_pct(e['share_of_gap'])} of the gap)")
     return phrase
 
@@ -80,7 +80,8 @@ def _found(row: FindingSpec, grade: str, evidence: Mapping[str, Any], advice: st
 def _cause(bucket: str, grade: str, evidence: Mapping[str, Any], advice: str) -> Finding:
     """A bucket named as a cause of the gap: its row (``gap_<bucket>``) with the bucket's name."""
     finding = spec.GAP_CAUSE.finding(grade, evidence, advice, 0.0, _cause_summary(bucket)(evidence, 0.0))
-    return replace(finding, rule=f"{GAP_CAUSE_PREFIX}{bucket}", detects=f"{bucket} explains part of the gap")
+    return replace(finding, rule=f"{GAP_CAUSE_PREFIX}{bucket}",
+                   detects=spec.GAP_CAUSE.detects.replace("<bucket>", BUCKET_LABEL[bucket]))
 
 
 def rephrased(finding: Finding) -> Finding:
