@@ -290,8 +290,6 @@ def export(traces: PathLike | Sequence[PathLike], perfetto: PathLike, *, run: st
     try:
         size = perfetto_renderer.write(diagnoses, target, redact=redact)
     except OSError as err:
-        from traceview.commands.output import remove_partial
-
         remove_partial(target)
         raise UsageError(f"{target}: cannot write the trace ({err.strerror})") from None
     return Export(path=target, sources=tuple(d.source for d in diagnoses),
@@ -313,6 +311,17 @@ def refuse_overwriting_inputs(target: PathLike, inputs: Sequence[PathLike], opti
             continue
         if (read.st_dev, read.st_ino) == (written.st_dev, written.st_ino):
             raise UsageError(f"{option} {target}: would overwrite the input trace {path}; choose another file name")
+
+
+def remove_partial(path: PathLike) -> None:
+    """Remove what a failed write left of a file (a full disk stops it half way): a truncated
+    report or export would pass for a whole one."""
+    path = Path(path)
+    try:
+        if path.is_file():
+            path.unlink()
+    except OSError:
+        pass  # (it could not be written; it may not be removable either)
 
 
 def render(result: Diagnosis | FolderDiagnosis | Comparison, format: str = "terminal", *, width: int = 100,
