@@ -8,11 +8,13 @@ import numpy as np
 import orjson
 import pytest
 
+import traceview
 from tests.conftest import SAMPLES, shared_trace
 from tests.test_cli import run_cli
 from tests.test_ranks import STRETCH_STEP, sample_torch_eager, write_rank
 from traceview.analyzers.diagnosis import diagnose
-from traceview.commands.normalize import trace_stems
+from traceview.errors import UsageError
+from traceview.parquet import trace_stems
 from traceview.schema import COLUMNS
 
 pq = pytest.importorskip("pyarrow.parquet")
@@ -95,6 +97,22 @@ def test_duckdb_kernel_time_per_rank_on_a_real_gpu_trace(tmp_path):
     steps = query(out, "SELECT rank, sum(kernel_ns) AS k, sum(total_ns) AS t, sum(duration_ns) AS d FROM steps "
                        "GROUP BY rank ORDER BY rank")
     assert all(r["t"] == r["d"] and 0 < r["k"] <= r["d"] for r in steps)
+
+
+def test_write_parquet_is_normalize(tmp_path, two_ranks):
+    """traceview.write_parquet writes the tables `traceview normalize` writes, and says what it wrote."""
+    runs, out = two_ranks
+    traces = sorted(runs.glob("*.json.gz"))
+    written = traceview.write_parquet([runs, traces[0]], tmp_path / "lib", jobs=1)  # a trace named twice: once
+    assert written.folder == tmp_path / "lib" and written.sources == tuple(map(str, traces))
+    names = sorted(p.name for p in out.glob("*.parquet"))
+    assert sorted(p.name for p in written.folder.glob("*.parquet")) == names
+    for name in names:
+        assert pq.read_table(written.folder / name).equals(pq.read_table(out / name)), name
+    assert written.events == sum(pq.read_metadata(out / n).num_rows for n in names if n.endswith(".events.parquet"))
+    assert written.steps == sum(pq.read_metadata(out / n).num_rows for n in names if n.endswith(".steps.parquet"))
+    with pytest.raises(UsageError, match="--jobs must be at least 1"):
+        traceview.write_parquet(runs, tmp_path / "none", jobs=0)
 
 
 def test_query_output_formats_and_escaping(two_ranks):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Union
 from traceview.errors import QualityError, RegressionError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from traceview.parquet import ParquetFiles
     from traceview.results import AttributionOptions, Comparison, Diagnosis, Export, FolderDiagnosis
     from traceview.schema import Timeline
 
@@ -294,6 +295,41 @@ def export(traces: PathLike | Sequence[PathLike], perfetto: PathLike, *, run: st
         raise UsageError(f"{target}: cannot write the trace ({err.strerror})") from None
     return Export(path=target, sources=tuple(d.source for d in diagnoses),
                   events=sum(len(d.timeline.table) for d in diagnoses), bytes=size)
+
+
+def write_parquet(traces: PathLike | Sequence[PathLike], output: PathLike, *, run: str | None = None,
+                  jobs: int | None = None) -> ParquetFiles:
+    """Write each trace's normalized timeline and per-step attribution as Parquet files
+    (``traceview normalize``): ``<stem>.events.parquet`` (one row per event) and
+    ``<stem>.steps.parquet`` (one row per step, with the ns of every cause), each with the trace's
+    rank and source; columns in docs/multi_rank.md. Read the folder with ``traceview query``, DuckDB,
+    pandas, Spark or Dask.
+
+    ``traces``: one input or several (files, logdirs, folders of rank traces; a trace named twice
+    is written once); ``output``: the folder for the files (created when missing). ``run`` as for
+    :func:`diagnose`; ``jobs``: traces read at once, one process each (default: one per core).
+    Returns a :class:`~traceview.parquet.ParquetFiles` (the folder, the traces, the rows written).
+    Raises :class:`~traceview.errors.MissingExtraError` without pyarrow (``traceview[parquet]``)."""
+    from traceview.parquet import EVENTS_SUFFIX, STEPS_SUFFIX, require_pyarrow, trace_stems, write_traces
+
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    require_pyarrow()  # before any trace is read: a missing extra is one line, not minutes later
+    folder = Path(output)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--output {folder}: is a file; give a folder for the Parquet files")
+    inputs = [traces] if isinstance(traces, (str, os.PathLike)) else list(traces)
+    # A trace named twice (a file and its folder) is written once.
+    paths = list(dict.fromkeys(p for trace in inputs for p in trace_files(trace, run)))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"--output {folder}: cannot create the folder ({err.strerror})") from None
+    stems = trace_stems(paths)
+    for stem in stems.values():  # a trace may have any name: even the one an output file gets
+        for suffix in (EVENTS_SUFFIX, STEPS_SUFFIX):
+            refuse_overwriting_inputs(folder / f"{stem}{suffix}", paths, "--output")
+    return write_traces(paths, folder, stems, _workers(jobs, len(paths)))
 
 
 def refuse_overwriting_inputs(target: PathLike, inputs: Sequence[PathLike], option: str) -> None:

@@ -26,7 +26,7 @@ def query(
     """Run SQL over the Parquet files of a folder: view `events` (every event of every rank) and view
     `steps` (every step of every rank, with the ns of each cause). Columns and examples: docs/multi_rank.md.
     """
-    from traceview.renderers.parquet import EVENTS_SUFFIX, STEPS_SUFFIX
+    from traceview.parquet import EVENTS_SUFFIX, STEPS_SUFFIX
 
     if format not in FORMATS:
         raise UsageError(f"--format {format!r} is not one of: {', '.join(FORMATS)}")
