@@ -43,7 +43,7 @@ def _capture_function() -> Callable[..., Any]:
 
 # The public library, in the order the reference lists it.
 API_FUNCTIONS: tuple[Callable[..., Any], ...] = (api.load, api.diagnose, api.compare, api.export, api.write_parquet,
-                                                 api.render, _capture_function(), profile_schedule.schedule)
+                                                 api.query, api.render, _capture_function(), profile_schedule.schedule)
 RESULT_TYPES: tuple[type, ...] = (
     results.Diagnosis, results.FolderDiagnosis, results.Comparison, results.Finding, results.BucketDelta,
     results.ColdStart, results.Steps, results.Attribution, results.AttributionOptions, results.LaunchStats,

@@ -168,6 +168,18 @@ def test_query_runs_every_statement_and_shows_every_query(two_ranks):
     assert two.returncode == 2 and "take one result" in two.stderr and not two.stdout
 
 
+def test_the_library_query_is_the_commands_text(two_ranks):
+    _, out = two_ranks
+    sql = "SELECT rank, count(*) AS n, min(name) AS first FROM events GROUP BY rank ORDER BY rank"
+    for format in ("table", "csv", "json"):
+        printed = run_cli("query", str(out), sql, "--format", format)
+        assert printed.returncode == 0, printed.stderr
+        assert traceview.query(out, sql, format=format) == printed.stdout
+    with pytest.raises(UsageError) as caught:
+        traceview.query(str(out), "SELECT 1; SELECT 2", format="csv")
+    assert run_cli("query", str(out), "SELECT 1; SELECT 2", "-f", "csv").stderr.strip() == f"traceview: {caught.value}"
+
+
 @pytest.mark.parametrize("args, message", [
     (["SELECT nope FROM events"], "query failed"),
     (["SELECT 1", "--format", "xml"], "--format"),

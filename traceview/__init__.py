@@ -8,6 +8,7 @@ The library is the command line's own functions (:mod:`traceview.api`; reference
     cmp = traceview.compare("torch.json.gz", "tf.xplane.pb")  # why one is N× slower
     print(traceview.render(cmp, "md"))                        # the report `traceview compare --format md` prints
     traceview.write_parquet("runs/", "parquet/")              # traceview normalize runs/ -o parquet/
+    print(traceview.query("parquet/", "SELECT rank, max(duration_ns) FROM steps GROUP BY rank"))
     with traceview.capture("runs/mine", framework="torch") as cap: ...
     with traceview.capture("runs/mine", "tf", schedule=traceview.schedule(wait=1, warmup=1, active=3)) as cap: ...
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from traceview.api import compare, diagnose, export, load, render, write_parquet
+from traceview.api import compare, diagnose, export, load, query, render, write_parquet
 from traceview.profile_schedule import schedule
 
 __version__ = "0.1.0"
@@ -47,5 +48,5 @@ def capture(*args: Any, **kwargs: Any) -> Any:
     return _capture(*args, **kwargs)
 
 
-__all__ = ["__version__", "capture", "compare", "diagnose", "export", "load", "render", "schedule", "write_parquet",
-           *_RESULT_TYPES]
+__all__ = ["__version__", "capture", "compare", "diagnose", "export", "load", "query", "render", "schedule",
+           "write_parquet", *_RESULT_TYPES]

@@ -3,7 +3,7 @@
 ``traceview diagnose``, ``compare`` and ``export`` parse their options and call
 :func:`diagnose_report`, :func:`compare_report` and :func:`export` with them, then render the
 result; :func:`diagnose`, :func:`compare` and :func:`load` are the same functions for scripts
-and notebooks. Every input the command line accepts is accepted here (a trace file, a
+and notebooks. ``traceview normalize`` and ``query`` call :func:`write_parquet` and :func:`query`. Every input the command line accepts is accepted here (a trace file, a
 TensorBoard logdir or profile run folder, a folder of rank traces or of ``traceview collect``
 captures, ``run=`` to pick a logdir's run), every analysis option has the command-line name in
 snake_case and the same default, so a script gets the very numbers — and with
@@ -302,7 +302,7 @@ def write_parquet(traces: PathLike | Sequence[PathLike], output: PathLike, *, ru
     """Write each trace's normalized timeline and per-step attribution as Parquet files
     (``traceview normalize``): ``<stem>.events.parquet`` (one row per event) and
     ``<stem>.steps.parquet`` (one row per step, with the ns of every cause), each with the trace's
-    rank and source; columns in docs/multi_rank.md. Read the folder with ``traceview query``, DuckDB,
+    rank and source; columns in docs/multi_rank.md. Read the folder with :func:`query`, DuckDB,
     pandas, Spark or Dask.
 
     ``traces``: one input or several (files, logdirs, folders of rank traces; a trace named twice
@@ -330,6 +330,20 @@ def write_parquet(traces: PathLike | Sequence[PathLike], output: PathLike, *, ru
         for suffix in (EVENTS_SUFFIX, STEPS_SUFFIX):
             refuse_overwriting_inputs(folder / f"{stem}{suffix}", paths, "--output")
     return write_traces(paths, folder, stems, _workers(jobs, len(paths)))
+
+
+def query(folder: PathLike, sql: str, *, format: str = "table") -> str:
+    """Run SQL over the Parquet files of a folder written by :func:`write_parquet` (``traceview
+    query``): view ``events`` (every event of every rank) and view ``steps`` (every step of every
+    rank, with the ns of each cause); columns and examples in docs/multi_rank.md.
+
+    ``sql``: one statement or several (DuckDB dialect), run in order. Returns the text the command
+    prints: with ``format`` ``"table"`` (aligned columns, long cells cut) the result of each query
+    in it; ``"csv"`` or ``"json"`` (a list of row objects; every value whole) take one query.
+    Raises :class:`~traceview.errors.MissingExtraError` without DuckDB (``traceview[query]``)."""
+    from traceview.sql import run_query
+
+    return run_query(Path(folder), sql, format)
 
 
 def refuse_overwriting_inputs(target: PathLike, inputs: Sequence[PathLike], option: str) -> None:
