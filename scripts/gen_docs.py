@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import importlib
 import inspect
 import io
 import re
@@ -20,6 +19,7 @@ from typing import Any, Callable
 
 from traceview import api, errors, parquet, profile_schedule, results, table
 from traceview.analyzers.attribution import layers_markdown
+from traceview.collectors.capture import capture
 from traceview.kinds import kinds_markdown
 from traceview.roles import roles_markdown
 
@@ -31,19 +31,9 @@ SCHEMA_BLOCKS = {"kinds": kinds_markdown}
 API_DOC = DOCS / "api.md"
 
 
-def _capture_function() -> Callable[..., Any]:
-    """``traceview.capture``, the function. Importing its module makes the package attribute the
-    module; the function is put back so ``traceview.capture(...)`` keeps working in this process."""
-    import traceview
-
-    function = importlib.import_module("traceview.capture").capture
-    traceview.capture = function  # type: ignore[attr-defined]
-    return function
-
-
 # The public library, in the order the reference lists it.
 API_FUNCTIONS: tuple[Callable[..., Any], ...] = (api.load, api.diagnose, api.compare, api.export, api.write_parquet,
-                                                 api.query, api.render, _capture_function(), profile_schedule.schedule)
+                                                 api.query, api.render, capture, profile_schedule.schedule)
 RESULT_TYPES: tuple[type, ...] = (
     results.Diagnosis, results.FolderDiagnosis, results.Comparison, results.Finding, results.BucketDelta,
     results.ColdStart, results.Steps, results.Attribution, results.AttributionOptions, results.LaunchStats,

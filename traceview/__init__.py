@@ -30,22 +30,20 @@ _RESULT_TYPES = ("Attribution", "BucketDelta", "ColdStart", "Comparison", "Diagn
                  "FolderDiagnosis", "LaunchStats", "MultiRank", "Quality", "Steps")
 
 
-def __getattr__(name: str) -> Any:  # noqa: ANN401 - a result type
+def __getattr__(name: str) -> Any:  # noqa: ANN401 - a result type, or the capture function
     if name in _RESULT_TYPES:
         from traceview import results
 
         return getattr(results, name)
+    if name == "capture":
+        # traceview.capture (traceview.collectors.capture: it drives the collectors' profiler
+        # sessions) is loaded when first asked for, so that `import traceview` loads no collector;
+        # kept as the package attribute from then on.
+        from traceview.collectors.capture import capture
+
+        globals()["capture"] = capture
+        return capture
     raise AttributeError(f"module 'traceview' has no attribute {name!r}")
-
-
-def capture(*args: Any, **kwargs: Any) -> Any:
-    """Profile a user's own training loop the way ``traceview collect`` does (see traceview.capture)."""
-    from traceview.capture import capture as _capture
-
-    # Importing the submodule traceview.capture rebinds this package attribute to the module;
-    # put the function back so `traceview.capture(...)` keeps working on later calls.
-    globals()["capture"] = _capture
-    return _capture(*args, **kwargs)
 
 
 __all__ = ["__version__", "capture", "compare", "diagnose", "export", "load", "query", "render", "schedule",
