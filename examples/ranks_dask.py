@@ -25,17 +25,17 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from traceview.analyzers.ranks import (RANK_FROM_INPUT_ORDER, RankInfo, RankSummary, declared_rank, multi_rank,
-                                       summarize)
+from traceview.analyzers.ranks import declared_rank, multi_rank, summarize
 from traceview.loader import trace_paths
+from traceview.results import RANK_FROM_INPUT_ORDER, RankInfo, RankSummary
 
 T = TypeVar("T")
 
 
 def rank_task(item: tuple[int, Path], parquet_dir: Path | None, stems: dict[Path, str]) -> RankSummary:
     """One rank: diagnose, optionally write its Parquet pair, return the compact summary."""
+    from traceview import parquet
     from traceview.analyzers.diagnosis import diagnose
-    from traceview.renderers import parquet
 
     position, path = item
     diag = diagnose(path)
@@ -70,8 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None, help="local worker processes (default: one per core)")
     args = parser.parse_args(argv)
 
-    from traceview.commands.normalize import trace_stems
     from traceview.errors import TraceviewError
+    from traceview.parquet import trace_stems
     from traceview.renderers.json_report import dumps
 
     try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import importlib
 import inspect
 import io
 import re
@@ -18,10 +17,11 @@ import tokenize
 from pathlib import Path
 from typing import Any, Callable
 
-from traceview import api, errors, profile_schedule, results, table
+from traceview import api, errors, parquet, profile_schedule, results, table
 from traceview.analyzers.findings.spec import findings_markdown
 from traceview.analyzers.findings.table import COMPARISON_FINDINGS, DIAGNOSIS_FINDINGS
 from traceview.analyzers.layers import layers_markdown
+from traceview.collectors.capture import capture
 from traceview.kinds import kinds_markdown
 from traceview.role_passes import passes_markdown
 from traceview.roles import roles_markdown
@@ -37,23 +37,13 @@ FINDINGS_BLOCKS = {"findings": lambda: findings_markdown(DIAGNOSIS_FINDINGS),
                    "comparison-findings": lambda: findings_markdown(COMPARISON_FINDINGS)}
 
 
-def _capture_function() -> Callable[..., Any]:
-    """``traceview.capture``, the function. Importing its module makes the package attribute the
-    module; the function is put back so ``traceview.capture(...)`` keeps working in this process."""
-    import traceview
-
-    function = importlib.import_module("traceview.capture").capture
-    traceview.capture = function  # type: ignore[attr-defined]
-    return function
-
-
 # The public library, in the order the reference lists it.
-API_FUNCTIONS: tuple[Callable[..., Any], ...] = (api.load, api.diagnose, api.compare, api.export, api.render,
-                                                 _capture_function(), profile_schedule.schedule)
+API_FUNCTIONS: tuple[Callable[..., Any], ...] = (api.load, api.diagnose, api.compare, api.export, api.write_parquet,
+                                                 api.query, api.render, capture, profile_schedule.schedule)
 RESULT_TYPES: tuple[type, ...] = (
     results.Diagnosis, results.FolderDiagnosis, results.Comparison, results.Finding, results.BucketDelta,
     results.ColdStart, results.Steps, results.Attribution, results.AttributionOptions, results.LaunchStats,
-    results.Quality, results.CommOverlap, results.MemoryUse, results.MultiRank, results.Export,
+    results.Quality, results.CommOverlap, results.MemoryUse, results.MultiRank, results.Export, parquet.ParquetFiles,
 )
 ERRORS: tuple[type, ...] = (errors.TraceviewError, errors.InputError, errors.FormatError, errors.UsageError,
                             errors.QualityError, errors.RegressionError, errors.MissingExtraError)
@@ -145,7 +135,10 @@ def api_markdown() -> str:
               "In `traceview.results` (and importable from `traceview`). Frozen dataclasses: change a copy with "
               "`dataclasses.replace`.", ""]
     for cls in RESULT_TYPES:
-        lines += [f"### `{cls.__name__}`", "", inspect.getdoc(cls) or "", ""]
+        lines += [f"### `{cls.__name__}`", ""]
+        if cls.__module__ != results.__name__:  # (the section's types are in traceview.results but these)
+            lines += [f"In `{cls.__module__}`.", ""]
+        lines += [inspect.getdoc(cls) or "", ""]
         comments = _field_comments(cls)
         lines += ["| field | type | meaning |", "| :--- | :--- | :--- |"]
         lines += [f"| `{f.name}` | `{_cell(str(f.type))}` | {_cell(comments.get(f.name, ''))} |"

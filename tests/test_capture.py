@@ -7,6 +7,8 @@ ranges say exactly which loop steps it holds."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +129,22 @@ def test_schedule_and_option_errors(tmp_path: Path) -> None:
         traceview.capture(tmp_path, "torch", schedule={"wait": 1, "warmup": 0, "active": 2, "every": 3})
     with pytest.raises(UsageError, match="pass traceview.schedule"):
         traceview.capture(tmp_path, "torch", schedule=3)
+
+
+_LAZY_PROBE = """
+import sys
+import traceview
+before = sorted(m for m in sys.modules if m.startswith("traceview.collectors"))
+function = traceview.capture
+print(before, function.__module__, function is traceview.capture, "max_steps" in function.__code__.co_varnames)
+"""
+
+
+def test_the_package_loads_the_capture_function_when_first_asked() -> None:
+    """`import traceview` loads no collector; `traceview.capture` is then the collectors' function
+    itself (its signature and docstring), the same object on every later use."""
+    out = subprocess.run([sys.executable, "-c", _LAZY_PROBE], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[]", "traceview.collectors.capture", "True", "True"]
 
 
 def test_tf_memory_on_the_cpu_asks_for_the_bfc_allocator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

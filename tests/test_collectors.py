@@ -535,7 +535,7 @@ def test_jax_parity_mismatch_is_loud(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_capture_api_torch_user_loop(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
-    from traceview.capture import capture
+    from traceview.collectors.capture import capture
 
     model = torch.nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -562,7 +562,7 @@ def test_capture_api_torch_user_loop(tmp_path: Path) -> None:
 
 def test_capture_api_tf_user_loop(tmp_path: Path) -> None:
     tf = pytest.importorskip("tensorflow")
-    from traceview.capture import capture
+    from traceview.collectors.capture import capture
 
     w = tf.Variable(tf.ones((4, 1)))
     x, y = tf.random.normal((32, 4)), tf.random.normal((32, 1))
@@ -588,7 +588,7 @@ def test_capture_api_tf_user_loop(tmp_path: Path) -> None:
 
 def test_capture_api_jax_user_loop(tmp_path: Path) -> None:
     jax = pytest.importorskip("jax")
-    from traceview.capture import capture
+    from traceview.collectors.capture import capture
 
     jnp = jax.numpy
     x, y = jnp.ones((32, 4)), jnp.zeros((32, 1))
@@ -618,7 +618,7 @@ def test_capture_api_jax_user_loop(tmp_path: Path) -> None:
 
 
 def test_capture_api_rejects_unknown_framework(tmp_path: Path) -> None:
-    from traceview.capture import capture
+    from traceview.collectors.capture import capture
 
     with pytest.raises(UsageError, match="use 'torch', 'tf' or 'jax'"):
         capture(tmp_path, framework="mxnet")

@@ -35,9 +35,9 @@ import pytest
 
 from traceview.analyzers.device_time import COMMUNICATION_KERNEL, device_time
 from traceview.analyzers.launch import launch_stats
-from traceview.analyzers.steps import Steps
 from traceview.errors import install_hint
 from traceview.loader import load
+from traceview.results import Steps
 from traceview.schema import Kind, Timeline
 
 REPO = Path(__file__).resolve().parents[1]

@@ -127,3 +127,23 @@ def test_a_cycle_inside_a_function_is_found(tmp_path):
     graph = import_graph(package)
     assert graph["pkg.sub.b"] == {"pkg.c"}
     assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+
+
+# The layers: the face (the command line, the console script, the package's facade) calls the
+# library; the collectors (traceview.capture among them) and what `traceview run` injects into
+# the profiled process use the library too. The library calls none of them back.
+FACE = {"traceview", "traceview.__main__", "traceview.cli", "traceview.console"}
+NOT_THE_LIBRARY = ("traceview.commands", "traceview.collectors", "traceview.inject")
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def test_the_library_imports_no_command_and_no_collector():
+    graph = import_graph(PACKAGE)
+    library = [m for m in graph if m not in FACE and not _within(m, NOT_THE_LIBRARY)]
+    assert "traceview.api" in library and "traceview.parquet" in library and "traceview.capture" not in graph
+    upward = {m: sorted(t for t in graph[m] if _within(t, ("traceview.commands", "traceview.collectors")))
+              for m in library}
+    assert not {m: t for m, t in upward.items() if t}, f"library modules importing commands or collectors: {upward}"

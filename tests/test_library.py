@@ -194,10 +194,12 @@ def test_the_options_have_the_command_lines_names_and_defaults():
     from traceview.commands.compare import compare as compare_command
     from traceview.commands.diagnose import diagnose as diagnose_command
     from traceview.commands.export import export as export_command
+    from traceview.commands.normalize import normalize as normalize_command
+    from traceview.commands.query import query as query_command
 
     presentation = {"format", "output", "width", "color"}  # traceview.render's arguments, not the analysis'
     for command, function in ((diagnose_command, traceview.diagnose), (compare_command, traceview.compare),
-                              (export_command, traceview.export)):
+                              (export_command, traceview.export), (normalize_command, traceview.write_parquet)):
         library = inspect.signature(function).parameters
         for name, parameter in inspect.signature(command).parameters.items():
             if name in presentation:
@@ -208,6 +210,10 @@ def test_the_options_have_the_command_lines_names_and_defaults():
                 assert library[name].default == default, name
         if "top" in library:
             assert str(library["top"].default) == inspect.signature(command).parameters["top"].default.default
+    # query's --format is the text it returns, not a rendering of a result: the library takes it too.
+    library = inspect.signature(traceview.query).parameters
+    for name, parameter in inspect.signature(query_command).parameters.items():
+        assert name in library and parameter.default.default in (..., library[name].default), name
 
 
 def _broken_copy(tmp_path: Path) -> Path:

@@ -8,11 +8,13 @@ import numpy as np
 import orjson
 import pytest
 
+import traceview
 from tests.conftest import SAMPLES, shared_trace
 from tests.test_cli import run_cli
 from tests.test_ranks import STRETCH_STEP, sample_torch_eager, write_rank
 from traceview.analyzers.diagnosis import diagnose
-from traceview.commands.normalize import trace_stems
+from traceview.errors import UsageError
+from traceview.parquet import trace_stems
 from traceview.schema import COLUMNS
 
 pq = pytest.importorskip("pyarrow.parquet")
@@ -97,6 +99,22 @@ def test_duckdb_kernel_time_per_rank_on_a_real_gpu_trace(tmp_path):
     assert all(r["t"] == r["d"] and 0 < r["k"] <= r["d"] for r in steps)
 
 
+def test_write_parquet_is_normalize(tmp_path, two_ranks):
+    """traceview.write_parquet writes the tables `traceview normalize` writes, and says what it wrote."""
+    runs, out = two_ranks
+    traces = sorted(runs.glob("*.json.gz"))
+    written = traceview.write_parquet([runs, traces[0]], tmp_path / "lib", jobs=1)  # a trace named twice: once
+    assert written.folder == tmp_path / "lib" and written.sources == tuple(map(str, traces))
+    names = sorted(p.name for p in out.glob("*.parquet"))
+    assert sorted(p.name for p in written.folder.glob("*.parquet")) == names
+    for name in names:
+        assert pq.read_table(written.folder / name).equals(pq.read_table(out / name)), name
+    assert written.events == sum(pq.read_metadata(out / n).num_rows for n in names if n.endswith(".events.parquet"))
+    assert written.steps == sum(pq.read_metadata(out / n).num_rows for n in names if n.endswith(".steps.parquet"))
+    with pytest.raises(UsageError, match="--jobs must be at least 1"):
+        traceview.write_parquet(runs, tmp_path / "none", jobs=0)
+
+
 def test_query_output_formats_and_escaping(two_ranks):
     _, out = two_ranks
     table = run_cli("query", str(out), "SELECT '[bold]x[/bold]' AS s, chr(27) || '[31mred' AS t, NULL AS n")
@@ -148,6 +166,18 @@ def test_query_runs_every_statement_and_shows_every_query(two_ranks):
     assert returning.returncode == 0 and orjson.loads(returning.stdout) == [{"x": 1}, {"x": 2}]
     two = run_cli("query", str(out), "SELECT 1; SELECT 2", "-f", "csv")
     assert two.returncode == 2 and "take one result" in two.stderr and not two.stdout
+
+
+def test_the_library_query_is_the_commands_text(two_ranks):
+    _, out = two_ranks
+    sql = "SELECT rank, count(*) AS n, min(name) AS first FROM events GROUP BY rank ORDER BY rank"
+    for format in ("table", "csv", "json"):
+        printed = run_cli("query", str(out), sql, "--format", format)
+        assert printed.returncode == 0, printed.stderr
+        assert traceview.query(out, sql, format=format) == printed.stdout
+    with pytest.raises(UsageError) as caught:
+        traceview.query(str(out), "SELECT 1; SELECT 2", format="csv")
+    assert run_cli("query", str(out), "SELECT 1; SELECT 2", "-f", "csv").stderr.strip() == f"traceview: {caught.value}"
 
 
 @pytest.mark.parametrize("args, message", [

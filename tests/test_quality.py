@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, cached_diagnosis, sample_kineto_traces, sample_xplane_traces
-from traceview.analyzers.quality import CHECK_KEYS, EXPECTED_DROPS, PYTHON_TRACER_NOTE, is_expected_drop
+from traceview.analyzers.quality import EXPECTED_DROPS, PYTHON_TRACER_NOTE, is_expected_drop
 from traceview.loader import trace_paths
+from traceview.results import CHECK_KEYS
 
 CLEAN_COUNTS = dict.fromkeys(CHECK_KEYS, 0)
 

@@ -20,9 +20,10 @@ import pytest
 from tests.conftest import REPO, SAMPLES, shared_trace
 from tests.test_cli import run_cli
 from traceview.analyzers.diagnosis import diagnose
-from traceview.analyzers.ranks import RANK_FROM_DISTRIBUTED, RANK_FROM_HOST_ORDER, multi_rank, summarize
+from traceview.analyzers.ranks import multi_rank, summarize
 from traceview.pool import diagnose_for_report
 from traceview.renderers import json_report
+from traceview.results import RANK_FROM_DISTRIBUTED, RANK_FROM_HOST_ORDER
 
 STRETCH_STEP = 3
 STRETCH_US = 2000.0

@@ -7,6 +7,8 @@ The library is the command line's own functions (:mod:`traceview.api`; reference
     diag = traceview.diagnose("logdir/")                      # steps, attribution, top kernels/ops, findings
     cmp = traceview.compare("torch.json.gz", "tf.xplane.pb")  # why one is N× slower
     print(traceview.render(cmp, "md"))                        # the report `traceview compare --format md` prints
+    traceview.write_parquet("runs/", "parquet/")              # traceview normalize runs/ -o parquet/
+    print(traceview.query("parquet/", "SELECT rank, max(duration_ns) FROM steps GROUP BY rank"))
     with traceview.capture("runs/mine", framework="torch") as cap: ...
     with traceview.capture("runs/mine", "tf", schedule=traceview.schedule(wait=1, warmup=1, active=3)) as cap: ...
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from traceview.api import compare, diagnose, export, load, render
+from traceview.api import compare, diagnose, export, load, query, render, write_parquet
 from traceview.profile_schedule import schedule
 
 __version__ = "0.1.0"
@@ -28,22 +30,21 @@ _RESULT_TYPES = ("Attribution", "BucketDelta", "ColdStart", "Comparison", "Diagn
                  "FolderDiagnosis", "LaunchStats", "MultiRank", "Quality", "Steps")
 
 
-def __getattr__(name: str) -> Any:  # noqa: ANN401 - a result type
+def __getattr__(name: str) -> Any:  # noqa: ANN401 - a result type, or the capture function
     if name in _RESULT_TYPES:
         from traceview import results
 
         return getattr(results, name)
+    if name == "capture":
+        # traceview.capture (traceview.collectors.capture: it drives the collectors' profiler
+        # sessions) is loaded when first asked for, so that `import traceview` loads no collector;
+        # kept as the package attribute from then on.
+        from traceview.collectors.capture import capture
+
+        globals()["capture"] = capture
+        return capture
     raise AttributeError(f"module 'traceview' has no attribute {name!r}")
 
 
-def capture(*args: Any, **kwargs: Any) -> Any:
-    """Profile a user's own training loop the way ``traceview collect`` does (see traceview.capture)."""
-    from traceview.capture import capture as _capture
-
-    # Importing the submodule traceview.capture rebinds this package attribute to the module;
-    # put the function back so `traceview.capture(...)` keeps working on later calls.
-    globals()["capture"] = _capture
-    return _capture(*args, **kwargs)
-
-
-__all__ = ["__version__", "capture", "compare", "diagnose", "export", "load", "render", "schedule", *_RESULT_TYPES]
+__all__ = ["__version__", "capture", "compare", "diagnose", "export", "load", "query", "render", "schedule",
+           "write_parquet", *_RESULT_TYPES]

@@ -3,7 +3,7 @@
 ``traceview diagnose``, ``compare`` and ``export`` parse their options and call
 :func:`diagnose_report`, :func:`compare_report` and :func:`export` with them, then render the
 result; :func:`diagnose`, :func:`compare` and :func:`load` are the same functions for scripts
-and notebooks. Every input the command line accepts is accepted here (a trace file, a
+and notebooks. ``traceview normalize`` and ``query`` call :func:`write_parquet` and :func:`query`. Every input the command line accepts is accepted here (a trace file, a
 TensorBoard logdir or profile run folder, a folder of rank traces or of ``traceview collect``
 captures, ``run=`` to pick a logdir's run), every analysis option has the command-line name in
 snake_case and the same default, so a script gets the very numbers — and with
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Union
 from traceview.errors import QualityError, RegressionError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from traceview.parquet import ParquetFiles
     from traceview.results import AttributionOptions, Comparison, Diagnosis, Export, FolderDiagnosis
     from traceview.schema import Timeline
 
@@ -290,12 +291,59 @@ def export(traces: PathLike | Sequence[PathLike], perfetto: PathLike, *, run: st
     try:
         size = perfetto_renderer.write(diagnoses, target, redact=redact)
     except OSError as err:
-        from traceview.commands.output import remove_partial
-
         remove_partial(target)
         raise UsageError(f"{target}: cannot write the trace ({err.strerror})") from None
     return Export(path=target, sources=tuple(d.source for d in diagnoses),
                   events=sum(len(d.timeline.table) for d in diagnoses), bytes=size)
+
+
+def write_parquet(traces: PathLike | Sequence[PathLike], output: PathLike, *, run: str | None = None,
+                  jobs: int | None = None) -> ParquetFiles:
+    """Write each trace's normalized timeline and per-step attribution as Parquet files
+    (``traceview normalize``): ``<stem>.events.parquet`` (one row per event) and
+    ``<stem>.steps.parquet`` (one row per step, with the ns of every cause), each with the trace's
+    rank and source; columns in docs/multi_rank.md. Read the folder with :func:`query`, DuckDB,
+    pandas, Spark or Dask.
+
+    ``traces``: one input or several (files, logdirs, folders of rank traces; a trace named twice
+    is written once); ``output``: the folder for the files (created when missing). ``run`` as for
+    :func:`diagnose`; ``jobs``: traces read at once, one process each (default: one per core).
+    Returns a :class:`~traceview.parquet.ParquetFiles` (the folder, the traces, the rows written).
+    Raises :class:`~traceview.errors.MissingExtraError` without pyarrow (``traceview[parquet]``)."""
+    from traceview.parquet import EVENTS_SUFFIX, STEPS_SUFFIX, require_pyarrow, trace_stems, write_traces
+
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    require_pyarrow()  # before any trace is read: a missing extra is one line, not minutes later
+    folder = Path(output)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--output {folder}: is a file; give a folder for the Parquet files")
+    inputs = [traces] if isinstance(traces, (str, os.PathLike)) else list(traces)
+    # A trace named twice (a file and its folder) is written once.
+    paths = list(dict.fromkeys(p for trace in inputs for p in trace_files(trace, run)))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"--output {folder}: cannot create the folder ({err.strerror})") from None
+    stems = trace_stems(paths)
+    for stem in stems.values():  # a trace may have any name: even the one an output file gets
+        for suffix in (EVENTS_SUFFIX, STEPS_SUFFIX):
+            refuse_overwriting_inputs(folder / f"{stem}{suffix}", paths, "--output")
+    return write_traces(paths, folder, stems, _workers(jobs, len(paths)))
+
+
+def query(folder: PathLike, sql: str, *, format: str = "table") -> str:
+    """Run SQL over the Parquet files of a folder written by :func:`write_parquet` (``traceview
+    query``): view ``events`` (every event of every rank) and view ``steps`` (every step of every
+    rank, with the ns of each cause); columns and examples in docs/multi_rank.md.
+
+    ``sql``: one statement or several (DuckDB dialect), run in order. Returns the text the command
+    prints: with ``format`` ``"table"`` (aligned columns, long cells cut) the result of each query
+    in it; ``"csv"`` or ``"json"`` (a list of row objects; every value whole) take one query.
+    Raises :class:`~traceview.errors.MissingExtraError` without DuckDB (``traceview[query]``)."""
+    from traceview.sql import run_query
+
+    return run_query(Path(folder), sql, format)
 
 
 def refuse_overwriting_inputs(target: PathLike, inputs: Sequence[PathLike], option: str) -> None:
@@ -313,6 +361,17 @@ def refuse_overwriting_inputs(target: PathLike, inputs: Sequence[PathLike], opti
             continue
         if (read.st_dev, read.st_ino) == (written.st_dev, written.st_ino):
             raise UsageError(f"{option} {target}: would overwrite the input trace {path}; choose another file name")
+
+
+def remove_partial(path: PathLike) -> None:
+    """Remove what a failed write left of a file (a full disk stops it half way): a truncated
+    report or export would pass for a whole one."""
+    path = Path(path)
+    try:
+        if path.is_file():
+            path.unlink()
+    except OSError:
+        pass  # (it could not be written; it may not be removable either)
 
 
 def render(result: Diagnosis | FolderDiagnosis | Comparison, format: str = "terminal", *, width: int = 100,

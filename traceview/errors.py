@@ -63,7 +63,7 @@ class TraceviewWarning(UserWarning):
 
 
 # The Unicode bidirectional controls (as a regex class body): they reorder the text a terminal
-# shows around them, so trace text is never printed with them (here and renderers/units.py).
+# shows around them, so trace text is never printed with them (here and traceview/text.py).
 BIDI_CONTROLS = "\u200e\u200f\u202a-\u202e\u2066-\u2069"
 # And the Unicode line / paragraph separators and bidirectional controls.
 _CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traceview.analyzers.steps import Steps, find_steps
+from traceview.analyzers.steps import find_steps
 from traceview.capture_facts import capture_facts
 from traceview.errors import FormatError
 from traceview.readers import detect, discover
+from traceview.results import Steps
 from traceview.schema import Timeline
 
 

@@ -5,7 +5,7 @@ dtype), which costs a report about 0.07 s of a 0.6 s diagnosis of a 54 MB trace 
 peak memory (``benchmarks/README.md``). Nothing a report computes goes through pyarrow: the
 event table keeps names as categories over plain Python strings (``schema.categorical``), and
 where pandas makes a string column of its own, its Python-backed string dtype gives the same
-values. Parquet output imports pyarrow itself (``renderers/parquet.py``), which still works
+values. Parquet output imports pyarrow itself (``traceview/parquet.py``), which still works
 after this: only pandas' own view of what is installed is fixed at its import.
 
 A diagnosis of one trace needs no pandas at all (traceview/table.py); a comparison and a

@@ -46,9 +46,9 @@ from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes, first_of_each, membership
 from traceview.capture_facts import declared_cold_steps
 from traceview.normalize import (compute_ops, compute_self_time, math_ops, nearest_ancestor, op_name_codes,
-                                 outermost_rows, self_time, top_level_ops)
-from traceview.results import (OP_DIFF_COLUMNS, PAUSED_DETAIL, BucketDelta, ColdStart, Comparison,  # noqa: F401 - re-exported
-                               Diagnosis, shown_buckets)
+                                 outermost_rows, top_level_ops)
+from traceview.results import (OP_DIFF_COLUMNS, PAUSED_DETAIL, BucketDelta, ColdStart, Comparison, Diagnosis,
+                               shown_buckets)
 from traceview.roles import Role
 from traceview.schema import Kind
 from traceview.table import Table

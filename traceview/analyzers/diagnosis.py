@@ -23,7 +23,7 @@ from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes
 from traceview.errors import one_line
 from traceview.loader import load_with_steps
-from traceview.results import AttributionOptions, Diagnosis, Steps  # noqa: F401 - re-exported
+from traceview.results import AttributionOptions, Diagnosis, Steps
 from traceview.schema import Timeline
 from traceview.table import Table
 

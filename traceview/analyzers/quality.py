@@ -37,7 +37,7 @@ from traceview import categories as cat
 from traceview.analyzers.steps import events_held
 from traceview.arrays import group_medians, membership, unique_sorted
 from traceview.normalize import launch_rows
-from traceview.results import CHECK_KEYS, CHECKS, Check, Quality, Steps  # noqa: F401 - re-exported
+from traceview.results import Quality, Steps
 from traceview.schema import OVERLAPS_KEY, Kind, Timeline
 from traceview.table import Table
 

@@ -2,7 +2,7 @@
 
 Two steps, so the per-trace part can run anywhere (a process pool, Dask, Spark):
 
-- :func:`summarize` turns one :class:`~traceview.analyzers.diagnosis.Diagnosis` into a
+- :func:`summarize` turns one :class:`~traceview.results.Diagnosis` into a
   :class:`RankSummary`: a few kilobytes (per-step times and bucket ns, the steady attribution,
   the rank the trace declares), picklable, with no event rows. :func:`summarize_trace` does
   load → diagnose → summarize for one path: the per-rank function to map over thousands of traces.
@@ -35,8 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traceview.results import (RANK_FROM_DISTRIBUTED, RANK_FROM_HOST_ORDER, RANK_FROM_INPUT_ORDER,  # noqa: F401
-                               MultiRank, RankInfo, RankSummary, short_names)
+from traceview.results import RANK_FROM_DISTRIBUTED, RANK_FROM_HOST_ORDER, MultiRank, RankInfo, RankSummary, short_names
 from traceview.schema import TraceMeta
 
 # A step is a straggler step when its slowest rank is this much above the median of the ranks:

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from traceview.analyzers.pauses import without_pauses
-from traceview.analyzers.steps import Steps
 from traceview.arrays import column_codes, membership
-from traceview.normalize import compute_self_time, math_ops, op_name_codes, self_time, top_level_ops
+from traceview.normalize import compute_self_time, math_ops, op_name_codes, top_level_ops
+from traceview.results import Steps
 from traceview.schema import Kind, Timeline
 from traceview.table import Table
 

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import typer
 
+from traceview.api import remove_partial
 from traceview.errors import UsageError
 
 FORMAT_HELP = "Output format: terminal (default), md, json, html."
@@ -142,16 +143,6 @@ def emit(text: str, output: Optional[Path], *, takes_output_option: bool = True)
     except OSError as err:
         remove_partial(output)
         raise UsageError(f"{output}: cannot write the report ({err.strerror})") from None
-
-
-def remove_partial(path: Path) -> None:
-    """Remove what a failed write left of a file (a full disk stops it half way): a truncated
-    report or export would pass for a whole one."""
-    try:
-        if path.is_file():
-            path.unlink()
-    except OSError:
-        pass  # (it could not be written; it may not be removable either)
 
 
 def discard_standard_output() -> None:

@@ -116,9 +116,9 @@ def _trace_dir(output: Optional[Path], command: list[str], overwrite: bool) -> P
         if not overwrite:
             raise UsageError(f"-o {output}: is not empty; pass --overwrite to replace a capture there, "
                              "or name another folder")
-        from traceview.capture import _remove_capture
+        from traceview.collectors.capture import remove_capture
 
-        _remove_capture(output)
+        remove_capture(output)
     return output
 
 

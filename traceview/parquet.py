@@ -1,4 +1,5 @@
-"""The normalized timeline and the per-step attribution as Parquet files (``traceview normalize``).
+"""The normalized timeline and the per-step attribution as Parquet files
+(:func:`traceview.write_parquet`, ``traceview normalize``; :func:`traceview.query` reads them).
 
 Two files per trace (columns documented in docs/multi_rank.md):
 
@@ -15,6 +16,10 @@ pyarrow is imported only here, with a one-line message when it is missing.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -23,12 +28,24 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from traceview.analyzers.ranks import RankInfo
-from traceview.errors import MissingExtraError
+from traceview.errors import MissingExtraError, UsageError
+from traceview.results import RankInfo
 
 EVENTS_SUFFIX = ".events.parquet"
 STEPS_SUFFIX = ".steps.parquet"
 METADATA_KEY = b"traceview"
+_TRACE_SUFFIXES = (".gz", ".json", ".pb")
+
+
+@dataclass(frozen=True)
+class ParquetFiles:
+    """What ``traceview normalize`` wrote: a ``<stem>.events.parquet`` and a ``<stem>.steps.parquet``
+    per trace, in one folder."""
+
+    folder: Path  # where the files are
+    sources: tuple[str, ...]  # the traces, each once, in input order
+    events: int  # event rows written, all traces together
+    steps: int  # step rows written, all traces together
 
 
 def require_pyarrow() -> ModuleType:
@@ -108,3 +125,66 @@ def write(diag: Any, directory: Path, stem: str, rank: RankInfo) -> tuple[int, i
     pq.write_table(events, directory / f"{stem}{EVENTS_SUFFIX}", compression="zstd")
     pq.write_table(steps, directory / f"{stem}{STEPS_SUFFIX}", compression="zstd")
     return events.num_rows, steps.num_rows
+
+
+def write_traces(paths: Sequence[Path], folder: Path, stems: dict[Path, str], workers: int) -> ParquetFiles:
+    """Diagnose each trace and write its pair of files into ``folder`` (which exists) under its
+    stem, in ``workers`` processes; a trace that declares no rank gets :func:`fallback_ranks`'."""
+    from traceview.pool import map_traces
+
+    fallback = fallback_ranks(paths)
+    written = map_traces(partial(write_trace, directory=folder, stems=stems, fallback=fallback), paths, workers)
+    return ParquetFiles(folder=folder, sources=tuple(str(p) for p in paths), events=sum(e for e, _ in written),
+                        steps=sum(s for _, s in written))
+
+
+def write_trace(path: Path, directory: Path, stems: dict[Path, str], fallback: dict[Path, RankInfo]) -> tuple[int, int]:
+    """Load, diagnose and write one trace (in a worker): only the row counts travel back."""
+    from traceview.analyzers.diagnosis import diagnose
+    from traceview.analyzers.ranks import declared_rank
+
+    diag = diagnose(path)
+    rank = declared_rank(diag.timeline.meta) or fallback[path]
+    try:
+        return write(diag, directory, stems[path], rank)
+    except OSError as err:
+        raise UsageError(f"{directory}: cannot write the Parquet files ({err.strerror})") from None
+
+
+def fallback_ranks(paths: Sequence[Path]) -> dict[Path, RankInfo]:
+    """The rank of a trace that declares none: its host order among the XPlane files of its
+    profile run folder, else its position among the inputs."""
+    from traceview.analyzers.ranks import host_order
+    from traceview.readers import detect
+    from traceview.results import RANK_FROM_INPUT_ORDER
+
+    hosts = host_order((str(p), detect(p).FORMAT_NAME) for p in paths)
+    return {p: hosts.get(str(p)) or RankInfo(rank=i, origin=RANK_FROM_INPUT_ORDER) for i, p in enumerate(paths)}
+
+
+def trace_stems(paths: Sequence[Path]) -> dict[Path, str]:
+    """A file stem per trace: its name without the trace suffixes; where two traces share one
+    (every TensorBoard host file is ``<host>.xplane.pb``), their folders relative to the inputs'
+    common folder, joined with ``__``."""
+    def bare(name: str) -> str:
+        while name.endswith(_TRACE_SUFFIXES):
+            name = name[: name.rindex(".")]
+        return name
+
+    stems = {p: bare(p.name) for p in paths}
+    counts: dict[str, int] = {}
+    for stem in stems.values():
+        counts[stem] = counts.get(stem, 0) + 1
+    common = os.path.commonpath([str(p.resolve().parent) for p in paths]) if paths else ""
+    for p, stem in stems.items():
+        if counts[stem] > 1:
+            folders = Path(os.path.relpath(p.resolve().parent, common)).parts
+            stems[p] = "__".join([*(f for f in folders if f not in (".", "")), stem])
+    taken: set[str] = set()
+    for p in paths:  # a.json beside a.json.gz: still one stem; number the later ones
+        stem, n = stems[p], 1
+        while stems[p] in taken:
+            n += 1
+            stems[p] = f"{stem}-{n}"
+        taken.add(stems[p])
+    return stems

@@ -26,7 +26,9 @@ Output layout (the same as one ``traceview collect`` folder): torch writes
 reads the newest, ``--run NAME`` another); both write ``<path>/manifest.json``, whose ``traces``
 list every trace.
 
-torch, TensorFlow and JAX are imported only when a capture for them starts.
+torch, TensorFlow and JAX are imported only when a capture for them starts. This module is the
+collectors' (it drives their profiler sessions and writes their manifest); the package's
+``traceview.capture`` loads it on first use.
 """
 
 from __future__ import annotations
@@ -150,7 +152,7 @@ class Capture:
         if (self.path / MANIFEST_NAME).exists():
             if not self.overwrite:
                 raise UsageError(f"{self.path} already holds a capture; pass overwrite=True or choose another path")
-            _remove_capture(self.path)
+            remove_capture(self.path)
         self._backend = load_backend(self.framework)  # MissingExtraError when not installed
         check_device = getattr(self._backend, _DEVICE_CHECKS[self.framework])
         if self.python_events is None:
@@ -316,8 +318,10 @@ class Capture:
                                          "active steps are one trace"}
 
 
-def _remove_capture(path: Path) -> None:
-    """Delete what an earlier capture wrote into ``path`` (and nothing else)."""
+def remove_capture(path: Path) -> None:
+    """Delete what an earlier capture wrote into ``path``, and nothing else: its manifest.json,
+    torch's ``*.pt.trace.json*`` files and the TensorBoard ``plugins/profile`` runs (what
+    ``capture(..., overwrite=True)`` and ``traceview run --overwrite`` replace)."""
     import shutil
 
     from traceview.collectors.manifest import MANIFEST_NAME
