@@ -8,7 +8,7 @@ For each trace (default: the two large shared torch GPU traces) it times, best o
 
 (a) the bare parse: gunzip + ``orjson.loads`` (the floor for any JSON trace reader),
 (b) ``traceview.loader.load_with_steps`` (read + normalize + steps),
-(c) ``traceview.analyzers.diagnosis.diagnose`` (everything ``traceview diagnose`` computes),
+(c) ``traceview.loader.diagnose`` (everything ``traceview diagnose`` computes),
 
 and prints the ratio diagnose / bare parse, input events per second and peak RSS, then where the
 time goes stage by stage. Each trace is measured in a fresh child process so that its peak RSS
@@ -68,7 +68,8 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
 
     from traceview.analyzers.attribution import attribute
     from traceview.analyzers.device_time import device_time
-    from traceview.analyzers.diagnosis import diagnose, diagnose_timeline
+    from traceview.analyzers.diagnosis import diagnose_timeline
+    from traceview.loader import diagnose
     from traceview.analyzers.launch import launch_stats
     from traceview.analyzers.steps import find_steps
     from traceview.analyzers.top import top_kernels, top_ops
@@ -134,7 +135,7 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
 
 
 def profile(path: Path, top: int) -> None:
-    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import diagnose
 
     diagnose(path)  # warm imports and caches first
     profiler = cProfile.Profile()

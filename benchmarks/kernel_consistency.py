@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from traceview.analyzers.diagnosis import diagnose
+from traceview.loader import diagnose
 from traceview.loader import trace_paths
 from traceview.normalize import compute_ops, op_name_codes, self_time
 

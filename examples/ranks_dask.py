@@ -35,7 +35,7 @@ T = TypeVar("T")
 def rank_task(item: tuple[int, Path], parquet_dir: Path | None, stems: dict[Path, str]) -> RankSummary:
     """One rank: diagnose, optionally write its Parquet pair, return the compact summary."""
     from traceview import parquet
-    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import diagnose
 
     position, path = item
     diag = diagnose(path)

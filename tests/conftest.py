@@ -44,6 +44,6 @@ def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 @lru_cache(maxsize=None)
 def cached_diagnosis(path: Path):  # noqa: ANN201 - Diagnosis; read-only use in tests
     """One diagnosis per trace for the whole session (the large traces take seconds to read)."""
-    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import diagnose
 
     return diagnose(path)

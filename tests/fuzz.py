@@ -53,7 +53,7 @@ def render_reports(path: Path, formats: tuple[str, ...] = FORMATS) -> dict[str, 
     """``traceview diagnose PATH --format F`` for each format, sharing one diagnosis: the CLI's
     steps without its argument parsing and error printing."""
     from traceview.analyzers.compare import folder_comparisons
-    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import diagnose
     from traceview.loader import trace_paths
     from traceview.renderers import registry
 

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import cached_diagnosis, sample_kineto_traces, shared_trace
 from traceview.analyzers.attribution import attribute
 from traceview.analyzers.communication import comm_overlap
-from traceview.analyzers.diagnosis import diagnose
+from traceview.loader import diagnose
 from traceview.analyzers.ranks import multi_rank, summarize
 from traceview.analyzers.steps import find_steps
 from traceview.normalize import normalize

@@ -25,8 +25,7 @@ from traceview.results import BUCKETS
 from traceview.normalize import launch_rows
 from traceview.redact import redact_path, redact_text, secrets_from, secrets_of
 from traceview.renderers import perfetto
-from traceview.renderers.perfetto import (ATTRIBUTION_CAT, ATTRIBUTION_TRACK, STEPS_CAT, STEPS_TRACK,
-                                          attribution_segments)
+from traceview.renderers.perfetto import ATTRIBUTION_CAT, ATTRIBUTION_TRACK, STEPS_CAT, STEPS_TRACK
 from traceview.schema import event_table, TraceMeta
 
 RESNET = "torch_gpu/resnet_v100_1rank.pt.trace.json.gz"
@@ -102,7 +101,7 @@ def test_every_kept_event_is_one_slice_and_slices_nest(path):
     doc = _doc([diag])
     _check_nesting(doc)
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
-    segments = attribution_segments(diag.timeline, diag.steps, diag.attribution)
+    segments = diag.attribution.segments
     by_cat = Counter(e["cat"] for e in slices)
     assert by_cat[ATTRIBUTION_CAT] == len(segments)
     assert by_cat[STEPS_CAT] == len(diag.steps.table)
@@ -212,7 +211,7 @@ def test_flows_pair_up_and_bind_launch_to_its_device_event(relative):
 
 def test_attribution_track_matches_the_report():
     diag = cached_diagnosis(shared_trace(RESNET))
-    segments = attribution_segments(diag.timeline, diag.steps, diag.attribution).to_pandas()
+    segments = diag.attribution.segments.to_pandas()
     lengths = (segments["end"] - segments["start"]).to_numpy()
     assert (lengths > 0).all()
     per = diag.attribution.per_step
@@ -347,7 +346,7 @@ def test_a_short_host_name_goes_where_a_value_is_the_host_and_stays_in_words():
 
 
 def test_names_redaction_makes_equal_stay_distinct_whatever_is_already_there():
-    from traceview.redact import _unique_renames
+    from traceview.analyzers.redaction import _unique_renames
 
     # "/a/x" and "/b/x" both redact to "<path>/x"; the suffix must not land on the "<path>/x [2]"
     # the trace already has.

@@ -107,14 +107,6 @@ def test_the_package_has_no_import_cycle():
     assert not found, f"import cycles: {details}"
 
 
-def test_results_depend_on_no_analyzer_or_renderer_format():
-    """Analyzers produce the result types and renderers consume them: the results module reads
-    neither (only the reports' words, the timeline schema and the table types)."""
-    graph = import_graph(PACKAGE)
-    allowed = {"traceview.text", "traceview.schema", "traceview.table"}
-    assert graph["traceview.results"] <= allowed | {m for m in graph if not m.startswith("traceview.")}
-
-
 def test_a_cycle_inside_a_function_is_found(tmp_path):
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)
@@ -129,21 +121,75 @@ def test_a_cycle_inside_a_function_is_found(tmp_path):
     assert cycles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
 
 
-# The layers: the face (the command line, the console script, the package's facade) calls the
-# library; the collectors (traceview.capture among them) and what `traceview run` injects into
-# the profiled process use the library too. The library calls none of them back.
-FACE = {"traceview", "traceview.__main__", "traceview.cli", "traceview.console"}
-NOT_THE_LIBRARY = ("traceview.commands", "traceview.collectors", "traceview.inject")
+# The layers (docs/architecture.md), each module in exactly one: the face calls the library (api
+# and below); the api reads traces (readers), analyses them (analyzers) and renders the results
+# (renderers); analyzers produce results, renderers read them — with the timeline they carry and
+# its model (schema, roles, normalize's queries) — and neither imports the other; results hold
+# data and the words of the reports; readers build the model. The collectors and what
+# `traceview run` injects into a profiled process use the library, which never calls them back.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "face": ("traceview", "traceview.__main__", "traceview.cli", "traceview.console", "traceview.commands"),
+    "api": ("traceview.api", "traceview.loader", "traceview.pool", "traceview.parquet", "traceview.sql"),
+    "renderers": ("traceview.renderers",),
+    "analyzers": ("traceview.analyzers",),
+    "readers": ("traceview.readers",),
+    "results": ("traceview.results",),
+    "model": ("traceview.schema", "traceview.table", "traceview.arrays", "traceview.kinds", "traceview.categories",
+              "traceview.roles", "traceview.role_passes", "traceview.normalize", "traceview.builder",
+              "traceview.compiled", "traceview._passes", "traceview.capture_facts", "traceview.heap",
+              "traceview.pandas_import", "traceview._pandas_without_pyarrow", "traceview.profile_schedule",
+              "traceview.redact"),
+    "words": ("traceview.text", "traceview.errors"),
+    "collectors": ("traceview.collectors", "traceview.inject"),
+}
+# What each layer may import (besides itself).
+MAY_IMPORT: dict[str, set[str]] = {
+    "face": {"api", "renderers", "analyzers", "readers", "results", "model", "words", "collectors"},
+    "api": {"renderers", "analyzers", "readers", "results", "model", "words"},
+    "renderers": {"results", "model", "words"},
+    "analyzers": {"results", "model", "words"},
+    "readers": {"model", "words"},
+    "results": {"model", "words"},
+    "model": {"words"},
+    "words": set(),
+    "collectors": {"face", "api", "renderers", "analyzers", "readers", "results", "model", "words"},
+}
 
 
-def _within(module: str, packages: tuple[str, ...]) -> bool:
-    return any(module == p or module.startswith(p + ".") for p in packages)
+def layer_of(module: str) -> str:
+    """The layer a module belongs to: the one whose entry names it or the package it is in (the
+    longest such entry)."""
+    best, length = "", -1
+    for layer, entries in LAYERS.items():
+        for entry in entries:
+            inside = module == entry or (entry != "traceview" and module.startswith(entry + "."))
+            if inside and len(entry) > length:
+                best, length = layer, len(entry)
+    return best
 
 
-def test_the_library_imports_no_command_and_no_collector():
+def test_every_module_is_in_one_layer():
     graph = import_graph(PACKAGE)
-    library = [m for m in graph if m not in FACE and not _within(m, NOT_THE_LIBRARY)]
-    assert "traceview.api" in library and "traceview.parquet" in library and "traceview.capture" not in graph
-    upward = {m: sorted(t for t in graph[m] if _within(t, ("traceview.commands", "traceview.collectors")))
-              for m in library}
-    assert not {m: t for m, t in upward.items() if t}, f"library modules importing commands or collectors: {upward}"
+    assert not [m for m in graph if not layer_of(m)], "modules in no layer (add them to LAYERS)"
+    assert layer_of("traceview.analyzers.findings.table") == "analyzers" and layer_of("traceview") == "face"
+    for layer, entries in LAYERS.items():  # (every entry names a module or package that exists)
+        assert all(any(m == e or m.startswith(e + ".") for m in graph) for e in entries), layer
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    """The layer contract: no module imports a layer its own may not import; in particular the
+    library never imports the command line or the collectors, renderers never import analyzers
+    (what they show is in the results), analyzers never read files (the loader does)."""
+    graph = import_graph(PACKAGE)
+    crossing = sorted(f"{m} ({layer_of(m)}) → {t} ({layer_of(t)})" for m, targets in graph.items() for t in targets
+                      if t.startswith("traceview") and layer_of(t) != layer_of(m)
+                      and layer_of(t) not in MAY_IMPORT[layer_of(m)])
+    assert not crossing, "imports across the layers:\n" + "\n".join(crossing)
+
+
+def test_the_layer_contract_catches_a_crossing(tmp_path):
+    """The check itself: an analyzer that imports a renderer is a crossing."""
+    graph = {"traceview.analyzers.x": {"traceview.renderers.terminal"}, "traceview.renderers.terminal": set()}
+    crossing = [(m, t) for m, targets in graph.items() for t in targets
+                if layer_of(t) != layer_of(m) and layer_of(t) not in MAY_IMPORT[layer_of(m)]]
+    assert crossing == [("traceview.analyzers.x", "traceview.renderers.terminal")]

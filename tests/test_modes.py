@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from traceview.analyzers.diagnosis import diagnose
+from traceview.loader import diagnose
 from traceview.analyzers.modes import ADVICE, COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, MODE_RULES, advice, execution_mode
 from traceview.loader import load_with_steps, trace_paths
 

@@ -45,7 +45,7 @@ def test_the_event_table_holds_one_value_columns_once_and_sorts_the_others(share
 
 
 def test_a_host_only_xplane_holds_its_constant_columns_once(shared: None) -> None:
-    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import diagnose
 
     traces = sample_xplane_traces()
     if not traces:

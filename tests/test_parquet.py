@@ -12,7 +12,7 @@ import traceview
 from tests.conftest import SAMPLES, shared_trace
 from tests.test_cli import run_cli
 from tests.test_ranks import STRETCH_STEP, sample_torch_eager, write_rank
-from traceview.analyzers.diagnosis import diagnose
+from traceview.loader import diagnose
 from traceview.errors import UsageError
 from traceview.parquet import trace_stems
 from traceview.schema import COLUMNS

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import REPO, SAMPLES, shared_trace
 from tests.test_cli import run_cli
-from traceview.analyzers.diagnosis import diagnose
+from traceview.loader import diagnose
 from traceview.analyzers.ranks import multi_rank, summarize
 from traceview.pool import diagnose_for_report
 from traceview.renderers import json_report

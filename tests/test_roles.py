@@ -194,7 +194,7 @@ def test_no_call_wrapper_is_ever_a_compute_op_in_the_sample_captures():
     """In every sample capture (tf.function, fit, XLA, torch.compile, TorchScript …), no event whose
     role is a call (its body runs elsewhere) appears among the top compute ops."""
     from tests.conftest import SAMPLES
-    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import diagnose
     from traceview.loader import trace_paths
 
     captures = sorted(p for p in SAMPLES.glob("*/*") if p.is_dir()) if SAMPLES.is_dir() else []
@@ -375,7 +375,7 @@ def test_jax_tracing_a_jitted_function_is_graph_building_as_its_python_tracer_na
     and lowers (`_resolve_and_lower`) in Python the tracer names by file base name. That is graph
     building (it read as dispatch: the path-based rule never matched a base name); the step
     holding it is the cold one and its graph_build holds the frames' time."""
-    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import diagnose
     from traceview.loader import trace_paths
     from traceview.normalize import nearest_ancestor
 

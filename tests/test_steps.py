@@ -383,7 +383,7 @@ def test_a_retrace_in_the_middle_of_the_run_is_steady_state_not_warm_up():
     and traced again at step 5 when the batch size changes. Step 0 is warm-up (cold); step 5 is a
     recompile in the steady state — it was called cold and left out of the steady steps, so
     steady_graph_build read "0 build/compile events" while 43 ms of tracing went unreported."""
-    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import diagnose
     from traceview.loader import trace_paths
 
     diag = diagnose(trace_paths(Path(__file__).resolve().parent / "data" / "tf_cpu_retrace_midrun")[0])

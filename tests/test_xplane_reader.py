@@ -854,7 +854,7 @@ def test_jax_cpu_capture_reads_the_xplane_and_finds_the_math_on_executor_threads
     the XPlane is skipped, and the jitted step's XLA thunks (run on executor threads while the
     Python thread waits unrecorded in block_until_ready) are kernel time, not dispatch."""
     from tests.conftest import REPO
-    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import diagnose
     from traceview.loader import trace_paths
 
     folder = REPO / "tests" / "data" / "jax_cpu_mlp2"

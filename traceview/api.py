@@ -138,7 +138,7 @@ def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: 
 
         runs = multi_rank([summarize(d) for d in diagnoses])
     if redact:
-        from traceview.redact import redact_diagnoses
+        from traceview.analyzers.redaction import redact_diagnoses
 
         redacted = redact_diagnoses(diagnoses)
         sources = {d.source: r.source for d, r in zip(diagnoses, redacted)}
@@ -173,7 +173,7 @@ def _diagnose_paths(paths: list[Path], options: AttributionOptions, rows: int | 
             progress(label)
         on_done = None if progress is None else (lambda done, total: progress(f"{label} {done} done"))
         return diagnose_for_report(paths, options, rows, workers, keep_events, on_done)
-    from traceview.analyzers.diagnosis import diagnose as diagnose_one
+    from traceview.loader import diagnose as diagnose_one
 
     diagnoses = []
     for p in paths:
@@ -216,7 +216,7 @@ def compare_report(baseline: PathLike | Diagnosis, candidate: PathLike | Diagnos
     sides = [_one_diagnosis(value, label, run, options, rows)
              for label, value in (("baseline", baseline), ("candidate", candidate))]
     if redact:
-        from traceview.redact import redact_diagnoses
+        from traceview.analyzers.redaction import redact_diagnoses
 
         sides = redact_diagnoses(sides)
     return compare_diagnoses(sides[0], sides[1], rows)
@@ -224,7 +224,7 @@ def compare_report(baseline: PathLike | Diagnosis, candidate: PathLike | Diagnos
 
 def _one_diagnosis(value: PathLike | Diagnosis, label: str, run: str | None, options: AttributionOptions,
                    rows: int | None) -> Diagnosis:
-    from traceview.analyzers.diagnosis import diagnose as diagnose_one
+    from traceview.loader import diagnose as diagnose_one
     from traceview.results import Diagnosis
 
     if isinstance(value, Diagnosis):
@@ -276,7 +276,7 @@ def export(traces: PathLike | Sequence[PathLike], perfetto: PathLike, *, run: st
 
     ``traces``: one input or several (files, logdirs, folders); ``run``, ``redact`` and
     ``dispatch_gap_us`` (which sets the attribution track) as for :func:`diagnose`."""
-    from traceview.analyzers.diagnosis import diagnose as diagnose_one
+    from traceview.loader import diagnose as diagnose_one
     from traceview.renderers import perfetto as perfetto_renderer
     from traceview.results import Export
 

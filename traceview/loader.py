@@ -1,14 +1,20 @@
-"""read → normalize → find steps: the one function every command starts from."""
+"""read → normalize → find steps → analyse: a trace file to its timeline, its diagnosis, its rank
+summary. The one place that reaches both the readers and the analyses; every command starts here."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from typing import Any
+
+from traceview.analyzers.diagnosis import diagnose_timeline
+from traceview.analyzers.ranks import summarize
 from traceview.analyzers.steps import find_steps
+from traceview.analyzers.top import TOP_N
 from traceview.capture_facts import capture_facts
 from traceview.errors import FormatError
 from traceview.readers import detect, discover
-from traceview.results import Steps
+from traceview.results import AttributionOptions, Diagnosis, RankSummary, Steps
 from traceview.schema import Timeline
 
 
@@ -37,3 +43,16 @@ def load_with_steps(path: str | Path) -> tuple[Timeline, Steps]:
 def trace_paths(path: str | Path, run: str | None = None) -> list[Path]:
     """The trace files a path names: a file, a TensorBoard logdir, or a folder of captures."""
     return discover(Path(path), run)
+
+
+def diagnose(path: str | Path, options: AttributionOptions | None = None, top: int | None = TOP_N) -> Diagnosis:
+    """Load one trace and run every analysis on it; ``top`` rows in the kernel and op tables
+    (``None``: all of them)."""
+    timeline, steps = load_with_steps(path)
+    return diagnose_timeline(timeline, steps, options, top)
+
+
+def summarize_trace(path: str | Path, options: Any = None) -> RankSummary:  # noqa: ANN401 - AttributionOptions or None
+    """Load one trace, diagnose it and keep only its summary (no event rows): the function to map
+    over ranks (a process pool, Dask, Spark)."""
+    return summarize(diagnose(path, options))

@@ -332,6 +332,15 @@ def compute_ops(events: Table) -> np.ndarray:
     return (events["device"] < 0) & membership(events["role"])(MATH_ROLES)
 
 
+def leaf_compute_ops(ev: Table, host_op: np.ndarray) -> np.ndarray:
+    """Compute ops with no child op (the innermost math, e.g. aten::addmm's BLAS call on its own)."""
+    parent = ev["parent"]
+    has_op_child = np.zeros(len(ev), dtype=bool)
+    child_parents = parent[host_op]
+    has_op_child[child_parents[child_parents >= 0]] = True
+    return compute_ops(ev) & host_op & ~has_op_child
+
+
 def math_ops(events: Table) -> np.ndarray:
     """Compute ops (:func:`compute_ops`) less those whose own time is a wait for compiled work
     running on other threads — XLA's thunk executor waiting (``categories.XLA_PROGRAM_WAIT``), a

@@ -140,7 +140,7 @@ def write_traces(paths: Sequence[Path], folder: Path, stems: dict[Path, str], wo
 
 def write_trace(path: Path, directory: Path, stems: dict[Path, str], fallback: dict[Path, RankInfo]) -> tuple[int, int]:
     """Load, diagnose and write one trace (in a worker): only the row counts travel back."""
-    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import diagnose
     from traceview.analyzers.ranks import declared_rank
 
     diag = diagnose(path)

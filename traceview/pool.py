@@ -188,7 +188,7 @@ def release_events(diag: Any) -> Any:
 
 def diagnose_compact(path: Path, options: Any, top: int | None, keep_events: bool) -> Any:
     """Diagnose one trace in a worker; without ``keep_events`` the event rows stay behind."""
-    from traceview.analyzers.diagnosis import diagnose
+    from traceview.loader import diagnose
 
     diag = diagnose(path, options, top)
     return diag if keep_events else release_events(diag)

@@ -31,7 +31,7 @@ import numpy as np
 
 from traceview.text import BUCKET_LABEL, fmt_ns, fmt_pct, fmt_ratio, overlap_note, trace_label
 from traceview.schema import OVERLAPS_KEY, Timeline
-from traceview.table import Table
+from traceview.table import Labels, Table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -178,6 +178,13 @@ class Attribution:
     # The wait for Python's interpreter lock taken off the own time of each event that held one
     # (idle.gil_wait; traceview/analyzers/gil_waits.py): (event rows, ns).
     gil_wait_events: tuple[np.ndarray, np.ndarray] = ()  # type: ignore[assignment]
+    # The step windows as consecutive runs of one bucket (the timelines of the HTML report and the
+    # Perfetto export): step (position), start, end (ns), bucket (Labels of BUCKETS). Per step the
+    # lengths of a bucket's runs sum exactly to per_step.
+    segments: Table = field(default_factory=lambda: Table({"step": np.zeros(0, dtype=np.int64),
+                                                           "start": np.zeros(0, dtype=np.int64),
+                                                           "end": np.zeros(0, dtype=np.int64),
+                                                           "bucket": Labels(np.zeros(0, dtype=np.int8), BUCKETS)}, 0))
 
     @property
     def stalled_events(self) -> tuple[np.ndarray, np.ndarray]:

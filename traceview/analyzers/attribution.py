@@ -21,11 +21,11 @@ from traceview.analyzers.intervals import (Intervals, int_bincount, layer_activi
 from traceview.analyzers.layers import (CALL_FALLBACK, COPY_KINDS, GAP_LONG, GAP_SHORT, GIL_WAIT, HOOKS, LAYERS, PAUSE,
                                         PER_CALL, QUEUED, WAIT_FALLBACKS, WAITING_IF_OTHERS_COMPUTE, Layer)
 from traceview.arrays import at_rows, membership
-from traceview.normalize import compute_ops, launch_rows, outermost_rows
+from traceview.normalize import launch_rows, outermost_rows
 from traceview.results import BUCKETS, Attribution, AttributionOptions, Steps
 from traceview.roles import Role
 from traceview.schema import CopyKind, Timeline
-from traceview.table import Table
+from traceview.table import Labels, Table
 
 
 @dataclass
@@ -145,7 +145,7 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
                        gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule,
                        compared_steps=seg.compared_steps, paused_events=seg.paused_events,
                        launch_in_calls=_launch_in_calls(timeline, steps, seg, n_steps), hooked_nodes=seg.hooked_nodes,
-                       gil_wait_events=seg.gil_wait_events)
+                       gil_wait_events=seg.gil_wait_events, segments=_bucket_runs(seg))
 
 
 # Roles of the calls a compiled step runs through: a tf.function / jitted / torch.compile call and the
@@ -179,13 +179,8 @@ def _launch_in_calls(timeline: Timeline, steps: Steps, seg: _Segments, n_steps: 
     return out
 
 
-def attribution_segments(timeline: Timeline, steps: Steps, attribution: Attribution) -> Table:
-    """The step windows cut into consecutive runs of one bucket (for timelines: HTML, Perfetto).
-
-    Columns: ``step`` (position in the steps table), ``start``, ``end`` (ns), ``bucket``. Per step
-    the lengths of a bucket's runs sum exactly to ``attribution.per_step``.
-    """
-    seg = _segments(timeline, steps, attribution.mode, attribution.options)
+def _bucket_runs(seg: _Segments) -> Table:
+    """The step windows cut into consecutive runs of one bucket (``Attribution.segments``)."""
     keep = np.flatnonzero(seg.in_step)
     start = seg.start[keep]
     end = start + seg.length[keep]
@@ -197,15 +192,9 @@ def attribution_segments(timeline: Timeline, steps: Steps, attribution: Attribut
         new_run[1:] = (step[1:] != step[:-1]) | (bucket[1:] != bucket[:-1]) | (start[1:] != end[:-1])
     first = np.flatnonzero(new_run)
     last = np.append(first[1:], len(keep)) - 1
-    return Table(
-        {
-            "step": step[first].astype(np.int64),
-            "start": start[first].astype(np.int64),
-            "end": end[last].astype(np.int64) if len(keep) else np.array([], dtype=np.int64),
-            "bucket": np.array(BUCKETS, dtype=object)[bucket[first]] if len(keep) else np.array([], dtype=object),
-        },
-        len(first),
-    )
+    return Table({"step": step[first].astype(np.int64), "start": start[first].astype(np.int64),
+                  "end": end[last].astype(np.int64) if len(keep) else np.array([], dtype=np.int64),
+                  "bucket": Labels(bucket[first].astype(np.int8), BUCKETS)}, len(first))
 
 
 def _layer_intervals(
@@ -279,15 +268,6 @@ def _layer_intervals(
             out.append((carved.start[wanted], carved.end[wanted]))
     return (out, carved.gap_threshold_ns, carved.gap_rule, carved.compared_steps, carved.paused_events,
             carved.hooked_nodes, carved.gil_wait_events)
-
-
-def leaf_compute_ops(ev: Table, host_op: np.ndarray) -> np.ndarray:
-    """Compute ops with no child op (the innermost math, e.g. aten::addmm's BLAS call on its own)."""
-    parent = ev["parent"]
-    has_op_child = np.zeros(len(ev), dtype=bool)
-    child_parents = parent[host_op]
-    has_op_child[child_parents[child_parents >= 0]] = True
-    return compute_ops(ev) & host_op & ~has_op_child
 
 
 def _queued(ev: Table) -> tuple[np.ndarray, np.ndarray]:

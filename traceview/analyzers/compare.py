@@ -37,7 +37,6 @@ import numpy as np
 import pandas as pd
 
 from traceview import categories as cat
-from traceview.analyzers.diagnosis import diagnose
 from traceview.analyzers.gaps import driver_rows
 from traceview.analyzers.modes import compiled_regions_per_step, dataloader_workers
 from traceview.analyzers.findings.comparison import comparison_findings
@@ -106,10 +105,6 @@ def _bootstrap(base: np.ndarray, cand: np.ndarray) -> tuple[float, float] | None
     tail = (1.0 - INTERVAL) / 2 * 100
     low, high = np.percentile(ratios, [tail, 100 - tail])
     return float(low), float(high)
-
-
-def compare_paths(baseline: str | Path, candidate: str | Path, top: int | None = TOP_N) -> Comparison:
-    return compare(diagnose(baseline, top=top), diagnose(candidate, top=top), top)
 
 
 def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) -> Comparison:

@@ -1,13 +1,13 @@
 """Everything ``traceview diagnose`` reports about one trace: every analysis run once.
 
-``diagnose(path)`` returns a :class:`~traceview.results.Diagnosis`; renderers only read it.
+``diagnose_timeline(timeline, steps)`` returns a :class:`~traceview.results.Diagnosis` (a trace
+file's: ``traceview.loader.diagnose(path)``); renderers only read it.
 ``Diagnosis.to_dict()`` is the JSON document (keys documented in docs/json.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 
@@ -22,7 +22,6 @@ from traceview.analyzers.findings.diagnosis import findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes
 from traceview.errors import one_line
-from traceview.loader import load_with_steps
 from traceview.results import AttributionOptions, Diagnosis, Steps
 from traceview.schema import Timeline
 from traceview.table import Table
@@ -89,13 +88,6 @@ def periodic_heavy_steps(events: Table, steps: Steps, steady: np.ndarray) -> str
             f"{heavy_ms / (light / 1e6):.1f}× their median ({heavy_ms:.3g} ms against {light / 1e6:.3g} ms): the "
             f"steady median is one of the light steps, and a cycle of {period} steps takes about {cycle:.3g} ms "
             "(gradient accumulation, or work the loop does every few steps)")
-
-
-def diagnose(path: str | Path, options: AttributionOptions | None = None, top: int | None = TOP_N) -> Diagnosis:
-    """Load one trace and run every analysis on it; ``top`` rows in the kernel and op tables
-    (``None``: all of them)."""
-    timeline, steps = load_with_steps(path)
-    return diagnose_timeline(timeline, steps, options, top)
 
 
 def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None,

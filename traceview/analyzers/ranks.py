@@ -4,7 +4,7 @@ Two steps, so the per-trace part can run anywhere (a process pool, Dask, Spark):
 
 - :func:`summarize` turns one :class:`~traceview.results.Diagnosis` into a
   :class:`RankSummary`: a few kilobytes (per-step times and bucket ns, the steady attribution,
-  the rank the trace declares), picklable, with no event rows. :func:`summarize_trace` does
+  the rank the trace declares), picklable, with no event rows. ``traceview.loader.summarize_trace`` does
   load → diagnose → summarize for one path: the per-rank function to map over thousands of traces.
 - :func:`multi_rank` groups summaries into runs and compares the ranks of each run that has at
   least two: per-rank steady step time, stragglers per step, and the spread of every bucket.
@@ -72,13 +72,6 @@ def summarize(diag: Any) -> RankSummary:
     return RankSummary(source=str(meta.source), format=meta.format, framework=meta.framework,
                        declared=declared_rank(meta), steady_step_ns=float(diag.steady_step_ns),
                        steady_buckets_ns=dict(diag.steady_attribution()), steps=steps)
-
-
-def summarize_trace(path: str | Path, options: Any = None) -> RankSummary:
-    """Load one trace, diagnose it and keep only its summary: the function to map over ranks."""
-    from traceview.analyzers.diagnosis import diagnose
-
-    return summarize(diagnose(path, options))
 
 
 # ---------------------------------------------------------------------------------------------

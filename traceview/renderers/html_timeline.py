@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from traceview.analyzers.attribution import attribution_segments, leaf_compute_ops
+from traceview.normalize import leaf_compute_ops
 from traceview.renderers.html_base import BUCKET_COLOR, coordinate, esc, swatch, text_color
 from traceview.results import BUCKETS, Diagnosis
 from traceview.roles import Role
@@ -142,13 +142,12 @@ def timeline_svg(diag: Diagnosis, position: int) -> tuple[str, set[int]]:
     body: list[str] = []
     y = 6.0
     # Attribution row.
-    segments = attribution_segments(diag.timeline, diag.steps, diag.attribution)
+    segments = diag.attribution.segments
     segments = segments.take(segments["step"] == position)
-    bucket_index = {b: i for i, b in enumerate(BUCKETS)}
     s0 = (segments["start"] - start) * scale
     s1 = (segments["end"] - start) * scale
-    sb = np.array([bucket_index[b] for b in segments["bucket"].tolist()], dtype=np.int64)
-    seg_names = [BUCKET_LABEL[b] for b in segments["bucket"].tolist()]
+    sb = segments["bucket"].codes.astype(np.int64)  # (codes into BUCKETS)
+    seg_names = [BUCKET_LABEL[BUCKETS[code]] for code in sb.tolist()]
     seg_durs = (segments["end"] - segments["start"])
     body.append(_row_label("attribution", y, ATTRIBUTION_ROW_HEIGHT, bold=True))
     body.extend(_draw_level(s0, s1, sb, seg_names, seg_durs, [BUCKET_COLOR[b] for b in BUCKETS], y,

@@ -44,7 +44,6 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from traceview.analyzers.attribution import attribution_segments
 from traceview.arrays import at_rows
 from traceview.normalize import launch_rows
 from traceview.redact import host_field, redact_path, redact_text, secrets_of
@@ -209,11 +208,11 @@ class _Exporter:
 
     def _attribution_slices(self, tid: int) -> list[dict[str, Any]]:
         diag = self.diag
-        segments = attribution_segments(diag.timeline, diag.steps, diag.attribution)
+        segments = diag.attribution.segments
         numbers = diag.steps.table["number"]
         out = []
         for step, start, end, bucket in zip(segments["step"].tolist(), segments["start"].tolist(),
-                                            segments["end"].tolist(), segments["bucket"].tolist()):
+                                            segments["end"].tolist(), segments["bucket"].values().tolist()):
             out.append({"ph": "X", "name": bucket, "cat": ATTRIBUTION_CAT, "pid": self.pid, "tid": tid,
                         "ts": self._us(start), "dur": (end - start) / 1000,
                         "args": {"bucket": bucket, "step": int(numbers[step])}})
