@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from traceview.analyzers.diagnosis import diagnose_timeline
-from traceview.analyzers.ranks import summarize
 from traceview.analyzers.steps import find_steps
 from traceview.analyzers.top import TOP_N
 from traceview.capture_facts import capture_facts
@@ -55,4 +54,6 @@ def diagnose(path: str | Path, options: AttributionOptions | None = None, top: i
 def summarize_trace(path: str | Path, options: Any = None) -> RankSummary:  # noqa: ANN401 - AttributionOptions or None
     """Load one trace, diagnose it and keep only its summary (no event rows): the function to map
     over ranks (a process pool, Dask, Spark)."""
+    from traceview.analyzers.ranks import summarize  # (pandas: only where ranks are summarized)
+
     return summarize(diagnose(path, options))
