@@ -47,3 +47,13 @@ def cached_diagnosis(path: Path):  # noqa: ANN201 - Diagnosis; read-only use in 
     from traceview.loader import diagnose
 
     return diagnose(path)
+
+
+def gen_docs():  # noqa: ANN201 - the scripts/gen_docs.py module
+    """scripts/gen_docs.py as a module: its blocks and ``render`` check that the docs are current."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_docs", REPO / "scripts" / "gen_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

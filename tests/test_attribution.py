@@ -184,17 +184,13 @@ def test_a_gap_on_one_thread_is_not_hidden_by_a_later_op_on_another_thread():
 
 
 def test_docs_tables_are_the_code_tables():
-    import importlib.util
-    from pathlib import Path
+    from tests.conftest import REPO, gen_docs
 
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("gen_docs", root / "scripts" / "gen_docs.py")
-    gen_docs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_docs)
-    doc = (root / "docs" / "attribution.md").read_text(encoding="utf-8")
-    assert gen_docs.render(doc) == doc, "docs/attribution.md is stale: run python scripts/gen_docs.py"
-    schema = (root / "docs" / "schema.md").read_text(encoding="utf-8")
-    assert gen_docs.render(schema, gen_docs.SCHEMA_BLOCKS) == schema, "docs/schema.md is stale: run scripts/gen_docs.py"
+    docs = gen_docs()
+    doc = (REPO / "docs" / "attribution.md").read_text(encoding="utf-8")
+    assert docs.render(doc) == doc, "docs/attribution.md is stale: run python scripts/gen_docs.py"
+    schema = (REPO / "docs" / "schema.md").read_text(encoding="utf-8")
+    assert docs.render(schema, docs.SCHEMA_BLOCKS) == schema, "docs/schema.md is stale: run scripts/gen_docs.py"
 
 
 def test_a_waiting_call_takes_what_the_other_threads_do():

@@ -4,12 +4,12 @@ thresholds in the row's words."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 import traceview
+from tests.conftest import gen_docs
 from traceview.analyzers.findings import table
 from traceview.analyzers.findings.comparison import rephrased as comparison_rephrased
 from traceview.analyzers.findings.diagnosis import RULES, SUMMARIES, rephrased
@@ -90,11 +90,9 @@ def test_a_comparison_finding_is_rephrased_by_its_rule_too():
 
 
 def test_docs_findings_show_the_table():
-    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
-    gen_docs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_docs)
+    docs = gen_docs()
     doc = (ROOT / "docs" / "findings.md").read_text(encoding="utf-8")
-    assert gen_docs.render(doc, gen_docs.FINDINGS_BLOCKS) == doc, "docs/findings.md is stale: run scripts/gen_docs.py"
+    assert docs.render(doc, docs.FINDINGS_BLOCKS) == doc, "docs/findings.md is stale: run scripts/gen_docs.py"
 
 
 def test_a_row_without_thresholds_refuses_to_grade():

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import importlib.util
 import inspect
 import shutil
 from pathlib import Path
@@ -17,7 +16,7 @@ import pandas as pd
 import pytest
 
 import traceview
-from tests.conftest import REPO, SAMPLES
+from tests.conftest import REPO, SAMPLES, gen_docs
 from traceview.cli import main
 from traceview.table import Table
 from traceview.errors import InputError, QualityError, RegressionError, UsageError
@@ -296,11 +295,9 @@ def test_results_are_frozen_with_a_one_line_repr_and_json_ready_dicts():
 
 
 def test_the_api_reference_is_current_and_complete():
-    spec = importlib.util.spec_from_file_location("gen_docs", REPO / "scripts" / "gen_docs.py")
-    gen_docs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_docs)
+    docs = gen_docs()
     doc = (REPO / "docs" / "api.md").read_text(encoding="utf-8")
-    assert gen_docs.render(doc, gen_docs.API_BLOCKS) == doc, "docs/api.md is stale: run python scripts/gen_docs.py"
+    assert docs.render(doc, docs.API_BLOCKS) == doc, "docs/api.md is stale: run python scripts/gen_docs.py"
     for name in traceview.__all__:
         if name != "__version__":
             assert f"### `traceview.{name}`" in doc or f"### `{name}`" in doc, f"{name} is not in docs/api.md"

@@ -120,7 +120,7 @@ def diagnosis_markdown(report: DiagnosisReport) -> list[str]:
     for grid in report.memory:
         lines += _grid(grid)
     lines += _top(report.kernels) + _top(report.ops)
-    lines += _grid(Grid(report.launch.title, report.launch.headers, report.launch.rows))
+    lines += _grid(report.launch)
     if report.device is not None:
         lines += _grid(report.device)
     lines.append(f"Events: {fmt_count(facts.events_in_file)} in file, {fmt_count(facts.kept)} kept, "

@@ -42,13 +42,13 @@ from typing import Any, Callable
 
 import numpy as np
 import orjson
-import pandas as pd
 
 from traceview.arrays import at_rows
 from traceview.normalize import launch_rows
 from traceview.redact import host_field, redact_path, redact_text, secrets_of
 from traceview.results import BUCKETS
 from traceview.schema import SCHEMA_VERSION
+from traceview.table import Table
 
 STEPS_TRACK = "steps"
 ATTRIBUTION_TRACK = "traceview: attribution"

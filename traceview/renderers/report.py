@@ -428,6 +428,7 @@ class ComparisonReport:
     findings: tuple[FindingLine, ...]
     baseline: DiagnosisReport
     candidate: DiagnosisReport
+    qualities: tuple[QualitySection, QualitySection]  # each side's, titled with its side
 
 
 OP_DIFF_TITLE = ("Ops and kernels per steady step, aligned by name (A = baseline, B = candidate; kernel: device "
@@ -503,7 +504,9 @@ def comparison_report(cmp: Comparison) -> ComparisonReport:
         sides=sides,  # type: ignore[arg-type]
         lead=lead, rest=rest, causes=named, explained=f"Named causes explain {fmt_pct(cmp.explained_share)}",
         buckets=buckets, families=_families(cmp), op_diff=op_diff_grid(cmp), cold_start=_cold_start(cmp),
-        findings=finding_lines(cmp.findings), baseline=diagnosis_report(base), candidate=diagnosis_report(cand))
+        findings=finding_lines(cmp.findings), baseline=diagnosis_report(base), candidate=diagnosis_report(cand),
+        qualities=(quality_section(base.quality, f"{QUALITY_TITLE}, baseline"),
+                   quality_section(cand.quality, f"{QUALITY_TITLE}, candidate")))
 
 
 def by_baseline(comparisons: list[Comparison]) -> list[list[Comparison]]:

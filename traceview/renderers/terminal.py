@@ -18,7 +18,7 @@ from rich.text import Text
 
 from traceview.errors import one_line
 from traceview.renderers.base import Renderer
-from traceview.renderers.report import (QUALITY_TITLE, ComparisonReport, DiagnosisReport, FindingLine, Grid,
+from traceview.renderers.report import (ComparisonReport, DiagnosisReport, FindingLine, Grid,
                                         QualitySection, RanksReport, SteadyState, StepTable, TopTable, across_grid,
                                         by_baseline, comparison_report, diagnosis_report,
                                         ranks_report, shortened)
@@ -342,14 +342,8 @@ def _comparison_parts(report: ComparisonReport, width: int) -> list[Any]:
                     for side, d in zip(report.sides, (report.baseline, report.candidate)))):
         if block is not None:
             parts.append(block)
-    parts += [quality_block(quality_section_titled(d, f"{QUALITY_TITLE}, {side.role}"))
-              for side, d in zip(report.sides, (report.baseline, report.candidate))]
+    parts += [quality_block(section) for section in report.qualities]
     return parts
-
-
-def quality_section_titled(report: DiagnosisReport, title: str) -> QualitySection:
-    """A trace's quality section under another title (a comparison names each side's)."""
-    return QualitySection(title + report.quality.headline[len(QUALITY_TITLE):], report.quality.rows)
 
 
 def _op_diff(grid: Grid, width: int) -> Table:
