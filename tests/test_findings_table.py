@@ -100,3 +100,30 @@ def test_a_row_without_thresholds_refuses_to_grade():
     with pytest.raises(ValueError):
         row.grade(0.5)
     assert row.threshold_words == ""
+
+
+def test_a_new_row_and_its_rule_reach_every_report():
+    """docs/architecture.md's "add a finding": a row and its rule, registered with its sentence,
+    and every format shows the finding with the row's words (nothing else to edit)."""
+    from traceview.analyzers.findings.diagnosis import found, rule
+    from traceview.api import render
+
+    row = FindingSpec("ops_per_step", "many framework ops a step", "framework ops per steady step",
+                      Thresholds(10, 1000, percent=False))
+
+    def summary(e, explains):  # noqa: ANN001, ANN202
+        return f"{e['ops']:.0f} ops a step"
+
+    def ops_per_step(diag):  # noqa: ANN001, ANN202
+        return found(row, row.grade(diag.launch.ops_per_step), {"ops": diag.launch.ops_per_step}, "fuse them")
+
+    rule(row, summary)(ops_per_step)
+    try:
+        diag = traceview.diagnose(TORCH_EAGER)
+        new = next(f for f in diag.findings if f.rule == "ops_per_step")
+        assert (new.grade, new.summary, new.threshold) == ("moderate", "21 ops a step", "≥ 10 moderate, ≥ 1000 high")
+        for fmt in ("terminal", "md", "html", "json"):
+            assert "21 ops a step" in render(diag, fmt), fmt
+    finally:
+        RULES.pop()
+        del SUMMARIES["ops_per_step"]

@@ -60,15 +60,17 @@ def regression_limit(fail_if_slower: float | None) -> float | None:
     return fail_if_slower
 
 
-def attribution_options(dispatch_gap_us: float | None) -> AttributionOptions:
-    """``dispatch_gap_us`` / ``--dispatch-gap-us`` as the attribution's options."""
+def attribution_options(dispatch_gap_us: float | None, keep_segments: bool = True) -> AttributionOptions:
+    """``dispatch_gap_us`` / ``--dispatch-gap-us`` as the attribution's options; ``keep_segments``:
+    keep each step's bucket runs for a timeline (the HTML report, the Perfetto export)."""
     from traceview.results import AttributionOptions
 
     # (NaN compares false with everything: the bounds are written so that it fails them.)
     if dispatch_gap_us is not None and not 0 <= dispatch_gap_us <= MAX_DISPATCH_GAP_US:
         raise UsageError(f"--dispatch-gap-us must be a number of microseconds from 0 to {MAX_DISPATCH_GAP_US:g}, "
                          f"got {dispatch_gap_us!r}")
-    return AttributionOptions(dispatch_gap_ns=None if dispatch_gap_us is None else int(round(dispatch_gap_us * 1000)))
+    return AttributionOptions(dispatch_gap_ns=None if dispatch_gap_us is None else int(round(dispatch_gap_us * 1000)),
+                              keep_segments=keep_segments)
 
 
 def trace_files(path: PathLike, run: str | None = None) -> list[Path]:
@@ -111,8 +113,9 @@ def diagnose(path: PathLike, *, run: str | None = None, dispatch_gap_us: float |
     - ``redact``: replace file paths, host names and user names with ``<path>``, ``<host>``, ``<user>``.
     - ``strict``: raise :class:`~traceview.errors.QualityError` (its ``result`` holds the
       diagnosis) when a trace has a trace-quality problem (docs/bad_input.md).
-    - ``keep_events``: keep every trace's event rows; False lets them go in the worker processes
-      (less memory for many large traces; the reports but the HTML timeline need none).
+    - ``keep_events``: keep every trace's event rows and its steps' bucket runs
+      (``Attribution.segments``); False does without the runs, and lets the rows go in the worker
+      processes (less memory for large traces; the reports but the HTML timeline need neither).
     """
     result = diagnose_report(path, run=run, dispatch_gap_us=dispatch_gap_us, top=top, jobs=jobs, redact=redact,
                              keep_events=keep_events)
@@ -126,7 +129,7 @@ def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: 
                     keep_events: bool = True, progress: Progress | None = None) -> Diagnosis | FolderDiagnosis:
     """:func:`diagnose` without the ``strict`` check (the command line writes the report first),
     saying what it reads to ``progress``."""
-    options = attribution_options(dispatch_gap_us)
+    options = attribution_options(dispatch_gap_us, keep_segments=keep_events)
     rows = top_rows(top)
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
@@ -207,11 +210,12 @@ def compare(baseline: PathLike | Diagnosis, candidate: PathLike | Diagnosis, *, 
 
 def compare_report(baseline: PathLike | Diagnosis, candidate: PathLike | Diagnosis, *, run: str | None = None,
                    dispatch_gap_us: float | None = None, top: int | str | None = DEFAULT_TOP,
-                   redact: bool = False) -> Comparison:
-    """:func:`compare` without its checks (the command line writes the report first)."""
+                   redact: bool = False, keep_events: bool = True) -> Comparison:
+    """:func:`compare` without its checks (the command line writes the report first); without
+    ``keep_events`` the diagnoses keep no timeline segments (no report but HTML shows them)."""
     from traceview.analyzers.compare import compare as compare_diagnoses
 
-    options = attribution_options(dispatch_gap_us)
+    options = attribution_options(dispatch_gap_us, keep_segments=keep_events)
     rows = top_rows(top)
     sides = [_one_diagnosis(value, label, run, options, rows)
              for label, value in (("baseline", baseline), ("candidate", candidate))]

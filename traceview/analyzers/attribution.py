@@ -145,7 +145,8 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
                        gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule,
                        compared_steps=seg.compared_steps, paused_events=seg.paused_events,
                        launch_in_calls=_launch_in_calls(timeline, steps, seg, n_steps), hooked_nodes=seg.hooked_nodes,
-                       gil_wait_events=seg.gil_wait_events, segments=_bucket_runs(seg))
+                       gil_wait_events=seg.gil_wait_events,
+                       **({"segments": _bucket_runs(seg)} if options.keep_segments else {}))
 
 
 # Roles of the calls a compiled step runs through: a tf.function / jitted / torch.compile call and the

@@ -43,7 +43,7 @@ def compare(
         api.refuse_overwriting_inputs(output, [*api.trace_files(baseline, run), *api.trace_files(candidate, run)],
                                       "--output")
     comparison = api.compare_report(baseline, candidate, run=run, dispatch_gap_us=dispatch_gap_us, top=top,
-                                    redact=redact)
+                                    redact=redact, keep_events=format == "html")
     emit(api.render(comparison, format, width=width, color=use_color(color, output)), output)
     # After the report: --strict (exit 2), then --fail-if-slower (exit 1).
     api.check_comparison(comparison, strict=strict, fail_if_slower=fail_if_slower)
