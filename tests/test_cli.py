@@ -384,7 +384,7 @@ def test_collect_names_an_unknown_workload_first():
 # --------------------------------------------------------------------------------------------
 # Help text: placeholders, never type tags
 # --------------------------------------------------------------------------------------------
-COMMANDS = ("diagnose", "compare", "collect", "export", "normalize", "query", "run")
+COMMANDS = ("diagnose", "compare", "whatif", "collect", "export", "normalize", "query", "run")
 
 
 def _placeholders(help_text: str) -> list[str]:

@@ -802,6 +802,259 @@ static PyObject *states_down(PyObject *self, PyObject *args) {
     return PyLong_FromLong(fits);
 }
 
+/* The steps replayed along their recorded dependencies (analyzers/replay.py, whose docstring
+ * states the model, and whose Python walk this pass repeats operation for operation, so that
+ * both give the same doubles): per step window, in order of its elementary segments, a clock per
+ * lane (the step's thread, the other threads, the device), work advancing its lane's clock by
+ * its length times its cause's factor, the step thread's waits ending at the awaited lane's clock
+ * (plus the return as recorded), and work after idle handed off from the step thread's clock.
+ * Each of the T rows of ``factors`` is one replay; every step is replayed under each.
+ *
+ * replay(start, length, step, in_step, active, winner, lane, waits, unsupported, bucket, factors,
+ *        cpu, n_steps, n_buckets, idle_bucket, sync_bucket,
+ *        out_length, out_path, out_lanes, out_unsupported) -> None
+ *   start, length, step int64[n]; in_step uint8[n]; active uint64[n]; winner int64[n]
+ *   lane int8[L]; waits, unsupported uint8[L]; bucket int64[L] (-1: none); factors float64[T * L]
+ *   out_length float64[T * n_steps]; out_path float64[T * n_steps * n_buckets];
+ *   out_lanes float64[T * n_steps * 3]; out_unsupported float64[T * n_steps]
+ */
+enum { LANE_H = 0, LANE_O = 1, LANE_D = 2, N_LANES = 3, MAX_BUCKETS = 16, MAX_LAYERS = 64 };
+
+typedef struct {
+    double t;
+    double path[MAX_BUCKETS];
+    double lanes[N_LANES];
+} Clock;
+
+typedef struct {
+    const int8_t *lane;
+    const uint8_t *waits, *unsupported;
+    const int64_t *bucket;
+    const double *factor;
+    int cpu, n_buckets, idle, sync;
+    uint64_t lane_mask[N_LANES], own_mask;
+    Clock c[N_LANES];
+    int busy[N_LANES], worked_in_wait[N_LANES];
+    double last_busy_end[N_LANES];
+    int waiting, waited_for_others;
+    double wait_orig, wait_new, fixed, unsupported_total;
+    double wait_path[MAX_BUCKETS], wait_lanes[N_LANES], elapsed[MAX_BUCKETS], since_awaited[MAX_BUCKETS];
+    double fixed_path[MAX_BUCKETS];
+} Replay;
+
+static int lowest_bit(uint64_t bits) {  /* bits != 0 */
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(bits);
+#else
+    int k = 0;
+    while (!(bits & 1)) {
+        bits >>= 1;
+        k++;
+    }
+    return k;
+#endif
+}
+
+static void clock_advance(Clock *c, double ns, int bucket, int lane) {
+    c->t += ns;
+    c->path[bucket] += ns;
+    c->lanes[lane] += ns;
+}
+
+static void replay_hand_off(Replay *r, int lane, double t) {
+    Clock *h = &r->c[LANE_H], *c = &r->c[lane];
+    if (!r->waiting) {
+        if (h->t > c->t) *c = *h;
+    } else if (r->worked_in_wait[lane]) {
+        clock_advance(c, t - r->last_busy_end[lane], r->idle, lane);
+    } else if (r->wait_new + (t - r->wait_orig) > c->t) {
+        c->t = r->wait_new + (t - r->wait_orig);
+        for (int b = 0; b < r->n_buckets; b++) c->path[b] = r->wait_path[b] + r->elapsed[b];
+        for (int l = 0; l < N_LANES; l++) c->lanes[l] = r->wait_lanes[l];
+        c->lanes[LANE_H] += t - r->wait_orig;
+    }
+}
+
+static void replay_end_wait(Replay *r, double now) {
+    int awaited = r->cpu ? LANE_O : LANE_D;
+    Clock *h = &r->c[LANE_H], *other = &r->c[awaited];
+    r->waiting = 0;
+    if (!r->worked_in_wait[awaited]) {
+        h->t = r->wait_new + r->fixed;
+        for (int b = 0; b < r->n_buckets; b++) h->path[b] = r->wait_path[b] + r->fixed_path[b];
+        for (int l = 0; l < N_LANES; l++) h->lanes[l] = r->wait_lanes[l];
+        h->lanes[LANE_H] += r->fixed;
+        r->unsupported_total += r->fixed;
+        return;
+    }
+    h->t = r->wait_new;
+    if (awaited == LANE_O) r->waited_for_others = 1;
+    for (int b = 0; b < r->n_buckets; b++) h->path[b] = r->wait_path[b];
+    for (int l = 0; l < N_LANES; l++) h->lanes[l] = r->wait_lanes[l];
+    double back = now - r->last_busy_end[awaited];
+    if (other->t + back > h->t) {
+        h->t = other->t + back;
+        for (int b = 0; b < r->n_buckets; b++) h->path[b] = other->path[b] + r->since_awaited[b];
+        for (int l = 0; l < N_LANES; l++) h->lanes[l] = other->lanes[l];
+        h->lanes[LANE_H] += back;
+    }
+}
+
+/* One step (its segments rows[first, last)) under one row of factors. */
+static void replay_one(Replay *r, const int64_t *start, const int64_t *length, const uint64_t *active,
+                       const int64_t *winner, Py_ssize_t first, Py_ssize_t last, double *out_length, double *out_path,
+                       double *out_lanes, double *out_unsupported) {
+    double t0 = (double)start[first];
+    int awaited = r->cpu ? LANE_O : LANE_D;
+    memset(r->c, 0, sizeof(r->c));
+    for (int l = 0; l < N_LANES; l++) {
+        r->c[l].t = t0;
+        r->busy[l] = 0;
+        r->worked_in_wait[l] = 0;
+        r->last_busy_end[l] = t0;
+    }
+    r->waiting = 0;
+    r->waited_for_others = 0;
+    r->unsupported_total = 0.0;
+    for (Py_ssize_t i = first; i < last; i++) {
+        double t = (double)start[i], span = (double)length[i];
+        uint64_t mask = active[i];
+        int64_t won = winner[i];
+        for (int lane = LANE_O; lane <= LANE_D; lane++) {
+            uint64_t on = mask & r->lane_mask[lane];
+            if (!on) {
+                r->busy[lane] = 0;
+                continue;
+            }
+            if (!r->busy[lane]) replay_hand_off(r, lane, t);
+            int slowest = -1;
+            for (uint64_t bits = on; bits; bits &= bits - 1) {  /* set bits, lowest first */
+                int k = lowest_bit(bits);
+                if (slowest < 0 || r->factor[k] > r->factor[slowest]) slowest = k;
+            }
+            int b = r->bucket[slowest] >= 0 ? (int)r->bucket[slowest] : r->idle;
+            clock_advance(&r->c[lane], span * r->factor[slowest], b, lane);
+            r->busy[lane] = 1;
+            r->last_busy_end[lane] = t + span;
+            if (r->waiting) r->worked_in_wait[lane] = 1;
+        }
+        uint64_t mine = mask & r->own_mask;
+        int own = mine ? lowest_bit(mine) : -1;
+        int waiting;
+        if (r->cpu)
+            waiting = won >= 0 && (r->lane[won] == LANE_O || r->unsupported[won] || r->waits[won]);
+        else
+            waiting = (own >= 0 && r->bucket[own] == r->sync) || (own < 0 && r->busy[LANE_D]);
+        if (waiting && own >= 0 && r->factor[own] == 0.0) waiting = 0;
+        if (waiting) {
+            if (!r->waiting) {
+                Clock *h = &r->c[LANE_H];
+                r->waiting = 1;
+                r->wait_orig = t;
+                r->wait_new = h->t;
+                for (int b = 0; b < r->n_buckets; b++) {
+                    r->wait_path[b] = h->path[b];
+                    r->elapsed[b] = r->since_awaited[b] = r->fixed_path[b] = 0.0;
+                }
+                for (int l = 0; l < N_LANES; l++) r->wait_lanes[l] = h->lanes[l];
+                r->fixed = 0.0;
+                r->worked_in_wait[LANE_H] = 0;
+                r->worked_in_wait[LANE_O] = r->busy[LANE_O];
+                r->worked_in_wait[LANE_D] = r->busy[LANE_D];
+            }
+            int cause = r->cpu ? (int)won : own;
+            int b = cause >= 0 && r->bucket[cause] >= 0 ? (int)r->bucket[cause] : r->idle;
+            double scaled = span * (cause >= 0 ? r->factor[cause] : 1.0);
+            r->elapsed[b] += span;
+            r->fixed += scaled;
+            r->fixed_path[b] += scaled;
+            if (r->busy[awaited])
+                for (int k = 0; k < r->n_buckets; k++) r->since_awaited[k] = 0.0;
+            else
+                r->since_awaited[b] += span;
+            continue;
+        }
+        if (r->waiting) replay_end_wait(r, t);
+        if (own >= 0 && r->bucket[own] >= 0)
+            clock_advance(&r->c[LANE_H], span * r->factor[own], (int)r->bucket[own], LANE_H);
+        else if (own < 0)
+            clock_advance(&r->c[LANE_H], span, r->idle, LANE_H);
+    }
+    if (r->waiting) replay_end_wait(r, (double)(start[last - 1] + length[last - 1]));
+    /* The step ends when its thread and the device do; the other threads only where awaited. */
+    int best = LANE_H;
+    if (r->waited_for_others && r->c[LANE_O].t > r->c[best].t) best = LANE_O;
+    if (r->c[LANE_D].t > r->c[best].t) best = LANE_D;
+    *out_length = r->c[best].t - t0;
+    for (int b = 0; b < r->n_buckets; b++) out_path[b] = r->c[best].path[b];
+    for (int l = 0; l < N_LANES; l++) out_lanes[l] = r->c[best].lanes[l];
+    *out_unsupported = r->unsupported_total;
+}
+
+static PyObject *replay(PyObject *self, PyObject *args) {
+    Py_buffer start, length, step, in_step, active, winner, lane, waits, unsupported, bucket, factors;
+    Py_buffer out_length, out_path, out_lanes, out_unsupported;
+    int cpu, n_buckets, idle, sync;
+    Py_ssize_t n_steps;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*inniiw*w*w*w*", &start, &length, &step, &in_step, &active,
+                          &winner, &lane, &waits, &unsupported, &bucket, &factors, &cpu, &n_steps, &n_buckets, &idle,
+                          &sync, &out_length, &out_path, &out_lanes, &out_unsupported))
+        return NULL;
+    Py_buffer *held[] = {&start, &length, &step, &in_step, &active, &winner, &lane, &waits, &unsupported, &bucket,
+                         &factors, &out_length, &out_path, &out_lanes, &out_unsupported};
+    Py_ssize_t n = start.len / 8, layers = lane.len;
+    Py_ssize_t transforms = layers ? factors.len / 8 / layers : 0;
+    const Py_ssize_t item[] = {8, 8, 8, 1, 8, 8};
+    int ok = same_length(held, 6, n, item) && layers <= MAX_LAYERS && n_buckets <= MAX_BUCKETS && n_buckets > 0
+             && waits.len == layers && unsupported.len == layers && bucket.len == layers * 8
+             && factors.len == transforms * layers * 8 && out_length.len == transforms * n_steps * 8
+             && out_path.len == transforms * n_steps * n_buckets * 8 && out_lanes.len == transforms * n_steps * 3 * 8
+             && out_unsupported.len == transforms * n_steps * 8 && idle >= 0 && idle < n_buckets;
+    if (ok) {
+        const int64_t *begin = start.buf, *span = length.buf, *position = step.buf, *won = winner.buf;
+        const uint8_t *inside = in_step.buf;
+        const uint64_t *mask = active.buf;
+        Replay r;
+        r.lane = lane.buf;
+        r.waits = waits.buf;
+        r.unsupported = unsupported.buf;
+        r.bucket = bucket.buf;
+        r.cpu = cpu;
+        r.n_buckets = n_buckets;
+        r.idle = idle;
+        r.sync = sync;
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t i = 0;
+        while (i < n) {
+            if (!inside[i] || position[i] < 0 || position[i] >= n_steps) {
+                i++;
+                continue;
+            }
+            Py_ssize_t first = i;
+            uint64_t background = mask[i];
+            while (i < n && inside[i] && position[i] == position[first]) background &= mask[i++];
+            r.own_mask = 0;
+            for (int l = 0; l < N_LANES; l++) r.lane_mask[l] = 0;
+            for (Py_ssize_t k = 0; k < layers; k++) {
+                int at = r.lane[k];
+                if (at == LANE_H) r.own_mask |= (uint64_t)1 << k;
+                else if ((at == LANE_O || at == LANE_D) && !(background >> k & 1)) r.lane_mask[at] |= (uint64_t)1 << k;
+            }
+            for (Py_ssize_t t = 0; t < transforms; t++) {
+                Py_ssize_t at = t * n_steps + position[first];
+                r.factor = (const double *)factors.buf + t * layers;
+                replay_one(&r, begin, span, mask, won, first, i, (double *)out_length.buf + at,
+                           (double *)out_path.buf + at * n_buckets, (double *)out_lanes.buf + at * 3,
+                           (double *)out_unsupported.buf + at);
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    if (!released(held, 15, ok, "replay")) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"nest", nest, METH_VARARGS, "Parent row and depth of every host event on its track; returns the overlaps."},
     {"own_pieces", own_pieces, METH_VARARGS, "The own pieces of selected rows: counted, or written."},
@@ -813,6 +1066,7 @@ static PyMethodDef methods[] = {
     {"combine", combine, METH_VARARGS, "The combinations of integer columns, numbered in order of first appearance."},
     {"factorize", factorize, METH_VARARGS, "Integer keys numbered in order of first appearance, with first rows."},
     {"copy_down", copy_down, METH_VARARGS, "Parents' values carried down to the children that take them."},
+    {"replay", replay, METH_VARARGS, "Every step replayed along its recorded dependencies, under rows of factors."},
     {"states_down", states_down, METH_VARARGS, "Each row's state from its parent's and its own, through a table."},
     {NULL, NULL, 0, NULL},
 };

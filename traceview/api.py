@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
@@ -25,7 +25,7 @@ from traceview.errors import QualityError, RegressionError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from traceview.parquet import ParquetFiles
-    from traceview.results import AttributionOptions, Comparison, Diagnosis, Export, FolderDiagnosis
+    from traceview.results import AttributionOptions, Comparison, Diagnosis, Export, FolderDiagnosis, WhatIf
     from traceview.schema import Timeline
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -299,6 +299,47 @@ def export(traces: PathLike | Sequence[PathLike], perfetto: PathLike, *, run: st
         raise UsageError(f"{target}: cannot write the trace ({err.strerror})") from None
     return Export(path=target, sources=tuple(d.source for d in diagnoses),
                   events=sum(len(d.timeline.table) for d in diagnoses), bytes=size)
+
+
+def whatif(path: PathLike, *, without: Sequence[str] = (), scale: Mapping[str, float] | None = None,
+           dispatch_per_op_us: float | None = None, run: str | None = None,
+           dispatch_gap_us: float | None = None) -> WhatIf:
+    """Replay a trace's steps along their recorded dependencies with causes removed or scaled, and
+    predict the steady step (``traceview whatif``; the model: docs/whatif.md).
+
+    ``path``: a trace file, or a folder or logdir holding one trace. ``without``: causes removed,
+    each a bucket (``input``, ``host_compute``, ``graph_build``, ``sync_wait``, ``memcpy``,
+    ``communication``, ``launch_overhead``, ``kernel``) or a detail of one (``idle.paused``,
+    ``launch_overhead.python``). ``scale``: a factor on a cause's time (``{"kernel": 0.5}``: the
+    math twice as fast). ``dispatch_per_op_us``: the launch/dispatch overhead set to this many
+    µs per framework op (what compiling the step does to it; the ops' own math stays).
+    ``run`` and ``dispatch_gap_us`` as for :func:`diagnose`. Returns a
+    :class:`~traceview.results.WhatIf`: the steady step as recorded and predicted, per step, the
+    predicted step's critical path, and every finding's own fix replayed."""
+    from traceview.analyzers.attribution import replay_segments
+    from traceview.analyzers.diagnosis import diagnose_timeline
+    from traceview.analyzers.whatif import Transform, causes, whatif as replay_whatif
+    from traceview.loader import load_with_steps
+
+    scale = dict(scale or {})
+    known = causes()
+    for cause in [*without, *scale]:
+        if cause not in known:
+            raise UsageError(f"{cause!r} is no cause to remove or scale; use one of: {', '.join(known)}")
+    for cause, factor in scale.items():
+        if not (isinstance(factor, (int, float)) and math.isfinite(factor) and factor >= 0):
+            raise UsageError(f"--scale {cause}={factor!r}: the factor must be a number at least 0")
+    if dispatch_per_op_us is not None and not (math.isfinite(dispatch_per_op_us) and dispatch_per_op_us >= 0):
+        raise UsageError(f"--dispatch-per-op must be a time at least 0, got {dispatch_per_op_us!r}")
+    options = attribution_options(dispatch_gap_us, keep_segments=False)
+    paths = trace_files(path, run)
+    if len(paths) != 1:
+        raise UsageError(f"{path}: holds {len(paths)} traces; give one trace to replay")
+    timeline, steps = load_with_steps(paths[0])
+    diag = diagnose_timeline(timeline, steps, options)
+    transform = Transform(without=tuple(without), scale=scale,
+                          dispatch_per_op_ns=None if dispatch_per_op_us is None else dispatch_per_op_us * 1e3)
+    return replay_whatif(diag, replay_segments(timeline, steps, options), transform)
 
 
 def write_parquet(traces: PathLike | Sequence[PathLike], output: PathLike, *, run: str | None = None,

@@ -115,9 +115,10 @@ def _register_commands() -> None:
     from traceview.commands.normalize import normalize
     from traceview.commands.query import query
     from traceview.commands.run import CONTEXT_SETTINGS as RUN_CONTEXT, run
+    from traceview.commands.whatif import whatif
 
-    for name, function in (("diagnose", diagnose), ("compare", compare), ("collect", collect), ("export", export),
-                           ("normalize", normalize), ("query", query)):
+    for name, function in (("diagnose", diagnose), ("compare", compare), ("whatif", whatif), ("collect", collect),
+                           ("export", export), ("normalize", normalize), ("query", query)):
         app.command(name, cls=PlaceholderHelpCommand)(function)
     app.command("run", cls=PlaceholderHelpCommand, context_settings=RUN_CONTEXT)(run)
 

@@ -33,11 +33,11 @@ import os
 import sys
 
 # Commands whose file arguments are traces read from start to end (cli.py registers them).
-TRACE_READING_COMMANDS = ("diagnose", "compare")
+TRACE_READING_COMMANDS = ("diagnose", "compare", "whatif")
 PREFETCHED_FILES = 2  # a diagnosis reads one trace, a comparison two
 # Commands that read and analyse traces and do no linear algebra (cli.py registers them); the
 # others run workloads (collect, run) or hand SQL to DuckDB (query), and keep OpenBLAS's threads.
-ANALYSING_COMMANDS = ("diagnose", "compare", "export", "normalize")
+ANALYSING_COMMANDS = ("diagnose", "compare", "whatif", "export", "normalize")
 # The variables OpenBLAS reads its thread count from, in its order (OpenBLAS driver/others/
 # openblas_env.c): where the user set any, their choice stands.
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")

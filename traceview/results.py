@@ -59,6 +59,13 @@ BUCKETS: tuple[str, ...] = (
 )
 
 
+# The resources a step's time runs on, as the reports name them and as the tables key them
+# (analyzers/replay.py): the step's thread (on a device trace, the host), the other host threads,
+# the device streams.
+LANES: tuple[str, ...] = ("step thread", "other threads", "device")
+LANE_KEYS: tuple[str, ...] = ("step_thread", "other_threads", "device")
+
+
 def shown_buckets(has_communication: bool) -> tuple[str, ...]:
     """The buckets a report shows: ``communication`` only for traces that run collective kernels
     (even when compute hides them all: 0 ns exposed is then the finding); collectives exist only
@@ -184,6 +191,13 @@ class Attribution:
     # The step windows as consecutive runs of one bucket (the timelines of the HTML report and the
     # Perfetto export): step (position), start, end (ns), bucket (Labels of BUCKETS). Per step the
     # lengths of a bucket's runs sum exactly to per_step.
+    # What fixing each cause would buy (analyzers/whatif.py), per step position: the step replayed
+    # as recorded ("replayed") and without each cause a finding's fix removes ("without.<cause>"), ns.
+    whatif: Table = field(default_factory=lambda: Table({}, 0))
+    # Each step's critical path as recorded: ns of each bucket ("path.<bucket>") and each lane
+    # ("lane.step_thread", "lane.other_threads", "lane.device") on it, and of the waits the trace
+    # cannot tie to the work they wait for ("unsupported").
+    critical: Table = field(default_factory=lambda: Table({}, 0))
     segments: Table = field(default_factory=lambda: Table({"step": np.zeros(0, dtype=np.int64),
                                                            "start": np.zeros(0, dtype=np.int64),
                                                            "end": np.zeros(0, dtype=np.int64),
@@ -386,14 +400,26 @@ class Finding:
     evidence: Mapping[str, float | int | str] = field(default_factory=dict)  # the measures, by name
     advice: str = ""  # what to try
     threshold: str = ""  # the grading thresholds in words
-    explains_ns: float = 0.0  # time per steady step the finding accounts for (its rank)
+    explains_ns: float = 0.0  # time per steady step the finding accounts for (its bucket's)
     summary: str = ""  # the evidence in one sentence
+    # The mean steady step replayed without the finding's cause, and what that saves (ns; its rank
+    # where known): analyzers/whatif.py. None where the cause is no removable work of the steps.
+    predicted_step_ns: float | None = None
+    predicted_saving_ns: float | None = None
+    prediction: str = ""  # what the prediction removes and rests on, or why there is none
 
     def to_dict(self) -> dict[str, Any]:
         """One entry of the JSON report's ``findings``."""
         return {"rule": self.rule, "detects": self.detects, "grade": self.grade, "summary": self.summary,
                 "explains_ns": self.explains_ns, "evidence": dict(self.evidence), "advice": self.advice,
-                "threshold": self.threshold}
+                "threshold": self.threshold, "predicted_step_ns": self.predicted_step_ns,
+                "predicted_saving_ns": self.predicted_saving_ns, "prediction": self.prediction}
+
+    @property
+    def saves_ns(self) -> float:
+        """The time per steady step fixing it saves: the prediction where there is one, else the
+        time it explains."""
+        return self.predicted_saving_ns if self.predicted_saving_ns is not None else self.explains_ns
 
     def __repr__(self) -> str:
         return f"Finding({self.rule}, {self.grade}, explains {fmt_ns(self.explains_ns)} per step)"
@@ -972,6 +998,56 @@ class FolderDiagnosis:
             folder = ""
         return (f"FolderDiagnosis({len(self.diagnoses)} traces in {folder!r}, {len(self.comparisons)} comparisons, "
                 f"{len(self.multi_rank)} multi-rank runs)")
+
+
+@dataclass(frozen=True, eq=False)
+class WhatIf:
+    """A trace's steps replayed under a transformation (``traceview whatif``): the steady step
+    predicted, what it saves, and what sets its length then (analyzers/whatif.py)."""
+
+    diagnosis: Diagnosis  # the trace as recorded
+    transform: str  # what the replay changed, in words ("without input, kernel ×0.5")
+    steps: Table  # per step: number, cold, recorded_ns, replayed_ns (as recorded), predicted_ns
+    path_ns: Mapping[str, float]  # the predicted steady step's critical path: ns per bucket (mean)
+    lane_ns: Mapping[str, float]  # … ns per lane (LANE_KEYS)
+    unsupported_ns: float  # waits the trace cannot tie to the work they wait for, kept (mean per steady step)
+    # Every finding's fix replayed on its own: (rule, the cause removed, predicted step, saving), ns.
+    fixes: tuple[tuple[str, str, float, float], ...] = ()
+
+    @property
+    def steady_step_ns(self) -> float:
+        """The mean steady step as recorded."""
+        return float(self.steps["recorded_ns"][self.diagnosis.steady_positions].mean())
+
+    @property
+    def predicted_step_ns(self) -> float:
+        """The mean steady step predicted under the transformation."""
+        return float(self.steps["predicted_ns"][self.diagnosis.steady_positions].mean())
+
+    @property
+    def saving_ns(self) -> float:
+        return self.steady_step_ns - self.predicted_step_ns
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report of ``traceview whatif --format json`` (docs/json.md)."""
+        positions = set(self.diagnosis.steady_positions.tolist())
+        return {
+            "report_version": REPORT_VERSION,
+            "trace": self.diagnosis.source,
+            "transform": self.transform,
+            "steady_step_ns": self.steady_step_ns,
+            "predicted_step_ns": self.predicted_step_ns,
+            "saving_ns": self.saving_ns,
+            "steps": [{**row, "steady": i in positions} for i, row in enumerate(self.steps.records())],
+            "critical_path": {"buckets_ns": dict(self.path_ns), "lanes_ns": dict(self.lane_ns),
+                              "unsupported_ns": self.unsupported_ns},
+            "fixes": [{"rule": rule, "removes": cause, "predicted_step_ns": step, "saving_ns": saving}
+                      for rule, cause, step, saving in self.fixes],
+        }
+
+    def __repr__(self) -> str:
+        return (f"WhatIf({trace_label(self.diagnosis.source)!r}, {self.transform}: {fmt_ns(self.steady_step_ns)} → "
+                f"{fmt_ns(self.predicted_step_ns)} per steady step)")
 
 
 @dataclass(frozen=True)

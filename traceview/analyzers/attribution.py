@@ -18,6 +18,7 @@ from traceview.analyzers.carving import carve
 from traceview.analyzers.gaps import driver_rows
 from traceview.analyzers.intervals import (Intervals, int_bincount, layer_activity, merged_runs, selected_runs,
                                            windows_at)
+from traceview.analyzers.whatif import Segments, segments_of, whatif_tables
 from traceview.analyzers.layers import (CALL_FALLBACK, COPY_KINDS, GAP_LONG, GAP_SHORT, GIL_WAIT, HOOKS, LAYERS, PAUSE,
                                         PER_CALL, QUEUED, WAIT_FALLBACKS, WAITING_IF_OTHERS_COMPUTE, Layer)
 from traceview.arrays import at_rows, membership
@@ -45,6 +46,8 @@ class _Segments:
     paused_events: tuple[np.ndarray, np.ndarray]  # (rows, ns): the pause taken off each event's own time
     hooked_nodes: np.ndarray  # rows of the node ranges around which the engine ran hooks (hooked_nodes)
     gil_wait_events: tuple[np.ndarray, np.ndarray]  # (rows, ns): the lock wait taken off each event's own time
+    active: np.ndarray  # per segment: the bit mask of the layers active in it
+    layers: list[Layer]  # the layers of the masks, in priority order
 
 
 def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionOptions) -> _Segments:
@@ -96,7 +99,14 @@ def _segments(timeline: Timeline, steps: Steps, mode: str, options: AttributionO
     bucket_of_layer = np.array([BUCKETS.index(layer.bucket) if layer.bucket in BUCKETS else -1 for layer in layers])
     bucket = np.where(winner >= 0, at_rows(bucket_of_layer, winner), BUCKETS.index("idle"))
     return _Segments(seg_start, seg_len, step_idx, in_step, winner, bucket, [layer.name for layer in layers],
-                     threshold, rule, compared, paused_events, hooked, gil_events)
+                     threshold, rule, compared, paused_events, hooked, gil_events, active, layers)
+
+
+def replay_segments(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None) -> Segments:
+    """The attribution's segments as the replay reads them (analyzers/whatif.py): to replay the
+    steps under any transformation."""
+    mode = "device" if timeline.has_device else "cpu"
+    return segments_of(_segments(timeline, steps, mode, options or AttributionOptions()), mode, len(steps.table))
 
 
 def _fallback_index(layers: list[Layer], name: str) -> int:
@@ -141,11 +151,12 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
             name = seg.layer_names[i]
             detail_cols[name] = detail_cols.get(name, 0) + per_layer[:, i]
     details = Table(dict(sorted(detail_cols.items())), n_steps)
+    whatif, critical = whatif_tables(segments_of(seg, mode, n_steps))
     return Attribution(per_step=per_step, details=details, mode=mode, options=options,
                        gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule,
                        compared_steps=seg.compared_steps, paused_events=seg.paused_events,
                        launch_in_calls=_launch_in_calls(timeline, steps, seg, n_steps), hooked_nodes=seg.hooked_nodes,
-                       gil_wait_events=seg.gil_wait_events,
+                       gil_wait_events=seg.gil_wait_events, whatif=whatif, critical=critical,
                        **({"segments": _bucket_runs(seg)} if options.keep_segments else {}))
 
 

@@ -19,6 +19,7 @@ class Renderer:
     render_diagnoses: Callable[..., str]  # (list[Diagnosis], **options) -> str
     description: str
     render_comparison: Callable[..., str] | None = None  # (Comparison, **options) -> str
+    render_whatif: Callable[..., str] | None = None  # (WhatIf, **options) -> str
 
 
 Options = dict[str, Any]

@@ -58,6 +58,7 @@ tr.detail td:first-child { padding-left: 30px; }
 .grade.none { background: #ebfbee; color: #2b8a3e; }
 .grade.skipped { background: #f1f3f5; color: #868e96; }
 .advice { color: var(--muted); font-size: 12px; }
+.fix { font-weight: 600; font-size: 12px; }
 .badge { font-size: 11px; padding: 0 5px; border-radius: 3px; background: #e7f5ff; color: #1971c2; margin-left: 4px; }
 svg { display: block; }
 svg.timeline { width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; }
@@ -197,7 +198,10 @@ def _index(reports: list[DiagnosisReport]) -> str:
 
 def _section(diag: Diagnosis, report: DiagnosisReport, index: int) -> str:
     out = [f'<section id="trace-{index}">', f"<h2>{esc(Path(report.facts.source).name)}</h2>", _facts(report),
-           _steady(report.steady, report.buckets), timeline_block(diag)]
+           _steady(report.steady, report.buckets)]
+    if report.critical is not None:
+        out.append(f'<p class="sub">{esc(report.critical.sentence)}</p>')
+    out.append(timeline_block(diag))
     if report.findings:
         out.append(_findings(report.findings))
     out.append(_quality(report.quality))
@@ -292,7 +296,8 @@ def _findings(findings: tuple[FindingLine, ...], title: str = "Findings") -> str
         return ""
     rows = []
     for f in findings:
-        advice = f'<div class="advice">→ {esc(f.advice)}</div>' if f.advice else ""
+        advice = (f'<div class="fix">{esc(f.fix)}</div>' if f.fix else "") + (
+            f'<div class="advice">→ {esc(f.advice)}</div>' if f.advice else "")
         rows.append(f'<tr><td><span class="grade {esc(f.grade)}">{esc(f.label)}</span></td>'
                     f"<td><b>{esc(f.rule)}</b>: {esc(f.text)}{advice}</td></tr>")
     return f"<h3>{esc(title)}</h3><table>" + "".join(rows) + "</table>"

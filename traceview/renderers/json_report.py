@@ -44,5 +44,10 @@ def render_comparison(comparison: Any, **_: Any) -> str:
     return dumps(comparison.to_dict())
 
 
+def render_whatif(result: Any, **_: Any) -> str:
+    return dumps(result.to_dict())
+
+
 RENDERER = Renderer(name="json", extension=".json", render_diagnoses=render,
-                    description="machine-readable report (documented keys)", render_comparison=render_comparison)
+                    description="machine-readable report (documented keys)", render_comparison=render_comparison,
+                    render_whatif=render_whatif)

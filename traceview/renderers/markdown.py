@@ -13,8 +13,8 @@ from typing import Any
 from traceview.renderers.base import Renderer
 from traceview.renderers.report import (ComparisonReport, DiagnosisReport, FindingLine, Grid, QualitySection,
                                         RanksReport, TopTable, across_grid, by_baseline, comparison_report,
-                                        diagnosis_report, ranks_report, shortened)
-from traceview.results import Comparison, Diagnosis, MultiRank
+                                        diagnosis_report, ranks_report, shortened, whatif_report)
+from traceview.results import Comparison, Diagnosis, MultiRank, WhatIf
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, shorten, visible
 
 _NAME_WIDTH = 90
@@ -62,7 +62,8 @@ def _findings(findings: tuple[FindingLine, ...], heading: str) -> list[str]:
     if not problems:
         lines.append("- no problem found by any rule")
     for f in problems:  # in the ranking order: the largest cause first
-        lines.append(f"- **{f.label}** `{f.rule}`: {cell(f.text)}." + (f" *Try:* {cell(f.advice)}" if f.advice else ""))
+        lines.append(f"- **{f.label}** `{f.rule}`: {cell(f.text)}." + (f" **{cell(f.fix)}**." if f.fix else "")
+                     + (f" *Try:* {cell(f.advice)}" if f.advice else ""))
     return lines + [""]
 
 
@@ -102,6 +103,8 @@ def diagnosis_markdown(report: DiagnosisReport) -> list[str]:
         lines += ["", f"Inferred from unrecorded gaps on the step's thread: {parts}; {cell(steady.gap_rule)}."]
     if report.communication_summary:
         lines += ["", report.communication_summary]
+    if report.critical is not None:
+        lines += ["", cell(report.critical.sentence)]
     lines.append("")
     lines += _findings(report.findings, "Findings")
     lines += _quality(report.quality)
@@ -185,5 +188,18 @@ def render_comparison(cmp: Comparison, **_: Any) -> str:
     return "\n".join(comparison_markdown(comparison_report(cmp))).rstrip() + "\n"
 
 
+def render_whatif(result: WhatIf, **_: Any) -> str:
+    report = whatif_report(result)
+    lines = ["### traceview whatif", "", f"- trace: {cell(report.source)}", f"- replay: {report.transform}", "",
+             f"**{report.headline}**", ""]
+    if report.path:
+        lines += [report.path, ""]
+    lines += _grid(report.steps)
+    if report.fixes is not None:
+        lines += _grid(report.fixes)
+    lines += [f"- note: {cell(note)}" for note in report.notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 RENDERER = Renderer(name="md", extension=".md", render_diagnoses=render, description="GitHub markdown for bug reports",
-                    render_comparison=render_comparison)
+                    render_comparison=render_comparison, render_whatif=render_whatif)

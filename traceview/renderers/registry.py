@@ -10,7 +10,7 @@ from typing import Any
 
 from traceview.errors import UsageError
 from traceview.renderers.base import Renderer
-from traceview.results import Comparison, Diagnosis, FolderDiagnosis
+from traceview.results import Comparison, Diagnosis, FolderDiagnosis, WhatIf
 
 
 # Format name -> (module in traceview.renderers, file extension). Each module's RENDERER carries the
@@ -36,27 +36,31 @@ def by_extension(extension: str) -> Renderer | None:
     return next((get(name) for name, (_, ext) in _FORMATS.items() if ext == extension), None)
 
 
-def renderer(format: str, comparison: bool = False) -> Renderer:
+def renderer(format: str, comparison: bool = False, whatif: bool = False) -> Renderer:
     """The renderer named by ``--format``; a usage error names the choices."""
     if format not in _FORMATS:
         raise UsageError(f"--format {format!r} is not one of: {', '.join(names())}")
     chosen = get(format)
-    if comparison and chosen.render_comparison is None:
-        supported = [n for n in names() if get(n).render_comparison is not None]
-        raise UsageError(f"--format {format!r} cannot show a comparison; use one of: {', '.join(supported)}")
+    for wanted, attribute, what in ((comparison, "render_comparison", "a comparison"),
+                                    (whatif, "render_whatif", "a what-if replay")):
+        if wanted and getattr(chosen, attribute) is None:
+            supported = [n for n in names() if getattr(get(n), attribute) is not None]
+            raise UsageError(f"--format {format!r} cannot show {what}; use one of: {', '.join(supported)}")
     return chosen
 
 
-def render(result: Diagnosis | FolderDiagnosis | Comparison, format: str = "terminal", width: int = 100,
+def render(result: Diagnosis | FolderDiagnosis | Comparison | WhatIf, format: str = "terminal", width: int = 100,
            color: bool = False) -> str:
     """The report of any result in one format: what ``traceview diagnose`` / ``compare`` print."""
     options: dict[str, Any] = {"width": width, "color": color}
     if isinstance(result, Comparison):
         return renderer(format, comparison=True).render_comparison(result, **options)  # type: ignore[misc]
+    if isinstance(result, WhatIf):
+        return renderer(format, whatif=True).render_whatif(result, **options)  # type: ignore[misc]
     chosen = renderer(format)
     if isinstance(result, FolderDiagnosis):
         return chosen.render_diagnoses(list(result.diagnoses), comparisons=list(result.comparisons),
                                        multi_rank=list(result.multi_rank), **options)
     if isinstance(result, Diagnosis):
         return chosen.render_diagnoses([result], **options)
-    raise TypeError(f"cannot render a {type(result).__name__}: expected a Diagnosis, FolderDiagnosis or Comparison")
+    raise TypeError(f"cannot render a {type(result).__name__}: expected a Diagnosis, FolderDiagnosis, Comparison or WhatIf")

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from traceview.results import BUCKETS, Comparison, Diagnosis, Finding, MultiRank, Quality
+from traceview.results import (BUCKETS, LANE_KEYS, LANES, Comparison, Diagnosis, Finding, MultiRank, Quality,
+                               WhatIf)
 from traceview.text import (BUCKET_LABEL, distinct_shortened, fmt_bytes, fmt_count, fmt_ns, fmt_pct, gap_cause,
                             gap_caveats, gap_headline, trace_label, visible)
 
@@ -152,6 +153,7 @@ class FindingLine:
     label: str  # HIGH, MODERATE, ok, skipped
     text: str  # the summary ("no problem: …" for a rule that found none)
     advice: str  # for a problem only
+    fix: str = ""  # what fixing a problem buys, replayed ("fixing this: ~1.21 ms a step (−68.0 %)")
 
     @property
     def problem(self) -> bool:
@@ -182,6 +184,7 @@ class DiagnosisReport:
     findings: tuple[FindingLine, ...]
     quality: QualitySection
     has_device: bool
+    critical: CriticalPath | None = None  # None: the steps were not replayed
     buckets: tuple[str, ...] = field(default=BUCKETS)  # the buckets the report shows
 
 
@@ -189,12 +192,52 @@ GRADE_LABEL = {"high": "HIGH", "moderate": "MODERATE", "none": "ok", "skipped": 
 PROBLEM_GRADES = ("high", "moderate")
 
 
-def finding_lines(findings: tuple[Finding, ...] | list[Finding]) -> tuple[FindingLine, ...]:
-    """Findings in the analysis's order (problems first, the largest cause first)."""
+def finding_lines(findings: tuple[Finding, ...] | list[Finding], step_ns: float = 0.0) -> tuple[FindingLine, ...]:
+    """Findings in the analysis's order (problems first, by what fixing them saves); ``step_ns``:
+    the mean steady step the savings are shares of."""
     return tuple(FindingLine(f.rule, f.grade, GRADE_LABEL.get(f.grade, f.grade),
                              f.summary if f.grade != "none" else f"no problem: {f.summary}",
-                             f.advice if f.grade in PROBLEM_GRADES else "")
+                             f.advice if f.grade in PROBLEM_GRADES else "",
+                             fix_sentence(f, step_ns) if f.grade in PROBLEM_GRADES else "")
                  for f in findings)
+
+
+def fix_sentence(finding: Finding, step_ns: float) -> str:
+    """What fixing a finding buys, as the reports say it: the step replayed without its cause."""
+    if finding.predicted_step_ns is None or finding.predicted_saving_ns is None:
+        return ""
+    saving = finding.predicted_saving_ns
+    share = f" (−{fmt_pct(saving / step_ns)})" if step_ns > 0 else ""
+    caveat = "; waits the trace cannot tie to their work kept as recorded" if "fewer edges" in finding.prediction else ""
+    return f"fixing this: ~{fmt_ns(finding.predicted_step_ns)} a step{share}{caveat}"
+
+
+# A cause is named with its share on the critical path where it holds at least this share of the step.
+PATH_SHOWN_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """What sets the steady step's length: the lanes and causes on its critical path (the mean of
+    the steady steps' paths, as recorded), and each cause's share of its own time on it."""
+
+    lanes: tuple[tuple[str, float], ...]  # (lane, share of the step), the lanes that hold any of it
+    # (bucket, label, ns on the path, share of the bucket's time on it, share of the step the bucket holds)
+    rows: tuple[tuple[str, str, float, float, float], ...]
+    unsupported_ns: float  # waits the trace cannot tie to the work they wait for
+
+    @property
+    def sentence(self) -> str:
+        lanes = " · ".join(f"{lane} {fmt_pct(share)}" for lane, share in self.lanes)
+        off = [f"{label} {fmt_pct(share)}" for _, label, _, share, held in self.rows
+               if held >= PATH_SHOWN_SHARE and share < 0.995]
+        text = f"Critical path: {lanes}"
+        text += (f"; on it, of each cause's time: {', '.join(off)} (the rest runs beside the work that sets the "
+                 "step's length: fixing it alone saves nothing)" if off else "; every cause's time lies on it")
+        if self.unsupported_ns > 0:
+            text += (f"; {fmt_ns(self.unsupported_ns)} of it is waits whose awaited work the trace does not record, "
+                     "kept as recorded in every prediction")
+        return text + "."
 
 
 def _facts(diag: Diagnosis) -> Facts:
@@ -383,8 +426,27 @@ def diagnosis_report(diag: Diagnosis) -> DiagnosisReport:
         kernels=_top(diag.kernels, "Top kernels" if has_device else "Top compute ops (self time of ops doing the math)"),
         ops=_top(diag.ops, "Top framework ops (top level, inclusive host time)"),
         launch=_launch(diag), device=_device(diag), communication=communication,
-        communication_summary=communication_summary, memory=_memory(diag), findings=finding_lines(diag.findings),
-        quality=quality_section(diag.quality), has_device=has_device, buckets=diag.buckets)
+        communication_summary=communication_summary, memory=_memory(diag),
+        findings=finding_lines(diag.findings, sum(diag.steady_attribution().values())),
+        quality=quality_section(diag.quality), has_device=has_device, buckets=diag.buckets,
+        critical=_critical(diag))
+
+
+def _critical(diag: Diagnosis) -> CriticalPath | None:
+    critical = diag.attribution.critical
+    positions = diag.steady_positions
+    if "unsupported" not in critical.columns or not len(positions):
+        return None
+    rows = critical.take(positions)
+    step = sum(diag.steady_attribution().values())
+    buckets = diag.steady_attribution()
+    lanes = tuple((name, float(rows[f"lane.{key}"].mean()) / step) for name, key in zip(LANES, LANE_KEYS)
+                  if step > 0 and rows[f"lane.{key}"].any())
+    path = tuple((b, BUCKET_LABEL[b], float(rows[f"path.{b}"].mean()),
+                  min(1.0, float(rows[f"path.{b}"].mean()) / buckets[b]) if buckets.get(b) else 0.0,
+                  buckets[b] / step if step else 0.0)
+                 for b in diag.buckets)
+    return CriticalPath(lanes, path, float(rows["unsupported"].mean()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -620,3 +682,49 @@ def shortened(names: tuple[str, ...] | list[str], width: int | None) -> list[str
     """Trace names cut to ``width`` so that no two read the same (whole, control characters
     dropped, without a width)."""
     return distinct_shortened(list(names), width) if width else [visible(n) for n in names]
+
+
+# ---------------------------------------------------------------------------------------------
+# A what-if replay
+
+
+@dataclass(frozen=True)
+class WhatIfReport:
+    """A trace's steps replayed under a transformation."""
+
+    source: str
+    transform: str
+    headline: str  # "Steady step 1.46 ms as recorded → ~445.8 µs without launch_overhead (−69.5 %)"
+    steps: Grid  # per step: recorded, replayed as recorded, predicted
+    path: str  # what sets the predicted step's length
+    fixes: Grid | None  # every finding's own fix, replayed
+    notes: tuple[str, ...]
+
+
+def whatif_report(result: WhatIf) -> WhatIfReport:
+    """Every section of a what-if replay's report."""
+    now, then = result.steady_step_ns, result.predicted_step_ns
+    change = (then - now) / now if now else 0.0
+    headline = (f"Steady step {fmt_ns(now)} as recorded → ~{fmt_ns(then)} replayed {result.transform} "
+                f"({'+' if change > 0 else '−' if change < 0 else '±'}{fmt_pct(abs(change))})")
+    positions = set(result.diagnosis.steady_positions.tolist())
+    rows = tuple((f"#{r['number']}" + (" cold" if r["cold"] else "" if i in positions else " (not steady)"),
+                  fmt_ns(r["recorded_ns"]), fmt_ns(r["replayed_ns"]), fmt_ns(r["predicted_ns"]),
+                  fmt_ns(r["recorded_ns"] - r["predicted_ns"])) for i, r in enumerate(result.steps.records()))
+    lanes = " · ".join(f"{name} {fmt_pct(result.lane_ns[key] / then)}" for name, key in zip(LANES, LANE_KEYS)
+                       if then > 0 and result.lane_ns.get(key))
+    causes = ", ".join(f"{BUCKET_LABEL[b]} {fmt_ns(ns)}" for b, ns in sorted(result.path_ns.items(),
+                                                                              key=lambda x: (-x[1], BUCKETS.index(x[0])))
+                       if ns >= 0.005 * then)
+    path = f"Critical path of the predicted step: {lanes}; on it: {causes}." if then > 0 else ""
+    fixes = (Grid("Each finding's fix, replayed alone", ("finding", "removes", "step", "saves"),
+                  tuple((rule, cause, fmt_ns(step), fmt_ns(saving)) for rule, cause, step, saving in result.fixes),
+                  left=(0, 1)) if result.fixes else None)
+    notes = []
+    if result.unsupported_ns >= 0.05 * then > 0:
+        notes.append(f"{fmt_ns(result.unsupported_ns)} a step of waits whose awaited work the trace does not record "
+                     "(worker processes, a call's unrecorded runtime) is kept as recorded: the prediction rests on "
+                     "fewer edges")
+    return WhatIfReport(result.diagnosis.source, result.transform, headline,
+                        Grid("Per step", ("step", "recorded", "replayed", "predicted", "saves"), rows), path, fixes,
+                        tuple(notes))

@@ -21,8 +21,8 @@ from traceview.renderers.base import Renderer
 from traceview.renderers.report import (ComparisonReport, DiagnosisReport, FindingLine, Grid,
                                         QualitySection, RanksReport, SteadyState, StepTable, TopTable, across_grid,
                                         by_baseline, comparison_report, diagnosis_report,
-                                        ranks_report, shortened)
-from traceview.results import BUCKETS, Comparison, Diagnosis, MultiRank
+                                        ranks_report, shortened, whatif_report)
+from traceview.results import BUCKETS, Comparison, Diagnosis, MultiRank, WhatIf
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, shorten, visible
 
 BUCKET_STYLE: dict[str, str] = {
@@ -104,6 +104,10 @@ def _steady(steady: SteadyState, buckets: tuple[str, ...], width: int) -> Group:
     if steady.inferred_note:
         parts.append(Text(steady.inferred_note, style="dim"))
     return Group(*parts)
+
+
+def _critical(report: DiagnosisReport) -> Text | None:
+    return Text(report.critical.sentence) if report.critical is not None else None
 
 
 def _per_step(steps: StepTable) -> Table:
@@ -188,6 +192,8 @@ def findings_block(findings: tuple[FindingLine, ...], title: str = "Findings") -
         body = Text()
         body.append(f"{f.rule}: ", style="bold")
         body.append(_flat(f.text))
+        if f.fix:
+            body.append(f"\n{f.fix}", style="bold")
         if f.advice:
             body.append(f"\n→ {_flat(f.advice)}", style="dim")
         table.add_row(Text(f.label, style=GRADE_STYLE.get(f.grade, "")), body)
@@ -212,7 +218,7 @@ def render_one(report: DiagnosisReport, width: int) -> list[Any]:
     parts: list[Any] = [Panel(_header(report), title="traceview diagnose", title_align="left", width=width),
                         _steady(report.steady, report.buckets, width), _per_step(report.steps)]
     memory = [_grid(grid, width, max(30, width - 40)) for grid in report.memory]
-    for block in (_cold(report, width), _top(report.kernels, width), _top(report.ops, width),
+    for block in (_critical(report), _cold(report, width), _top(report.kernels, width), _top(report.ops, width),
                   _key_values(report.launch), _grid(report.device, width) if report.device else None,
                   _grid(report.communication, width) if report.communication else None, *memory,
                   findings_block(report.findings), quality_block(report.quality)):
@@ -363,5 +369,23 @@ def render_comparison(comparison: Comparison, width: int = 100, color: bool = Fa
     return _print_all(_comparison_parts(comparison_report(comparison), width), width, color)
 
 
+def render_whatif(result: WhatIf, width: int = 100, color: bool = False, **_: Any) -> str:
+    report = whatif_report(result)
+    header = Table.grid(padding=(0, 1))
+    header.add_column(style="bold", no_wrap=True)
+    header.add_column()
+    header.add_row("trace", _flat(report.source))
+    header.add_row("replay", report.transform)
+    parts: list[Any] = [Panel(header, title="traceview whatif", title_align="left", width=width),
+                        Text(report.headline, style="bold"), _grid(report.steps, width)]
+    if report.path:
+        parts.append(Text(report.path))
+    if report.fixes is not None:
+        parts.append(_grid(report.fixes, width))
+    parts.extend(Text(f"note: {note}", style="dim") for note in report.notes)
+    return _print_all(parts, width, color)
+
+
 RENDERER = Renderer(name="terminal", extension=".txt", render_diagnoses=render,
-                    description="rich terminal report (default)", render_comparison=render_comparison)
+                    description="rich terminal report (default)", render_comparison=render_comparison,
+                    render_whatif=render_whatif)

@@ -18,6 +18,7 @@ other buckets and explain no time of their own. The first graded finding is the 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -1044,10 +1045,38 @@ def unrecorded(diag: Diagnosis) -> Finding:
 
 
 def findings(diag: Diagnosis) -> list[Finding]:
-    """Every rule's finding, ranked (:func:`ranked`); a rule whose row needs device events is
-    skipped on a trace without them."""
+    """Every rule's finding with what its fix would buy (:func:`predicted`), ranked
+    (:func:`ranked`); a rule whose row needs device events is skipped on a trace without them."""
     has_device = diag.timeline.has_device
-    return ranked([row.skipped() if row.needs_device and not has_device else run(diag) for row, run in RULES])
+    found = [(row, row.skipped() if row.needs_device and not has_device else run(diag)) for row, run in RULES]
+    return ranked([predicted(diag, row, finding) for row, finding in found if finding is not None])
+
+
+# Where the waits the trace cannot tie to the work they wait for hold at least this share of the
+# steady step, a prediction says that it keeps them as recorded.
+UNSUPPORTED_NOTE_SHARE = 0.05
+
+
+def predicted(diag: Diagnosis, row: FindingSpec, finding: Finding) -> Finding:
+    """The finding with the mean steady step replayed without its cause (its row's fix) and what
+    that saves; or, where the fix removes no work of the steps, why there is no prediction."""
+    if finding.grade == "skipped":
+        return finding
+    if not row.fix:
+        return replace(finding, prediction=row.no_fix)
+    whatif, critical = diag.attribution.whatif, diag.attribution.critical
+    positions = diag.steady_positions
+    column = f"without.{row.fix}"
+    if column not in whatif.columns or not len(positions):
+        return replace(finding, prediction="the steps were not replayed")
+    now = float(whatif["replayed"][positions].mean())
+    step = float(whatif[column][positions].mean())
+    unsupported = float(critical["unsupported"][positions].mean())
+    words = f"the steps replayed along their recorded dependencies without {row.fix}"
+    if now and unsupported >= UNSUPPORTED_NOTE_SHARE * now:
+        words += (f"; {fmt_ns(unsupported)} a step of waits whose awaited work the trace does not record is kept "
+                  "as recorded (predicted from fewer edges)")
+    return replace(finding, predicted_step_ns=step, predicted_saving_ns=now - step, prediction=words)
 
 
 # Ranking tiers: problems, then the rules that found none, then those skipped.
@@ -1055,11 +1084,12 @@ _TIER = {"high": 0, "moderate": 0, "none": 1, "skipped": 2}
 
 
 def ranked(results: list[Finding | None]) -> list[Finding]:
-    """The findings (None: not listed) ranked: graded problems first, by the time they explain per
-    step (largest first); then the rules that found no problem, then those skipped. Ties keep the
-    order of the rules, so the ranking is deterministic."""
+    """The findings (None: not listed) ranked: graded problems first, by the time fixing them saves
+    per step (``Finding.saves_ns``: the replayed saving where predicted, else the time they
+    explain), largest first; then the rules that found no problem, then those skipped. Ties keep
+    the order of the rules, so the ranking is deterministic."""
     listed = [f for f in results if f is not None]
-    order = sorted(range(len(listed)), key=lambda i: (_TIER[listed[i].grade], -listed[i].explains_ns, i))
+    order = sorted(range(len(listed)), key=lambda i: (_TIER[listed[i].grade], -listed[i].saves_ns, i))
     return [listed[i] for i in order]
 
 

@@ -79,6 +79,10 @@ class FindingSpec:
     needs_device: bool = False  # skipped on traces without device events
     listed_only: str = ""  # where the finding is listed at all ("": always)
     advice_key: str = ""  # its advice is phrased for the way the program ran (analyzers/modes.ADVICE)
+    # What its fix removes from the steps (a bucket or a detail: analyzers/whatif.FIXES), replayed to
+    # predict the step without it; "" where the fix removes no work of the steps, and why.
+    fix: str = ""
+    no_fix: str = ""
 
     @property
     def threshold_words(self) -> str:
