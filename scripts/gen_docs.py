@@ -38,12 +38,14 @@ FINDINGS_BLOCKS = {"findings": lambda: findings_markdown(DIAGNOSIS_FINDINGS),
 
 
 # The public library, in the order the reference lists it.
-API_FUNCTIONS: tuple[Callable[..., Any], ...] = (api.load, api.diagnose, api.compare, api.export, api.write_parquet,
-                                                 api.query, api.render, capture, profile_schedule.schedule)
+API_FUNCTIONS: tuple[Callable[..., Any], ...] = (api.load, api.diagnose, api.compare, api.whatif, api.export,
+                                                 api.write_parquet, api.query, api.render, capture,
+                                                 profile_schedule.schedule)
 RESULT_TYPES: tuple[type, ...] = (
     results.Diagnosis, results.FolderDiagnosis, results.Comparison, results.Finding, results.BucketDelta,
     results.ColdStart, results.Steps, results.Attribution, results.AttributionOptions, results.LaunchStats,
-    results.Quality, results.CommOverlap, results.MemoryUse, results.MultiRank, results.Export, parquet.ParquetFiles,
+    results.Quality, results.CommOverlap, results.MemoryUse, results.MultiRank, results.WhatIf, results.Export,
+    parquet.ParquetFiles,
 )
 ERRORS: tuple[type, ...] = (errors.TraceviewError, errors.InputError, errors.FormatError, errors.UsageError,
                             errors.QualityError, errors.RegressionError, errors.MissingExtraError)

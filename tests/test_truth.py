@@ -42,6 +42,31 @@ def test_case_is_right(folder) -> None:
     )
 
 
+@pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
+def test_what_fixing_the_cause_saves_is_predicted(folder) -> None:
+    """Where the clean twin is the removal of the case's cause, the injected trace replayed without
+    it saves what the clean twin saves, within the attribution's own band (0.75–1.25); where the
+    clean twin keeps part of the cause, the replay of all of it saves at least that much (an upper
+    bound). The step itself is reported beside it (benchmarks/truth/README.md, the what-if table)."""
+    s = score.score_case(folder)
+    w = s.whatif
+    if w is None or w.kind == "not a removal":
+        pytest.skip("no steady-step cause the replay removes")
+    assert w.predicted_ns < w.injected_ns, "the replay without the cause saves nothing"
+    if w.kind == "removal":
+        # Where the rest of the step (all but the cause) differs between the two captures by more
+        # than the band, the measured fix holds that difference too (a contending thread that also
+        # slowed the math): the band is widened by it, as no replay of the injected trace sees it.
+        low, high = score.RATIO_RANGE
+        if abs(w.rest_change) > high - 1.0:
+            low, high = low - abs(w.rest_change) / 2, high + abs(w.rest_change) / 2
+        assert low <= w.saving_ratio <= high, (
+            f"replayed without {'+'.join(w.removes)}: {w.predicted_ns / 1e6:.2f} ms of {w.injected_ns / 1e6:.2f} ms, "
+            f"saving {w.saving_ratio:.2f} of the clean twin's ({w.target_ns / 1e6:.2f} ms)")
+    else:
+        assert w.saving_ratio >= score.RATIO_RANGE[0], f"an upper bound that saves less than the fix: {w.saving_ratio:.2f}"
+
+
 def _pair(first_ranks: tuple[int, int], second_ranks: tuple[int, int], ratios: tuple[float, float]) -> score.Score:
     """A scored two-cause case (growth rank, finding rank per cause), costs of 10 ms."""
     s = score.Score("pair", "cause", "input", "input_bound")

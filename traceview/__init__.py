@@ -7,6 +7,7 @@ The library is the command line's own functions (:mod:`traceview.api`; reference
     diag = traceview.diagnose("logdir/")                      # steps, attribution, top kernels/ops, findings
     cmp = traceview.compare("torch.json.gz", "tf.xplane.pb")  # why one is N× slower
     print(traceview.render(cmp, "md"))                        # the report `traceview compare --format md` prints
+    what = traceview.whatif("logdir/", without=["input"])    # the steady step replayed without a cause
     traceview.write_parquet("runs/", "parquet/")              # traceview normalize runs/ -o parquet/
     print(traceview.query("parquet/", "SELECT rank, max(duration_ns) FROM steps GROUP BY rank"))
     with traceview.capture("runs/mine", framework="torch") as cap: ...
@@ -20,14 +21,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from traceview.api import compare, diagnose, export, load, query, render, write_parquet
+from traceview.api import compare, diagnose, export, load, query, render, whatif, write_parquet
 from traceview.profile_schedule import schedule
 
 __version__ = "0.1.0"
 
 # Result types, importable from the package without importing pandas until one is asked for.
 _RESULT_TYPES = ("Attribution", "BucketDelta", "ColdStart", "Comparison", "Diagnosis", "Export", "Finding",
-                 "FolderDiagnosis", "LaunchStats", "MultiRank", "Quality", "Steps")
+                 "FolderDiagnosis", "LaunchStats", "MultiRank", "Quality", "Steps", "WhatIf")
 
 
 def __getattr__(name: str) -> Any:  # noqa: ANN401 - a result type, or the capture function
@@ -47,4 +48,4 @@ def __getattr__(name: str) -> Any:  # noqa: ANN401 - a result type, or the captu
 
 
 __all__ = ["__version__", "capture", "compare", "diagnose", "export", "load", "query", "render", "schedule",
-           "write_parquet", *_RESULT_TYPES]
+           "whatif", "write_parquet", *_RESULT_TYPES]

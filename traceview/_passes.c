@@ -837,8 +837,8 @@ typedef struct {
     int busy[N_LANES], worked_in_wait[N_LANES];
     double last_busy_end[N_LANES];
     int waiting, waited_for_others;
-    double wait_orig, wait_new, fixed, unsupported_total;
-    double wait_path[MAX_BUCKETS], wait_lanes[N_LANES], elapsed[MAX_BUCKETS], since_awaited[MAX_BUCKETS];
+    double wait_new, fixed, back, unsupported_total;
+    double wait_path[MAX_BUCKETS], wait_lanes[N_LANES], since_awaited[MAX_BUCKETS];
     double fixed_path[MAX_BUCKETS];
 } Replay;
 
@@ -867,15 +867,15 @@ static void replay_hand_off(Replay *r, int lane, double t) {
         if (h->t > c->t) *c = *h;
     } else if (r->worked_in_wait[lane]) {
         clock_advance(c, t - r->last_busy_end[lane], r->idle, lane);
-    } else if (r->wait_new + (t - r->wait_orig) > c->t) {
-        c->t = r->wait_new + (t - r->wait_orig);
-        for (int b = 0; b < r->n_buckets; b++) c->path[b] = r->wait_path[b] + r->elapsed[b];
+    } else if (r->wait_new + r->fixed > c->t) {
+        c->t = r->wait_new + r->fixed;
+        for (int b = 0; b < r->n_buckets; b++) c->path[b] = r->wait_path[b] + r->fixed_path[b];
         for (int l = 0; l < N_LANES; l++) c->lanes[l] = r->wait_lanes[l];
-        c->lanes[LANE_H] += t - r->wait_orig;
+        c->lanes[LANE_H] += r->fixed;
     }
 }
 
-static void replay_end_wait(Replay *r, double now) {
+static void replay_end_wait(Replay *r) {
     int awaited = r->cpu ? LANE_O : LANE_D;
     Clock *h = &r->c[LANE_H], *other = &r->c[awaited];
     r->waiting = 0;
@@ -891,7 +891,7 @@ static void replay_end_wait(Replay *r, double now) {
     if (awaited == LANE_O) r->waited_for_others = 1;
     for (int b = 0; b < r->n_buckets; b++) h->path[b] = r->wait_path[b];
     for (int l = 0; l < N_LANES; l++) h->lanes[l] = r->wait_lanes[l];
-    double back = now - r->last_busy_end[awaited];
+    double back = r->back;
     if (other->t + back > h->t) {
         h->t = other->t + back;
         for (int b = 0; b < r->n_buckets; b++) h->path[b] = other->path[b] + r->since_awaited[b];
@@ -920,6 +920,32 @@ static void replay_one(Replay *r, const int64_t *start, const int64_t *length, c
         double t = (double)start[i], span = (double)length[i];
         uint64_t mask = active[i];
         int64_t won = winner[i];
+        uint64_t mine = mask & r->own_mask;
+        int own = mine ? lowest_bit(mine) : -1;
+        int waiting;
+        if (r->cpu)
+            waiting = won >= 0 && (r->lane[won] == LANE_O || r->unsupported[won] || r->waits[won]);
+        else
+            waiting = (own >= 0 && r->bucket[own] == r->sync) || (own < 0 && (mask & r->lane_mask[LANE_D]));
+        if (waiting && own >= 0 && r->factor[own] == 0.0) waiting = 0;
+        /* The wait begins or ends before the moment's work (replay.py's _replay_step). */
+        if (waiting && !r->waiting) {
+            Clock *h = &r->c[LANE_H];
+            r->waiting = 1;
+            r->wait_new = h->t;
+            for (int b = 0; b < r->n_buckets; b++) {
+                r->wait_path[b] = h->path[b];
+                r->since_awaited[b] = r->fixed_path[b] = 0.0;
+            }
+            for (int l = 0; l < N_LANES; l++) {
+                r->wait_lanes[l] = h->lanes[l];
+                r->worked_in_wait[l] = 0;
+            }
+            r->fixed = 0.0;
+            r->back = 0.0;
+        } else if (!waiting && r->waiting) {
+            replay_end_wait(r);
+        }
         for (int lane = LANE_O; lane <= LANE_D; lane++) {
             uint64_t on = mask & r->lane_mask[lane];
             if (!on) {
@@ -938,49 +964,27 @@ static void replay_one(Replay *r, const int64_t *start, const int64_t *length, c
             r->last_busy_end[lane] = t + span;
             if (r->waiting) r->worked_in_wait[lane] = 1;
         }
-        uint64_t mine = mask & r->own_mask;
-        int own = mine ? lowest_bit(mine) : -1;
-        int waiting;
-        if (r->cpu)
-            waiting = won >= 0 && (r->lane[won] == LANE_O || r->unsupported[won] || r->waits[won]);
-        else
-            waiting = (own >= 0 && r->bucket[own] == r->sync) || (own < 0 && r->busy[LANE_D]);
-        if (waiting && own >= 0 && r->factor[own] == 0.0) waiting = 0;
         if (waiting) {
-            if (!r->waiting) {
-                Clock *h = &r->c[LANE_H];
-                r->waiting = 1;
-                r->wait_orig = t;
-                r->wait_new = h->t;
-                for (int b = 0; b < r->n_buckets; b++) {
-                    r->wait_path[b] = h->path[b];
-                    r->elapsed[b] = r->since_awaited[b] = r->fixed_path[b] = 0.0;
-                }
-                for (int l = 0; l < N_LANES; l++) r->wait_lanes[l] = h->lanes[l];
-                r->fixed = 0.0;
-                r->worked_in_wait[LANE_H] = 0;
-                r->worked_in_wait[LANE_O] = r->busy[LANE_O];
-                r->worked_in_wait[LANE_D] = r->busy[LANE_D];
-            }
             int cause = r->cpu ? (int)won : own;
             int b = cause >= 0 && r->bucket[cause] >= 0 ? (int)r->bucket[cause] : r->idle;
             double scaled = span * (cause >= 0 ? r->factor[cause] : 1.0);
-            r->elapsed[b] += span;
             r->fixed += scaled;
             r->fixed_path[b] += scaled;
-            if (r->busy[awaited])
+            if (r->busy[awaited]) {
                 for (int k = 0; k < r->n_buckets; k++) r->since_awaited[k] = 0.0;
-            else
-                r->since_awaited[b] += span;
+                r->back = 0.0;
+            } else {
+                r->since_awaited[b] += scaled;
+                r->back += scaled;
+            }
             continue;
         }
-        if (r->waiting) replay_end_wait(r, t);
         if (own >= 0 && r->bucket[own] >= 0)
             clock_advance(&r->c[LANE_H], span * r->factor[own], (int)r->bucket[own], LANE_H);
         else if (own < 0)
             clock_advance(&r->c[LANE_H], span, r->idle, LANE_H);
     }
-    if (r->waiting) replay_end_wait(r, (double)(start[last - 1] + length[last - 1]));
+    if (r->waiting) replay_end_wait(r);
     /* The step ends when its thread and the device do; the other threads only where awaited. */
     int best = LANE_H;
     if (r->waited_for_others && r->c[LANE_O].t > r->c[best].t) best = LANE_O;

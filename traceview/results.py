@@ -504,6 +504,19 @@ class Diagnosis:
             return {}
         return {c: float(rows[c].mean()) for c in sorted(rows.columns) if rows[c].any()}
 
+    def critical_path(self) -> dict[str, Any] | None:
+        """The steady steps' critical path, as recorded (means per steady step): the ns of each
+        bucket and each lane on it, and of the waits the trace cannot tie to their work; None
+        where the steps were not replayed."""
+        critical = self.attribution.critical
+        positions = self.steady_positions
+        if "unsupported" not in critical.columns or not len(positions):
+            return None
+        rows = critical.take(positions)
+        return {"buckets_ns": {b: float(rows[f"path.{b}"].mean()) for b in self.buckets},
+                "lanes_ns": {lane: float(rows[f"lane.{lane}"].mean()) for lane in LANE_KEYS},
+                "unsupported_ns": float(rows["unsupported"].mean())}
+
     def per_step(self) -> pd.DataFrame:
         """One row per step: number, name, start and duration (ns), cold, and the ns of each shown bucket."""
         table, per = self.steps.table, self.attribution.per_step
@@ -566,6 +579,7 @@ class Diagnosis:
                 "details_ns": self.steady_details(),
                 "dispatch_gap_ns": self.attribution.gap_threshold_ns,
                 "dispatch_gap_rule": self.attribution.gap_rule,
+                "critical_path": self.critical_path(),
             },
             "top_kernels": records(self.kernels),
             "top_ops": records(self.ops),

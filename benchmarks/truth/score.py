@@ -83,6 +83,7 @@ class Score:
     step_b_ns: float = float("nan")
     compare_ratio: float = float("nan")  # candidate / baseline mean steady step
     gap_causes: list[str] = field(default_factory=list)  # the comparison's actionable findings (same-program cases)
+    whatif: WhatIfScore | None = None  # the injected trace replayed without the cause, against the clean twin
 
     @property
     def ratio(self) -> float:
@@ -119,7 +120,96 @@ class Score:
             "kernel_a_ns": self.kernel_a_ns, "kernel_b_ns": self.kernel_b_ns, "error": self.error,
             "causes": [c.to_dict() for c in self.causes], "step_a_ns": self.step_a_ns, "step_b_ns": self.step_b_ns,
             "compare_ratio": self.compare_ratio, "gap_causes": self.gap_causes,
+            "whatif": self.whatif.to_dict() if self.whatif is not None else None,
         }
+
+
+# What-if score: the injected trace's steady step replayed without the named cause(s) against the
+# clean twin's measured step (the clean twin is the fix): right within this share, or this many ns.
+WHATIF_SHARE = 0.15
+WHATIF_NS = 100_000
+# A case is a removal where the clean twin holds at most this share of the injected twin's time in
+# the causes replayed away; beyond it the fix removes only the added part of a cause the program
+# keeps (tiny ops added to a step that dispatches its own), and the replay of the whole cause is
+# an upper bound of what that fix saves.
+REMOVAL_LEFT = 0.1
+
+
+@dataclass
+class WhatIfScore:
+    """A case's what-if prediction against the measured fix."""
+
+    removes: tuple[str, ...]  # the causes replayed away (the expected findings' fixes)
+    kind: str  # "removal", "upper bound" or "not a removal"
+    reason: str = ""  # why a case is no removal
+    injected_ns: float = float("nan")  # the injected trace's mean steady step
+    predicted_ns: float = float("nan")  # … replayed without the causes
+    target_ns: float = float("nan")  # the clean twin's measured step: its trace's mean steady step
+    rest_change: float = float("nan")  # how much the rest of the step (all but the causes) differs
+    # between the two captures, as a share of the clean step: what no replay of the injected trace sees
+    unsupported_ns: float = float("nan")  # waits the trace cannot tie to their work, kept (mean per step)
+
+    @property
+    def ratio(self) -> float:
+        """Predicted / measured step."""
+        return self.predicted_ns / self.target_ns if self.target_ns else float("nan")
+
+    @property
+    def saving_ratio(self) -> float:
+        """Predicted / measured saving (the injected step less each)."""
+        measured = self.injected_ns - self.target_ns
+        return (self.injected_ns - self.predicted_ns) / measured if measured else float("nan")
+
+    @property
+    def within(self) -> bool:
+        return abs(self.ratio - 1.0) <= WHATIF_SHARE or abs(self.predicted_ns - self.target_ns) <= WHATIF_NS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"removes": list(self.removes), "kind": self.kind, "reason": self.reason,
+                "injected_ns": self.injected_ns, "predicted_ns": self.predicted_ns, "target_ns": self.target_ns,
+                "ratio": self.ratio, "saving_ratio": self.saving_ratio, "within": self.within, "rest_change": self.rest_change, "unsupported_ns": self.unsupported_ns}
+
+
+def score_whatif(folder: Path, truth: dict[str, Any], clean: Any, injected: Any) -> WhatIfScore | None:
+    """The injected trace replayed without the case's cause(s) (each expected finding's fix)
+    against the clean twin's measured step; None for a case that is no steady-step cause."""
+    import traceview
+    from traceview.analyzers.findings.table import DIAGNOSIS_FINDINGS
+
+    spec = truth["case"]
+    if spec["window"] != "steady" or spec.get("kind", "cause") not in ("cause", "two-cause"):
+        return None
+    rules = [c["expected_finding"] for c in truth.get("causes", [])] or [spec["expected_finding"]]
+    rows = {row.name: row for row in DIAGNOSIS_FINDINGS}
+    fixes = tuple(rows[rule].fix for rule in rules if rule in rows)
+    if len(fixes) != len(rules) or not all(fixes):
+        missing = [rule for rule in rules if rule not in rows or not rows[rule].fix]
+        return WhatIfScore((), "not a removal",
+                           "; ".join(f"{rule}: {rows[rule].no_fix if rule in rows else 'no finding row'}"
+                                     for rule in missing))
+    steady_in, steady_clean = injected.steady_attribution(), clean.steady_attribution()
+    details_in, details_clean = injected.steady_details(), clean.steady_details()
+
+    def held(buckets: dict[str, float], details: dict[str, float], cause: str) -> float:
+        return buckets.get(cause, details.get(cause, 0.0))
+
+    removed_in = sum(held(steady_in, details_in, c) for c in fixes)
+    removed_clean = sum(held(steady_clean, details_clean, c) for c in fixes)
+    what = traceview.whatif(_trace(folder, truth, "injected"), without=list(fixes))
+    w = WhatIfScore(fixes, "removal" if removed_clean <= REMOVAL_LEFT * removed_in else "upper bound")
+    if w.kind == "upper bound":
+        w.reason = (f"the clean twin keeps {_ms(removed_clean)} a step of {', '.join(fixes)}: the fix removes the "
+                    "added part, the replay all of it")
+    w.injected_ns = sum(steady_in.values())
+    w.predicted_ns = what.predicted_step_ns
+    w.unsupported_ns = what.unsupported_ns
+    clean_ns = sum(steady_clean.values())
+    w.rest_change = ((w.injected_ns - removed_in) - (clean_ns - removed_clean)) / clean_ns if clean_ns else float("nan")
+    # The clean trace's steady step, measured by the same profiler with the same options as the
+    # injected one: both sides' profiler costs alike, where an unprofiled step would leave the
+    # injected side's in the prediction.
+    w.target_ns = clean_ns
+    return w
 
 
 def case_folders(names: str | None = None) -> list[Path]:
@@ -200,6 +290,7 @@ def score_case(folder: Path) -> Score:
                 attributed_ns=s.growth.get(bucket, 0.0), growth_rank=grown.index(bucket) + 1 if bucket in grown else 0,
                 finding_rank=actionable.index(rule) + 1 if rule in actionable else 0))
         s.kernel_a_ns, s.kernel_b_ns = a.get("kernel", 0.0), b.get("kernel", 0.0)
+        s.whatif = score_whatif(folder, truth, clean, injected)
         if spec["window"] == "steady":
             cmp = traceview.compare(_trace(folder, truth, "clean"), _trace(folder, truth, "injected"))
             ranked = getattr(cmp, "ranked", None)
@@ -248,6 +339,23 @@ def render(scores: list[Score], markdown: bool) -> str:
                   ", ".join(s.gap_causes) or "—", "yes" if s.right else ("ERROR" if s.error else "no")] for s in same]
         out += ["", _table(shead, srows, markdown), "",
                 f"same program: {sum(s.right for s in same)}/{len(same)} with no cause named"]
+    replayed = [s for s in scores if s.whatif is not None]
+    if replayed:
+        whead = ["what-if", "removes", "kind", "injected", "predicted", "measured fix", "step ratio", "saving ratio",
+                 "rest of step", "within?"]
+        wrows = [[s.case, "+".join(w.removes) or "—", w.kind] + (
+                 [_ms(w.injected_ns), _ms(w.predicted_ns), _ms(w.target_ns), f"{w.ratio:.2f}", f"{w.saving_ratio:.2f}",
+                  f"{w.rest_change:+.0%}", "yes" if w.within else "no"] if w.removes else ["—"] * 7)
+                 for s in replayed for w in [s.whatif]]
+        removals = [s.whatif for s in replayed if s.whatif.kind == "removal"]
+        bounds = [s.whatif for s in replayed if s.whatif.kind == "upper bound"]
+        savings = sum(RATIO_RANGE[0] <= w.saving_ratio <= RATIO_RANGE[1] for w in removals)
+        out += ["", _table(whead, wrows, markdown), "",
+                f"what-if: {sum(w.within for w in removals)}/{len(removals)} removals within ±{WHATIF_SHARE:.0%} "
+                f"(or ±{WHATIF_NS / 1e6:g} ms) of the measured fix; the saving within {RATIO_RANGE[0]}–"
+                f"{RATIO_RANGE[1]} of the measured one in {savings}/{len(removals)}; {len(bounds)} upper bounds "
+                f"({sum(w.predicted_ns <= w.target_ns * (1 + WHATIF_SHARE) for w in bounds)} at or below the fix "
+                f"within ±{WHATIF_SHARE:.0%}), {len(replayed) - len(removals) - len(bounds)} not removals"]
     errors = [s for s in scores if s.error]
     for s in errors:
         out.append(f"{s.case}: {s.error}")

@@ -79,7 +79,7 @@ def lane_table(layers: list[Layer], mode: str) -> LaneTable:
             lane.append(NO_LANE if layer.selects == (CALL_FALLBACK,) else O)
         else:  # driver, host
             lane.append(H)
-        waits.append(layer.scope == "driver" and layer.selects[0] in (WAIT, WAIT_TRACING, WAIT_SYNC))
+        waits.append(layer.scope == "driver" and layer.name in (WAIT, WAIT_TRACING, WAIT_SYNC))
         unsupported.append(layer.scope == "others" and layer.selects == (CALL_FALLBACK,))
     return LaneTable(np.array(lane, dtype=np.int8), np.array(waits, dtype=bool), np.array(unsupported, dtype=bool),
                      np.array([_bucket_of(layer) for layer in layers], dtype=np.int64),
@@ -91,7 +91,7 @@ def _bucket_of(layer: Layer) -> int:
     removes the blocking); a wait in a call belongs to what it waits for (-1: none of its own)."""
     if layer.bucket in BUCKETS:
         return BUCKETS.index(layer.bucket)
-    return BUCKETS.index("sync_wait") if layer.selects[0] == WAIT_SYNC else -1
+    return BUCKETS.index("sync_wait") if layer.name == WAIT_SYNC else -1
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def _replay_walked(start: np.ndarray, length: np.ndarray, step: np.ndarray, in_s
         background = int(np.bitwise_and.reduce(masks)) if len(masks) else 0
         state = _StepReplay(table, mode, factors, float(start[chunk[0]]), background)
         _replay_step(state, start, length, active, winner, chunk)
-        state.finish(out, int(step[chunk[0]]), float(start[chunk[-1]] + length[chunk[-1]]))
+        state.finish(out, int(step[chunk[0]]))
     return out
 
 
@@ -192,15 +192,15 @@ class _StepReplay:
         self.waiting = False
         self.waited_for_others = False  # whether the step thread waited for the other threads' work
 
-    # The step thread's wait: where it began (recorded and replayed), its history then, and what
-    # its moments hold so far.
-    def begin_wait(self, t: float) -> None:
+    # The step thread's wait: where it began in the replay, its history then, and what its moments
+    # hold so far.
+    def begin_wait(self) -> None:
         h = self.clocks[H]
         self.waiting = True
-        self.wait_orig, self.wait_new = t, h.t
+        self.wait_new = h.t
         self.wait_path, self.wait_lanes = h.path.copy(), h.lanes.copy()
-        self.elapsed = np.zeros(len(BUCKETS))  # every moment of the wait, as recorded
-        self.since_awaited = np.zeros(len(BUCKETS))  # the moments since the awaited lane last worked
+        self.since_awaited = np.zeros(len(BUCKETS))  # the moments since the awaited lane last worked, scaled
+        self.back = 0.0  # … in all: the return, scaled by its causes (a call's own runtime)
         self.fixed = 0.0  # the moments, scaled by their causes (a wait nothing recorded explains)
         self.fixed_path = np.zeros(len(BUCKETS))
         self.worked_in_wait = [False, False, False]
@@ -209,17 +209,19 @@ class _StepReplay:
         bucket = int(self.table.bucket[cause]) if cause >= 0 and self.table.bucket[cause] >= 0 else \
             BUCKETS.index("idle")
         scaled = span * (float(self.factors[cause]) if cause >= 0 else 1.0)
-        self.elapsed[bucket] += span
         self.fixed += scaled
         self.fixed_path[bucket] += scaled
         if self.busy[self.awaited]:
             self.since_awaited[:] = 0.0
+            self.back = 0.0
         else:
-            self.since_awaited[bucket] += span
+            self.since_awaited[bucket] += scaled
+            self.back += scaled
 
-    def end_wait(self, now: float) -> None:
-        """The step thread resumes at ``now`` (recorded time): when the awaited lane's work ends,
-        plus the return as recorded; with nothing recorded to wait for, after its own length."""
+    def end_wait(self) -> None:
+        """The step thread resumes when the awaited lane's work ends, plus the return (the wait's
+        moments since that lane last worked, scaled by their causes: a call's own runtime); with
+        nothing recorded to wait for, after its own length."""
         h = self.clocks[H]
         self.waiting = False
         if not self.worked_in_wait[self.awaited]:
@@ -231,7 +233,7 @@ class _StepReplay:
         h.take(self.wait_new, self.wait_path, self.wait_lanes)
         self.waited_for_others = self.waited_for_others or self.awaited == O
         other = self.clocks[self.awaited]
-        back = now - self.last_busy_end[self.awaited]
+        back = self.back
         if other.t + back > h.t:
             lanes = other.lanes.copy()
             lanes[H] += back
@@ -240,8 +242,8 @@ class _StepReplay:
     def hand_off(self, lane: int, t: float) -> None:
         """Work starting on ``lane`` after it was idle starts no earlier than the step thread's
         clock at that moment; inside a wait, the lane's first work no earlier than the wait's start
-        plus the time waited so far, and its later work after its own, the pause between kept (the
-        blocked step thread hands nothing over)."""
+        plus the wait's moments so far, scaled by their causes, and its later work after its own,
+        the pause between kept (the blocked step thread hands nothing over)."""
         h, clock = self.clocks[H], self.clocks[lane]
         if not self.waiting:
             if h.t > clock.t:
@@ -250,15 +252,15 @@ class _StepReplay:
             clock.advance(t - self.last_busy_end[lane], BUCKETS.index("idle"), lane)
         else:
             lanes = self.wait_lanes.copy()
-            lanes[H] += t - self.wait_orig
-            if self.wait_new + (t - self.wait_orig) > clock.t:
-                clock.take(self.wait_new + (t - self.wait_orig), self.wait_path + self.elapsed, lanes)
+            lanes[H] += self.fixed
+            if self.wait_new + self.fixed > clock.t:
+                clock.take(self.wait_new + self.fixed, self.wait_path + self.fixed_path, lanes)
 
-    def finish(self, out: Replayed, position: int, end: float) -> None:
+    def finish(self, out: Replayed, position: int) -> None:
         """The step ends when its thread does, and the device's work (its throughput bounds the
         step); the other threads' work only where the step thread waited for them in it."""
         if self.waiting:
-            self.end_wait(end)
+            self.end_wait()
         ending = [H, D] + ([O] if self.waited_for_others else [])
         last = max(ending, key=lambda lane: (self.clocks[lane].t, -lane))
         out.length_ns[position] = self.clocks[last].t - self.t0
@@ -274,10 +276,27 @@ def _replay_step(state: _StepReplay, start: np.ndarray, length: np.ndarray, acti
     idle = BUCKETS.index("idle")
     for i in chunk.tolist():
         t, span, mask, won = float(start[i]), float(length[i]), int(active[i]), int(winner[i])
+        working = {lane: [k for k in state.layers[lane] if mask >> k & 1] for lane in (O, D)}
+        own = next((k for k in own_layers if mask >> k & 1), -1)
+        if state.mode == "cpu":
+            # The attribution gives the moment to the other threads (a call, a sync, an unrecorded
+            # stretch while they compute), or to a wait nothing recorded elsewhere explains.
+            waiting = won >= 0 and (table.lane[won] == O or bool(table.unsupported[won]) or bool(table.waits[won]))
+        else:
+            # A host sync, or the host with nothing recorded while the device runs.
+            waiting = (own >= 0 and BUCKETS[int(table.bucket[own])] == "sync_wait") or (own < 0 and bool(working[D]))
+        if waiting and own >= 0 and float(factors[own]) == 0.0:
+            waiting = False  # a wait removed (no blocking sync): the step's thread goes on at once
+        # The wait begins or ends before the moment's work: work on the awaited lane in the moment
+        # the step thread goes on is none it waited for.
+        if waiting and not state.waiting:
+            state.begin_wait()
+        elif not waiting and state.waiting:
+            state.end_wait()
         # The other lanes: work advances them, at the pace of the slowest cause left; work after
         # idle is a hand-off from the step thread.
         for lane in (O, D):
-            on = [k for k in state.layers[lane] if mask >> k & 1]
+            on = working[lane]
             if not on:
                 state.busy[lane] = False
                 continue
@@ -290,24 +309,9 @@ def _replay_step(state: _StepReplay, start: np.ndarray, length: np.ndarray, acti
             state.last_busy_end[lane] = t + span
             if state.waiting:
                 state.worked_in_wait[lane] = True
-        own = next((k for k in own_layers if mask >> k & 1), -1)
-        if state.mode == "cpu":
-            # The attribution gives the moment to the other threads (a call, a sync, an unrecorded
-            # stretch while they compute), or to a wait nothing recorded elsewhere explains.
-            waiting = won >= 0 and (table.lane[won] == O or bool(table.unsupported[won]) or bool(table.waits[won]))
-        else:
-            # A host sync, or the host with nothing recorded while the device runs.
-            waiting = (own >= 0 and BUCKETS[int(table.bucket[own])] == "sync_wait") or (own < 0 and state.busy[D])
-        if waiting and own >= 0 and float(factors[own]) == 0.0:
-            waiting = False  # a wait removed (no blocking sync): the step's thread goes on at once
         if waiting:
-            if not state.waiting:
-                state.begin_wait(t)
-                state.worked_in_wait = [False, state.busy[O], state.busy[D]]  # (the moment's work is the wait's)
             state.wait_moment(span, won if state.mode == "cpu" else own)
             continue
-        if state.waiting:
-            state.end_wait(t)
         if own >= 0 and table.bucket[own] >= 0:
             state.clocks[H].advance(span * float(factors[own]), int(table.bucket[own]), H)
         elif own < 0:  # nothing recorded on the step's thread: kept as it was
