@@ -19,9 +19,11 @@ from traceview.analyzers.ranks import multi_rank, summarize
 from traceview.analyzers.steps import find_steps
 from traceview.normalize import normalize
 from traceview.renderers import html_report, json_report, markdown, terminal
+from traceview.renderers.report import finding_lines
 from traceview.results import BUCKETS, AttributionOptions, shown_buckets
 from traceview.roles import Role
 from traceview.schema import Timeline, TraceMeta, build_events
+from traceview.text import fmt_ns
 
 V100 = "torch_gpu/v100_2rank_rank1_large.json.gz"
 # HTA's communication kernels (hta/utils/utils.py, 0.5.0): the reference below uses its rule, not ours.
@@ -295,3 +297,15 @@ def test_an_xla_collective_on_host_devices_is_communication():
     assert not any(str(name).startswith("all-reduce") for name in diag.kernels["name"])
     compute = next(f for f in diag.findings if f.rule == "compute_bound")
     assert "XLA_FLAGS" in compute.advice and "torch" not in compute.advice
+
+
+def test_collectives_beside_a_host_bound_step_matter_once_the_host_is_fixed(v100):
+    """The step's thread sets this step's length (its launches): removing the collectives alone
+    saves nothing, removing them once launch overhead is gone saves them all — the finding keeps
+    its grade, ranks after launch_bound, and says both."""
+    finding = next(f for f in v100.findings if f.rule == "exposed_communication")
+    assert finding.first_fix == "launch_overhead" and not finding.measure_grade
+    assert finding.predicted_saving_ns < 0.01 * v100.steady_step_ns
+    assert finding.predicted_saving_after_ns == pytest.approx(finding.explains_ns, rel=0.05)
+    line = next(line for line in finding_lines(v100.findings, v100.steady_step_ns) if line.rule == finding.rule)
+    assert f"once launch_overhead is removed, it saves ~{fmt_ns(finding.predicted_saving_after_ns)}" in line.fix

@@ -188,16 +188,17 @@ class Attribution:
     # The wait for Python's interpreter lock taken off the own time of each event that held one
     # (idle.gil_wait; traceview/analyzers/gil_waits.py): (event rows, ns).
     gil_wait_events: tuple[np.ndarray, np.ndarray] = ()  # type: ignore[assignment]
-    # The step windows as consecutive runs of one bucket (the timelines of the HTML report and the
-    # Perfetto export): step (position), start, end (ns), bucket (Labels of BUCKETS). Per step the
-    # lengths of a bucket's runs sum exactly to per_step.
     # What fixing each cause would buy (analyzers/whatif.py), per step position: the step replayed
-    # as recorded ("replayed") and without each cause a finding's fix removes ("without.<cause>"), ns.
+    # as recorded ("replayed"), without each cause a finding's fix removes ("without.<cause>"), and
+    # without the one that saves most together with each other ("without.<first>+<cause>"), ns.
     whatif: Table = field(default_factory=lambda: Table({}, 0))
     # Each step's critical path as recorded: ns of each bucket ("path.<bucket>") and each lane
     # ("lane.step_thread", "lane.other_threads", "lane.device") on it, and of the waits the trace
     # cannot tie to the work they wait for ("unsupported").
     critical: Table = field(default_factory=lambda: Table({}, 0))
+    # The step windows as consecutive runs of one bucket (the timelines of the HTML report and the
+    # Perfetto export): step (position), start, end (ns), bucket (Labels of BUCKETS). Per step the
+    # lengths of a bucket's runs sum exactly to per_step.
     segments: Table = field(default_factory=lambda: Table({"step": np.zeros(0, dtype=np.int64),
                                                            "start": np.zeros(0, dtype=np.int64),
                                                            "end": np.zeros(0, dtype=np.int64),
@@ -407,19 +408,41 @@ class Finding:
     predicted_step_ns: float | None = None
     predicted_saving_ns: float | None = None
     prediction: str = ""  # what the prediction removes and rests on, or why there is none
+    # What its fix saves once the fix that saves most (``first_fix``, a cause) is made: where two
+    # lanes each set the step's length, removing one alone saves nothing. None for that fix itself,
+    # and where there is no prediction.
+    predicted_saving_after_ns: float | None = None
+    first_fix: str = ""
+    # The grade its measure alone gives, where what its fix saves (alone, or after the first fix,
+    # whichever is more) grades it milder: its time runs beside the work that sets the step's
+    # length; "" where the two agree.
+    measure_grade: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """One entry of the JSON report's ``findings``."""
         return {"rule": self.rule, "detects": self.detects, "grade": self.grade, "summary": self.summary,
                 "explains_ns": self.explains_ns, "evidence": dict(self.evidence), "advice": self.advice,
                 "threshold": self.threshold, "predicted_step_ns": self.predicted_step_ns,
-                "predicted_saving_ns": self.predicted_saving_ns, "prediction": self.prediction}
+                "predicted_saving_ns": self.predicted_saving_ns, "prediction": self.prediction,
+                "predicted_saving_after_ns": self.predicted_saving_after_ns, "first_fix": self.first_fix,
+                "measure_grade": self.measure_grade}
 
     @property
     def saves_ns(self) -> float:
-        """The time per steady step fixing it saves: the prediction where there is one, else the
-        time it explains."""
+        """The time per steady step fixing it saves, its rank: once the fix that saves most is
+        made where that is predicted (fix that first, then the next), alone where there is no first
+        fix or it is this one's, else the time it explains."""
+        if self.predicted_saving_after_ns is not None:
+            return self.predicted_saving_after_ns
         return self.predicted_saving_ns if self.predicted_saving_ns is not None else self.explains_ns
+
+    @property
+    def best_saving_ns(self) -> float | None:
+        """What its fix saves alone or after the first fix, whichever is more (its grade's
+        measure); None where there is no prediction."""
+        if self.predicted_saving_ns is None:
+            return None
+        return max(self.predicted_saving_ns, self.predicted_saving_after_ns or 0.0)
 
     def __repr__(self) -> str:
         return f"Finding({self.rule}, {self.grade}, explains {fmt_ns(self.explains_ns)} per step)"

@@ -151,7 +151,7 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
             name = seg.layer_names[i]
             detail_cols[name] = detail_cols.get(name, 0) + per_layer[:, i]
     details = Table(dict(sorted(detail_cols.items())), n_steps)
-    whatif, critical = whatif_tables(segments_of(seg, mode, n_steps))
+    whatif, critical = whatif_tables(segments_of(seg, mode, n_steps), steps.steady_positions)
     return Attribution(per_step=per_step, details=details, mode=mode, options=options,
                        gap_threshold_ns=seg.gap_threshold_ns, gap_rule=seg.gap_rule,
                        compared_steps=seg.compared_steps, paused_events=seg.paused_events,

@@ -110,10 +110,13 @@ def replayed(segments: Segments, factors: np.ndarray) -> list[Replayed]:
     return replay(s.start, s.length, s.step, s.in_step, s.active, s.winner, s.table, s.mode, s.n_steps, factors)
 
 
-def whatif_tables(segments: Segments) -> tuple[Table, Table]:
-    """Per step: the step replayed as recorded and without each of :data:`FIXES` (ns); and its
-    critical path as recorded (ns of each bucket and each lane on it, and of waits the trace cannot
-    tie to the work they wait for)."""
+def whatif_tables(segments: Segments, steady: np.ndarray) -> tuple[Table, Table]:
+    """Per step: the step replayed as recorded and without each of :data:`FIXES` (ns); then, beside
+    the fix that saves most over the ``steady`` steps (positions), without each other one too
+    (``without.<first>+<cause>``: what that fix saves once the first is made — where two lanes each
+    set the step's length, removing one cause alone saves nothing); and the steps' critical path
+    as recorded (ns of each bucket and each lane on it, and of waits the trace cannot tie to the
+    work they wait for)."""
     table = segments.table
     factors = np.stack([np.ones(len(table.names))] + [layer_factors(table, Transform(without=(cause,)))
                                                        for cause in FIXES])
@@ -121,11 +124,29 @@ def whatif_tables(segments: Segments) -> tuple[Table, Table]:
     columns = {"replayed": np.rint(recorded.length_ns).astype(np.int64)}
     for cause, result in zip(FIXES, without):
         columns[f"without.{cause}"] = np.rint(result.length_ns).astype(np.int64)
+    first = first_fix(columns, steady)
+    if first:
+        others = [cause for cause in FIXES if cause != first]
+        rows = np.stack([layer_factors(table, Transform(without=(first, cause))) for cause in others])
+        for cause, result in zip(others, replayed(segments, rows)):
+            columns[f"without.{first}+{cause}"] = np.rint(result.length_ns).astype(np.int64)
     critical = {f"path.{bucket}": np.rint(recorded.path_ns[:, i]).astype(np.int64) for i, bucket in enumerate(BUCKETS)}
     critical.update({f"lane.{lane}": np.rint(recorded.lane_ns[:, i]).astype(np.int64)
                      for i, lane in enumerate(LANE_KEYS)})
     critical["unsupported"] = np.rint(recorded.unsupported_ns).astype(np.int64)
     return Table(columns, segments.n_steps), Table(critical, segments.n_steps)
+
+
+def first_fix(columns: dict[str, np.ndarray], steady: np.ndarray) -> str:
+    """The cause whose removal saves most over the ``steady`` steps (all steps where none is
+    steady), "" where none saves anything; ties go to the first in :data:`FIXES`."""
+    rows = steady if len(steady) else np.arange(len(columns["replayed"]))
+    if not len(rows):
+        return ""
+    now = float(columns["replayed"][rows].mean())
+    savings = [now - float(columns[f"without.{cause}"][rows].mean()) for cause in FIXES]
+    best = int(np.argmax(savings))
+    return FIXES[best] if savings[best] > 0 else ""
 
 
 def whatif(diag: Diagnosis, segments: Segments, transform: Transform) -> WhatIf:

@@ -291,7 +291,7 @@ def _steady(steady: SteadyState, buckets: tuple[str, ...]) -> str:
 
 
 def _findings(findings: tuple[FindingLine, ...], title: str = "Findings") -> str:
-    """In the analysis's order: problems by the time they explain, then passed rules, then skipped."""
+    """In the analysis's order: problems by what fixing them saves, then passed rules, then skipped."""
     if not findings:
         return ""
     rows = []

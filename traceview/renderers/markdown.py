@@ -61,7 +61,9 @@ def _findings(findings: tuple[FindingLine, ...], heading: str) -> list[str]:
     lines = [f"**{heading}**", ""]
     if not problems:
         lines.append("- no problem found by any rule")
-    for f in problems:  # in the ranking order: the largest cause first
+    # In the ranking order: the largest saving first; then the causes whose share alone would be a
+    # problem but whose fix saves too little (they carry what it saves).
+    for f in problems + [f for f in findings if not f.problem and f.fix]:
         lines.append(f"- **{f.label}** `{f.rule}`: {cell(f.text)}." + (f" **{cell(f.fix)}**." if f.fix else "")
                      + (f" *Try:* {cell(f.advice)}" if f.advice else ""))
     return lines + [""]

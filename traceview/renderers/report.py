@@ -195,11 +195,17 @@ PROBLEM_GRADES = ("high", "moderate")
 def finding_lines(findings: tuple[Finding, ...] | list[Finding], step_ns: float = 0.0) -> tuple[FindingLine, ...]:
     """Findings in the analysis's order (problems first, by what fixing them saves); ``step_ns``:
     the mean steady step the savings are shares of."""
-    return tuple(FindingLine(f.rule, f.grade, GRADE_LABEL.get(f.grade, f.grade),
-                             f.summary if f.grade != "none" else f"no problem: {f.summary}",
+    return tuple(FindingLine(f.rule, f.grade, GRADE_LABEL.get(f.grade, f.grade), _finding_text(f),
                              f.advice if f.grade in PROBLEM_GRADES else "",
-                             fix_sentence(f, step_ns) if f.grade in PROBLEM_GRADES else "")
+                             fix_sentence(f, step_ns) if f.grade in PROBLEM_GRADES or f.measure_grade else "")
                  for f in findings)
+
+
+def _finding_text(finding: Finding) -> str:
+    if finding.grade != "none":
+        return finding.summary
+    # A cause whose fix saves too little to be a problem, though its share would make it one.
+    return f"{'little to gain' if finding.measure_grade else 'no problem'}: {finding.summary}"
 
 
 def fix_sentence(finding: Finding, step_ns: float) -> str:
@@ -207,9 +213,23 @@ def fix_sentence(finding: Finding, step_ns: float) -> str:
     if finding.predicted_step_ns is None or finding.predicted_saving_ns is None:
         return ""
     saving = finding.predicted_saving_ns
-    share = f" (−{fmt_pct(saving / step_ns)})" if step_ns > 0 else ""
+    sign = "−" if saving >= 0 else "+"  # (a replay that lengthens the step: no saving)
+    share = f" ({sign}{fmt_pct(abs(saving) / step_ns)})" if step_ns > 0 else ""
     caveat = "; waits the trace cannot tie to their work kept as recorded" if "fewer edges" in finding.prediction else ""
-    return f"fixing this: ~{fmt_ns(finding.predicted_step_ns)} a step{share}{caveat}"
+    after = ""
+    if (finding.predicted_saving_after_ns is not None and step_ns > 0
+            and abs(finding.predicted_saving_after_ns - saving) >= AFTER_SHOWN_SHARE * step_ns):
+        then = max(finding.predicted_saving_after_ns, 0.0)
+        after = f"; once {finding.first_fix} is removed, it saves ~{fmt_ns(then)} ({fmt_pct(then / step_ns)})"
+    graded = (f"; graded by that, not by its share ({GRADE_LABEL[finding.measure_grade]}): the rest of its "
+              f"{fmt_ns(finding.explains_ns)} runs beside the work that sets the step's length"
+              if finding.measure_grade else "")
+    return f"fixing this: ~{fmt_ns(finding.predicted_step_ns)} a step{share}{after}{caveat}{graded}"
+
+
+# What a fix saves once the first fix is made is said where it differs from what it saves alone by
+# at least this share of the step (two lanes that each set the step's length; two fixes of one wait).
+AFTER_SHOWN_SHARE = 0.01
 
 
 # A cause is named with its share on the critical path where it holds at least this share of the step.

@@ -17,6 +17,7 @@ other buckets and explain no time of their own. The first graded finding is the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -1076,7 +1077,36 @@ def predicted(diag: Diagnosis, row: FindingSpec, finding: Finding) -> Finding:
     if now and unsupported >= UNSUPPORTED_NOTE_SHARE * now:
         words += (f"; {fmt_ns(unsupported)} a step of waits whose awaited work the trace does not record is kept "
                   "as recorded (predicted from fewer edges)")
-    return replace(finding, predicted_step_ns=step, predicted_saving_ns=now - step, prediction=words)
+    finding = replace(finding, predicted_step_ns=step, predicted_saving_ns=now - step, prediction=words)
+    after = next((c for c in whatif.columns if c.startswith("without.") and c.endswith(f"+{row.fix}")), None)
+    if after is not None:
+        first = after[len("without."):-len(row.fix) - 1]
+        finding = replace(finding, first_fix=first, predicted_saving_after_ns=float(
+            whatif[f"without.{first}"][positions].mean() - whatif[after][positions].mean()))
+    elif any(c.startswith(f"without.{row.fix}+") for c in whatif.columns):
+        finding = replace(finding, first_fix=row.fix)  # its fix is the first
+    return graded_by_saving(row, finding, now, supported=unsupported < UNSUPPORTED_NOTE_SHARE * now)
+
+
+_SEVERITY = {"none": 0, "moderate": 1, "high": 2}
+
+
+def graded_by_saving(row: FindingSpec, finding: Finding, step_ns: float, supported: bool) -> Finding:
+    """A problem graded by what its fix saves (alone, or once the first fix is made, whichever is
+    more) where that grades it milder than its measure: a cause whose time runs beside the work
+    that sets the step's length (a prefetching producer, the host's dispatch while the device is
+    busy) is worth what leaves the critical path, and the report must not promise more. The row's
+    thresholds grade the saving's share of the step, as they grade the cause's share. Kept as
+    measured where the prediction rests on fewer edges (waits the trace cannot tie to their work:
+    the replay may then undercount the saving)."""
+    saving = finding.best_saving_ns
+    if (finding.grade not in _SEVERITY or finding.grade == "none" or row.thresholds is None or step_ns <= 0
+            or not supported or saving is None):
+        return finding
+    by_saving = row.grade(max(saving, 0.0) / step_ns)
+    if _SEVERITY[by_saving] >= _SEVERITY[finding.grade]:
+        return finding
+    return replace(finding, grade=by_saving, measure_grade=finding.grade)
 
 
 # Ranking tiers: problems, then the rules that found none, then those skipped.
@@ -1085,12 +1115,23 @@ _TIER = {"high": 0, "moderate": 0, "none": 1, "skipped": 2}
 
 def ranked(results: list[Finding | None]) -> list[Finding]:
     """The findings (None: not listed) ranked: graded problems first, by the time fixing them saves
-    per step (``Finding.saves_ns``: the replayed saving where predicted, else the time they
-    explain), largest first; then the rules that found no problem, then those skipped. Ties keep
-    the order of the rules, so the ranking is deterministic."""
+    per step, largest first (``Finding.saves_ns``: the replayed saving where predicted — the fix
+    that saves most alone, then the others by what each saves once that one is made, never above
+    it: the order to make them in —, else the time they explain); then the rules that found no
+    problem, then those skipped. Ties keep the order of the rules, so the ranking is deterministic."""
     listed = [f for f in results if f is not None]
-    order = sorted(range(len(listed)), key=lambda i: (_TIER[listed[i].grade], -listed[i].saves_ns, i))
-    return [listed[i] for i in order]
+
+    def is_first(f: Finding) -> bool:
+        return bool(f.first_fix) and f.predicted_saving_after_ns is None
+
+    cap = max((f.saves_ns for f in listed if is_first(f)), default=math.inf)
+
+    def key(i: int) -> tuple[int, float, bool, int]:
+        f = listed[i]
+        saves = min(f.saves_ns, cap) if f.predicted_saving_after_ns is not None else f.saves_ns
+        return _TIER[f.grade], -saves, not is_first(f), i
+
+    return [listed[i] for i in sorted(range(len(listed)), key=key)]
 
 
 def rephrased(finding: Finding) -> Finding:
