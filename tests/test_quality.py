@@ -309,3 +309,21 @@ def test_strict_passes_on_clean_sample_traces(folder: str):
     result = _run("diagnose", str(path), "--strict", "--format", "md")
     assert result.returncode == 0, result.stderr
     assert "**Trace quality: no problems found**" in result.stdout
+
+
+def test_a_replay_needs_the_clocks_and_says_what_it_lost(tmp_path: Path):
+    """The replay orders the host's and the device's work by their clocks: on a device whose clock
+    runs behind the host's, no finding carries a prediction (it says why) and ``whatif`` refuses
+    with one line; events lost to broken data are named in each prediction."""
+    skewed = json.loads(_run("diagnose", str(_write(tmp_path, CASES["clock_skew"][0])), "--format", "json").stdout)
+    assert all(f["predicted_step_ns"] is None for f in skewed["findings"])
+    assert any(f["prediction"].startswith("no prediction: the clock of device 0 runs behind the host's")
+               for f in skewed["findings"])
+    refused = _run("whatif", str(_write(tmp_path, CASES["clock_skew"][0], "skewed.json")), "--without", "kernel")
+    assert refused.returncode == 2 and refused.stdout == ""
+    line, = refused.stderr.splitlines()
+    assert "clock of device 0 runs behind the host's" in line and "capture the trace again" in line
+    lost = json.loads(_run("diagnose", str(_write(tmp_path, CASES["dropped"][0], "lost.json")), "--format",
+                           "json").stdout)
+    predicted = [f for f in lost["findings"] if f["predicted_step_ns"] is not None]
+    assert predicted and all("2 events lost to broken data are not in it" in f["prediction"] for f in predicted)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from traceview.errors import QualityError, RegressionError, UsageError
+from traceview.errors import InputError, QualityError, RegressionError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from traceview.parquet import ParquetFiles
@@ -337,6 +337,11 @@ def whatif(path: PathLike, *, without: Sequence[str] = (), scale: Mapping[str, f
         raise UsageError(f"{path}: holds {len(paths)} traces; give one trace to replay")
     timeline, steps = load_with_steps(paths[0])
     diag = diagnose_timeline(timeline, steps, options)
+    skewed = diag.quality.skewed_devices if timeline.has_device else ()
+    if skewed:
+        raise InputError(f"{paths[0]}: the clock of device {', '.join(map(str, skewed))} runs behind the host's (its "
+                         "kernels start before their launches: the trace-quality section), so a replay cannot order "
+                         "the host's and the device's work; capture the trace again")
     transform = Transform(without=tuple(without), scale=scale,
                           dispatch_per_op_ns=None if dispatch_per_op_us is None else dispatch_per_op_us * 1e3)
     return replay_whatif(diag, replay_segments(timeline, steps, options), transform)

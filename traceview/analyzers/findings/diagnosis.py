@@ -1070,6 +1070,11 @@ def predicted(diag: Diagnosis, row: FindingSpec, finding: Finding) -> Finding:
     column = f"without.{row.fix}"
     if column not in whatif.columns or not len(positions):
         return replace(finding, prediction="the steps were not replayed")
+    skewed = diag.quality.skewed_devices if diag.attribution.mode == "device" else ()
+    if skewed:
+        # The replay orders the host's and the device's work by their clocks.
+        return replace(finding, prediction="no prediction: the clock of device " + ", ".join(map(str, skewed))
+                       + " runs behind the host's (trace quality), so the replay cannot order their work")
     now = float(whatif["replayed"][positions].mean())
     step = float(whatif[column][positions].mean())
     unsupported = float(critical["unsupported"][positions].mean())
@@ -1077,6 +1082,9 @@ def predicted(diag: Diagnosis, row: FindingSpec, finding: Finding) -> Finding:
     if now and unsupported >= UNSUPPORTED_NOTE_SHARE * now:
         words += (f"; {fmt_ns(unsupported)} a step of waits whose awaited work the trace does not record is kept "
                   "as recorded (predicted from fewer edges)")
+    lost = diag.quality.counts()["dropped"]
+    if lost:
+        words += f"; {lost} events lost to broken data are not in it (trace quality)"
     finding = replace(finding, predicted_step_ns=step, predicted_saving_ns=now - step, prediction=words)
     after = next((c for c in whatif.columns if c.startswith("without.") and c.endswith(f"+{row.fix}")), None)
     if after is not None:
