@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -220,3 +221,27 @@ def test_dask_example_runs_with_its_fallback(small_run, tmp_path):
     (run,) = orjson.loads(result.stdout)["multi_rank"]
     assert run == orjson.loads(json_report.dumps(_runs(small_run)[0].to_dict()))
     assert len(list((tmp_path / "pq").glob("*.steps.parquet"))) == 3
+
+
+def test_one_process_lets_the_events_go_as_workers_do(small_run):
+    """``jobs=1`` without ``keep_events`` releases every trace's event rows after its analysis, as
+    each worker does: the same report, without a folder's events all held at once."""
+    import traceview
+
+    serial = traceview.diagnose(small_run, jobs=1, keep_events=False)
+    parallel = traceview.diagnose(small_run, jobs=2, keep_events=False)
+    assert all(len(d.timeline.events) == 0 for d in serial.diagnoses)
+    assert traceview.render(serial, "json") == traceview.render(parallel, "json")
+    kept = traceview.diagnose(small_run, jobs=1)
+    assert all(len(d.timeline.events) > 0 for d in kept.diagnoses)
+
+
+@pytest.mark.parametrize(("text", "cpus"), [("200000 100000", 2), ("150000 100000", 2), ("50000 100000", 1),
+                                            ("max 100000", None), ("", None)])
+def test_the_cgroup_quota_bounds_the_workers(tmp_path, text, cpus):
+    from traceview.pool import cgroup_cpu_quota, default_jobs
+
+    (tmp_path / "cpu.max").write_text(text)
+    assert cgroup_cpu_quota(tmp_path / "cpu.max") == cpus
+    assert cgroup_cpu_quota(tmp_path / "absent") is None
+    assert 1 <= default_jobs() <= len(os.sched_getaffinity(0))

@@ -578,7 +578,7 @@ class SpaceBuilder:
         return path
 
 
-def nvidia_like_space() -> SpaceBuilder:
+def nvidia_like_space(copy_size: int = 4096) -> SpaceBuilder:
     b = SpaceBuilder()
     env = b.plane("Task Environment")
     b.set_stat(env, env, "profile_start_time", 1_700_000_000_000_000_000)
@@ -602,7 +602,7 @@ def nvidia_like_space() -> SpaceBuilder:
     stream.name, stream.id, stream.timestamp_ns = "Stream #7(Kernel,MemcpyH2D)", 7, 1_000
     b.event(gpu, stream, "ampere_sgemm_128x64_nn", 600, 2_000, correlation_id=1, tf_op="model/dense/MatMul:MatMul")
     b.event(gpu, stream, "MemcpyH2D", 350, 100, correlation_id=2,
-            memcpy_details="kind_src:pinned kind_dst:device size:4096 dest:1 async:1")
+            memcpy_details=f"kind_src:pinned kind_dst:device size:{copy_size} dest:1 async:1")
     b.event(gpu, stream, "Memset", 2_700, 20, memset_details="kind:device num_bytes:256 async:1")
     xla_ops = gpu.lines.add()
     xla_ops.name, xla_ops.id = "XLA Ops", 1000
@@ -643,6 +643,13 @@ def test_synthetic_gpu_space(tmp_path: Path) -> None:
     assert (fill["kind"], fill["copy_kind"], fill["bytes"]) == (Kind.MEMSET.value, "memset", 256)
     assert ev.loc["model/dense/MatMul:MatMul", "track"] == "host python"
     assert ev.loc["cuLaunchKernel", "track"] == "host Host Threads/42"
+
+
+def test_a_copy_size_beyond_int64_is_an_unknown_size(tmp_path: Path) -> None:
+    """A size no int64 holds (a corrupt or hostile stat) reads as no size, not as an error."""
+    timeline = xplane.read(nvidia_like_space(copy_size=2**70).write(tmp_path / "gpu.xplane.pb"))
+    copy = timeline.events.set_index("name").loc["MemcpyH2D"]
+    assert (copy["kind"], copy["copy_kind"], copy["bytes"]) == (Kind.MEMCPY.value, "H2D", -1)
 
 
 def test_metadata_stats_ref_values_and_aggregates(tmp_path: Path) -> None:

@@ -109,7 +109,7 @@ def diagnose(path: PathLike, *, run: str | None = None, dispatch_gap_us: float |
     - ``dispatch_gap_us``: unrecorded gaps on the step's thread up to this long count as dispatch,
       longer ones as host compute (default: calibrated on the trace; 0 turns the rule off).
     - ``top``: rows in the kernel, op and memory tables (a number, or ``"all"``).
-    - ``jobs``: a folder's traces are read in this many processes at once (default: one per core).
+    - ``jobs``: a folder's traces are read in this many processes at once (default: one per CPU the process may use).
     - ``redact``: replace file paths, host names and user names with ``<path>``, ``<host>``, ``<user>``.
     - ``strict``: raise :class:`~traceview.errors.QualityError` (its ``result`` holds the
       diagnosis) when a trace has a trace-quality problem (docs/bad_input.md).
@@ -157,7 +157,7 @@ def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: 
 
 def _workers(jobs: int | None, traces: int) -> int:
     """Processes for ``traces`` traces: one for a lone trace (without importing the pool, which a
-    lone trace's diagnosis does not need), else ``jobs`` or one per core, at most one a trace."""
+    lone trace's diagnosis does not need), else ``jobs`` or one per CPU the process may use, at most one a trace."""
     if traces <= 1:
         return 1
     from traceview.pool import default_jobs
@@ -176,13 +176,13 @@ def _diagnose_paths(paths: list[Path], options: AttributionOptions, rows: int | 
             progress(label)
         on_done = None if progress is None else (lambda done, total: progress(f"{label} {done} done"))
         return diagnose_for_report(paths, options, rows, workers, keep_events, on_done)
-    from traceview.loader import diagnose as diagnose_one
+    from traceview.pool import diagnose_compact
 
     diagnoses = []
     for p in paths:
         if progress is not None:
             progress(f"reading {p} …")
-        diagnoses.append(diagnose_one(p, options, rows))
+        diagnoses.append(diagnose_compact(p, options, rows, keep_events))  # (as a worker would)
     return diagnoses
 
 
@@ -357,7 +357,7 @@ def write_parquet(traces: PathLike | Sequence[PathLike], output: PathLike, *, ru
 
     ``traces``: one input or several (files, logdirs, folders of rank traces; a trace named twice
     is written once); ``output``: the folder for the files (created when missing). ``run`` as for
-    :func:`diagnose`; ``jobs``: traces read at once, one process each (default: one per core).
+    :func:`diagnose`; ``jobs``: traces read at once, one process each (default: one per CPU the process may use).
     Returns a :class:`~traceview.parquet.ParquetFiles` (the folder, the traces, the rows written).
     Raises :class:`~traceview.errors.MissingExtraError` without pyarrow (``traceview[parquet]``)."""
     from traceview.parquet import EVENTS_SUFFIX, STEPS_SUFFIX, require_pyarrow, trace_stems, write_traces

@@ -40,8 +40,24 @@ T = TypeVar("T")
 
 
 def default_jobs() -> int:
-    """One worker per core."""
-    return os.cpu_count() or 1
+    """One worker per CPU this process may use: the CPUs it is pinned to (taskset, Slurm's
+    binding) and at most its cgroup's CPU quota (a container's or a job's share of a larger node),
+    not every core of the machine."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # (no affinity on this platform)
+        cpus = os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    return max(1, min(cpus, quota) if quota is not None else cpus)
+
+
+def cgroup_cpu_quota(path: Path = Path("/sys/fs/cgroup/cpu.max")) -> int | None:
+    """The CPUs a cgroup v2 quota allows ("200000 100000": 2), rounded up; None without one."""
+    try:
+        quota, period = path.read_text().split()[:2]
+        return None if quota == "max" else max(1, -(-int(quota) // int(period)))
+    except (OSError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)

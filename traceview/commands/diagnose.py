@@ -29,7 +29,7 @@ def diagnose(
     top: str = typer.Option("10", "--top", metavar="N|all", help="Rows in the kernel and op tables."),
     jobs: Optional[int] = typer.Option(
         None, "--jobs", "-j", min=1, metavar="N",
-        help="A folder's traces are read in this many processes at once (default: one per core)."),
+        help="A folder's traces are read in this many processes at once (default: one per CPU the process may use)."),
     strict: bool = STRICT_OPTION,
 ) -> None:
     """Report what a trace is, its steps, and where each step's time goes.

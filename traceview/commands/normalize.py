@@ -18,7 +18,7 @@ def normalize(
                                 help="Folder for the Parquet files (created when missing)."),
     run: Optional[str] = RUN_OPTION,
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
-                                       help="Traces read at once, one process each (default: one per core)."),
+                                       help="Traces read at once, one process each (default: one per CPU the process may use)."),
 ) -> None:
     """Write each trace's normalized timeline and per-step attribution as Parquet files.
 

@@ -194,7 +194,7 @@ def copies_and_bytes(
     nbytes = np.full(n, -1, dtype=np.int64) if details or len(copies) else one_value(-1, n, np.int64)
     for row, parsed in details.items():
         size = parsed.get("size", parsed.get("num_bytes", ""))
-        if _INTEGER_TEXT.fullmatch(size) and int(size) > 0:
+        if _INTEGER_TEXT.fullmatch(size) and 0 < int(size) < _INT64_LIMIT:  # (larger: no size, as unknown)
             nbytes[row] = int(size)
     if len(copies):
         # The launching API call (same correlation id) may name the direction (hipMemcpyHtoDAsync)
