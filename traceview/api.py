@@ -167,23 +167,17 @@ def _workers(jobs: int | None, traces: int) -> int:
 
 def _diagnose_paths(paths: list[Path], options: AttributionOptions, rows: int | None, workers: int,
                     keep_events: bool, progress: Progress | None) -> list[Diagnosis]:
-    """Diagnoses of ``paths`` in path order: in this process, or in ``workers`` processes."""
-    if workers > 1:
-        from traceview.pool import diagnose_for_report
+    """Diagnoses of ``paths`` in path order: in this process (``workers`` 1), or in ``workers``
+    processes; either way each trace's events are let go after its analysis unless the report
+    reads them (pool.diagnose_for_report)."""
+    from traceview.pool import diagnose_for_report
 
-        label = f"reading {len(paths)} traces in {workers} processes …"
-        if progress is not None:
-            progress(label)
-        on_done = None if progress is None else (lambda done, total: progress(f"{label} {done} done"))
-        return diagnose_for_report(paths, options, rows, workers, keep_events, on_done)
-    from traceview.pool import diagnose_compact
-
-    diagnoses = []
-    for p in paths:
-        if progress is not None:
-            progress(f"reading {p} …")
-        diagnoses.append(diagnose_compact(p, options, rows, keep_events))  # (as a worker would)
-    return diagnoses
+    on_done = None
+    if progress is not None:
+        label = f"reading {len(paths)} traces" + (f" in {workers} processes" if workers > 1 else "") + " …"
+        progress(label)
+        on_done = (lambda done, total: progress(f"{label} {done} done"))  # noqa: E731 - one line
+    return diagnose_for_report(paths, options, rows, workers, keep_events, on_done)
 
 
 def compare(baseline: PathLike | Diagnosis, candidate: PathLike | Diagnosis, *, run: str | None = None,
