@@ -392,7 +392,7 @@ def collect_cli(*args: str) -> Any:
 
 
 def test_cli_runs_each_capture_in_its_own_process(tmp_path: Path) -> None:
-    result = collect_cli("linreg-gd", "-f", "numpy", "-o", str(tmp_path), "--steps", "3", "--threads", "1")
+    result = collect_cli("linreg-gd", "--framework", "numpy", "-o", str(tmp_path), "--steps", "3", "--threads", "1")
     assert result.exit_code == 0, result.output
     m = mf.read(tmp_path / "numpy-eager")
     assert m["process"]["pid"] != os.getpid()
@@ -412,8 +412,8 @@ def test_cli_runs_each_capture_in_its_own_process(tmp_path: Path) -> None:
 
 
 def collect_one(tmp_path: Path, workload: str, framework: str, mode: str, steady: int) -> tuple[Path, dict[str, Any]]:
-    """``traceview collect WORKLOAD -f FRAMEWORK -m MODE`` with one thread, no warm-up: (folder, manifest)."""
-    result = collect_cli(workload, "-f", framework, "-m", mode, "-o", str(tmp_path),
+    """``traceview collect WORKLOAD --framework FRAMEWORK -m MODE`` with one thread, no warm-up: (folder, manifest)."""
+    result = collect_cli(workload, "--framework", framework, "-m", mode, "-o", str(tmp_path),
                          "--steps", str(steady), "--warmup", "0", "--threads", "1")
     assert result.exit_code == 0, result.output
     folder = tmp_path / f"{framework}-{mode}"

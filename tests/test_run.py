@@ -70,9 +70,11 @@ def test_example_scripts_do_not_import_traceview(script: str) -> None:
 @pytest.mark.torch
 @pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
 def test_torch_script_profiled_and_calibrated(tmp_path: Path) -> None:
-    done, report = run_with_report(tmp_path, "--steps", "5-15", "--calibrate", "--", sys.executable,
-                                   EXAMPLES / "train_torch.py")
+    done, report = run_with_report(tmp_path, "--steps", "5-15", "--calibrate", "--top", "3", "--redact", "--strict",
+                                   "--", sys.executable, EXAMPLES / "train_torch.py")
     assert done.returncode == 0, done.stderr
+    # The report options diagnose takes, taken by run too.
+    assert len(report["top_ops"]) == 3 and report["trace"]["source"].startswith("<path>")
     # The script's own output, twice: the profiled run and the calibration run.
     assert done.stdout.count("trained 30 steps") == 2 and "step  10  loss" in done.stdout
     assert report["trace"]["framework"] == "torch"
@@ -205,6 +207,10 @@ def test_the_environments_own_sitecustomize_still_runs(tmp_path: Path) -> None:
     (["--steps", "five", "--", "python", "x.py"], "use A-B"),
     (["--framework", "mxnet", "--", "python", "x.py"], "--framework 'mxnet' is not one of"),
     (["--format", "pdf", "--", "python", "x.py"], "--format 'pdf' is not one of"),
+    # A mistyped option is no command to run.
+    (["--stesp", "5-10", "--", "python", "x.py"], "no such option: --stesp (did you mean --steps?)"),
+    (["--redac", "--", "python", "x.py"], "no such option: --redac (did you mean --redact?)"),
+    (["-f", "torch", "--", "python", "x.py"], "--format 'torch' is not one of"),  # -f is --format everywhere
 ])
 def test_bad_options_are_refused_before_the_command_runs(args: list[str], message: str) -> None:
     done = traceview_run(*args)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # rich is imported when the command runs: every command line 
 def collect(
     workload: Optional[str] = typer.Argument(None, metavar="WORKLOAD", help="Workload to capture (see --list)."),
     framework: str = typer.Option(
-        "all", "--framework", "-f", metavar="NAMES", help="Comma-separated frameworks: torch, tf, jax, numpy, or all."
+        "all", "--framework", metavar="NAMES", help="Comma-separated frameworks: torch, tf, jax, numpy, or all."
     ),
     mode: str = typer.Option(
         "all",

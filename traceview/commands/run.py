@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 import time
@@ -10,7 +11,8 @@ from typing import Optional
 
 import typer
 
-from traceview.commands.output import COLOR_OPTION, FORMAT_OPTION, WIDTH_OPTION, path_from_text, say
+from traceview.commands.output import (COLOR_OPTION, DISPATCH_GAP_OPTION, FORMAT_OPTION, REDACT_OPTION, STRICT_OPTION,
+                                       WIDTH_OPTION, path_from_text, say)
 from traceview.errors import UsageError
 
 # Everything after the command's first word is the command's, options included.
@@ -20,6 +22,7 @@ _STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 
 def run(
+    ctx: typer.Context,
     command: list[str] = typer.Argument(..., metavar="-- COMMAND [ARGS]...",
                                         help="The training command, e.g. python train.py --epochs 1."),
     framework: str = typer.Option("auto", "--framework", metavar="NAME", help="Whose steps count: auto (the first framework whose "
@@ -38,6 +41,10 @@ def run(
     format: str = FORMAT_OPTION,
     width: Optional[int] = WIDTH_OPTION,
     color: Optional[bool] = COLOR_OPTION,
+    redact: bool = REDACT_OPTION,
+    dispatch_gap_us: Optional[float] = DISPATCH_GAP_OPTION,
+    top: str = typer.Option("10", "--top", metavar="N|all", help="Rows in the kernel and op tables."),
+    strict: bool = STRICT_OPTION,
 ) -> None:
     """Profile an unmodified training script and report where each step's time goes.
 
@@ -51,10 +58,12 @@ def run(
 
     Example: traceview run --steps 5-15 -- python train.py --epochs 1
     """
+    from traceview.commands.diagnose import report_diagnosis
     from traceview.renderers.registry import renderer
 
     if not command:
         raise UsageError("name the command to profile after --, e.g. traceview run -- python train.py")
+    _refuse_unknown_option(command, ctx)
     renderer(format)
     if framework not in FRAMEWORKS:
         raise UsageError(f"--framework {framework!r} is not one of: {', '.join(FRAMEWORKS)}")
@@ -79,7 +88,8 @@ def run(
     status = outcome.status or {}
     _say(f"profiled steps {outcome.first}-{min(outcome.last, int(status.get('steps_seen', outcome.last)))} of "
          f"{status.get('steps_seen')} ({status.get('framework')}: {status.get('source_detail')}): {outcome.trace}")
-    _report(outcome.trace, format, report, width, color)
+    report_diagnosis(outcome.trace, format=format, output=report, width=width, color=color, redact=redact,
+                     dispatch_gap_us=dispatch_gap_us, top=top, strict=strict and not failed)
     if failed:
         raise CommandFailed(f"`{failed}` exited with code {outcome.exit_code}", outcome.exit_code)
 
@@ -136,8 +146,15 @@ def _say(message: str) -> None:
     say(f"traceview: {message}\n")
 
 
-def _report(trace: Path, format: str, report: Optional[Path], width: Optional[int], color: Optional[bool]) -> None:
-    """The report of ``traceview diagnose TRACE`` with the same options."""
-    from traceview.commands.diagnose import report_diagnosis
-
-    report_diagnosis(trace, format=format, output=report, width=width, color=color)
+def _refuse_unknown_option(command: list[str], ctx: typer.Context) -> None:
+    """The command's first word is a program, never an option: a word starting with "-" there is
+    an option of run's own that it does not have (``--stesp 5-10``), which would otherwise be
+    run as the command."""
+    first = command[0]
+    if not first.startswith("-") or first == "-":
+        return
+    options = sorted({opt for param in ctx.command.params for opt in param.opts if opt.startswith("-")})
+    close = difflib.get_close_matches(first.split("=", 1)[0], options, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise UsageError(f"no such option: {first}{hint}; traceview run's options go before --, the command after it: "
+                     "traceview run --steps 5-15 -- python train.py")

@@ -18,9 +18,9 @@ from typing import Any
 from traceview.renderers.base import Renderer
 from traceview.renderers.html_base import BUCKET_COLOR, coordinate, esc, swatch, text_color
 from traceview.renderers.html_timeline import timeline_block
-from traceview.renderers.report import (ComparisonReport, DiagnosisReport, FindingLine, Grid, QualitySection,
-                                        RanksReport, SteadyState, StepTable, TopTable, comparison_report,
-                                        diagnosis_report, ranks_report, shortened)
+from traceview.renderers.report import (CAUSE_COLUMNS, ComparisonReport, DiagnosisReport, FindingLine, Grid,
+                                        QualitySection, RanksReport, SteadyState, StepTable, TopTable,
+                                        comparison_report, diagnosis_report, ranks_report, shortened)
 from traceview.results import BUCKETS, Comparison, Diagnosis, MultiRank
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, trace_label
 
@@ -285,7 +285,8 @@ def _steady(steady: SteadyState, buckets: tuple[str, ...]) -> str:
         f"<h3>Steady-state step: {esc(fmt_ns(steady.median_ns))}</h3>"
         f'<p class="sub">{esc(steady.summary)}</p>'
         + _stacked_bar(steady.buckets, 30, labels=True)
-        + '<table><tr><th>cause</th><th class="num">per step</th><th class="num">share</th></tr>'
+        + '<table><tr><th>{}</th><th class="num">{}</th><th class="num">{}</th></tr>'.format(
+            *map(esc, CAUSE_COLUMNS))
         + "".join(rows) + "</table>" + inferred
     )
 

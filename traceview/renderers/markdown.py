@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from traceview.renderers.base import Renderer
-from traceview.renderers.report import (ComparisonReport, DiagnosisReport, FindingLine, Grid, QualitySection,
-                                        RanksReport, TopTable, across_grid, by_baseline, comparison_report,
-                                        diagnosis_report, ranks_report, shortened, whatif_report)
+from traceview.renderers.report import (CAUSE_COLUMNS, ComparisonReport, DiagnosisReport, FindingLine, Grid,
+                                        QualitySection, RanksReport, TopTable, across_grid, by_baseline,
+                                        comparison_report, diagnosis_report, ranks_report, shortened, whatif_report)
 from traceview.results import Comparison, Diagnosis, MultiRank, WhatIf
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, shorten, visible
 
@@ -97,7 +97,7 @@ def diagnosis_markdown(report: DiagnosisReport) -> list[str]:
     ]
     if facts.notes:
         lines += [f"- note: {cell(note)}" for note in facts.notes] + [""]
-    lines += _table(["cause", "per step", "share"],
+    lines += _table(list(CAUSE_COLUMNS),
                     [[f"· {cell(row.label)}" if row.detail else row.label, fmt_ns(row.ns), fmt_pct(row.share)]
                      for row in steady.rows])
     if steady.inferred:

@@ -93,6 +93,11 @@ class CauseRow:
     detail: bool = False
 
 
+# The columns of the steady step's cause table in every format: the rows are means over the
+# steady steps (they add up to the mean), the headline is the median.
+CAUSE_COLUMNS = ("cause", "mean per step", "share")
+
+
 @dataclass(frozen=True)
 class SteadyState:
     """The steady-state step and where its time goes."""

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from traceview.errors import one_line
 from traceview.renderers.base import Renderer
-from traceview.renderers.report import (ComparisonReport, DiagnosisReport, FindingLine, Grid,
+from traceview.renderers.report import (CAUSE_COLUMNS, ComparisonReport, DiagnosisReport, FindingLine, Grid,
                                         QualitySection, RanksReport, SteadyState, StepTable, TopTable, across_grid,
                                         by_baseline, comparison_report, diagnosis_report,
                                         ranks_report, shortened, whatif_report)
@@ -87,9 +87,10 @@ def _steady(steady: SteadyState, buckets: tuple[str, ...], width: int) -> Group:
     title = Text.assemble(("Steady-state step ", "bold"), (fmt_ns(steady.median_ns), "bold cyan"),
                           (f"  ({steady.summary})", ""))
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
-    table.add_column("cause")
-    table.add_column("per step", justify="right")
-    table.add_column("share", justify="right")
+    cause, per_step, share = CAUSE_COLUMNS
+    table.add_column(cause)
+    table.add_column(per_step, justify="right")
+    table.add_column(share, justify="right")
     table.add_column("", no_wrap=True)
     bar_width = max(10, width - 48)
     for row in steady.rows:
