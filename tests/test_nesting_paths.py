@@ -4,6 +4,7 @@ array passes do."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -377,3 +378,56 @@ def test_compiled_column_combinations_over_many_blocks(possible_keys: str) -> No
         theirs = column_combinations(columns, shifts, sizes)
     assert np.array_equal(mine[0], theirs[0]) and np.array_equal(mine[1], theirs[1])
     assert len(mine[1]) > 100
+
+
+# Durations anywhere in int64's range (hostile values pass the readers' range checks), parents any
+# row or none: every parent's own time is max(its duration − its children's, 0), exactly, on both
+# paths, where a sum of children may exceed int64.
+huge = st.lists(st.tuples(st.integers(0, 2**63 - 1), st.integers(-1, 12), st.booleans()), min_size=1, max_size=14)
+
+
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
+@settings(max_examples=400, deadline=None)
+@given(huge)
+def test_own_time_saturates_at_zero_on_both_paths(rows: list[tuple[int, int, bool]]) -> None:
+    n = len(rows)
+    dur = np.array([d for d, _, _ in rows], dtype=np.int64)
+    parent = np.array([up if up < n else -1 for _, up, _ in rows], dtype=np.int64)
+    children = np.array([c for _, _, c in rows], dtype=bool)
+    expected = [max(int(dur[i]) - sum(int(dur[j]) for j in range(n) if children[j] and parent[j] == i), 0)
+                for i in range(n)]
+    events = pd.DataFrame({"ts": np.zeros(n, dtype=np.int64), "dur": dur, "parent": parent})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (the array path once cast an overflowing float sum, with a warning)
+        mine = normalize.self_time(event_table(events), children=children)
+        with pytest.MonkeyPatch.context() as patch:
+            _array_passes(patch)
+            arrays = normalize.self_time(event_table(events), children=children)
+    assert mine.tolist() == expected == arrays.tolist()
+
+
+def test_a_parent_of_four_quadrillion_us_and_overlapping_children() -> None:
+    """Six events that pass every range check: the children's sum overflows int64, and the
+    parent's own time is 0 on both paths (it wrapped to 4.7e16 ns on the compiled one)."""
+    dur = np.array([4_600_000_000_000_000_000] + [4_000_000_000_000_000_000] * 5, dtype=np.int64)
+    events = pd.DataFrame({"ts": np.zeros(6, dtype=np.int64), "dur": dur, "parent": [-1, 0, 0, 0, 0, 0]})
+    children = np.array([False] + [True] * 5)
+    assert normalize.self_time(event_table(events), children=children).tolist() == [0] + [4 * 10**18] * 5
+    with pytest.MonkeyPatch.context() as patch:
+        _array_passes(patch)
+        assert normalize.self_time(event_table(events), children=children).tolist() == [0] + [4 * 10**18] * 5
+
+
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
+@pytest.mark.parametrize("bad", [2, 5, -2])
+def test_own_pieces_refuses_a_parent_outside_the_table(bad: int) -> None:
+    """The sweep follows parent links; one that names no row is refused at the entry, not read
+    out of bounds (the links come from nest, but the pass does not rely on it)."""
+    ts, end = np.array([0, 1], dtype=np.int64), np.array([10, 5], dtype=np.int64)
+    parent, track = np.array([-1, bad], dtype=np.int64), np.zeros(2, dtype=np.int64)
+    flags = np.ones(2, dtype=np.uint8)
+    out = [np.zeros(8, dtype=np.int64) for _ in range(3)]
+    with pytest.raises(ValueError, match="a parent is no row"):
+        compiled.passes.own_pieces(ts, end, parent, track, flags, flags, 1, *out)
+    parent[1] = 0
+    assert compiled.passes.own_pieces(ts, end, parent, track, flags, flags, 1, *out) == 3  # [0,1) [5,10) [1,5)

@@ -176,6 +176,11 @@ static PyObject *own_pieces(PyObject *self, PyObject *args) {
     const Py_ssize_t item[] = {8, 8, 8, 8, 1, 1};
     int ok = n_tracks >= 0 && same_length(held, 6, n, item) && ends.len == m * 8 &&
              (rows.len == m * 4 || rows.len == m * 8);
+    if (ok) {  /* the sweep follows parent links: each must be a row or none (-1) */
+        const int64_t *up = parent.buf;
+        for (Py_ssize_t row = 0; row < n && ok; row++) ok = up[row] >= -1 && up[row] < n;
+        if (!ok) PyErr_SetString(PyExc_ValueError, "own_pieces: a parent is no row of the table");
+    }
     Pieces out = {ts.buf, end.buf, selected.buf, NULL, starts.buf, ends.buf, rows.buf, rows.len == m * 8, m, 0};
     int64_t *top = NULL;
     if (ok) {
@@ -215,9 +220,14 @@ static PyObject *own_time(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t row = 0; row < n; row++) out[row] = length[row];
         for (Py_ssize_t row = 0; row < n; row++)
-            if (counts[row] && up[row] >= 0 && up[row] < n) out[up[row]] -= length[row];
-        for (Py_ssize_t row = 0; row < n; row++)
             if (out[row] < 0) out[row] = 0;
+        /* Saturating at 0: lengths are not negative (the readers drop the others), so once a
+         * parent's own time reaches 0 it stays there, and no sum of children can overflow. */
+        for (Py_ssize_t row = 0; row < n; row++)
+            if (counts[row] && up[row] >= 0 && up[row] < n && length[row] > 0) {
+                int64_t *left = &out[up[row]];
+                *left = *left > length[row] ? *left - length[row] : 0;
+            }
         Py_END_ALLOW_THREADS
     }
     if (!released(held, 4, ok, "own_time")) return NULL;

@@ -496,9 +496,34 @@ def self_time(events: Table, children: np.ndarray | None = None) -> np.ndarray:
                                  np.ascontiguousarray(parent, dtype=np.int64),
                                  np.ascontiguousarray(children, dtype=np.uint8), own)
         return own
-    child = np.flatnonzero(children & (parent >= 0))
-    covered = np.bincount(parent[child], weights=dur[child], minlength=len(dur)).astype(np.int64)
-    return np.maximum(dur - covered, 0)
+    return _own_time_arrays(np.asarray(dur, dtype=np.int64), np.asarray(parent, dtype=np.int64), children)
+
+
+# Children's sums below this are exact in int64 whatever their terms (each term is below it too);
+# a parent whose children sum to more is settled with Python's integers (hostile data only).
+_EXACT_SUM = 2**62
+
+
+def _own_time_arrays(dur: np.ndarray, parent: np.ndarray, children: np.ndarray) -> np.ndarray:
+    """:func:`self_time` without the compiled passes, to the same integers: max(duration − the
+    children's durations, 0), the sums exact (the compiled pass saturates at 0)."""
+    own = np.maximum(dur, 0)
+    child = np.flatnonzero(children & (parent >= 0) & (parent < len(dur)) & (dur > 0))
+    if not len(child):
+        return own
+    child = child[np.argsort(parent[child], kind="stable")]
+    ups = parent[child]
+    firsts = np.flatnonzero(np.r_[True, ups[1:] != ups[:-1]])
+    parents = ups[firsts]
+    approx = np.add.reduceat(dur[child].astype(np.float64), firsts)
+    exact = approx < _EXACT_SUM
+    sums = np.add.reduceat(dur[child], firsts)
+    own[parents[exact]] = np.maximum(own[parents[exact]] - sums[exact], 0)
+    bounds = np.r_[firsts, len(child)]
+    for k in np.flatnonzero(~exact).tolist():
+        total = sum(int(d) for d in dur[child[bounds[k]:bounds[k + 1]]].tolist())
+        own[parents[k]] = max(int(own[parents[k]]) - total, 0)
+    return own
 
 
 def compute_self_time(events: Table) -> np.ndarray:
