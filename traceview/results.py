@@ -1048,8 +1048,10 @@ class WhatIf:
     path_ns: Mapping[str, float]  # the predicted steady step's critical path: ns per bucket (mean)
     lane_ns: Mapping[str, float]  # … ns per lane (LANE_KEYS)
     unsupported_ns: float  # waits the trace cannot tie to the work they wait for, kept (mean per steady step)
-    # Every finding's fix replayed on its own: (rule, the cause removed, predicted step, saving), ns.
-    fixes: tuple[tuple[str, str, float, float], ...] = ()
+    # Every finding's fix replayed, in the order to make them (the findings' ranking): (rule, the
+    # cause removed, predicted step, saving alone, saving once the first fix is made — None for the
+    # first itself), ns.
+    fixes: tuple[tuple[str, str, float, float, float | None], ...] = ()
 
     @property
     def steady_step_ns(self) -> float:
@@ -1078,8 +1080,8 @@ class WhatIf:
             "steps": [{**row, "steady": i in positions} for i, row in enumerate(self.steps.records())],
             "critical_path": {"buckets_ns": dict(self.path_ns), "lanes_ns": dict(self.lane_ns),
                               "unsupported_ns": self.unsupported_ns},
-            "fixes": [{"rule": rule, "removes": cause, "predicted_step_ns": step, "saving_ns": saving}
-                      for rule, cause, step, saving in self.fixes],
+            "fixes": [{"rule": rule, "removes": cause, "predicted_step_ns": step, "saving_ns": saving,
+                       "saving_after_first_ns": after} for rule, cause, step, saving, after in self.fixes],
         }
 
     def __repr__(self) -> str:

@@ -164,7 +164,8 @@ def whatif(diag: Diagnosis, segments: Segments, transform: Transform) -> WhatIf:
                    "replayed_ns": np.rint(recorded.length_ns).astype(np.int64),
                    "predicted_ns": np.rint(predicted.length_ns).astype(np.int64)}, len(table))
     positions = diag.steady_positions
-    fixes = tuple((f.rule, fix_of(f.rule), f.predicted_step_ns, f.predicted_saving_ns) for f in diag.findings
+    fixes = tuple((f.rule, fix_of(f.rule), f.predicted_step_ns, f.predicted_saving_ns, f.predicted_saving_after_ns)
+                  for f in diag.findings
                   if f.predicted_step_ns is not None and f.predicted_saving_ns is not None
                   and (f.grade in ("high", "moderate") or f.predicted_saving_ns > 0))
     return WhatIf(diag, transform.label(), steps,

@@ -59,7 +59,7 @@ def whatif(
 ) -> None:
     """Predict the steady step with causes removed or scaled: the steps replayed along the
     dependencies the trace records (docs/whatif.md), with the critical path of the predicted step
-    and what each finding's fix buys on its own."""
+    and what each finding's fix buys, in the order to make them."""
     from traceview import api
     from traceview.renderers.registry import renderer
 

@@ -742,8 +742,13 @@ def whatif_report(result: WhatIf) -> WhatIfReport:
                                                                               key=lambda x: (-x[1], BUCKETS.index(x[0])))
                        if ns >= 0.005 * then)
     path = f"Critical path of the predicted step: {lanes}; on it: {causes}." if then > 0 else ""
-    fixes = (Grid("Each finding's fix, replayed alone", ("finding", "removes", "step", "saves"),
-                  tuple((rule, cause, fmt_ns(step), fmt_ns(saving)) for rule, cause, step, saving in result.fixes),
+    ordered = any(after is not None for *_, after in result.fixes)  # (else no fix saves anything)
+    first = next((cause for _, cause, _, _, after in result.fixes if after is None), "") if ordered else ""
+    fixes = (Grid("Each finding's fix, replayed, in the order to make them",
+                  ("finding", "removes", "step", "saves alone") + ((f"once {first} is removed",) if first else ()),
+                  tuple((rule, cause, fmt_ns(step), fmt_ns(saving))
+                        + ((("first" if after is None else fmt_ns(after)),) if first else ())
+                        for rule, cause, step, saving, after in result.fixes),
                   left=(0, 1)) if result.fixes else None)
     notes = []
     if result.unsupported_ns >= 0.05 * then > 0:
