@@ -44,11 +44,12 @@ API_FUNCTIONS: tuple[Callable[..., Any], ...] = (api.load, api.diagnose, api.com
 RESULT_TYPES: tuple[type, ...] = (
     results.Diagnosis, results.FolderDiagnosis, results.Comparison, results.Finding, results.BucketDelta,
     results.ColdStart, results.Steps, results.Attribution, results.AttributionOptions, results.LaunchStats,
-    results.Quality, results.CommOverlap, results.MemoryUse, results.MultiRank, results.WhatIf, results.Export,
-    parquet.ParquetFiles,
+    results.Quality, results.CommOverlap, results.MemoryUse, results.MultiRank, results.WhatIf, results.LeftOut,
+    results.Export, parquet.ParquetFiles,
 )
 ERRORS: tuple[type, ...] = (errors.TraceviewError, errors.InputError, errors.FormatError, errors.UsageError,
-                            errors.QualityError, errors.RegressionError, errors.MissingExtraError)
+                            errors.QualityError, errors.RegressionError, errors.PartialReport,
+                            errors.MissingExtraError)
 
 
 def _cell(text: str) -> str:

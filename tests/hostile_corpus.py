@@ -43,7 +43,7 @@ NEWLINES = ["two\nlines", "crlf\r\nline", "tab\tand\vform\ffeed"]
 @dataclass(frozen=True)
 class Outcome:
     exit_code: int
-    message: str | None = None  # exit 2: a text the one-line message contains
+    message: str | None = None  # exit 2: a text the one-line message contains; exit 3: a trace left out
 
 
 OK = Outcome(0)
@@ -51,6 +51,12 @@ OK = Outcome(0)
 
 def refused(text: str) -> Outcome:
     return Outcome(2, text)
+
+
+def partial(text: str) -> Outcome:
+    """Exit 3: the report of a folder's readable traces, the unreadable ones (``text`` among them)
+    named in a warning line each and a last line."""
+    return Outcome(3, text)
 
 
 @dataclass(frozen=True)
@@ -280,7 +286,8 @@ def dangling_link(folder: Path) -> Path:
 
 
 def folder_with_bad_files(folder: Path) -> Path:
-    """Two good traces beside a file that cannot be read (corrupt gzip) and garbage that is no trace."""
+    """Two good traces beside a trace that cannot be read (corrupt gzip: left out, named), garbage
+    that is no trace (not named: it is not named like one) and a broken link (skipped, named)."""
     root = folder / "runs"
     root.mkdir()
     for rank in (0, 1):
@@ -304,7 +311,7 @@ def run_with_dangling_host(folder: Path) -> Path:
 
 
 def folder_with_garbage_trace(folder: Path) -> Path:
-    """A good trace beside one that looks like a trace and is broken inside: refused, naming it."""
+    """A good trace beside one that looks like a trace and is broken inside: left out, named."""
     root = folder / "runs"
     root.mkdir()
     (root / "good.pt.trace.json").write_bytes(base_bytes())
@@ -631,9 +638,10 @@ CASES: list[Case] = [
     Case("mode-000", unreadable, refused("cannot read"), skip_as_root=True),
     Case("symlink-loop", link_loop, refused("a loop of symbolic links")),
     Case("symlink-dangling", dangling_link, refused("a symbolic link to ")),
-    Case("folder-with-unreadable-and-garbage", folder_with_bad_files, OK, warns="broken.pt.trace.json.gz"),
+    Case("folder-with-unreadable-and-garbage", folder_with_bad_files, partial("broken.pt.trace.json.gz"),
+         warns="dangling.json: not a readable regular file"),
     Case("run-with-dangling-host", run_with_dangling_host, OK, warns="worker1.xplane.pb: not a readable regular file"),
-    Case("folder-with-broken-trace", folder_with_garbage_trace, refused("bad.pt.trace.json")),
+    Case("folder-with-broken-trace", folder_with_garbage_trace, partial("bad.pt.trace.json")),
     Case("folder-hostile-distributed-info", folder_hostile_ranks, OK),
     Case("manifest-garbage", hostile_manifest, OK),
     # --- XPlane

@@ -66,8 +66,8 @@ def test_parquet_output_works_after_pandas_was_imported_without_pyarrow(tmp_path
     for script, out in ((code, lean), (_LIBRARY, usual)):
         result = _run(script, "normalize", str(trace), "-o", str(out))
         assert result.returncode == 0, result.stderr
-    names = sorted(p.name for p in lean.iterdir())
-    assert names and names == sorted(p.name for p in usual.iterdir())
+    names = sorted(p.name for p in lean.glob("*.parquet"))
+    assert names and names == sorted(p.name for p in usual.glob("*.parquet"))
     import pyarrow.parquet as pq
 
     for name in names:

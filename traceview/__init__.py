@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 
 # Result types, importable from the package without importing pandas until one is asked for.
 _RESULT_TYPES = ("Attribution", "BucketDelta", "ColdStart", "Comparison", "Diagnosis", "Export", "Finding",
-                 "FolderDiagnosis", "LaunchStats", "MultiRank", "Quality", "Steps", "WhatIf")
+                 "FolderDiagnosis", "LaunchStats", "LeftOut", "MultiRank", "Quality", "Steps", "WhatIf")
 
 
 def __getattr__(name: str) -> Any:  # noqa: ANN401 - a result type, or the capture function

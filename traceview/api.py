@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from traceview.errors import InputError, QualityError, RegressionError, UsageError
+from traceview.errors import (InputError, PartialReport, QualityError, RegressionError, TraceviewWarning,
+                              UsageError)
 
 if TYPE_CHECKING:  # pragma: no cover
     from traceview.parquet import ParquetFiles
-    from traceview.results import AttributionOptions, Comparison, Diagnosis, Export, FolderDiagnosis, WhatIf
+    from traceview.results import (AttributionOptions, Comparison, Diagnosis, Export, FolderDiagnosis, LeftOut,
+                                   WhatIf)
     from traceview.schema import Timeline
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -133,26 +136,36 @@ def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: 
     rows = top_rows(top)
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    from traceview.results import LeftOut
+
     paths = trace_files(path, run)
-    diagnoses = _diagnose_paths(paths, options, rows, _workers(jobs, len(paths)), keep_events, progress)
+    read = _diagnose_paths(paths, options, rows, _workers(jobs, len(paths)), keep_events, progress)
+    left_out = tuple(item for item in read if isinstance(item, LeftOut))
+    diagnoses = [item for item in read if not isinstance(item, LeftOut)]
+    if not diagnoses:  # nothing to report: the first reason, as for a lone trace
+        more = f" (and {len(left_out) - 1} more of the folder's traces)" if len(left_out) > 1 else ""
+        raise InputError(f"no trace of {path} could be read: {left_out[0].source}: {left_out[0].reason}{more}")
+    for item in left_out:
+        warnings.warn(f"{item.source}: {item.reason} (left out of the report)", TraceviewWarning, stacklevel=2)
     runs = []
     if len(diagnoses) >= 2:
         from traceview.analyzers.ranks import multi_rank, summarize
 
         runs = multi_rank([summarize(d) for d in diagnoses])
     if redact:
-        from traceview.analyzers.redaction import redact_diagnoses
+        from traceview.analyzers.redaction import redact_diagnoses, redact_left_out
 
         redacted = redact_diagnoses(diagnoses)
         sources = {d.source: r.source for d, r in zip(diagnoses, redacted)}
         runs = [r.relabel(sources) for r in runs]
+        left_out = redact_left_out(left_out, diagnoses)
         diagnoses = redacted
-    if len(diagnoses) == 1:
+    if len(diagnoses) == 1 and not left_out:
         return diagnoses[0]
     from traceview.analyzers.compare import folder_comparisons  # (a folder's only: not a lone trace's import)
     from traceview.results import FolderDiagnosis
 
-    return FolderDiagnosis(tuple(diagnoses), tuple(folder_comparisons(diagnoses, rows)), tuple(runs))
+    return FolderDiagnosis(tuple(diagnoses), tuple(folder_comparisons(diagnoses, rows)), tuple(runs), left_out)
 
 
 def _workers(jobs: int | None, traces: int) -> int:
@@ -166,10 +179,16 @@ def _workers(jobs: int | None, traces: int) -> int:
 
 
 def _diagnose_paths(paths: list[Path], options: AttributionOptions, rows: int | None, workers: int,
-                    keep_events: bool, progress: Progress | None) -> list[Diagnosis]:
+                    keep_events: bool, progress: Progress | None) -> list[Diagnosis | LeftOut]:
     """Diagnoses of ``paths`` in path order: in this process (``workers`` 1), or in ``workers``
     processes; either way each trace's events are let go after its analysis unless the report
-    reads them (pool.diagnose_for_report)."""
+    reads them (pool.diagnose_for_report). Of several, one that cannot be read is left out."""
+    if len(paths) == 1:  # (a lone trace imports no pool: the command starts faster)
+        from traceview.loader import diagnose as diagnose_one
+
+        if progress is not None:
+            progress(f"reading {paths[0]} …")
+        return [diagnose_one(paths[0], options, rows)]
     from traceview.pool import diagnose_for_report
 
     on_done = None
@@ -177,7 +196,7 @@ def _diagnose_paths(paths: list[Path], options: AttributionOptions, rows: int | 
         label = f"reading {len(paths)} traces" + (f" in {workers} processes" if workers > 1 else "") + " …"
         progress(label)
         on_done = (lambda done, total: progress(f"{label} {done} done"))  # noqa: E731 - one line
-    return diagnose_for_report(paths, options, rows, workers, keep_events, on_done)
+    return diagnose_for_report(paths, options, rows, workers, keep_events, on_done, leave_out=len(paths) > 1)
 
 
 def compare(baseline: PathLike | Diagnosis, candidate: PathLike | Diagnosis, *, run: str | None = None,
@@ -247,9 +266,24 @@ def check_quality(result: Diagnosis | FolderDiagnosis | Comparison) -> None:
         diagnoses = list(result.diagnoses)
     else:
         diagnoses = [result]
+    left_out = result.left_out if isinstance(result, FolderDiagnosis) else ()
     message = strict_message((d.source, d.quality) for d in diagnoses)
+    if left_out:
+        unread = f"traces that could not be read (left out): {', '.join(item.source for item in left_out)}"
+        message = f"{message}; {unread}" if message else f"trace quality problems (--strict): {unread}"
     if message:
         raise QualityError(message, result)
+
+
+def check_partial(result: Diagnosis | FolderDiagnosis) -> None:
+    """The command line's last check of a folder's report: :class:`~traceview.errors.PartialReport`
+    (exit status 3) where traces were left out because they could not be read."""
+    from traceview.results import FolderDiagnosis
+
+    if isinstance(result, FolderDiagnosis) and result.left_out:
+        total = len(result.diagnoses) + len(result.left_out)
+        raise PartialReport(f"partial report: {len(result.left_out)} of {total} traces could not be read and are "
+                            f"left out (named in the report): {', '.join(item.source for item in result.left_out)}")
 
 
 def check_comparison(result: Comparison, strict: bool = False, fail_if_slower: float | None = None) -> None:
@@ -352,7 +386,9 @@ def write_parquet(traces: PathLike | Sequence[PathLike], output: PathLike, *, ru
     ``traces``: one input or several (files, logdirs, folders of rank traces; a trace named twice
     is written once); ``output``: the folder for the files (created when missing). ``run`` as for
     :func:`diagnose`; ``jobs``: traces read at once, one process each (default: one per CPU the process may use).
-    Returns a :class:`~traceview.parquet.ParquetFiles` (the folder, the traces, the rows written).
+    Returns a :class:`~traceview.parquet.ParquetFiles` (the folder, the traces, the rows written;
+    of several traces, those that could not be read are left out, each with a warning, and named
+    in the folder's ``_traceview-normalize.json``).
     Raises :class:`~traceview.errors.MissingExtraError` without pyarrow (``traceview[parquet]``)."""
     from traceview.parquet import EVENTS_SUFFIX, STEPS_SUFFIX, require_pyarrow, trace_stems, write_traces
 
@@ -373,7 +409,15 @@ def write_parquet(traces: PathLike | Sequence[PathLike], output: PathLike, *, ru
     for stem in stems.values():  # a trace may have any name: even the one an output file gets
         for suffix in (EVENTS_SUFFIX, STEPS_SUFFIX):
             refuse_overwriting_inputs(folder / f"{stem}{suffix}", paths, "--output")
-    return write_traces(paths, folder, stems, _workers(jobs, len(paths)))
+    written = write_traces(paths, folder, stems, _workers(jobs, len(paths)))
+    if not written.sources:  # nothing written: the first reason, as for a lone trace
+        first = written.left_out[0]
+        raise InputError(f"no trace could be read: {first.source}: {first.reason}"
+                         + (f" (and {len(written.left_out) - 1} more)" if len(written.left_out) > 1 else ""))
+    for item in written.left_out:
+        warnings.warn(f"{item.source}: {item.reason} (left out: no Parquet files for it)", TraceviewWarning,
+                      stacklevel=2)
+    return written
 
 
 def query(folder: PathLike, sql: str, *, format: str = "table") -> str:

@@ -28,6 +28,13 @@ class QualityError(TraceviewError):
         self.result = result
 
 
+class PartialReport(TraceviewError):
+    """A folder's report was written without the traces that could not be read (each named in it):
+    the command line's exit status 3 says so."""
+
+    exit_code = 3
+
+
 class RegressionError(TraceviewError):
     """``--fail-if-slower`` / ``fail_if_slower=``: the candidate is slower than allowed beyond the
     step-time noise (exit status 1, after the report). ``comparison`` is the result."""

@@ -28,13 +28,19 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from traceview.errors import MissingExtraError, UsageError
-from traceview.results import RankInfo
+from traceview.errors import FormatError, InputError, MissingExtraError, TraceviewError, UsageError, one_line
+from traceview.results import LeftOut, RankInfo
 
 EVENTS_SUFFIX = ".events.parquet"
 STEPS_SUFFIX = ".steps.parquet"
 METADATA_KEY = b"traceview"
 _TRACE_SUFFIXES = (".gz", ".json", ".pb")
+
+
+# What a normalize run wrote and left out, beside its files: a query over the folder says when its
+# set is partial (sql.run_query). The leading "_" keeps it out of Spark's, Dask's and pyarrow's
+# reading of the folder as a dataset (they pass over names starting with "_" or ".").
+MANIFEST_NAME = "_traceview-normalize.json"
 
 
 @dataclass(frozen=True)
@@ -43,9 +49,11 @@ class ParquetFiles:
     per trace, in one folder."""
 
     folder: Path  # where the files are
-    sources: tuple[str, ...]  # the traces, each once, in input order
+    sources: tuple[str, ...]  # the traces written, each once, in input order
     events: int  # event rows written, all traces together
     steps: int  # step rows written, all traces together
+    # Traces of several that could not be read: no files for them (named in the folder's manifest).
+    left_out: tuple[LeftOut, ...] = ()
 
 
 def require_pyarrow() -> ModuleType:
@@ -133,17 +141,34 @@ def write_traces(paths: Sequence[Path], folder: Path, stems: dict[Path, str], wo
     from traceview.pool import map_traces
 
     fallback = fallback_ranks(paths)
-    written = map_traces(partial(write_trace, directory=folder, stems=stems, fallback=fallback), paths, workers)
-    return ParquetFiles(folder=folder, sources=tuple(str(p) for p in paths), events=sum(e for e, _ in written),
-                        steps=sum(s for _, s in written))
+    results = map_traces(partial(write_trace, directory=folder, stems=stems, fallback=fallback,
+                                 leave_out=len(paths) > 1), paths, workers)
+    written = [(path, rows) for path, rows in zip(paths, results) if not isinstance(rows, LeftOut)]
+    files = ParquetFiles(folder=folder, sources=tuple(str(p) for p, _ in written),
+                         events=sum(e for _, (e, _) in written), steps=sum(s for _, (_, s) in written),
+                         left_out=tuple(r for r in results if isinstance(r, LeftOut)))
+    manifest = {"written": [{"source": str(p), "stem": stems[p], "events": e, "steps": s} for p, (e, s) in written],
+                "left_out": [item.to_dict() for item in files.left_out]}
+    try:
+        (folder / MANIFEST_NAME).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    except OSError as err:
+        raise UsageError(f"{folder}: cannot write {MANIFEST_NAME} ({err.strerror})") from None
+    return files
 
 
-def write_trace(path: Path, directory: Path, stems: dict[Path, str], fallback: dict[Path, RankInfo]) -> tuple[int, int]:
-    """Load, diagnose and write one trace (in a worker): only the row counts travel back."""
+def write_trace(path: Path, directory: Path, stems: dict[Path, str], fallback: dict[Path, RankInfo],
+                leave_out: bool = False) -> tuple[int, int] | LeftOut:
+    """Load, diagnose and write one trace (in a worker): only the row counts travel back; with
+    ``leave_out`` (one of several), a trace that cannot be read is a LeftOut, and no files."""
     from traceview.loader import diagnose
     from traceview.analyzers.ranks import declared_rank
 
-    diag = diagnose(path)
+    try:
+        diag = diagnose(path)
+    except (InputError, FormatError) as err:
+        if not leave_out:
+            raise
+        return LeftOut.of(path, one_line(str(err)))
     rank = declared_rank(diag.timeline.meta) or fallback[path]
     try:
         return write(diag, directory, stems[path], rank)
@@ -158,7 +183,13 @@ def fallback_ranks(paths: Sequence[Path]) -> dict[Path, RankInfo]:
     from traceview.readers import detect
     from traceview.results import RANK_FROM_INPUT_ORDER
 
-    hosts = host_order((str(p), detect(p).FORMAT_NAME) for p in paths)
+    def format_of(path: Path) -> str:
+        try:
+            return detect(path).FORMAT_NAME
+        except TraceviewError:  # (unreadable: its own reading says why)
+            return ""
+
+    hosts = host_order((str(p), format_of(p)) for p in paths)
     return {p: hosts.get(str(p)) or RankInfo(rank=i, origin=RANK_FROM_INPUT_ORDER) for i, p in enumerate(paths)}
 
 

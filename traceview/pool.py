@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from traceview.arrays import one_values_shared
-from traceview.errors import InputError, TraceviewError
+from traceview.errors import FormatError, InputError, TraceviewError, one_line
 from traceview.heap import huge_page_advice_off
 from traceview.pandas_import import prepare_worker, pyarrow_withheld
 from traceview.schema import CATEGORY_LEVELS, Timeline
@@ -202,31 +202,51 @@ def release_events(diag: Any) -> Any:
     return dataclasses.replace(diag, timeline=timeline)
 
 
-def diagnose_compact(path: Path, options: Any, top: int | None, keep_events: bool) -> Any:
-    """Diagnose one trace in a worker; without ``keep_events`` the event rows stay behind."""
+def diagnose_compact(path: Path, options: Any, top: int | None, keep_events: bool, leave_out: bool = False) -> Any:
+    """Diagnose one trace in a worker; without ``keep_events`` the event rows stay behind. With
+    ``leave_out`` (one trace of a folder), a trace that cannot be read is a
+    :class:`~traceview.results.LeftOut` naming it and why, so that the folder's others are reported."""
     from traceview.loader import diagnose
 
-    diag = diagnose(path, options, top)
+    try:
+        diag = diagnose(path, options, top)
+    except (InputError, FormatError) as err:
+        if not leave_out:
+            raise
+        from traceview.results import LeftOut
+
+        return LeftOut.of(path, one_line(str(err)))
     return diag if keep_events else release_events(diag)
 
 
 def diagnose_many(paths: Sequence[Path], options: Any, top: int | None, jobs: int, keep_events: bool,
-                  on_done: Callable[[int, int], None] | None = None) -> list[Any]:
-    """Diagnoses of ``paths`` in input order, computed in ``jobs`` processes."""
-    return map_traces(partial(diagnose_compact, options=options, top=top, keep_events=keep_events), paths, jobs,
+                  on_done: Callable[[int, int], None] | None = None, leave_out: bool = False) -> list[Any]:
+    """Diagnoses of ``paths`` in input order, computed in ``jobs`` processes (``leave_out``:
+    :func:`diagnose_compact`'s)."""
+    return map_traces(partial(diagnose_compact, options=options, top=top, keep_events=keep_events,
+                              leave_out=leave_out), paths, jobs,
                       on_done)
 
 
 def diagnose_for_report(paths: Sequence[Path], options: Any, top: int | None, jobs: int, keep_events: bool,
-                        on_done: Callable[[int, int], None] | None = None) -> list[Any]:
+                        on_done: Callable[[int, int], None] | None = None, leave_out: bool = False) -> list[Any]:
     """Diagnoses for one report over ``paths``, in ``jobs`` processes, keeping event rows only
     where the report reads them: ``keep_events`` (the HTML step picture), or a folder of several
     frameworks, whose traces are compared op family by op family. The reader formats predict that
     from a few bytes per file; the frameworks found settle it (Kineto holds torch and numpy)."""
+    keep = keep_events or len({_format_of(p) for p in paths} - {None}) > 1
+    diagnoses = diagnose_many(paths, options, top, jobs, keep, on_done, leave_out)
+    if not keep and len({d.timeline.meta.framework for d in diagnoses if hasattr(d, "timeline")}) > 1:
+        diagnoses = diagnose_many(paths, options, top, jobs, True, on_done, leave_out)
+    return diagnoses
+
+
+def _format_of(path: Path) -> str | None:
+    """The reader format of ``path``'s first bytes; None where they say none (the trace's own
+    reading then says why)."""
     from traceview.readers import detect
 
-    keep = keep_events or len({detect(p).FORMAT_NAME for p in paths}) > 1
-    diagnoses = diagnose_many(paths, options, top, jobs, keep, on_done)
-    if not keep and len({d.timeline.meta.framework for d in diagnoses}) > 1:
-        diagnoses = diagnose_many(paths, options, top, jobs, True, on_done)
-    return diagnoses
+    try:
+        return detect(path).FORMAT_NAME
+    except TraceviewError:
+        return None

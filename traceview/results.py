@@ -1007,6 +1007,23 @@ class MultiRank:
 # A folder of traces
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """A trace of a folder that could not be read: left out of the report, which names it and why."""
+
+    source: str
+    reason: str  # the one-line error reading it gave, without the path it names it by
+
+    @classmethod
+    def of(cls, path: object, message: str) -> LeftOut:
+        """The trace at ``path`` left out for the one-line error ``message``."""
+        named = f"{path}: "
+        return cls(str(path), message[len(named):] if message.startswith(named) else message)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"source": self.source, "reason": self.reason}
+
+
 @dataclass(frozen=True, eq=False)
 class FolderDiagnosis:
     """Every trace a folder (or logdir) holds, diagnosed: what ``traceview diagnose FOLDER`` reports
@@ -1016,11 +1033,15 @@ class FolderDiagnosis:
     # Each trace of another framework compared with the folder's torch baseline (traceview collect output).
     comparisons: tuple[Comparison, ...] = ()
     multi_rank: tuple[MultiRank, ...] = ()  # each run of two or more ranks among the traces
+    # The folder's traces that could not be read (a truncated or corrupt rank file), in path order:
+    # the others are reported, and the command line's exit status says the report is partial.
+    left_out: tuple[LeftOut, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report of ``traceview diagnose FOLDER --format json`` (docs/json.md)."""
         document: dict[str, Any] = {"report_version": REPORT_VERSION,
-                                    "traces": [d.to_dict() for d in self.diagnoses]}
+                                    "traces": [d.to_dict() for d in self.diagnoses],
+                                    "left_out": [item.to_dict() for item in self.left_out]}
         if self.comparisons:
             document["comparisons"] = [{"baseline": c.baseline.source, "candidate": c.candidate.source,
                                         **c.comparison_dict()} for c in self.comparisons]
@@ -1034,7 +1055,8 @@ class FolderDiagnosis:
         except ValueError:  # no traces, or absolute and relative paths mixed
             folder = ""
         return (f"FolderDiagnosis({len(self.diagnoses)} traces in {folder!r}, {len(self.comparisons)} comparisons, "
-                f"{len(self.multi_rank)} multi-rank runs)")
+                f"{len(self.multi_rank)} multi-rank runs" + (f", {len(self.left_out)} left out" if self.left_out else "")
+                + ")")
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import csv
 import io
+import warnings
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from traceview.errors import InputError, MissingExtraError, UsageError
-from traceview.parquet import EVENTS_SUFFIX, STEPS_SUFFIX
+import orjson
+
+from traceview.errors import InputError, MissingExtraError, TraceviewWarning, UsageError
+from traceview.parquet import EVENTS_SUFFIX, MANIFEST_NAME, STEPS_SUFFIX
 from traceview.text import visible
 
 FORMATS = ("table", "csv", "json")
@@ -31,6 +34,7 @@ def run_query(folder: Path, sql: str, format: str) -> str:
         raise MissingExtraError("duckdb (for SQL queries)", "query") from None
     if not folder.is_dir():
         raise InputError(f"{folder}: not a folder; give the folder `traceview normalize -o` wrote")
+    _warn_if_partial(folder)
     connection = duckdb.connect()
     for view, suffix in (("events", EVENTS_SUFFIX), ("steps", STEPS_SUFFIX)):
         # Regular files only: a FIFO would block the read, a folder or a dangling link fail it.
@@ -48,6 +52,19 @@ def run_query(folder: Path, sql: str, format: str) -> str:
                              f"write them again with `traceview normalize TRACE... -o {folder}`") from None
     results = _run_statements(connection, sql, duckdb.Error, one_query=format != "table")
     return "\n".join(_format(columns, rows, format) for columns, rows in results)
+
+
+def _warn_if_partial(folder: Path) -> None:
+    """A warning where the normalize run that wrote the folder left traces out: the views hold the
+    others only."""
+    try:
+        left_out = orjson.loads((folder / MANIFEST_NAME).read_bytes()).get("left_out") or []
+    except (OSError, orjson.JSONDecodeError, AttributeError):  # (no manifest: a folder of Parquet files as it is)
+        return
+    if left_out:
+        names = ", ".join(str(item.get("source", "?")) for item in left_out if isinstance(item, dict))
+        warnings.warn(f"{folder}: a partial set: {len(left_out)} traces could not be read when it was written and "
+                      f"are in no view ({names}; {MANIFEST_NAME})", TraceviewWarning, stacklevel=3)
 
 
 def _run_statements(connection: Any, sql: str,  # noqa: ANN401 - a duckdb connection

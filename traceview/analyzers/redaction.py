@@ -11,7 +11,7 @@ import numpy as np
 
 from traceview.analyzers.findings.diagnosis import rephrased
 from traceview.redact import host_field, redact_path, redact_text, secrets_of
-from traceview.results import Diagnosis
+from traceview.results import Diagnosis, LeftOut
 from traceview.table import Labels, Table
 
 
@@ -50,6 +50,13 @@ def redact_diagnoses(diagnoses: list[Diagnosis]) -> list[Diagnosis]:
             notes=tuple(text(n) for n in diag.notes))
         out.append(clone)
     return out
+
+
+def redact_left_out(left_out: tuple[LeftOut, ...], diagnoses: list[Diagnosis]) -> tuple[LeftOut, ...]:
+    """The folder's unreadable traces with their paths, host and user names replaced as in the
+    ``diagnoses`` (the originals) beside them."""
+    secrets = secrets_of(*(d.timeline.meta for d in diagnoses))
+    return tuple(LeftOut(redact_path(item.source, secrets), redact_text(item.reason, secrets)) for item in left_out)
 
 
 def _renamed(table: Table, text: Callable[[str], str]) -> Table:

@@ -62,6 +62,7 @@ def report_diagnosis(path: Path, *, format: str = "terminal", run: Optional[str]
     emit(api.render(result, format, width=width, color=use_color(color, output)), output)
     if strict:
         api.check_quality(result)
+    api.check_partial(result)
 
 
 @contextmanager

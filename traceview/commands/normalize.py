@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from traceview.commands.output import RUN_OPTION, path_from_text, say
+from traceview.errors import PartialReport
 
 
 def normalize(
@@ -27,8 +28,14 @@ def normalize(
     Query the folder with `traceview query`, DuckDB, pandas, Spark or Dask.
     """
     from traceview import api
+    from traceview.parquet import MANIFEST_NAME
 
     written = api.write_parquet(traces, output, run=run, jobs=jobs)
     count = len(written.sources)
     say(f"wrote {count} trace{'s' if count != 1 else ''} ({written.events:,} events, {written.steps:,} steps) "
         f"to {written.folder}: query it with `traceview query {written.folder} \"SELECT …\"`\n")
+    if written.left_out:
+        total = count + len(written.left_out)
+        raise PartialReport(f"partial set: {len(written.left_out)} of {total} traces could not be read and have no "
+                            f"Parquet files (named in {written.folder / MANIFEST_NAME}): "
+                            + ", ".join(item.source for item in written.left_out))

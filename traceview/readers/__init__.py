@@ -2,8 +2,9 @@
 
 The format is chosen by content, never by file name: every reader is asked in turn whether the
 first bytes are its format. A directory is searched for traces (Kineto JSON files, and the
-newest run of each TensorBoard ``plugins/profile`` folder); a trace-named file there that cannot
-be read is skipped with a :class:`~traceview.errors.TraceviewWarning` naming it.
+newest run of each TensorBoard ``plugins/profile`` folder); a file there that is named like a
+trace, or whose first bytes cannot be read, is read with the others and, when it cannot be, left
+out of the folder's report with its reason (api.diagnose_report).
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from traceview.readers._io import absent, head_bytes
 # Reader modules, asked in this order.
 _READER_MODULES = ("traceview.readers.kineto", "traceview.readers.xplane")
 _JSON_SUFFIXES = (".json", ".json.gz")
+# Names that say a file is a trace whatever its bytes (empty, truncated, not JSON): read with the
+# folder's others, so that it is named as left out, never skipped in silence. torch.profiler's
+# tensorboard_trace_handler writes <worker>.<time>.pt.trace.json(.gz); *.trace.json(.gz) is the
+# Chrome-trace convention (JAX's beside its XPlane is passed over above).
+_TRACE_NAMES = (".pt.trace.json", ".pt.trace.json.gz", ".trace.json", ".trace.json.gz")
 
 
 def readers() -> Iterator[ModuleType]:
@@ -71,10 +77,13 @@ def discover(path: Path, run: str | None = None) -> list[Path]:
         if candidate.name == "manifest.json":
             continue
         try:
-            if importlib.import_module("traceview.readers.kineto").sniff(head_bytes(candidate)):
+            if (importlib.import_module("traceview.readers.kineto").sniff(head_bytes(candidate))
+                    or candidate.name.endswith(_TRACE_NAMES)):
                 found.append(candidate)
-        except TraceviewError as err:  # unreadable, corrupt gzip: the folder's other traces still count
-            _skipped(str(err))
+        except TraceviewError:
+            # Unreadable, a corrupt gzip: read with the others, it is left out of the folder's
+            # report with its reason (and alone, refused with it).
+            found.append(candidate)
     found = sorted(set(found))
     if not found:
         raise InputError(

@@ -20,8 +20,9 @@ from traceview.renderers.html_base import BUCKET_COLOR, coordinate, esc, swatch,
 from traceview.renderers.html_timeline import timeline_block
 from traceview.renderers.report import (CAUSE_COLUMNS, ComparisonReport, DiagnosisReport, FindingLine, Grid,
                                         QualitySection, RanksReport, SteadyState, StepTable, TopTable,
-                                        comparison_report, diagnosis_report, ranks_report, shortened)
-from traceview.results import BUCKETS, Comparison, Diagnosis, MultiRank
+                                        comparison_report, diagnosis_report, left_out_section, ranks_report,
+                                        shortened)
+from traceview.results import BUCKETS, Comparison, Diagnosis, LeftOut, MultiRank
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, trace_label
 
 BAR_PX = 1150  # the page's content width, for fitting labels into the stacked bar
@@ -72,7 +73,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 
 
 def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = None, title: str | None = None,
-           multi_rank: list[MultiRank] | None = None, **_: Any) -> str:
+           multi_rank: list[MultiRank] | None = None, left_out: list[LeftOut] | None = None, **_: Any) -> str:
     """The whole HTML page for one or more diagnoses (and comparisons between them, first)."""
     if title is None:
         # Named after the capture (mlp2/torch-eager, the logdir above plugins/profile), not the file
@@ -92,6 +93,10 @@ def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = No
         "<body>",
         f"<h1>{esc(title)}</h1>",
     ]
+    section = left_out_section(left_out, len(diagnoses))
+    if section is not None:
+        parts.append(f'<h2 class="left-out">{esc(section.headline)}</h2><ul>'
+                     + "".join(f"<li><b>{esc(source)}</b>: {esc(why)}</li>" for source, why in section.rows) + "</ul>")
     for cmp in comparisons or []:
         parts.append(_comparison(comparison_report(cmp), cmp))
     for run in multi_rank or []:

@@ -34,10 +34,11 @@ def _encodable(value: Any) -> Any:
 
 
 def render(diagnoses: list[Any], comparisons: list[Any] | None = None, multi_rank: list[Any] | None = None,
-           **_: Any) -> str:
-    if len(diagnoses) == 1:
+           left_out: list[Any] | None = None, **_: Any) -> str:
+    if len(diagnoses) == 1 and not left_out:
         return dumps(diagnoses[0].to_dict())
-    return dumps(FolderDiagnosis(tuple(diagnoses), tuple(comparisons or ()), tuple(multi_rank or ())).to_dict())
+    return dumps(FolderDiagnosis(tuple(diagnoses), tuple(comparisons or ()), tuple(multi_rank or ()),
+                                 tuple(left_out or ())).to_dict())
 
 
 def render_comparison(comparison: Any, **_: Any) -> str:

@@ -13,8 +13,9 @@ from typing import Any
 from traceview.renderers.base import Renderer
 from traceview.renderers.report import (CAUSE_COLUMNS, ComparisonReport, DiagnosisReport, FindingLine, Grid,
                                         QualitySection, RanksReport, TopTable, across_grid, by_baseline,
-                                        comparison_report, diagnosis_report, ranks_report, shortened, whatif_report)
-from traceview.results import Comparison, Diagnosis, MultiRank, WhatIf
+                                        comparison_report, diagnosis_report, left_out_section, ranks_report, shortened,
+                                        whatif_report)
+from traceview.results import Comparison, Diagnosis, LeftOut, MultiRank, WhatIf
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, shorten, visible
 
 _NAME_WIDTH = 90
@@ -151,8 +152,12 @@ def multi_rank_markdown(report: RanksReport) -> list[str]:
 
 
 def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = None,
-           multi_rank: list[MultiRank] | None = None, **_: Any) -> str:
+           multi_rank: list[MultiRank] | None = None, left_out: list[LeftOut] | None = None, **_: Any) -> str:
     lines: list[str] = []
+    section = left_out_section(left_out, len(diagnoses))
+    if section is not None:
+        lines += [f"**{cell(section.headline)}**", ""] + [f"- `{cell(source)}`: {cell(why)}"
+                                                         for source, why in section.rows] + [""]
     for run in multi_rank or []:
         lines += multi_rank_markdown(ranks_report(run))
     for group in by_baseline(comparisons or []):

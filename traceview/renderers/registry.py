@@ -60,7 +60,7 @@ def render(result: Diagnosis | FolderDiagnosis | Comparison | WhatIf, format: st
     chosen = renderer(format)
     if isinstance(result, FolderDiagnosis):
         return chosen.render_diagnoses(list(result.diagnoses), comparisons=list(result.comparisons),
-                                       multi_rank=list(result.multi_rank), **options)
+                                       multi_rank=list(result.multi_rank), left_out=list(result.left_out), **options)
     if isinstance(result, Diagnosis):
         return chosen.render_diagnoses([result], **options)
     raise TypeError(f"cannot render a {type(result).__name__}: expected a Diagnosis, FolderDiagnosis, Comparison or WhatIf")

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from traceview.results import (BUCKETS, LANE_KEYS, LANES, Comparison, Diagnosis, Finding, MultiRank, Quality,
-                               WhatIf)
+from traceview.results import (BUCKETS, LANE_KEYS, LANES, Comparison, Diagnosis, Finding, LeftOut, MultiRank,
+                               Quality, WhatIf)
 from traceview.text import (BUCKET_LABEL, distinct_shortened, fmt_bytes, fmt_count, fmt_ns, fmt_pct, gap_cause,
                             gap_caveats, gap_headline, trace_label, visible)
 
@@ -91,6 +91,23 @@ class CauseRow:
     ns: float
     share: float
     detail: bool = False
+
+
+@dataclass(frozen=True)
+class LeftOutSection:
+    """A folder's traces that could not be read: at the top of its report, each named with why."""
+
+    headline: str  # "Left out: 1 of 64 traces could not be read (the report is partial)"
+    rows: tuple[tuple[str, str], ...]  # (trace, why)
+
+
+def left_out_section(left_out: list[LeftOut] | tuple[LeftOut, ...] | None, read: int) -> LeftOutSection | None:
+    """The section for ``left_out`` beside the ``read`` traces reported; None when none is left out."""
+    if not left_out:
+        return None
+    total = read + len(left_out)
+    return LeftOutSection(f"Left out: {len(left_out)} of {total} traces could not be read (the report is partial)",
+                          tuple((item.source, item.reason) for item in left_out))
 
 
 # The columns of the steady step's cause table in every format: the rows are means over the

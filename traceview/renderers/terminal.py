@@ -19,10 +19,10 @@ from rich.text import Text
 from traceview.errors import one_line
 from traceview.renderers.base import Renderer
 from traceview.renderers.report import (CAUSE_COLUMNS, ComparisonReport, DiagnosisReport, FindingLine, Grid,
-                                        QualitySection, RanksReport, SteadyState, StepTable, TopTable, across_grid,
-                                        by_baseline, comparison_report, diagnosis_report,
-                                        ranks_report, shortened, whatif_report)
-from traceview.results import BUCKETS, Comparison, Diagnosis, MultiRank, WhatIf
+                                        LeftOutSection, QualitySection, RanksReport, SteadyState, StepTable, TopTable,
+                                        across_grid, by_baseline, comparison_report, diagnosis_report,
+                                        left_out_section, ranks_report, shortened, whatif_report)
+from traceview.results import BUCKETS, Comparison, Diagnosis, LeftOut, MultiRank, WhatIf
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, shorten, visible
 
 BUCKET_STYLE: dict[str, str] = {
@@ -261,12 +261,23 @@ class _Visible:
 
 
 def render(diagnoses: list[Diagnosis], width: int = 100, color: bool = False,
-           comparisons: list[Comparison] | None = None, multi_rank: list[MultiRank] | None = None, **_: Any) -> str:
-    text = "\n".join(_print_all(render_one(diagnosis_report(diag), width), width, color) for diag in diagnoses)
+           comparisons: list[Comparison] | None = None, multi_rank: list[MultiRank] | None = None,
+           left_out: list[LeftOut] | None = None, **_: Any) -> str:
+    section = left_out_section(left_out, len(diagnoses))
+    text = _print_all([_left_out(section)], width, color) + "\n" if section is not None else ""
+    text += "\n".join(_print_all(render_one(diagnosis_report(diag), width), width, color) for diag in diagnoses)
     if comparisons:
         text += "\n" + _print_all([_across(across_grid(group)) for group in by_baseline(comparisons)], width, color)
     for run in multi_rank or []:
         text += "\n" + _print_all(multi_rank_parts(ranks_report(run), width), width, color)
+    return text
+
+
+def _left_out(section: LeftOutSection) -> Text:
+    text = Text(section.headline, style="bold red")
+    for source, why in section.rows:
+        text.append(f"\n  {visible(source)}: ", style="bold")
+        text.append(visible(why))
     return text
 
 
