@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -245,3 +246,40 @@ def test_the_cgroup_quota_bounds_the_workers(tmp_path, text, cpus):
     assert cgroup_cpu_quota(tmp_path / "cpu.max") == cpus
     assert cgroup_cpu_quota(tmp_path / "absent") is None
     assert 1 <= default_jobs() <= len(os.sched_getaffinity(0))
+
+
+@pytest.fixture(scope="module")
+def wide_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Twelve ranks of a small real CPU trace; rank 7 has step #3 stretched by 2 ms."""
+    folder = tmp_path_factory.mktemp("wide")
+    src = sample_torch_eager()
+    for rank in range(12):
+        write_rank(src, folder / f"rank{rank:02d}.pt.trace.json.gz", rank, 12,
+                   stretch_step=STRETCH_STEP if rank == 7 else None, stretch_us=STRETCH_US, shift_us=rank * 10.0)
+    return folder
+
+
+def test_a_large_run_reports_its_summary_first_and_its_outliers(wide_run):
+    """More than 8 ranks: the cross-rank summary comes first, the per-rank table lists the ranks
+    furthest from the median, and only the outlying ranks and a typical one get their own
+    report; --per-rank lists and reports every rank; JSON holds them all either way."""
+    short = run_cli("diagnose", str(wide_run), "--width", "120")
+    assert short.returncode == 0, short.stderr
+    text = short.stdout
+    assert text.index("Across the ranks") < text.index("traceview diagnose")
+    table = text[text.index("Per rank"):text.index("Stragglers")]
+    assert len([line for line in table.splitlines() if ".pt.trace.json.gz" in line]) == 8
+    assert "rank07.pt.trace.json.gz" in table and "+" in table
+    reported = re.findall(r"trace\s+(\S+rank\d+\.pt\.trace\.json\.gz)", text)
+    assert len(reported) == 2 and any(p.endswith("rank07.pt.trace.json.gz") for p in reported)
+    assert "the own reports of 10 of 12 ranks" in " ".join(text.split()) and "--per-rank" in text
+    every = run_cli("diagnose", str(wide_run), "--width", "120", "--per-rank").stdout
+    assert len(re.findall(r"trace\s+\S+rank\d+\.pt\.trace\.json\.gz", every)) == 12
+    assert "the own reports of" not in every
+    for fmt in ("md", "html"):
+        bounded = run_cli("diagnose", str(wide_run), "-f", fmt).stdout
+        assert "--per-rank" in bounded and bounded.count("rank03.pt.trace.json.gz") < \
+            run_cli("diagnose", str(wide_run), "-f", fmt, "--per-rank").stdout.count("rank03.pt.trace.json.gz")
+    json_short = run_cli("diagnose", str(wide_run), "-f", "json").stdout
+    assert json_short == run_cli("diagnose", str(wide_run), "-f", "json", "--per-rank").stdout
+    assert len(orjson.loads(json_short)["traces"]) == 12

@@ -21,7 +21,7 @@ from traceview.renderers.html_timeline import timeline_block
 from traceview.renderers.report import (CAUSE_COLUMNS, ComparisonReport, DiagnosisReport, FindingLine, Grid,
                                         QualitySection, RanksReport, SteadyState, StepTable, TopTable,
                                         comparison_report, diagnosis_report, left_out_section, ranks_report,
-                                        shortened)
+                                        reported_traces, shortened)
 from traceview.results import BUCKETS, Comparison, Diagnosis, LeftOut, MultiRank
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, trace_label
 
@@ -73,7 +73,8 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 
 
 def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = None, title: str | None = None,
-           multi_rank: list[MultiRank] | None = None, left_out: list[LeftOut] | None = None, **_: Any) -> str:
+           multi_rank: list[MultiRank] | None = None, left_out: list[LeftOut] | None = None, per_rank: bool = False,
+           **_: Any) -> str:
     """The whole HTML page for one or more diagnoses (and comparisons between them, first)."""
     if title is None:
         # Named after the capture (mlp2/torch-eager, the logdir above plugins/profile), not the file
@@ -100,11 +101,13 @@ def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = No
     for cmp in comparisons or []:
         parts.append(_comparison(comparison_report(cmp), cmp))
     for run in multi_rank or []:
-        parts.append(_multi_rank(ranks_report(run)))
-    reports = [diagnosis_report(diag) for diag in diagnoses]
-    if len(diagnoses) > 1:
+        parts.append(_multi_rank(ranks_report(run, per_rank)))
+    shown, notes = reported_traces(diagnoses, multi_rank, per_rank)
+    parts.extend(f'<p class="sub">note: {esc(note)}</p>' for note in notes)
+    reports = [diagnosis_report(diag) for diag in shown]
+    if len(shown) > 1:
         parts.append(_index(reports))
-    for i, (diag, report) in enumerate(zip(diagnoses, reports), start=1):
+    for i, (diag, report) in enumerate(zip(shown, reports), start=1):
         parts.append(_section(diag, report, i))
     parts.append("<footer>Written by traceview. Times are per step; shares are of the mean steady step. "
                  "Colours: see the legends.</footer>")

@@ -13,8 +13,8 @@ from typing import Any
 from traceview.renderers.base import Renderer
 from traceview.renderers.report import (CAUSE_COLUMNS, ComparisonReport, DiagnosisReport, FindingLine, Grid,
                                         QualitySection, RanksReport, TopTable, across_grid, by_baseline,
-                                        comparison_report, diagnosis_report, left_out_section, ranks_report, shortened,
-                                        whatif_report)
+                                        comparison_report, diagnosis_report, left_out_section, ranks_report,
+                                        reported_traces, shortened, whatif_report)
 from traceview.results import Comparison, Diagnosis, LeftOut, MultiRank, WhatIf
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, shorten, visible
 
@@ -152,19 +152,22 @@ def multi_rank_markdown(report: RanksReport) -> list[str]:
 
 
 def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = None,
-           multi_rank: list[MultiRank] | None = None, left_out: list[LeftOut] | None = None, **_: Any) -> str:
+           multi_rank: list[MultiRank] | None = None, left_out: list[LeftOut] | None = None, per_rank: bool = False,
+           **_: Any) -> str:
     lines: list[str] = []
     section = left_out_section(left_out, len(diagnoses))
     if section is not None:
         lines += [f"**{cell(section.headline)}**", ""] + [f"- `{cell(source)}`: {cell(why)}"
                                                          for source, why in section.rows] + [""]
     for run in multi_rank or []:
-        lines += multi_rank_markdown(ranks_report(run))
+        lines += multi_rank_markdown(ranks_report(run, per_rank))
     for group in by_baseline(comparisons or []):
         grid = across_grid(group)
         lines += ["### traceview: across the traces", "", f"{cell(grid.title)}.", ""]
         lines += _grid(Grid("", grid.headers, grid.rows, grid.left, grid.names))
-    for diag in diagnoses:
+    shown, notes = reported_traces(diagnoses, multi_rank, per_rank)
+    lines += [f"- note: {cell(note)}" for note in notes] + ([""] if notes else [])
+    for diag in shown:
         lines += diagnosis_markdown(diagnosis_report(diag))
     return "\n".join(lines).rstrip() + "\n"
 

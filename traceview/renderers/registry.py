@@ -50,8 +50,9 @@ def renderer(format: str, comparison: bool = False, whatif: bool = False) -> Ren
 
 
 def render(result: Diagnosis | FolderDiagnosis | Comparison | WhatIf, format: str = "terminal", width: int = 100,
-           color: bool = False) -> str:
-    """The report of any result in one format: what ``traceview diagnose`` / ``compare`` print."""
+           color: bool = False, per_rank: bool = False) -> str:
+    """The report of any result in one format: what ``traceview diagnose`` / ``compare`` print
+    (``per_rank``: a folder's text reports list every rank of a large run, and its own report)."""
     options: dict[str, Any] = {"width": width, "color": color}
     if isinstance(result, Comparison):
         return renderer(format, comparison=True).render_comparison(result, **options)  # type: ignore[misc]
@@ -60,7 +61,8 @@ def render(result: Diagnosis | FolderDiagnosis | Comparison | WhatIf, format: st
     chosen = renderer(format)
     if isinstance(result, FolderDiagnosis):
         return chosen.render_diagnoses(list(result.diagnoses), comparisons=list(result.comparisons),
-                                       multi_rank=list(result.multi_rank), left_out=list(result.left_out), **options)
+                                       multi_rank=list(result.multi_rank), left_out=list(result.left_out),
+                                       per_rank=per_rank, **options)
     if isinstance(result, Diagnosis):
         return chosen.render_diagnoses([result], **options)
     raise TypeError(f"cannot render a {type(result).__name__}: expected a Diagnosis, FolderDiagnosis, Comparison or WhatIf")

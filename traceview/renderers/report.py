@@ -13,9 +13,12 @@ per-step cells); the words come from :mod:`traceview.text`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 from traceview.results import (BUCKETS, LANE_KEYS, LANES, Comparison, Diagnosis, Finding, LeftOut, MultiRank,
                                Quality, WhatIf)
@@ -690,11 +693,61 @@ def _ranks_headline(run: MultiRank, most: int = 10) -> str:
             f"than {fmt_pct(run.threshold)} above the median): {listed or 'none'}.")
 
 
-def ranks_report(run: MultiRank) -> RanksReport:
-    """The ranks of one run: per-rank steady step, stragglers per step, spread of each cause."""
+# A run of more ranks than this lists in its text reports the ranks furthest from the median only,
+# and shows the own reports of those beyond the straggler threshold and of one typical rank (the
+# nearest the median); --per-rank (per_rank=True) every rank. JSON holds every rank whatever.
+MAX_RANKS_SHOWN = 8
+
+
+def ranks_in_view(run: MultiRank, per_rank: bool = False) -> pd.DataFrame:
+    """The rows of ``run.ranks`` a text report lists: every rank of a small run (or with
+    ``per_rank``), else the :data:`MAX_RANKS_SHOWN` furthest from the median (ties: the lower
+    rank), in rank order."""
+    ranks = run.ranks
+    if per_rank or len(ranks) <= MAX_RANKS_SHOWN:
+        return ranks
+    distance = ranks["vs_median"].abs().to_numpy()
+    order = sorted(range(len(ranks)), key=lambda i: (-distance[i], int(ranks["rank"].iloc[i])))
+    return ranks.iloc[sorted(order[:MAX_RANKS_SHOWN])]
+
+
+def reported_traces(diagnoses: list[Diagnosis], runs: list[MultiRank] | None,
+                    per_rank: bool = False) -> tuple[list[Diagnosis], list[str]]:
+    """The traces whose own reports a folder's text report shows, and a note for each run whose
+    ranks' reports it leaves out: of a run of more than :data:`MAX_RANKS_SHOWN` ranks, those beyond
+    its straggler threshold from the median step and the one nearest the median (the typical
+    rank); every trace with ``per_rank``."""
+    if per_rank:
+        return diagnoses, []
+    hidden: set[str] = set()
+    notes = []
+    for run in runs or []:
+        ranks = run.ranks
+        if len(ranks) <= MAX_RANKS_SHOWN:
+            continue
+        distance = ranks["vs_median"].abs().to_numpy()
+        kept = set(ranks.loc[distance > run.threshold, "source"])
+        kept.add(ranks["source"].iloc[int(distance.argmin())])
+        left = [str(source) for source in ranks["source"] if source not in kept]
+        hidden.update(left)
+        if left:
+            notes.append(f"{visible(run.label)}: the own reports of {len(left)} of {len(ranks)} ranks, each within "
+                         f"{fmt_pct(run.threshold)} of the median step, are left out (the nearest the median is "
+                         "shown, and every rank beyond it); --per-rank shows every rank's")
+    return [d for d in diagnoses if d.source not in hidden], notes
+
+
+def ranks_report(run: MultiRank, per_rank: bool = False) -> RanksReport:
+    """The ranks of one run: per-rank steady step (the ranks in view: :func:`ranks_in_view`),
+    stragglers per step, spread of each cause."""
     n_steps = len(run.stragglers)
+    listed = ranks_in_view(run, per_rank)
     ranks = tuple((str(r.rank), str(r.trace), fmt_ns(r.steady_step_ns), f"{r.vs_median * 100:+.1f} %",
-                   f"{r.slowest_steps} of {n_steps}") for r in run.ranks.itertuples(index=False))
+                   f"{r.slowest_steps} of {n_steps}") for r in listed.itertuples(index=False))
+    more = len(run.ranks) - len(listed)
+    notes = run.notes + ((f"the per-rank table lists the {len(listed)} ranks furthest from the median step; {more} "
+                          "more are nearer it (--per-rank lists every rank, --format json holds them all)",)
+                         if more else ())
     shown = list(run.step_ns.columns) if len(run.step_ns.columns) <= MAX_RANK_COLUMNS else []
     rows, flagged = [], []
     for s in run.stragglers.itertuples(index=False):
@@ -717,7 +770,7 @@ def ranks_report(run: MultiRank) -> RanksReport:
                     tuple((BUCKET_LABEL.get(b.bucket, b.bucket), fmt_ns(b.min_ns), fmt_ns(b.median_ns),
                            fmt_ns(b.max_ns), str(b.max_rank), str(b.min_rank)) for b in spread),
                     buckets=tuple(b.bucket for b in spread)),
-        notes=run.notes)
+        notes=notes)
 
 
 def shortened(names: tuple[str, ...] | list[str], width: int | None) -> list[str]:

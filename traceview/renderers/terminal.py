@@ -21,7 +21,7 @@ from traceview.renderers.base import Renderer
 from traceview.renderers.report import (CAUSE_COLUMNS, ComparisonReport, DiagnosisReport, FindingLine, Grid,
                                         LeftOutSection, QualitySection, RanksReport, SteadyState, StepTable, TopTable,
                                         across_grid, by_baseline, comparison_report, diagnosis_report,
-                                        left_out_section, ranks_report, shortened, whatif_report)
+                                        left_out_section, ranks_report, reported_traces, shortened, whatif_report)
 from traceview.results import BUCKETS, Comparison, Diagnosis, LeftOut, MultiRank, WhatIf
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, shorten, visible
 
@@ -262,15 +262,23 @@ class _Visible:
 
 def render(diagnoses: list[Diagnosis], width: int = 100, color: bool = False,
            comparisons: list[Comparison] | None = None, multi_rank: list[MultiRank] | None = None,
-           left_out: list[LeftOut] | None = None, **_: Any) -> str:
+           left_out: list[LeftOut] | None = None, per_rank: bool = False, **_: Any) -> str:
+    """A folder's report, the summary first: the traces left out, each run of several ranks
+    (bounded: report.ranks_in_view), the traces compared across, then each trace's own report (a
+    large run's typical and outlying ranks only, unless ``per_rank``: report.reported_traces)."""
+    parts: list[str] = []
     section = left_out_section(left_out, len(diagnoses))
-    text = _print_all([_left_out(section)], width, color) + "\n" if section is not None else ""
-    text += "\n".join(_print_all(render_one(diagnosis_report(diag), width), width, color) for diag in diagnoses)
-    if comparisons:
-        text += "\n" + _print_all([_across(across_grid(group)) for group in by_baseline(comparisons)], width, color)
+    if section is not None:
+        parts.append(_print_all([_left_out(section)], width, color))
     for run in multi_rank or []:
-        text += "\n" + _print_all(multi_rank_parts(ranks_report(run), width), width, color)
-    return text
+        parts.append(_print_all(multi_rank_parts(ranks_report(run, per_rank), width), width, color))
+    if comparisons:
+        parts.append(_print_all([_across(across_grid(group)) for group in by_baseline(comparisons)], width, color))
+    shown, notes = reported_traces(diagnoses, multi_rank, per_rank)
+    if notes:
+        parts.append(_print_all([Text(f"note: {_flat(note)}", style="dim") for note in notes], width, color))
+    parts.extend(_print_all(render_one(diagnosis_report(diag), width), width, color) for diag in shown)
+    return "\n".join(parts)
 
 
 def _left_out(section: LeftOutSection) -> Text:
