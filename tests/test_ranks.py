@@ -283,3 +283,40 @@ def test_a_large_run_reports_its_summary_first_and_its_outliers(wide_run):
     json_short = run_cli("diagnose", str(wide_run), "-f", "json").stdout
     assert json_short == run_cli("diagnose", str(wide_run), "-f", "json", "--per-rank").stdout
     assert len(orjson.loads(json_short)["traces"]) == 12
+
+
+def _later_window(src: Path, dst: Path, steps_after: int) -> None:
+    """A copy of a rank's trace as its next profiling window: every ProfilerStep#N renumbered N + steps_after."""
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    for event in doc["traceEvents"]:
+        name = event.get("name")
+        if isinstance(name, str) and name.startswith("ProfilerStep#"):
+            event["name"] = f"ProfilerStep#{int(name.split('#')[1]) + steps_after}"
+    dst.write_bytes(gzip.compress(json.dumps(doc).encode()))
+
+
+def test_repeated_ranks_are_windows_or_named(tmp_path):
+    """Two profiling windows per rank in one folder (repeat > 1) are compared window by window;
+    one extra copy of a rank is named, and each rank's last trace compared — neither removes the
+    multi-rank section without a word."""
+    src = sample_torch_eager()
+    windows = tmp_path / "windows"
+    windows.mkdir()
+    for rank in (0, 1):
+        first = windows / f"worker{rank}.100.pt.trace.json.gz"
+        write_rank(src, first, rank, 2, stretch_step=STRETCH_STEP if rank == 1 else None, stretch_us=STRETCH_US)
+        _later_window(first, windows / f"worker{rank}.200.pt.trace.json.gz", 10)
+    runs = _runs(windows)
+    assert len(runs) == 2 and all(len(run.ranks) == 2 for run in runs)
+    assert [run.notes[0].split(":")[0] for run in runs] == ["window 1 of 2", "window 2 of 2"]
+    assert [int(run.stragglers["number"].min()) for run in runs] == [0, 10]
+    copy = tmp_path / "copy"
+    shutil.copytree(windows, copy)
+    for name in ("worker0.200.pt.trace.json.gz", "worker1.200.pt.trace.json.gz"):
+        (copy / name).unlink()
+    shutil.copy(copy / "worker1.100.pt.trace.json.gz", copy / "worker1.100-again.pt.trace.json.gz")
+    (run,) = _runs(copy)
+    assert list(run.ranks["rank"]) == [0, 1]
+    assert "1 trace(s) repeat a rank" in run.notes[0] and "worker1.100" in run.notes[0]
+    text = run_cli("diagnose", str(copy), "--width", "120").stdout
+    assert "repeat a rank" in " ".join(text.split())

@@ -109,25 +109,60 @@ def multi_rank(summaries: Sequence[RankSummary]) -> list[MultiRank]:
         runs.setdefault(key, []).append((info, s))
     out: list[MultiRank] = []
     for key, members in sorted(runs.items()):
-        for group in _split_duplicates(members):
+        for group, notes in _split_duplicates(members):
             if len(group) >= 2:
-                out.append(_compare_ranks(key, group))
+                out.append(_compare_ranks(key, group, notes))
     return out
 
 
-def _split_duplicates(members: list[tuple[RankInfo, RankSummary]]) -> list[list[tuple[RankInfo, RankSummary]]]:
-    """A rank that appears twice means several runs share a backend and world size: one run per
-    folder then; a folder that still repeats a rank is not one run and is left out."""
+Member = tuple[RankInfo, RankSummary]
+
+
+def _split_duplicates(members: list[Member]) -> list[tuple[list[Member], tuple[str, ...]]]:
+    """The sets of traces compared as one run, each with its notes. A rank that appears twice
+    means several runs share a backend and world size: one set per folder then. A folder that
+    still repeats a rank holds several profiling windows of one run (a profiler schedule with
+    repeat > 1 writes one trace per rank and window): where every rank has the same number of
+    traces, each window is its own set (each rank's traces in the order of their steps); else each
+    rank's last trace is compared, and the others are named."""
     ranks = [info.rank for info, _ in members]
     if len(set(ranks)) == len(ranks):
-        return [members]
-    by_folder: dict[str, list[tuple[RankInfo, RankSummary]]] = {}
-    for info, s in members:
-        by_folder.setdefault(str(Path(s.source).parent), []).append((info, s))
-    return [g for _, g in sorted(by_folder.items()) if len({i.rank for i, _ in g}) == len(g)]
+        return [(members, ())]
+    by_folder: dict[str, list[Member]] = {}
+    for member in members:
+        by_folder.setdefault(str(Path(member[1].source).parent), []).append(member)
+    sets: list[tuple[list[Member], tuple[str, ...]]] = []
+    for _, group in sorted(by_folder.items()):
+        by_rank: dict[int, list[Member]] = {}
+        for member in group:
+            by_rank.setdefault(member[0].rank, []).append(member)
+        if all(len(traces) == 1 for traces in by_rank.values()):
+            sets.append((group, ()))
+            continue
+        for traces in by_rank.values():
+            traces.sort(key=lambda m: (_first_step(m[1]), m[1].source))
+        counts = {len(traces) for traces in by_rank.values()}
+        if len(counts) == 1:
+            windows = counts.pop()
+            for k in range(windows):
+                sets.append(([by_rank[r][k] for r in sorted(by_rank)],
+                             (f"window {k + 1} of {windows}: each rank has {windows} traces in this folder (a profiler "
+                              "schedule with repeat > 1 writes one per window), compared window by window in the "
+                              "order of their steps",)))
+            continue
+        extra = [m[1].source for r in sorted(by_rank) for m in by_rank[r][:-1]]
+        sets.append(([by_rank[r][-1] for r in sorted(by_rank)],
+                     (f"{len(extra)} trace(s) repeat a rank another trace of this folder has ("
+                      + ", ".join(short_names(extra)) + "): each rank's last trace (by its steps) is compared",)))
+    return sets
 
 
-def _compare_ranks(key: tuple[str, ...], members: list[tuple[RankInfo, RankSummary]]) -> MultiRank:
+def _first_step(summary: RankSummary) -> int:
+    """The trace's first step number (-1 without steps): a later profiling window's are higher."""
+    return int(summary.steps["number"].min()) if len(summary.steps) else -1
+
+
+def _compare_ranks(key: tuple[str, ...], members: list[Member], notes_first: tuple[str, ...] = ()) -> MultiRank:
     members = sorted(members, key=lambda m: m[0].rank)
     infos = [m[0] for m in members]
     summaries = [m[1] for m in members]
@@ -138,7 +173,7 @@ def _compare_ranks(key: tuple[str, ...], members: list[tuple[RankInfo, RankSumma
         label = ", ".join(p for p in (backend, f"world size {world}" if world else "") if p) or "distributed run"
     else:
         label = "hosts of one profile run"  # the folder shows in the sources (which --redact rewrites)
-    notes: list[str] = []
+    notes: list[str] = list(notes_first)
     if world and len(ranks) < world:
         notes.append(f"{len(ranks)} of {world} ranks are in the input")
 
