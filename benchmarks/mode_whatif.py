@@ -72,7 +72,7 @@ def _ms(ns: float) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--markdown", action="store_true", help="a markdown table (for benchmarks/README.md)")
+    parser.add_argument("--markdown", action="store_true", help="a markdown table (for benchmarks/truth/README.md)")
     args = parser.parse_args()
     head = ["workload", "eager → compiled", "eager", "no dispatch", "its dispatch", "measured", "ratio",
             "kernel eager / compiled"]

@@ -1,4 +1,4 @@
-"""The eager → compiled predictions in benchmarks/README.md are what ``benchmarks.mode_whatif``
+"""The eager → compiled predictions in benchmarks/truth/README.md are what ``benchmarks.mode_whatif``
 prints for the bundled captures, and a miss is the compiled mode's different math, not the replay."""
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ def printed() -> str:
 
 
 def test_the_readme_table_is_current(printed: str) -> None:
-    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    readme = (ROOT / "benchmarks" / "truth" / "README.md").read_text()
     block = re.search(r"<!-- mode-whatif -->\n(.*?)<!-- /mode-whatif -->", readme, re.S)
-    assert block, "benchmarks/README.md lost its mode-whatif block"
+    assert block, "benchmarks/truth/README.md lost its mode-whatif block"
     assert block.group(1).strip() == printed.strip(), \
         "regenerate the block with: python -m benchmarks.mode_whatif --markdown"
 

@@ -16,6 +16,14 @@ variants are ``clean``, ``first`` (the first cost only) and ``injected`` (both),
 measured on its own — the first as first − clean, the second as injected − first — and the
 analysis must find both in the injected trace. Its knob, when it has one, sizes the second cost.
 
+A *hidden* case (``kind="hidden"``) adds work that runs beside the step — an input pipeline
+prefetching on another thread, DataLoader worker processes — so that the step waits for little or
+none of it: the work is there, and removing it saves little. Its variants are ``clean`` and
+``injected``, profiled, and ``exposed``, measured only: the same work where nothing overlaps it
+(no prefetch; the per-sample work in the step's thread), whose cost over ``clean`` is the work's
+own size. The knob sizes the work on that exposed cost: injected − clean is the saving of removing
+it, ~0 by construction, and nothing to calibrate on.
+
 Program contract (``worker`` relies on it): a builder ``build(variant, knob)`` returns a
 :class:`StepProgram` whose ``loop`` runs the given step indices, calling ``begin(i)`` /
 ``end(i, loss)`` around each step and ``after(i)`` once the work between steps is done.
@@ -70,7 +78,8 @@ class Knob:
 
     ``power``: how the cost grows with the knob (1 for a count of ops or loop iterations, 2 for
     the width of a dense layer, 3 for the side of a square matmul); calibration starts from it.
-    Target = max(``target_ms``, ``share`` × the clean step time).
+    Target = max(``target_ms``, ``share`` × the clean step time). A hidden case's cost here is its
+    exposed twin's (the work's own size), not the injected twin's (what removing it saves).
     """
 
     start: int
@@ -101,6 +110,8 @@ class SecondCause:
 SINGLE_VARIANTS = ("clean", "injected")
 # A two-cause case: no cost, the first cost only, both costs.
 PAIR_VARIANTS = ("clean", "first", "injected")
+# A hidden case's exposed twin: its work with nothing overlapping it (measured, never profiled).
+EXPOSED = "exposed"
 
 
 @dataclass(frozen=True)
@@ -115,7 +126,8 @@ class Case:
     score_against: str = "unprofiled"  # or "in_trace"
     score_reason: str = ""
     knob: Knob | None = None
-    kind: str = "cause"  # or "control": two ways to run the same math; or "same": one program captured twice
+    kind: str = "cause"  # or "control": two ways to run the same math; "same": one program captured twice;
+    # "hidden": work beside the step that it waits for little or none of (a variant "exposed" sizes it)
     isolate: bool = False  # each variant in its own processes (process-wide settings differ)
     threads: tuple[int, int] = (2, 2)  # intra-op threads of (clean, injected)
     env: dict[str, str] = field(default_factory=dict)  # "{fresh_dir}" = a new empty folder per process
@@ -128,17 +140,38 @@ class Case:
     block: int = 6  # steps per variant per round; the first of each block is dropped
     cold_reps: int = 3  # fresh processes per variant for a cold window
     profiled_steady: int = 5  # steady steps in the profiled capture
+    # Unprofiled steps right before the capture, after the calm gate: a producer that runs ahead
+    # (DataLoader workers, a prefetch buffer) fills its buffer while the gate waits, and the first
+    # captured steps would take ready batches that the steady ones wait for.
+    refill_warmup: int = 0
     notes: str = ""
     second: SecondCause | None = None  # a second cost in the same step (two-cause cases)
 
     def __post_init__(self) -> None:
         if self.second is not None and (self.window != "steady" or self.isolate or self.kind != "cause"):
             raise ValueError(f"{self.name}: a two-cause case is a steady-window cause case in one process")
+        if self.kind == "hidden" and (self.window != "steady" or self.isolate or self.second is not None):
+            raise ValueError(f"{self.name}: a hidden case is a steady-window single-cause case in one process")
 
     @property
     def variants(self) -> tuple[str, ...]:
         """The programs measured and profiled, in order of the costs they add."""
         return PAIR_VARIANTS if self.second is not None else SINGLE_VARIANTS
+
+    @property
+    def measured_variants(self) -> tuple[str, ...]:
+        """The programs measured without the profiler: the profiled ones, and a hidden case's
+        exposed twin (the size of its work)."""
+        return ("clean", EXPOSED, "injected") if self.kind == "hidden" else self.variants
+
+    @property
+    def calibrated_variants(self) -> tuple[str, str]:
+        """The two programs whose difference the knob sizes: the last cost (injected over clean, or
+        over first in a two-cause case), or a hidden case's work on its own (exposed over clean)."""
+        if self.kind == "hidden":
+            return "clean", EXPOSED
+        base, top = self.variants[-2:]
+        return base, top
 
     def spec(self) -> dict[str, Any]:
         """The case as plain data (what ground_truth.json records)."""
@@ -318,13 +351,32 @@ def _amount(variant: str, knob: int) -> int:
     return knob if variant == "injected" else 0
 
 
-def torch_dataloader(variant: str, knob: int) -> StepProgram:
+def _die_with_parent(worker_id: int) -> None:
+    """A DataLoader worker_init_fn: the worker dies with the process that started it. The case's
+    process leaves through os._exit, without the DataLoader's shutdown, and a worker whose batch
+    is still in the pipe waits for a reader that never comes (its queue's feeder thread)."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _stack_numpy(samples: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """A DataLoader collate_fn that keeps a batch as numpy arrays."""
+    return np.stack([s[0] for s in samples]), np.stack([s[1] for s in samples])
+
+
+def _row_batches(work: int, workers: int, as_numpy: bool = False) -> Any:
+    """An iterator over batches of fixed rows from a DataLoader whose ``__getitem__`` runs ``work``
+    iterations of pure Python per sample, in ``workers`` worker processes (0: in the step's thread);
+    ``as_numpy``: samples and batches as numpy arrays (collated by _stack_numpy), not tensors."""
     import torch
     from torch.utils.data import DataLoader, Dataset
 
+    from benchmarks.truth.measure import OWN_CHILDREN
+
     x, y = _fixed_data(BATCH * 8)
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-    work = _amount(variant, knob)
+    xt, yt = (x, y) if as_numpy else (torch.from_numpy(x), torch.from_numpy(y))
 
     class Rows(Dataset):  # type: ignore[type-arg]
         def __len__(self) -> int:
@@ -335,8 +387,54 @@ def torch_dataloader(variant: str, knob: int) -> StepProgram:
             r = i % len(xt)
             return xt[r], yt[r]
 
-    it = iter(DataLoader(Rows(), batch_size=BATCH, num_workers=0, shuffle=False))
+    loader = DataLoader(Rows(), batch_size=BATCH, num_workers=workers, shuffle=False,
+                        collate_fn=_stack_numpy if as_numpy else None,
+                        worker_init_fn=_die_with_parent if workers else None)
+    it = iter(loader)
+    # The workers' CPU time is the case's own, not a disturbance of the calm gate (measure.OWN_CHILDREN).
+    OWN_CHILDREN.update(w.pid for w in getattr(it, "_workers", ()))
+    return it
+
+
+def torch_dataloader(variant: str, knob: int) -> StepProgram:
+    it = _row_batches(_amount(variant, knob), workers=0)
     return TorchStep(batches=lambda i: next(it))
+
+
+# Worker processes of the hidden DataLoader cases: one, so that with the step's one intra-op thread
+# the two use the two cores (a second worker would take the step's core).
+HIDDEN_WORKERS = 1
+# The hidden cases' hidden layer, wider than the shared network's: the input time every batch
+# keeps, with or without the injected work — the hand-over from the worker (~0.25 ms), a tf.data
+# iterator's next() (~0.3 ms) —, and the profiler's cost per op are a few percent of the step
+# (torch ~13 ms, TF ~15 ms on one thread on the reference VM), not 14–24 % as with width 1024.
+HIDDEN_TORCH_WIDTH = 4096
+HIDDEN_TF_WIDTH = 8192
+
+
+def torch_dataloader_workers(variant: str, knob: int) -> StepProgram:
+    """The DataLoader of torch_dataloader with its per-sample work in a worker process (injected),
+    which prepares the next batches (DataLoader's default prefetch_factor, 2 a worker) while the
+    step (width HIDDEN_TORCH_WIDTH) runs; clean: the same DataLoader and worker without the work;
+    exposed: the clean DataLoader, and the same work (a batch's samples' worth) in the step's
+    thread before it takes the batch — all of it on the step's path, on the clean twin's loading path.
+
+    Batches stay numpy arrays until the step (torch.from_numpy): a batch of tensors is handed over
+    through shared-memory file descriptors, ~1.1 ms a batch here against ~0.25 ms for one pickled
+    buffer — input time on the step's thread that no fix of the per-sample work removes."""
+    import torch
+
+    work = knob if variant == "injected" else 0
+    it = _row_batches(work, workers=HIDDEN_WORKERS, as_numpy=True)
+
+    def batches(i: int) -> tuple[Any, Any]:
+        if variant == EXPOSED:
+            for _ in range(BATCH):
+                python_work(knob)
+        x, y = next(it)
+        return torch.from_numpy(x), torch.from_numpy(y)
+
+    return TorchStep(width=HIDDEN_TORCH_WIDTH, batches=batches)
 
 
 def torch_recompile(variant: str, knob: int) -> StepProgram:
@@ -600,10 +698,10 @@ def _tf_pipeline(map_fn: Callable[[Any, Any], Any]) -> Any:
     return iter(ds.with_options(opts))
 
 
-def tf_input_map(variant: str, knob: int) -> StepProgram:
+def _dense_transforms(n: int) -> Callable[[Any, Any], Any]:
+    """A map function of ``n`` dense transforms (matmul + tanh) of the batch (augmentation stand-in)."""
     import tensorflow as tf
 
-    n = _amount(variant, knob)
     m = tf.constant(np.random.default_rng(SEED + 2).uniform(-0.05, 0.05, (FEATURES, FEATURES)).astype(np.float32))
 
     def heavy(x: Any, y: Any) -> Any:
@@ -612,8 +710,59 @@ def tf_input_map(variant: str, knob: int) -> StepProgram:
             h = tf.tanh(tf.matmul(h, m))
         return x + 1e-12 * tf.reduce_mean(h), y
 
-    it = _tf_pipeline(heavy)
+    return heavy
+
+
+def _elementwise_transforms(n: int) -> Callable[[Any, Any], Any]:
+    """A map function of ``n`` elementwise transforms (tanh) of the batch (per-value augmentation stand-in)."""
+    import tensorflow as tf
+
+    def light(x: Any, y: Any) -> Any:
+        h = x
+        for _ in range(n):
+            h = tf.tanh(h)
+        return x + 1e-12 * tf.reduce_mean(h), y
+
+    return light
+
+
+def tf_input_map(variant: str, knob: int) -> StepProgram:
+    it = _tf_pipeline(_dense_transforms(_amount(variant, knob)))
     return TFStep(batches=lambda i: next(it))
+
+
+def tf_input_prefetch(variant: str, knob: int) -> StepProgram:
+    """A tf.data ``.map`` of ``knob`` elementwise transforms followed by ``.prefetch(1)``
+    (injected): the pipeline maps the next batch on its own thread while the step (width
+    HIDDEN_TF_WIDTH) runs. The pipeline's functions get one thread (a private pool of 1, ops inside
+    them on 1 thread) and the step one intra-op thread (the case's threads), one core each. Clean:
+    the same prefetching pipeline without the transforms; exposed: the transforms without the
+    prefetch, mapped in the step's next() as in tf-input-map.
+
+    Elementwise, not tf-input-map's dense transforms: matmuls in the map beside the step's own
+    matmuls made the step slower by 16–25 % of the map's time on the reference VM (the two GEMM
+    threads contend for the two vCPUs), tanh by 2–3 %."""
+    import tensorflow as tf
+
+    n = knob if variant in (EXPOSED, "injected") else 0
+    x, y = _fixed_data(BATCH * 8)
+    # Whole batches as the dataset's elements: batching rows one by one is producer work of its own
+    # (~0.2 ms a batch), which the clean twin would keep.
+    ds = tf.data.Dataset.from_tensor_slices((x.reshape(8, BATCH, FEATURES), y.reshape(8, BATCH))).repeat()
+    ds = ds.map(_elementwise_transforms(n))
+    if variant != EXPOSED:
+        ds = ds.prefetch(1)
+    opts = tf.data.Options()
+    # As _tf_pipeline: no autotuned parallelism and no injected prefetch, so the pipeline is the
+    # one written here (one map call at a time, one batch ahead at most).
+    opts.autotune.enabled = False
+    opts.experimental_optimization.inject_prefetch = False
+    opts.experimental_optimization.map_parallelization = False
+    opts.experimental_optimization.apply_default_optimizations = False
+    opts.threading.private_threadpool_size = 1
+    opts.threading.max_intra_op_parallelism = 1
+    it = iter(ds.with_options(opts))
+    return TFStep(width=HIDDEN_TF_WIDTH, batches=lambda i: next(it))
 
 
 def tf_input_pyfunc(variant: str, knob: int) -> StepProgram:
@@ -1369,6 +1518,21 @@ CASES: tuple[Case, ...] = (
          knob=Knob(start=100_000), rounds=6, block=4, profiled_steady=3,
          second=SecondCause("pure-Python loop (no framework calls) after the step's result, inside the step marker",
                             "host_compute", "host_compute")),
+    # Hidden: work beside the step that the step waits for little or none of (sized on its exposed twin).
+    Case("tf-input-prefetch", "tensorflow", "tf.data .map with N elementwise transforms (tanh) followed by "
+         ".prefetch(1): the pipeline maps the next batch on its own thread while the step runs",
+         "input", "input_bound", "steady", tf_input_prefetch, kind="hidden", threads=(1, 1),
+         knob=Knob(start=300, target_ms=0.0, share=0.3), refill_warmup=2, profiled_steady=10),
+    Case("torch-input-workers", "torch", "DataLoader with one worker process whose __getitem__ runs pure-Python "
+         "work per sample (as torch-input-dataloader), a batch's work less than the step",
+         "input", "input_bound", "steady", torch_dataloader_workers, kind="hidden", threads=(1, 1),
+         knob=Knob(start=1000, target_ms=0.0, share=0.5), python_events=False,
+         python_events_reason="as torch-input-dataloader", warmup=6, block=10, refill_warmup=4, profiled_steady=10),
+    Case("torch-input-workers-half", "torch", "DataLoader with one worker process whose __getitem__ runs "
+         "pure-Python work per sample, a batch's work about twice the step: the step waits for about half of it",
+         "input", "input_bound", "steady", torch_dataloader_workers, kind="hidden", threads=(1, 1),
+         knob=Knob(start=4000, target_ms=0.0, share=2.0), python_events=False,
+         python_events_reason="as torch-input-dataloader", warmup=6, block=10, refill_warmup=4, profiled_steady=10),
     # Controls: the same math run two ways; their kernel time should agree within 2x.
     Case("tf-fit-vs-loop", "tensorflow", "Keras model.fit (step-marker callback) vs a custom tf.function loop, same model and data",
          "kernel", "", "steady", tf_fit_vs_loop, kind="control", rounds=6),

@@ -2,7 +2,8 @@
 
 For each case (``cases.CASES``), one process at a time (the frameworks never share a process):
 
-1. calibrate the knob so the injected cost reaches its target time on this machine;
+1. calibrate the knob so the injected cost reaches its target time on this machine (a hidden
+   case: so its work, measured on the exposed twin, reaches it);
 2. ground truth without the profiler: steady cases interleave clean and injected steps in
    blocks with rotating order behind the calm gate (one process, or alternating processes when
    the variants need different process-wide settings); cold cases time the first step of
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.truth.cases import Case, select
+from benchmarks.truth.cases import EXPOSED, Case, select
 from benchmarks.truth.measure import bootstrap_median_diff, search_knob
 from traceview.collectors.manifest import cpu_name
 
@@ -115,6 +116,9 @@ def truth_steady(case: Case, knob: int | None, quick: bool) -> dict[str, Any]:
         extra = {"first": {"median_ns": float(np.median(times["first"])), "n": len(times["first"])},
                  "diff_first": bootstrap_median_diff(times["clean"], times["first"]),
                  "diff_second": bootstrap_median_diff(times["first"], times["injected"])}
+    if EXPOSED in times:  # a hidden case: the work's own size, where nothing overlaps it
+        extra = {EXPOSED: {"median_ns": float(np.median(times[EXPOSED])), "n": len(times[EXPOSED])},
+                 f"diff_{EXPOSED}": bootstrap_median_diff(times["clean"], times[EXPOSED])}
     return {
         "measure": "iteration time (step start to the end of the work after the step), steady steps",
         "design": f"{'one process' if processes == 1 else f'{processes} alternating processes'}; rounds of one "
@@ -185,6 +189,14 @@ def score_fields(case: Case, cost_unprofiled: float | None, cost_in_trace: float
     """Which measured cost the scorer holds the attribution against, and why (``declared``: a
     second cause's own (score_against, score_reason); default: the case's)."""
     against, reason = declared or (case.score_against, case.score_reason)
+    if case.kind == "hidden":
+        # What removing hidden work saves is ~0 by construction: no bucket's growth is held against
+        # it. The scorer replays the injected trace without the cause against the clean twin's trace
+        # (the measured fix) and bounds the finding's grade by the saving the traces measure.
+        return {"against": "clean_trace", "cost_ns": cost_unprofiled,
+                "why": "a hidden case: the replay without the cause is scored against the clean twin's trace, "
+                       "and the finding's grade against the saving measured between the two traces; the cost "
+                       "here is the unprofiled saving of removing the work (injected − clean)"}
     if against == "in_trace":
         return {"against": "in_trace", "cost_ns": cost_in_trace, "why": reason}
     if cost_unprofiled and cost_in_trace and abs(cost_in_trace / cost_unprofiled - 1) > DISTORTION:
@@ -262,15 +274,34 @@ def generate_case(case: Case, quick: bool) -> dict[str, Any]:
     }
     if case.second is not None:
         doc["causes"] = pair_causes(case, truth, in_trace)
+    if case.kind == "hidden":
+        doc["hidden_work"] = hidden_work(truth)
+        doc["knob"]["calibrated_on"] = f"{EXPOSED} − clean: the work's own size, where nothing overlaps it"
     (staging / "ground_truth.json").write_text(json.dumps(doc, indent=1) + "\n")
     final = CASES_DIR / case.name
     shutil.rmtree(final, ignore_errors=True)
     staging.rename(final)
     ci = doc["cost_unprofiled_ci95_ns"] or [float("nan")] * 2
-    log(f"{case.name}: cost {cost_unprofiled / 1e6:.2f} ms (CI {ci[0] / 1e6:.2f}..{ci[1] / 1e6:.2f}), in trace "
+    work = ""
+    if "hidden_work" in doc:
+        hw = doc["hidden_work"]
+        wci = hw["work_unprofiled_ci95_ns"] or [float("nan")] * 2
+        work = f"work {hw['work_unprofiled_ns'] / 1e6:.2f} ms (CI {wci[0] / 1e6:.2f}..{wci[1] / 1e6:.2f}), "
+    log(f"{case.name}: {work}cost {cost_unprofiled / 1e6:.2f} ms (CI {ci[0] / 1e6:.2f}..{ci[1] / 1e6:.2f}), in trace "
         f"{cost_in_trace / 1e6:.2f} ms, inflation clean {inflation['clean']:.2f} injected {inflation['injected']:.2f}, "
         f"{doc['wall_s']} s")
     return doc
+
+
+def hidden_work(truth: dict[str, Any]) -> dict[str, Any]:
+    """A hidden case's work on its own (exposed − clean, unprofiled, with its CI) beside what
+    removing it saves (injected − clean): how much of it the step did not wait for."""
+    work = truth[f"diff_{EXPOSED}"]
+    saving = truth["diff"]["median_diff_ns"]
+    return {"measured_as": f"{EXPOSED} − clean (the work where nothing overlaps it)",
+            "work_unprofiled_ns": work["median_diff_ns"], "work_unprofiled_ci95_ns": work["ci95_ns"],
+            "saving_unprofiled_ns": saving, "saving_unprofiled_ci95_ns": truth["diff"]["ci95_ns"],
+            "saving_share_of_work": saving / work["median_diff_ns"] if work["median_diff_ns"] else None}
 
 
 def pair_causes(case: Case, truth: dict[str, Any], in_trace: dict[str, float]) -> list[dict[str, Any]]:

@@ -4,7 +4,8 @@
 
 Modes:
 - ``calibrate``: the two variants the knob tells apart (clean / injected; first / injected in a
-  two-cause case) in this process; find the knob (``measure.search_knob``).
+  two-cause case; clean / exposed in a hidden case) in this process; find the knob
+  (``measure.search_knob``).
 - ``point``: one variant at one knob, median iteration time (calibration of isolated cases).
 - ``measure``: steady window, every variant in this process, interleaved in blocks with
   rotating order behind the calm gate; or one variant (``--variant``) for isolated cases.
@@ -35,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.truth.cases import BY_NAME, Case, StepProgram
+from benchmarks.truth.cases import BY_NAME, EXPOSED, Case, StepProgram
 from benchmarks.truth.measure import FOREIGN_CPU_LIMIT, Calm, ForeignCPU, search_knob
 
 REPO = Path(__file__).resolve().parents[2]
@@ -209,8 +210,9 @@ def mode_calibrate(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str
     assert case.knob is not None
     kn = case.knob
 
-    # The knob sizes the last cost: injected over clean, or over first in a two-cause case.
-    base, top = case.variants[-2:]
+    # The knob sizes the last cost: injected over clean, or over first in a two-cause case; a
+    # hidden case's work on its own (exposed over clean).
+    base, top = case.calibrated_variants
 
     def cost_at(k: int) -> tuple[float, float]:
         progs = {v: build(case, v, k) for v in (base, top)}
@@ -237,7 +239,7 @@ def mode_point(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str, An
 
 
 def mode_measure(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str, Any]:
-    variants = [args.variant] if args.variant else list(case.variants)
+    variants = [args.variant] if args.variant else list(case.measured_variants)
     rounds = args.rounds or case.rounds
     progs = {v: build(case, v, args.knob) for v in variants}
     counter = [0]
@@ -278,6 +280,10 @@ def mode_profile(case: Case, args: argparse.Namespace, calm: Calm) -> dict[str, 
         n_warm = case.warmup
     settle()
     calm_before, ratio_before = calm.wait()
+    if case.refill_warmup and not cold:
+        # (after the gate, which a producer that runs ahead spent filling its buffer: Case.refill_warmup)
+        warm(prog, case.refill_warmup, [n_warm])
+        n_warm += case.refill_warmup
     tmp = Path(tempfile.mkdtemp(prefix="truth-capture-"))
     if case.framework == "torch":
         from traceview.collectors.torch_collector import TorchProfilerSession
@@ -462,14 +468,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("mode", choices=sorted(MODES))
     ap.add_argument("--case", required=True)
-    ap.add_argument("--variant", choices=("clean", "first", "injected"))
+    ap.add_argument("--variant", choices=("clean", "first", "injected", EXPOSED))
     ap.add_argument("--knob", type=int)
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--out")
     ap.add_argument("--result", required=True)
     args = ap.parse_args(argv)
     case = BY_NAME[args.case]
-    variant_threads = case.threads[1] if args.variant in ("first", "injected") else case.threads[0]
+    variant_threads = case.threads[1] if args.variant in ("first", "injected", EXPOSED) else case.threads[0]
     threads = setup_process(case, variant_threads)
     calm = Calm()
     started = time.time()
