@@ -118,23 +118,47 @@ def whatif_tables(segments: Segments, steady: np.ndarray) -> tuple[Table, Table]
     as recorded (ns of each bucket and each lane on it, and of waits the trace cannot tie to the
     work they wait for)."""
     table = segments.table
-    factors = np.stack([np.ones(len(table.names))] + [layer_factors(table, Transform(without=(cause,)))
-                                                       for cause in FIXES])
-    recorded, *without = replayed(segments, factors)
+    present = _present_layers(segments)
+    (recorded,) = replayed(segments, np.ones((1, len(table.names))))
     columns = {"replayed": np.rint(recorded.length_ns).astype(np.int64)}
-    for cause, result in zip(FIXES, without):
-        columns[f"without.{cause}"] = np.rint(result.length_ns).astype(np.int64)
+    alone = [layer_factors(table, Transform(without=(cause,))) for cause in FIXES]
+    for cause, lengths in zip(FIXES, _lengths(segments, alone, present, columns["replayed"])):
+        columns[f"without.{cause}"] = lengths
     first = first_fix(columns, steady)
     if first:
         others = [cause for cause in FIXES if cause != first]
-        rows = np.stack([layer_factors(table, Transform(without=(first, cause))) for cause in others])
-        for cause, result in zip(others, replayed(segments, rows)):
-            columns[f"without.{first}+{cause}"] = np.rint(result.length_ns).astype(np.int64)
+        pairs = [layer_factors(table, Transform(without=(first, cause))) for cause in others]
+        for cause, lengths in zip(others, _lengths(segments, pairs, present, columns[f"without.{first}"], first=first)):
+            columns[f"without.{first}+{cause}"] = lengths
     critical = {f"path.{bucket}": np.rint(recorded.path_ns[:, i]).astype(np.int64) for i, bucket in enumerate(BUCKETS)}
     critical.update({f"lane.{lane}": np.rint(recorded.lane_ns[:, i]).astype(np.int64)
                      for i, lane in enumerate(LANE_KEYS)})
     critical["unsupported"] = np.rint(recorded.unsupported_ns).astype(np.int64)
     return Table(columns, segments.n_steps), Table(critical, segments.n_steps)
+
+
+def _present_layers(segments: Segments) -> np.ndarray:
+    """Per layer, whether it is active in any moment of the steps: a factor on a layer that never
+    is changes no replay."""
+    inside = segments.active[segments.in_step & (segments.step >= 0)]
+    bits = int(np.bitwise_or.reduce(inside)) if len(inside) else 0
+    return np.array([bool(bits >> k & 1) for k in range(len(segments.table.names))], dtype=bool)
+
+
+def _lengths(segments: Segments, rows: list[np.ndarray], present: np.ndarray, base: np.ndarray,
+             first: str = "") -> list[np.ndarray]:
+    """The step lengths (ns) replayed under each row of factors, in one pass for the rows that
+    change a layer the steps hold; a row that changes none beyond ``first``'s (the base's own
+    transformation) gives the ``base`` lengths without a replay."""
+    own = layer_factors(segments.table, Transform(without=(first,))) if first else np.ones(len(present))
+    changes = [bool(((row != own) & present).any()) for row in rows]
+    out = [base] * len(rows)
+    needed = [row for row, changed in zip(rows, changes) if changed]
+    if needed:
+        results = iter(replayed(segments, np.stack(needed)))
+        out = [np.rint(next(results).length_ns).astype(np.int64) if changed else base
+               for changed in changes]
+    return out
 
 
 def first_fix(columns: dict[str, np.ndarray], steady: np.ndarray) -> str:
