@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from traceview.errors import FormatError, InputError, MissingExtraError, TraceviewError, UsageError, one_line
+from traceview.errors import FormatError, InputError, MissingExtraError, UsageError, one_line
 from traceview.results import LeftOut, RankInfo
 
 EVENTS_SUFFIX = ".events.parquet"
@@ -180,16 +180,10 @@ def fallback_ranks(paths: Sequence[Path]) -> dict[Path, RankInfo]:
     """The rank of a trace that declares none: its host order among the XPlane files of its
     profile run folder, else its position among the inputs."""
     from traceview.analyzers.ranks import host_order
-    from traceview.readers import detect
+    from traceview.readers import format_of
     from traceview.results import RANK_FROM_INPUT_ORDER
 
-    def format_of(path: Path) -> str:
-        try:
-            return detect(path).FORMAT_NAME
-        except TraceviewError:  # (unreadable: its own reading says why)
-            return ""
-
-    hosts = host_order((str(p), format_of(p)) for p in paths)
+    hosts = host_order((str(p), format_of(p) or "") for p in paths)
     return {p: hosts.get(str(p)) or RankInfo(rank=i, origin=RANK_FROM_INPUT_ORDER) for i, p in enumerate(paths)}
 
 

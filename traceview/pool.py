@@ -234,19 +234,10 @@ def diagnose_for_report(paths: Sequence[Path], options: Any, top: int | None, jo
     where the report reads them: ``keep_events`` (the HTML step picture), or a folder of several
     frameworks, whose traces are compared op family by op family. The reader formats predict that
     from a few bytes per file; the frameworks found settle it (Kineto holds torch and numpy)."""
-    keep = keep_events or len({_format_of(p) for p in paths} - {None}) > 1
+    from traceview.readers import format_of
+
+    keep = keep_events or len({format_of(p) for p in paths} - {None}) > 1
     diagnoses = diagnose_many(paths, options, top, jobs, keep, on_done, leave_out)
     if not keep and len({d.timeline.meta.framework for d in diagnoses if hasattr(d, "timeline")}) > 1:
         diagnoses = diagnose_many(paths, options, top, jobs, True, on_done, leave_out)
     return diagnoses
-
-
-def _format_of(path: Path) -> str | None:
-    """The reader format of ``path``'s first bytes; None where they say none (the trace's own
-    reading then says why)."""
-    from traceview.readers import detect
-
-    try:
-        return detect(path).FORMAT_NAME
-    except TraceviewError:
-        return None

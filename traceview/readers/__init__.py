@@ -47,6 +47,15 @@ def detect(path: Path) -> ModuleType:
     )
 
 
+def format_of(path: Path) -> str | None:
+    """The reader format ``path``'s first bytes say (``FORMAT_NAME``); None where they say none or
+    cannot be read (the trace's own reading then says why)."""
+    try:
+        return detect(path).FORMAT_NAME
+    except TraceviewError:
+        return None
+
+
 def discover(path: Path, run: str | None = None) -> list[Path]:
     """Trace files named by ``path``: the file itself, or the traces found under a directory."""
     if not path.exists():
