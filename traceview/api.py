@@ -142,11 +142,8 @@ def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: 
     read = _diagnose_paths(paths, options, rows, _workers(jobs, len(paths)), keep_events, progress)
     left_out = tuple(item for item in read if isinstance(item, LeftOut))
     diagnoses = [item for item in read if not isinstance(item, LeftOut)]
-    if not diagnoses:  # nothing to report: the first reason, as for a lone trace
-        more = f" (and {len(left_out) - 1} more of the folder's traces)" if len(left_out) > 1 else ""
-        raise InputError(f"no trace of {path} could be read: {left_out[0].source}: {left_out[0].reason}{more}")
-    for item in left_out:
-        warnings.warn(f"{item.source}: {item.reason} (left out of the report)", TraceviewWarning, stacklevel=2)
+    _announce_left_out(left_out, not diagnoses, f"no trace of {path} could be read", " of the folder's traces",
+                       "left out of the report")
     runs = []
     if len(diagnoses) >= 2:
         from traceview.analyzers.ranks import multi_rank, summarize
@@ -166,6 +163,19 @@ def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: 
     from traceview.results import FolderDiagnosis
 
     return FolderDiagnosis(tuple(diagnoses), tuple(folder_comparisons(diagnoses, rows)), tuple(runs), left_out)
+
+
+def _announce_left_out(left_out: Sequence[LeftOut], nothing_read: bool, refusal: str, more_of: str,
+                       consequence: str) -> None:
+    """The traces of several that could not be read: where none could, the first one's reason
+    refuses the command, as for a lone trace (``refusal``: its opening words; ``more_of``: what the
+    others are); else a warning naming each, with what leaving it out means (``consequence``)."""
+    if nothing_read:
+        first = left_out[0]
+        more = f" (and {len(left_out) - 1} more{more_of})" if len(left_out) > 1 else ""
+        raise InputError(f"{refusal}: {first.source}: {first.reason}{more}")
+    for item in left_out:
+        warnings.warn(f"{item.source}: {item.reason} ({consequence})", TraceviewWarning, stacklevel=3)
 
 
 def _workers(jobs: int | None, traces: int) -> int:
@@ -410,13 +420,8 @@ def write_parquet(traces: PathLike | Sequence[PathLike], output: PathLike, *, ru
         for suffix in (EVENTS_SUFFIX, STEPS_SUFFIX):
             refuse_overwriting_inputs(folder / f"{stem}{suffix}", paths, "--output")
     written = write_traces(paths, folder, stems, _workers(jobs, len(paths)))
-    if not written.sources:  # nothing written: the first reason, as for a lone trace
-        first = written.left_out[0]
-        raise InputError(f"no trace could be read: {first.source}: {first.reason}"
-                         + (f" (and {len(written.left_out) - 1} more)" if len(written.left_out) > 1 else ""))
-    for item in written.left_out:
-        warnings.warn(f"{item.source}: {item.reason} (left out: no Parquet files for it)", TraceviewWarning,
-                      stacklevel=2)
+    _announce_left_out(written.left_out, not written.sources, "no trace could be read", "",
+                       "left out: no Parquet files for it")
     return written
 
 
