@@ -66,11 +66,16 @@ def sample_torch_eager() -> Path:
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three ranks of a small real CPU trace; rank 2 has step #3 stretched by 2 ms."""
-    folder = tmp_path_factory.mktemp("runs")
+    return write_run(tmp_path_factory.mktemp("runs"), 3, slow=2, name="rank{}.pt.trace.json.gz")
+
+
+def write_run(folder: Path, world: int, slow: int, name: str) -> Path:
+    """``world`` ranks of the small real CPU trace in ``folder`` (``name`` formatted with the rank),
+    each shifted by 10 µs a rank; rank ``slow`` has step STRETCH_STEP stretched by STRETCH_US."""
     src = sample_torch_eager()
-    for rank in range(3):
-        write_rank(src, folder / f"rank{rank}.pt.trace.json.gz", rank, 3,
-                   stretch_step=STRETCH_STEP if rank == 2 else None, stretch_us=STRETCH_US, shift_us=rank * 10.0)
+    for rank in range(world):
+        write_rank(src, folder / name.format(rank), rank, world,
+                   stretch_step=STRETCH_STEP if rank == slow else None, stretch_us=STRETCH_US, shift_us=rank * 10.0)
     return folder
 
 
@@ -251,12 +256,7 @@ def test_the_cgroup_quota_bounds_the_workers(tmp_path, text, cpus):
 @pytest.fixture(scope="module")
 def wide_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Twelve ranks of a small real CPU trace; rank 7 has step #3 stretched by 2 ms."""
-    folder = tmp_path_factory.mktemp("wide")
-    src = sample_torch_eager()
-    for rank in range(12):
-        write_rank(src, folder / f"rank{rank:02d}.pt.trace.json.gz", rank, 12,
-                   stretch_step=STRETCH_STEP if rank == 7 else None, stretch_us=STRETCH_US, shift_us=rank * 10.0)
-    return folder
+    return write_run(tmp_path_factory.mktemp("wide"), 12, slow=7, name="rank{:02d}.pt.trace.json.gz")
 
 
 def test_a_large_run_reports_its_summary_first_and_its_outliers(wide_run):
