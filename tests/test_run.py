@@ -144,6 +144,63 @@ def test_jax_jitted_train_step_profiled(tmp_path: Path) -> None:
     assert "calls of the jitted function step" in done.stderr
 
 
+# Eager loops: no tf.function / jax.jit is called twice, so the steps are the calls the loop makes
+# once a step, each known by the script's line (a new tape or grad function each step).
+EAGER_TF_LOOP = (
+    "import tensorflow as tf\n"
+    "w = tf.Variable(tf.zeros((8, 1)))\nx = tf.ones((64, 8))\n"
+    "for _ in range(12):\n"
+    "    with tf.GradientTape() as tape:\n"
+    "        loss = tf.reduce_mean((x @ w - 1.0) ** 2)\n"
+    "    w.assign_sub(0.01 * tape.gradient(loss, w))\n"
+    "print('loss', float(loss))\n")
+EAGER_JAX_LOOP = (
+    "import jax, jax.numpy as jnp\n"
+    "x = jnp.ones((256, 16)); w = jnp.zeros((16, 1))\n"
+    "def loss_fn(w):\n    return jnp.mean((x @ w - 1.0) ** 2)\n"
+    "for _ in range(10):\n"
+    "    loss, g = jax.value_and_grad(loss_fn)(w)\n"
+    "    w = w - 0.01 * g\n"
+    "print('loss', float(loss))\n")
+# A Keras custom loop on the torch backend: neither a torch optimizer nor a tape, only the Keras
+# optimizer's apply once a step.
+EAGER_KERAS_TORCH_LOOP = (
+    "import os\nos.environ['KERAS_BACKEND'] = 'torch'\n"
+    "import keras, torch\n"
+    "model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(1)])\n"
+    "optimizer = keras.optimizers.SGD(1e-2)\n"
+    "x = torch.ones((64, 8)); y = torch.ones((64, 1))\n"
+    "for _ in range(12):\n"
+    "    model.zero_grad()\n"
+    "    loss = keras.ops.mean((model(x) - y) ** 2)\n"
+    "    loss.backward()\n"
+    "    weights = list(model.trainable_weights)\n"
+    "    optimizer.apply([v.value.grad for v in weights], weights)\n"
+    "print('loss', float(loss))\n")
+
+
+@pytest.mark.parametrize("loop, python, framework, rule", [
+    pytest.param(EAGER_TF_LOOP, sys.executable, "tensorflow", "an eager loop's tf.GradientTape left at loop.py:5",
+                 marks=[pytest.mark.tf, pytest.mark.skipif(not HAS_TF, reason="tensorflow not installed")],
+                 id="tf-gradient-tape"),
+    pytest.param(EAGER_JAX_LOOP, JAX_PYTHON, "jax", "an eager loop's jax.value_and_grad(loss_fn) called at loop.py:6",
+                 marks=pytest.mark.skipif(not JAX_PYTHON, reason="jax not installed"), id="jax-value-and-grad"),
+    pytest.param(EAGER_KERAS_TORCH_LOOP, sys.executable, "torch", "an eager loop's SGD.apply at loop.py:12",
+                 marks=[pytest.mark.torch, pytest.mark.skipif(not (HAS_TORCH and HAS_TF), reason="torch or keras missing")],
+                 id="keras-optimizer-apply"),
+])
+def test_eager_loops_are_profiled_by_the_calls_they_make_once_a_step(
+        tmp_path: Path, loop: str, python: str, framework: str, rule: str) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text(loop, encoding="utf-8")
+    done, report = run_with_report(tmp_path, "--steps", "3-7", "--", python, script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("loss ")
+    assert report["trace"]["framework"] == framework
+    assert step_numbers(report) == list(range(3, 8))
+    assert rule in done.stderr  # the rule that found the steps is named
+
+
 @pytest.mark.torch
 @pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
 def test_a_script_ending_inside_the_window_gives_its_whole_steps(tmp_path: Path) -> None:

@@ -162,6 +162,9 @@ class Run:
         self.current: int | None = None  # the step open now
         self.done = 0  # steps completed
         self.inside_fit = 0  # Keras fit running (its own tf.function calls are not steps)
+        # Whether a counted call runs on this thread now: shared by every CallSteps, so a call
+        # made inside another (an optimizer step inside a tf.function being traced) is not counted.
+        self.calls = threading.local()
         self.imported: list[str] = []
         self.times: dict[int, float] = {}
         self.trace: str | None = None
@@ -315,48 +318,59 @@ def _or_none(value: Any) -> Any:
 
 class CallSteps:
     """Steps counted by the calls of one function: a TensorFlow custom loop's ``tf.function``, a
-    jitted JAX function. Only outermost calls count (not those made while tracing another
-    function, nor Keras ``fit``'s own). The first function called a second time is taken for the
-    train step (one called once, such as an initialiser, is not); from then on a step ends when a
-    call of it returns and the next step begins there. Its step 1 is over before it is recognised:
-    a window from step 1 starts at step 2, and step 2 begins at the call itself."""
+    jitted JAX function, or in an eager loop a call made once a step (see :data:`EAGER_STEP_CALLS`).
+    Only outermost calls count: not those made while another counted call runs (a function being
+    traced, an optimizer's ``apply`` under its ``apply_gradients``), nor Keras ``fit``'s own. The
+    first function called a second time is taken for the train step (one called once, such as an
+    initialiser, is not); from then on a step ends when a call of it returns and the next step
+    begins there. Its step 1 is over before it is recognised: a window from step 1 starts at step
+    2, and step 2 begins at the call itself.
 
-    def __init__(self, run: Run, source: str, framework: str, what: str) -> None:
+    A function is known by its identity, or by a ``key`` the caller gives: an eager loop's calls
+    are known by the line of the script that makes them, since the object called is often new
+    each step (a ``GradientTape``, ``jax.grad(loss)`` written inside the loop)."""
+
+    def __init__(self, run: Run, source: str, framework: str, what: str,
+                 detail: str = "calls of the {what} {name}") -> None:
         self.run = run
         self.source = source
         self.framework = framework
-        self.what = what
-        self._local = threading.local()
-        self._called_once: dict[int, Any] = {}
+        self.what = what  # "a {what} train step is recognised …"
+        self.detail = detail  # which rule found the steps, as the run names it
+        self._called_once: dict[Any, Any] = {}
         self._step: Any = None
 
-    def call(self, fn: Any, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-        """``call(*args, **kwargs)`` for the function ``fn``, counting the step it ends."""
+    def call(self, fn: Any, call: Callable[..., Any], args: Any, kwargs: Any, key: Any = None,
+             name: str | None = None) -> Any:
+        """``call(*args, **kwargs)`` for the function ``fn`` (known by ``key`` when given, and
+        named ``name`` in the run's notes), counting the step it ends."""
         run = self.run
-        if getattr(self._local, "inside", False) or run.inside_fit or run.owner not in (None, self.source):
+        calls = run.calls
+        if getattr(calls, "inside", False) or run.inside_fit or run.owner not in (None, self.source):
             return call(*args, **kwargs)
-        self._local.inside = True
+        key = id(fn) if key is None else key
+        calls.inside = True
         try:
-            self._entering(fn)
+            self._entering(key, fn, name or getattr(fn, "__name__", "?"))
             result = call(*args, **kwargs)
         finally:
-            self._local.inside = False
-        if fn is self._step and run.current is not None:
+            calls.inside = False
+        if self._step is not None and key == self._step and run.current is not None:
             n = run.current
             run.end(n)
             run.begin(n + 1)
         return result
 
-    def _entering(self, fn: Any) -> None:
+    def _entering(self, key: Any, fn: Any, name: str) -> None:
         if self._step is not None:
             return
-        if id(fn) not in self._called_once:
-            self._called_once[id(fn)] = fn  # kept alive, so its id is not reused
+        if key not in self._called_once:
+            self._called_once[key] = fn  # kept alive, so an id used as its key is not reused
             return
         run = self.run
-        if not run.claim(self.source, self.framework, f"calls of the {self.what} {getattr(fn, '__name__', '?')}"):
+        if not run.claim(self.source, self.framework, self.detail.format(what=self.what, name=name)):
             return
-        self._step = fn
+        self._step = key
         self._called_once.clear()
         run.done = 1
         if run.first < 2:
@@ -365,6 +379,16 @@ class CallSteps:
         if run.first == 2:
             run.note("step 2 begins at the train step's call; later steps begin where the previous call returned")
         run.begin(2)
+
+
+def caller_line(depth: int = 2) -> tuple[str, int]:
+    """``(file, line)`` of the frame ``depth`` levels above this one: where the script called."""
+    frame = sys._getframe(depth)
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def where(line: tuple[str, int]) -> str:
+    return f"{os.path.basename(line[0])}:{line[1]}"
 
 
 _HOOK_MODULE = {"torch": "torch_hooks", "tf": "tf_hooks", "jax": "jax_hooks"}

@@ -3,7 +3,10 @@
 Loaded only once the script has imported jax. ``jax.jit`` is wrapped so that the calls of the
 functions it makes are counted by :class:`~.hook.CallSteps`, as a TensorFlow custom loop's: the
 first jitted function called a second time is the train step, a step ends when a call of it
-returns, and a window starting at step 1 starts at step 2. JAX dispatches asynchronously: a step's device work
+returns, and a window starting at step 1 starts at step 2. A loop with no ``jax.jit`` (eager, op by
+op) is counted by the calls of the functions ``jax.grad`` and ``jax.value_and_grad`` make
+(:data:`GRADIENT_TRANSFORMS`), each known by the script's line that calls it, since such a function
+is often made anew inside the loop; inside a jitted function they are not counted. JAX dispatches asynchronously: a step's device work
 can run on into the next step unless the loop waits for a result (``float(loss)``,
 ``block_until_ready``) — say so in the report's reading.
 
@@ -17,10 +20,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from .hook import CallSteps, ProfilerSession
+from .hook import CallSteps, ProfilerSession, caller_line, where
 from .tf_hooks import STEP_MARKER, newest_xplane
 
 SOURCE = "jax.jit"
+EAGER_SOURCE = "jax.grad"
+# The transformations whose functions an un-jitted training loop calls once a step (jax/_src/api.py;
+# optax and flax loops take their gradients through them too).
+GRADIENT_TRANSFORMS = ("grad", "value_and_grad")
 
 
 class _Jitted:
@@ -54,6 +61,28 @@ def install(run: Any, jax: Any) -> None:
         return _Jitted(original_jit(fun, *args, **kwargs), steps)
 
     jax.jit = jit
+    eager = CallSteps(run, EAGER_SOURCE, "jax", "jax.grad", detail="an eager loop's {name}, once a step")
+    for name in GRADIENT_TRANSFORMS:
+        setattr(jax, name, _counted_transform(eager, getattr(jax, name), name))
+
+
+def _counted_transform(steps: CallSteps, transform: Any, name: str) -> Any:
+    """``jax.<name>`` whose functions count the steps of an eager loop."""
+
+    @functools.wraps(transform)
+    def counted_transform(fun: Any, *args: Any, **kwargs: Any) -> Any:
+        transformed = transform(fun, *args, **kwargs)
+        label = f"jax.{name}({getattr(fun, '__name__', '?')})"
+
+        @functools.wraps(transformed)
+        def counted(*call_args: Any, **call_kwargs: Any) -> Any:
+            line = caller_line()
+            return steps.call(transformed, transformed, call_args, call_kwargs, key=line,
+                              name=f"{label} called at {where(line)}")
+
+        return counted
+
+    return counted_transform
 
 
 class Session(ProfilerSession):

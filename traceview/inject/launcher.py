@@ -167,9 +167,9 @@ def _no_steps_message(request: RunRequest, launch: _Launch) -> str:
         return (f"`{command}` ran no {request.framework} training step; it imported {', '.join(imported)} "
                 "(--framework auto takes the first framework whose step runs)")
     what = {"torch": "no torch optimizer ever stepped (optimizer.step())",
-            "keras": "no Keras Model.fit train batch ran",
-            "tensorflow": "no tf.function was called twice outside Model.fit",
-            "jax": "no jax.jit function was called twice"}
+            "keras": "no Keras Model.fit train batch ran, nor a Keras optimizer applied twice at one line",
+            "tensorflow": "no tf.function was called twice outside Model.fit, nor a tf.GradientTape left twice at one line",
+            "jax": "no jax.jit function was called twice, nor a jax.grad / value_and_grad function at one line"}
     return f"`{command}` ran no training step: {'; '.join(what[n] for n in imported if n in what)}"
 
 

@@ -10,6 +10,10 @@ Loaded only once the script has imported keras (or tf_keras) or tensorflow.
   are counted by :class:`~.hook.CallSteps` (the outermost function called a second time first is
   the train step; a step ends when a call of it returns, so the loop's input and Python between
   calls are in the step).
+- An eager custom loop (no ``tf.function``): the calls it makes once a step are counted the same
+  way, each known by the script's line that makes it — leaving a ``tf.GradientTape``, a Keras
+  optimizer's ``apply_gradients`` / ``apply`` / ``stateless_apply`` (:data:`EAGER_TF_SOURCE`,
+  :data:`OPTIMIZER_STEP_METHODS`). Inside a ``tf.function`` or ``fit`` these calls are not counted.
 
 The TensorFlow profiler writes ``<trace_dir>/plugins/profile/<run>/<host>.xplane.pb``; each step
 is ``tf.profiler.experimental.Trace('train', step_num=N, _r=1)``, the marker the TensorFlow
@@ -24,10 +28,17 @@ import os
 import sys
 from typing import Any
 
-from .hook import CallSteps, ProfilerSession
+from .hook import CallSteps, ProfilerSession, caller_line, where
 
 FIT_SOURCE = "keras.Model.fit"
 FUNCTION_SOURCE = "tf.function"
+EAGER_TF_SOURCE = "tf.GradientTape"
+EAGER_OPTIMIZER_SOURCE = "keras optimizer"
+# The methods a custom loop calls on a Keras optimizer once a step. Keras 3
+# (keras/src/optimizers/base_optimizer.py): apply_gradients(grads_and_vars) calls apply(grads,
+# vars), and stateless_apply is the functional form a JAX-backend loop calls; tf_keras (Keras 2)
+# has apply_gradients. Each is wrapped on the class that defines it, so every optimizer has it.
+OPTIMIZER_STEP_METHODS = ("apply_gradients", "apply", "stateless_apply")
 STEP_MARKER = "train"
 _KERAS_BACKENDS = {"tensorflow": "tf", "jax": "jax", "torch": "torch"}
 _CALLBACKS_POSITION = 5  # fit(x, y, batch_size, epochs, verbose, callbacks, ...)
@@ -37,6 +48,7 @@ def install_keras(run: Any, keras: Any) -> None:
     model_class = keras.Model
     original_fit = model_class.fit
     callback_class = _callback_class(keras, run)
+    _install_optimizer_steps(run, keras)
 
     @functools.wraps(original_fit)
     def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -66,21 +78,45 @@ def _with_callback(callbacks: Any, callback: Any) -> Any:
     return callbacks
 
 
-def _callback_class(keras: Any, run: Any) -> type:
-    def backend() -> str:
-        try:
-            name = keras.backend.backend()
-        except AttributeError:  # tf_keras (Keras 2) runs on TensorFlow only
-            name = "tensorflow"
-        return _KERAS_BACKENDS.get(name, "tf")
+def _keras_framework(keras: Any) -> str:
+    """The framework Keras runs on: ``tf``, ``jax`` or ``torch``."""
+    try:
+        name = keras.backend.backend()
+    except AttributeError:  # tf_keras (Keras 2) runs on TensorFlow only
+        name = "tensorflow"
+    return _KERAS_BACKENDS.get(name, "tf")
 
+
+def _install_optimizer_steps(run: Any, keras: Any) -> None:
+    """Count a custom loop's optimizer steps: each method of :data:`OPTIMIZER_STEP_METHODS`,
+    wrapped on the class of the optimizer's hierarchy that defines it."""
+    optimizer_class = keras.optimizers.Optimizer
+    steps = CallSteps(run, EAGER_OPTIMIZER_SOURCE, _keras_framework(keras), "Keras optimizer",
+                      detail="an eager loop's {name}, once a step")
+    for method in OPTIMIZER_STEP_METHODS:
+        owner = next((c for c in optimizer_class.__mro__ if method in vars(c)), None)
+        if owner is not None:
+            setattr(owner, method, _counted_method(steps, vars(owner)[method], method))
+
+
+def _counted_method(steps: CallSteps, original: Any, method: str) -> Any:
+    @functools.wraps(original)
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        line = caller_line()
+        return steps.call(original, functools.partial(original, self), args, kwargs, key=line,
+                          name=f"{type(self).__name__}.{method} at {where(line)}")
+
+    return counted
+
+
+def _callback_class(keras: Any, run: Any) -> type:
     class TraceviewSteps(keras.callbacks.Callback):  # type: ignore[misc,name-defined]
         """Counts and marks train batches for ``traceview run``."""
 
         model_name = "Model"
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-            if run.claim(FIT_SOURCE, backend(), f"keras {self.model_name}.fit train batches"):
+            if run.claim(FIT_SOURCE, _keras_framework(keras), f"keras {self.model_name}.fit train batches"):
                 run.begin(run.done + 1)
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
@@ -100,6 +136,24 @@ def install_tf_function(run: Any, tf: Any) -> None:
         return steps.call(self, functools.partial(original_call, self), args, kwargs)
 
     function_class.__call__ = __call__
+    _install_tape_steps(run, tf)
+
+
+def _install_tape_steps(run: Any, tf: Any) -> None:
+    """Count an eager loop's steps by the ``tf.GradientTape`` it leaves once a step, known by the
+    script's line that opens it (a new tape each step; nested tapes are on lines of their own)."""
+    tape_class = tf.GradientTape
+    original_exit = tape_class.__exit__
+    steps = CallSteps(run, EAGER_TF_SOURCE, "tf", "tf.GradientTape",
+                      detail="an eager loop's {name}, once a step")
+
+    @functools.wraps(original_exit)
+    def __exit__(self: Any, *exc_info: Any) -> Any:
+        line = caller_line()
+        return steps.call(original_exit, functools.partial(original_exit, self), exc_info, {}, key=line,
+                          name=f"tf.GradientTape left at {where(line)}")
+
+    tape_class.__exit__ = __exit__
 
 
 class Session(ProfilerSession):
