@@ -308,4 +308,4 @@ def test_collectives_beside_a_host_bound_step_matter_once_the_host_is_fixed(v100
     assert finding.predicted_saving_ns < 0.01 * v100.steady_step_ns
     assert finding.predicted_saving_after_ns == pytest.approx(finding.explains_ns, rel=0.05)
     line = next(line for line in finding_lines(v100.findings, v100.steady_step_ns) if line.rule == finding.rule)
-    assert f"once launch_overhead is removed, it saves ~{fmt_ns(finding.predicted_saving_after_ns)}" in line.fix
+    assert f"once launch/dispatch is removed, it saves ~{fmt_ns(finding.predicted_saving_after_ns)}" in line.fix

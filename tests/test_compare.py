@@ -542,3 +542,53 @@ def test_a_gate_failing_on_two_runs_of_one_program_says_so():
     data = REPO / "tests" / "data" / "torch_cpu_dtype"
     float64 = compare(*(cached_diagnosis(data / f"{d}.pt.trace.json.gz") for d in ("float32", "float64")))
     assert "separate runs" not in regression_message(float64, 5)
+
+
+def _sample_comparison(candidate_mode: str):  # noqa: ANN202 - a Comparison
+    root = REPO / "sample_traces" / "mlp2"
+    if not (root / candidate_mode).is_dir():
+        pytest.skip(f"sample traces not present in {root}")
+    return compare(cached_diagnosis(next((root / "torch-eager").glob("*.pt.trace.json.gz"))),
+                   cached_diagnosis(next((root / candidate_mode).rglob("*.xplane.pb"), None)
+                                    or next((root / candidate_mode).glob("*.pt.trace.json.gz"))))
+
+
+@pytest.mark.parametrize("candidate_mode", ["tf-eager", "torch-compile"])
+def test_every_compare_format_labels_its_columns_alike(candidate_mode: str) -> None:
+    """The terminal, markdown and HTML comparison reports head the op-family and op tables with
+    the same words (renderers/report.py holds them once), write no advice marker without advice
+    after it, and no findings heading without findings under it: on a pair with gap findings
+    (torch eager vs TF eager) and on one without a significant difference (vs torch.compile)."""
+    import re
+
+    from traceview.renderers.registry import render
+    from traceview.renderers.report import FAMILIES_HEADERS, OP_DIFF_HEADERS
+
+    cmp = _sample_comparison(candidate_mode)
+    pages = {fmt: render(cmp, fmt, width=200) for fmt in ("terminal", "md", "html")}
+    for fmt, text in pages.items():
+        for headers in (FAMILIES_HEADERS, OP_DIFF_HEADERS):
+            cells = {"terminal": r"\s+".join(map(re.escape, headers)),
+                     "md": re.escape("| " + " | ".join(headers) + " |"),
+                     "html": "".join(rf"<th[^>]*>{re.escape(h)}</th>" for h in headers)}[fmt]
+            assert re.search(cells, text), (fmt, headers)
+        assert not re.search(r"\bops (base|cand)\b", text), fmt
+    assert not re.search(r"\*Try:\*\s*(\n|$)", pages["md"])
+    headings = re.findall(r"<h3>((?:Gap )?[Ff]indings[^<]*)</h3>(.{0,7})", pages["html"])
+    assert "Gap findings" in [title for title, _ in headings]
+    assert all(after == "<table>" for _, after in headings), headings
+
+
+def test_the_fix_after_the_first_names_its_cause_as_the_cause_table_does() -> None:
+    """What a fix saves once the first fix is made names that fix's cause by the label the cause
+    tables give it ("launch/dispatch"), not by its key (``launch_overhead``)."""
+    from traceview.results import Finding
+    from traceview.renderers.report import fix_sentence
+
+    def sentence(first_fix: str) -> str:
+        finding = Finding("exposed_communication", "", "high", predicted_step_ns=9e6, predicted_saving_ns=0.0,
+                          predicted_saving_after_ns=3e6, first_fix=first_fix, explains_ns=3e6)
+        return fix_sentence(finding, 1e7)
+
+    assert "; once launch/dispatch is removed, it saves ~3 ms (30.0 %)" in sentence("launch_overhead")
+    assert "once paused is removed" in sentence("idle.paused")  # its row under idle in the cause table

@@ -245,11 +245,19 @@ def fix_sentence(finding: Finding, step_ns: float) -> str:
     if (finding.predicted_saving_after_ns is not None and step_ns > 0
             and abs(finding.predicted_saving_after_ns - saving) >= AFTER_SHOWN_SHARE * step_ns):
         then = max(finding.predicted_saving_after_ns, 0.0)
-        after = f"; once {finding.first_fix} is removed, it saves ~{fmt_ns(then)} ({fmt_pct(then / step_ns)})"
+        after = (f"; once {cause_label(finding.first_fix)} is removed, it saves ~{fmt_ns(then)} "
+                 f"({fmt_pct(then / step_ns)})")
     graded = (f"; graded by that, not by its share ({GRADE_LABEL[finding.measure_grade]}): the rest of its "
               f"{fmt_ns(finding.explains_ns)} runs beside the work that sets the step's length"
               if finding.measure_grade else "")
     return f"fixing this: ~{fmt_ns(finding.predicted_step_ns)} a step{share}{after}{caveat}{graded}"
+
+
+def cause_label(cause: str) -> str:
+    """A cause a fix removes, named as the reports name it: a bucket by its label
+    (``launch_overhead``: "launch/dispatch"), a detail of one by its row's name in the cause
+    table (``idle.paused``: "paused") unless it has a label of its own."""
+    return BUCKET_LABEL.get(cause) or cause.split(".", 1)[-1]
 
 
 # What a fix saves once the first fix is made is said where it differs from what it saves alone by
