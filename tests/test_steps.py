@@ -3,6 +3,8 @@ and where the steps of a trace without step markers are."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -409,3 +411,25 @@ def test_a_cycle_of_steps_is_not_named_against_light_steps_of_no_duration():
     assert periodic_heavy_steps(events, Steps(table, "markers", ""), np.arange(6)) is None
     table["duration"] = np.where(heavy, 1000, 100)  # (with light steps that take time, the cycle is named)
     assert "every second steady step" in periodic_heavy_steps(events, Steps(table, "markers", ""), np.arange(6))
+
+
+@pytest.mark.parametrize("declared, first_cold", [
+    (None, True),  # no manifest: the first step, 3.5x the others, is cold by its time
+    ([0], True),  # the manifest names it cold
+    ([], False),  # the manifest names no cold step: the window began after the warm-up
+])
+def test_a_slow_first_step_is_cold_unless_the_manifest_says_none_is(
+        tmp_path: Path, declared: list[int] | None, first_cold: bool) -> None:
+    source = SAMPLES / "mlp2" / "torch-eager"
+    for path in source.iterdir():
+        if path.name != "manifest.json" or declared is not None:
+            shutil.copy(path, tmp_path / path.name)
+    if declared is not None:
+        manifest = json.loads((tmp_path / "manifest.json").read_text())
+        manifest["cold_steps"] = declared
+        (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    steps = traceview.diagnose(tmp_path).steps.table
+    durations = np.asarray(steps["duration"])
+    assert durations[0] > 3 * np.median(durations[1:])  # slow, with no graph building in it
+    assert int(steps["graph_build_events"][0]) == 0
+    assert bool(steps["cold"][0]) is first_cold

@@ -47,7 +47,7 @@ at the last ``step()`` call: the stretch to the profiler's stop) is no step and 
 Cold steps: the steps holding graph building or compilation that the trace starts with (a run of
 them from the first step; a later one is a recompile in the steady state); the steps a capture's manifest
 lists as cold or warm-up; the first step when slower than ``COLD_FACTOR`` × the median of the
-others; and the steps still warming up after it: each next one, while all before it are cold,
+others, unless the capture's manifest lists no cold step (its window began after the warm-up); and the steps still warming up after it: each next one, while all before it are cold,
 when slower than ``WARMUP_FACTOR`` × the median of the steps after it. Steady state = the
 steps that are not cold.
 """
@@ -210,9 +210,14 @@ def find_steps(timeline: Timeline) -> Steps:
         # each step — is the steady state: none is cold by building.)
         leading = int(np.argmin(builds)) if not builds.all() else len(builds)
         cold[:leading] = True
-    if len(duration) >= 2 and duration[0] > COLD_FACTOR * np.median(duration[1:]):
+    capture = timeline.meta.extra.get("capture") or {}
+    declared = declared_cold_steps(capture)
+    # A capture whose manifest lists no cold step profiled a window after its warm-up (traceview
+    # run's steps 5-15): a slow first step there is the profiler starting, or a pause, not a cold
+    # step, and stays in the steady state where the step table and the pause finding show it.
+    warmed_up_before = "cold_steps" in capture and not declared and rule == "markers"
+    if len(duration) >= 2 and not warmed_up_before and duration[0] > COLD_FACTOR * np.median(duration[1:]):
         cold[0] = True
-    declared = declared_cold_steps(timeline.meta.extra.get("capture") or {})
     if declared and rule == "markers" and not np.isin(numbers, sorted(declared)).all():
         # The capture's manifest says which steps were cold or warm-up: they are not steady state.
         cold |= np.isin(numbers, sorted(declared))
