@@ -454,3 +454,39 @@ def test_an_empty_path_is_one_line_and_exit_2(tmp_path, args: list[str]) -> None
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "an empty path" in result.stderr, result.stderr
     assert not result.stdout and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, said", [
+    (["diagnose", "x.json", "--stirct"], "no such option: --stirct (did you mean --strict?)"),
+    (["compare", "a.json", "b.json", "--fromat", "md"], "no such option: --fromat (did you mean --format?)"),
+    (["diagnose", "x.json", "--per_rank"], "no such option: --per_rank (did you mean --per-rank?)"),
+    (["diagnose", "x.json", "--form", "md"], "no such option: --form (did you mean --format?)"),
+    # Nothing near: the command's options, never a guess two letters in five alike (--jobs for --bogus).
+    (["diagnose", "x.json", "--bogus"], "no such option: --bogus; the options are --color, --dispatch-gap-us, "
+                                        "--format, --help, --jobs, --no-color, --output, --per-rank, --redact, "
+                                        "--run, --strict, --top, --width"),
+    (["--bogus"], "no such option: --bogus; the options are --help, --install-completion, --max-bytes"),
+])
+def test_an_unknown_option_names_the_one_it_mistypes_or_the_commands_options(args: list[str], said: str) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0], result.stderr
+
+
+def test_a_run_that_a_folder_of_torch_traces_does_not_hold_is_refused_naming_its_runs(tmp_path) -> None:
+    """--run picks a run in a folder of torch.profiler traces as in a TensorBoard logdir (each
+    folder holding traces is a run); one that names none is refused, not ignored."""
+    trace = (sample_kineto_traces() or [shared_trace("torch_gpu/alexnet_a100_nosteps.json.gz")])[0]
+    for run in ("first", "second"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / trace.name).write_bytes(trace.read_bytes())
+    refused = run_cli("diagnose", str(tmp_path), "--run", "nope")
+    assert refused.returncode == 2 and not refused.stdout
+    assert refused.stderr.strip().splitlines() == [
+        f"traceview: {tmp_path}: no run named 'nope' (runs found: first, second); pick one of those"]
+    alone = run_cli("diagnose", str(tmp_path / "first"), "--run", "nope")
+    assert alone.returncode == 2 and "(runs found: first)" in alone.stderr
+    chosen = run_cli("diagnose", str(tmp_path), "--run", "second", "--format", "json")
+    assert chosen.returncode == 0, chosen.stderr
+    assert f"{os.sep}second{os.sep}" in orjson.loads(chosen.stdout)["trace"]["source"]

@@ -78,10 +78,30 @@ def attribution_options(dispatch_gap_us: float | None, keep_segments: bool = Tru
 
 def trace_files(path: PathLike, run: str | None = None) -> list[Path]:
     """The trace files an input names: the file itself, or the traces found under a folder (the
-    newest run of each TensorBoard logdir, or the run named ``run``)."""
+    newest run of each TensorBoard logdir, or the run named ``run``; in a folder of torch.profiler
+    traces, every trace, or those of the run named ``run``)."""
     from traceview.loader import trace_paths
 
-    return trace_paths(Path(path), run)
+    paths = trace_paths(Path(path), run)
+    return paths if run is None or not Path(path).is_dir() else _traces_of_run(Path(path), paths, run)
+
+
+def _traces_of_run(folder: Path, paths: list[Path], run: str) -> list[Path]:
+    """``run`` in a folder of torch.profiler traces: the traces of the folder named ``run`` (each
+    folder that holds traces is a run, as TensorBoard's PyTorch profiler plugin lists them; the
+    folder named itself is the run of the traces directly in it). A run named that no folder is
+    refused, naming the runs there, as a TensorBoard logdir's reader refuses it; in a logdir
+    (XPlane files) that reader has chosen the run."""
+    from traceview.readers.xplane_runs import is_xplane_name
+
+    if any(is_xplane_name(p) for p in paths):
+        return paths
+    runs: dict[str, list[Path]] = {}
+    for p in paths:
+        runs.setdefault((folder.resolve() if p.parent == folder else p.parent).name, []).append(p)
+    if run not in runs:
+        raise InputError(f"{folder}: no run named '{run}' (runs found: {', '.join(sorted(runs))}); pick one of those")
+    return runs[run]
 
 
 def load(path: PathLike, *, run: str | None = None) -> Timeline | list[Timeline]:
@@ -89,9 +109,10 @@ def load(path: PathLike, *, run: str | None = None) -> Timeline | list[Timeline]
     docs/schema.md; ``.meta``: what the trace is).
 
     ``path``: a Kineto JSON (``.json``, ``.json.gz``) or XPlane (``.xplane.pb``) file, a TensorBoard
-    logdir or profile run folder, or a folder of traces. ``run``: the logdir run folder to read
-    (default: the newest). Returns one :class:`~traceview.schema.Timeline`, or a list of them when
-    the input holds several traces (in path order)."""
+    logdir or profile run folder, or a folder of traces. ``run``: the run folder to read (a
+    logdir's, default the newest; in a folder of torch.profiler traces, default all of them).
+    Returns one :class:`~traceview.schema.Timeline`, or a list of them when the input holds
+    several traces (in path order)."""
     from traceview.loader import load as load_one
 
     timelines = [load_one(p) for p in trace_files(path, run)]
@@ -108,7 +129,8 @@ def diagnose(path: PathLike, *, run: str | None = None, dispatch_gap_us: float |
     :class:`~traceview.results.FolderDiagnosis` (every trace, the comparisons of a folder of
     several frameworks with its torch trace, the multi-rank sections of runs of several ranks).
 
-    - ``run``: the logdir run folder to read (default: the newest).
+    - ``run``: the run folder to read: a TensorBoard logdir's (default: the newest), or, in a
+      folder of torch.profiler traces, the subfolder whose traces to read (default: all of them).
     - ``dispatch_gap_us``: unrecorded gaps on the step's thread up to this long count as dispatch,
       longer ones as host compute (default: calibrated on the trace; 0 turns the rule off).
     - ``top``: rows in the kernel, op and memory tables (a number, or ``"all"``).

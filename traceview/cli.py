@@ -17,7 +17,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperCommand
 
-from traceview.commands.output import discard_standard_output, stderr_console
+from traceview.commands.output import discard_standard_output, stderr_console, unknown_option_hint
 from traceview.console import PREFETCHED_FILES, TRACE_READING_COMMANDS, resume_collector
 from traceview.errors import TraceviewError, TraceviewWarning, one_line
 from traceview.heap import retain_freed_memory, without_huge_page_advice
@@ -300,12 +300,21 @@ def _run(argv: Optional[list[str]]) -> None:
         if hasattr(err, "format_message") and isinstance(getattr(err, "exit_code", None), int):
             context = getattr(err, "ctx", None)
             where = context.command_path if context is not None else "traceview"
-            stderr_console().print(f"{where}: {one_line(err.format_message())} (see '{where} --help')",
+            stderr_console().print(f"{where}: {one_line(_usage_message(err, context))} (see '{where} --help')",
                                    markup=False, highlight=False, soft_wrap=True)
             sys.exit(err.exit_code)
         if type(err).__name__ == "Abort":
             sys.exit(1)
         _internal_error(err)
+
+
+def _usage_message(err: Exception, context: Any) -> str:  # noqa: ANN401 - typer's vendored click context
+    """A usage error's message; an unknown option's names the option it is a typo of, or the
+    command's options (commands/output.py unknown_option_hint, as `traceview run` says it)."""
+    option = getattr(err, "option_name", None)
+    if type(err).__name__ == "NoSuchOption" and option and context is not None:
+        return f"no such option: {option}{unknown_option_hint(option, context.command)}"
+    return err.format_message()  # type: ignore[attr-defined]
 
 
 # Failures of writing the output, not of reading a trace: no space, a closed pipe or descriptor,

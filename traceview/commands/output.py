@@ -15,7 +15,8 @@ from traceview.api import remove_partial
 from traceview.errors import UsageError
 
 FORMAT_HELP = "Output format: terminal (default), md, json, html."
-RUN_HELP = "TensorBoard logdir: the run folder to read (default newest)."
+RUN_HELP = ("The run folder to read: a TensorBoard logdir's (default: the newest), or the subfolder of a folder of "
+            "torch.profiler traces (default: every trace).")
 DISPATCH_GAP_HELP = ("Unrecorded gaps on the step's thread up to this long count as dispatch, longer ones as host "
                      "compute (default: calibrated on the trace; 0 turns the rule off).")
 STRICT_HELP = ("Exit 2, after writing the report, when a trace has a trace-quality problem (lost events, "
@@ -48,6 +49,46 @@ COLOR_OPTION = typer.Option(None, "--color/--no-color", help="Force colours on o
 REDACT_OPTION = typer.Option(False, "--redact", help="Replace file paths, host names and user names.")
 DISPATCH_GAP_OPTION = typer.Option(None, "--dispatch-gap-us", metavar="MICROSECONDS", help=DISPATCH_GAP_HELP)
 STRICT_OPTION = typer.Option(False, "--strict", help=STRICT_HELP)
+
+
+# A typed option is taken for a typo of an option within one edit per this many of its letters
+# (at least one): --stesp is --steps (1 edit in 5), --bogus no option (--jobs is 3 edits away).
+TYPO_EDITS_PER_LETTERS = 3
+
+
+def unknown_option_hint(word: str, command: Any) -> str:  # noqa: ANN401 - typer's vendored click command
+    """What follows "no such option: WORD" for a command: the option(s) the word is a typo of,
+    " (did you mean --steps?)", else the list of the command's options. A typo is a long option
+    a few :func:`edits` from the word (:data:`TYPO_EDITS_PER_LETTERS`) or one the word begins
+    (``--form``). (The parser's own guess, by difflib's likeness, offered --jobs for --bogus.)"""
+    typed = word.split("=", 1)[0]
+    spellings = sorted({spelling for param in command.params
+                        for spelling in (*param.opts, *getattr(param, "secondary_opts", ()))
+                        if spelling.startswith("--")} | {"--help"})
+    if typed.startswith("--") and len(typed) > 3:
+        distances = {option: edits(typed[2:], option[2:]) for option in spellings}
+        limit = max(1, (len(typed) - 2) // TYPO_EDITS_PER_LETTERS)
+        near = [option for option in spellings if distances[option] <= limit] or [
+            option for option in spellings if option.startswith(typed)]
+        if near:
+            best = min(distances[option] for option in near)
+            return f" (did you mean {' or '.join(o for o in near if distances[o] == best)}?)"
+    return f"; the options are {', '.join(spellings)}"
+
+
+def edits(a: str, b: str) -> int:
+    """The fewest single-letter insertions, deletions, substitutions and swaps of two neighbours
+    that turn ``a`` into ``b`` (optimal string alignment distance)."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, letter in enumerate(a, start=1):
+        row = [i] + [0] * len(b)
+        for j, other in enumerate(b, start=1):
+            row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (letter != other))
+            if i > 1 and j > 1 and letter == b[j - 2] and a[i - 2] == other:
+                row[j] = min(row[j], previous2[j - 2] + 1)
+        previous2, previous = previous, row
+    return previous[-1]
 
 
 def stderr_console() -> Any:  # noqa: ANN401 - rich imported lazily

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 import shlex
 import time
@@ -12,7 +11,7 @@ from typing import Optional
 import typer
 
 from traceview.commands.output import (COLOR_OPTION, DISPATCH_GAP_OPTION, FORMAT_OPTION, REDACT_OPTION, STRICT_OPTION,
-                                       WIDTH_OPTION, path_from_text, say)
+                                       WIDTH_OPTION, path_from_text, say, unknown_option_hint)
 from traceview.errors import UsageError
 
 # Everything after the command's first word is the command's, options included.
@@ -153,8 +152,5 @@ def _refuse_unknown_option(command: list[str], ctx: typer.Context) -> None:
     first = command[0]
     if not first.startswith("-") or first == "-":
         return
-    options = sorted({opt for param in ctx.command.params for opt in param.opts if opt.startswith("-")})
-    close = difflib.get_close_matches(first.split("=", 1)[0], options, n=1)
-    hint = f" (did you mean {close[0]}?)" if close else ""
-    raise UsageError(f"no such option: {first}{hint}; traceview run's options go before --, the command after it: "
-                     "traceview run --steps 5-15 -- python train.py")
+    raise UsageError(f"no such option: {first}{unknown_option_hint(first, ctx.command)}; traceview run's options "
+                     "go before --, the command after it: traceview run --steps 5-15 -- python train.py")
