@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import doctest
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,3 +105,21 @@ def _check_session(example: Example, namespace: dict[str, object], where: str) -
     report = io.StringIO()
     result = runner.run(test, out=report.write, clear_globs=False)
     assert result.failed == 0, f"{where} line {example.line}: the session's output differs\n{report.getvalue()}"
+
+
+def test_the_readme_names_the_environments_the_scripts_make() -> None:
+    """The README's setup lines name the virtual environments scripts/demo.sh and scripts/test.sh
+    create, and `traceview run` is shown run from the one that has the frameworks (the demo's has
+    none: a script profiled from it cannot import torch)."""
+    def environment(script: str) -> str:
+        text = (REPO / "scripts" / script).read_text(encoding="utf-8")
+        match = re.search(r'venv="\$\{VENV:-([^}]+)\}"', text)
+        assert match, f"scripts/{script} no longer says where its environment goes"
+        return match.group(1)
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    analysis, frameworks = environment("demo.sh"), environment("test.sh")
+    assert f"`{analysis}`" in readme and f"`{frameworks}`" in readme
+    profile = readme.split("## Profile a training script", 1)[1].split("\n## ", 1)[0]
+    activate = profile.find(f"source {frameworks}/bin/activate")
+    assert 0 <= activate < profile.find("traceview run --"), "the section's commands start without the environment"
