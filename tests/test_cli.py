@@ -490,3 +490,22 @@ def test_a_run_that_a_folder_of_torch_traces_does_not_hold_is_refused_naming_its
     chosen = run_cli("diagnose", str(tmp_path), "--run", "second", "--format", "json")
     assert chosen.returncode == 0, chosen.stderr
     assert f"{os.sep}second{os.sep}" in orjson.loads(chosen.stdout)["trace"]["source"]
+
+
+@pytest.mark.parametrize("words, offered", [
+    ("traceview diagnose x.json --format ", ["html", "json", "md", "terminal"]),
+    ("traceview compare a.json b.json -f m", ["md"]),
+    ("traceview whatif x.json --format ", ["json", "md", "terminal"]),  # (no HTML what-if report)
+    ("traceview query runs/ SQL --format ", ["table", "csv", "json"]),
+])
+def test_shell_completion_offers_the_format_names(words: str, offered: list[str]) -> None:
+    """`traceview --install-completion`'s bash completion, asked through the console script as the
+    shell asks it: the formats the renderer registry (traceview.sql for query) has for the command."""
+    script = os.path.join(os.path.dirname(sys.executable), "traceview")
+    if not os.path.exists(script):
+        pytest.skip(f"no traceview console script beside {sys.executable}")
+    result = subprocess.run([script], capture_output=True, text=True, cwd=REPO, timeout=60,
+                            env={"PATH": "/usr/bin:/bin", "_TRACEVIEW_COMPLETE": "complete_bash",
+                                 "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - (words[-1] != " "))})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == offered

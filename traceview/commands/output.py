@@ -13,8 +13,9 @@ import typer
 
 from traceview.api import remove_partial
 from traceview.errors import UsageError
+from traceview.renderers.registry import names as format_names, names_rendering
 
-FORMAT_HELP = "Output format: terminal (default), md, json, html."
+FORMAT_HELP = f"Output format: {', '.join(format_names())}."  # (typer adds the default)
 RUN_HELP = ("The run folder to read: a TensorBoard logdir's (default: the newest), or the subfolder of a folder of "
             "torch.profiler traces (default: every trace).")
 DISPATCH_GAP_HELP = ("Unrecorded gaps on the step's thread up to this long count as dispatch, longer ones as host "
@@ -35,8 +36,20 @@ def path_from_text(text: str) -> Path:
     return Path(text)
 
 
+# The renderer function a command's report needs, where it is not render_diagnoses: the formats
+# that shell completion offers for its --format.
+REPORT_RENDERER = {"compare": "render_comparison", "whatif": "render_whatif"}
+
+
+def complete_format(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of ``--format``: the registry's formats that can show the command's report."""
+    return [name for name in names_rendering(REPORT_RENDERER.get(ctx.info_name or "", "render_diagnoses"))
+            if name.startswith(incomplete)]
+
+
 # The options diagnose and compare share, declared once (typer reads them as the parameters' defaults).
-FORMAT_OPTION = typer.Option("terminal", "--format", "-f", metavar="FORMAT", help=FORMAT_HELP)
+FORMAT_OPTION = typer.Option("terminal", "--format", "-f", metavar="FORMAT", help=FORMAT_HELP,
+                             autocompletion=complete_format)
 RUN_OPTION = typer.Option(None, "--run", metavar="NAME", help=RUN_HELP)
 OUTPUT_OPTION = typer.Option(None, "--output", "-o", metavar="FILE", parser=path_from_text,
                              help="Write the report to this file.")

@@ -6,11 +6,14 @@ The format modules are imported when first asked for, so the command line starts
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traceview.errors import UsageError
 from traceview.renderers.base import Renderer
-from traceview.results import Comparison, Diagnosis, FolderDiagnosis, WhatIf
+
+if TYPE_CHECKING:  # (the results are imported where a result is rendered: the command line's options read
+    # the format names at start, before any analysis is loaded)
+    from traceview.results import Comparison, Diagnosis, FolderDiagnosis, WhatIf
 
 
 # Format name -> (module in traceview.renderers, file extension). Each module's RENDERER carries the
@@ -25,6 +28,12 @@ _FORMATS: dict[str, tuple[str, str]] = {
 
 def names() -> list[str]:
     return sorted(_FORMATS)
+
+
+def names_rendering(function: str) -> list[str]:
+    """The format names whose renderer has ``function`` (``render_comparison``, ``render_whatif``;
+    every one has ``render_diagnoses``). Imports each format's module."""
+    return [name for name in names() if getattr(get(name), function) is not None]
 
 
 def get(name: str) -> Renderer:
@@ -44,8 +53,8 @@ def renderer(format: str, comparison: bool = False, whatif: bool = False) -> Ren
     for wanted, attribute, what in ((comparison, "render_comparison", "a comparison"),
                                     (whatif, "render_whatif", "a what-if replay")):
         if wanted and getattr(chosen, attribute) is None:
-            supported = [n for n in names() if getattr(get(n), attribute) is not None]
-            raise UsageError(f"--format {format!r} cannot show {what}; use one of: {', '.join(supported)}")
+            raise UsageError(f"--format {format!r} cannot show {what}; use one of: "
+                             f"{', '.join(names_rendering(attribute))}")
     return chosen
 
 
@@ -53,6 +62,8 @@ def render(result: Diagnosis | FolderDiagnosis | Comparison | WhatIf, format: st
            color: bool = False, per_rank: bool = False) -> str:
     """The report of any result in one format: what ``traceview diagnose`` / ``compare`` print
     (``per_rank``: a folder's text reports list every rank of a large run, and its own report)."""
+    from traceview.results import Comparison, Diagnosis, FolderDiagnosis, WhatIf
+
     options: dict[str, Any] = {"width": width, "color": color}
     if isinstance(result, Comparison):
         return renderer(format, comparison=True).render_comparison(result, **options)  # type: ignore[misc]
