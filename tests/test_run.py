@@ -10,11 +10,14 @@ messages when no step is found, and that an environment's own sitecustomize stil
 from __future__ import annotations
 
 import ast
+import gzip
 import importlib.util
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +236,85 @@ def test_hook_imports_nothing_heavy_and_no_step_is_one_line(tmp_path: Path) -> N
         f"traceview: `{shlex.join([sys.executable, '-c', probe])}` ran no training step: it imported none of "
         "torch, tensorflow, keras, jax; traceview run finds steps in those frameworks' training loops"]
     assert not (tmp_path / "trace").exists() or not any((tmp_path / "trace").iterdir())
+
+
+# A torch loop of tiny ops whose step BIG_STEP runs 50x the others: with Python events on, each
+# op is several events, so that step alone passes a small --profiler-memory.
+TINY_OPS_LOOP = (
+    "import sys, torch\n"
+    "ops, big_step = int(sys.argv[1]), int(sys.argv[2])\n"
+    "w = torch.nn.Parameter(torch.ones(4, 4)); optimizer = torch.optim.SGD([w], lr=1e-3)\n"
+    "x = torch.ones(4, 4)\n"
+    "def tiny(y):\n    return y * 1.0001\n"
+    "for step in range(1, 9):\n"
+    "    y = x @ w\n"
+    "    for _ in range(ops * (50 if step == big_step else 1)):\n"
+    "        y = tiny(y)\n"
+    "    y.sum().backward(); optimizer.step(); optimizer.zero_grad()\n"
+    "print('done')\n")
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
+def test_a_step_too_large_for_the_profilers_memory_is_stopped_and_dropped(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text(TINY_OPS_LOOP, encoding="utf-8")
+    done, report = run_with_report(tmp_path, "--steps", "3-7", "--profiler-memory", "1G", "--",
+                                   sys.executable, script, "2000", "5")
+    assert done.returncode == 0, done.stderr
+    assert "the profiler was stopped inside step 5" in done.stderr
+    assert "--no-python-events" in done.stderr  # what would let more steps in
+    assert step_numbers(report) == [3, 4]  # the step it was stopped in is not a step of the trace
+    manifest = orjson.loads((tmp_path / "trace" / "manifest.json").read_bytes())
+    assert manifest["steps"]["total"] == 2
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
+def test_no_python_events_records_no_python_calls(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text(TINY_OPS_LOOP, encoding="utf-8")
+    done, report = run_with_report(tmp_path, "--steps", "2-4", "--no-python-events", "--",
+                                   sys.executable, script, "50", "0")
+    assert done.returncode == 0, done.stderr
+    assert step_numbers(report) == [2, 3, 4]
+    trace = next((tmp_path / "trace").glob("*.pt.trace.json.gz"))
+    events = orjson.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+    assert not [e for e in events if e.get("cat") == "python_function"]
+    assert [e for e in events if e.get("cat") == "cpu_op"]
+
+
+@pytest.mark.parametrize("text, size", [("8G", 8 * 2**30), ("500M", 500 * 2**20), ("2.5GB", int(2.5 * 2**30)),
+                                        ("1048576", 2**20), ("64 MiB", 64 * 2**20)])
+def test_profiler_memory_sizes(text: str, size: int) -> None:
+    from traceview.commands.run import _parse_size
+
+    assert _parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["10k", "lots", "-1G", "1X"])
+def test_a_profiler_memory_that_is_no_size_is_refused(text: str) -> None:
+    done = traceview_run("--profiler-memory", text, "--", sys.executable, "-c", "pass")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"traceview: --profiler-memory {text!r}: give a size of at least "
+                                                "1M, e.g. 8G or 500M"]
+
+
+def test_the_open_step_marker_is_dropped_event_by_event() -> None:
+    """The streaming drop gives the trace json.load + filter would, on a real torch trace."""
+    from traceview.inject.torch_hooks import _drop_marker
+
+    source = next((REPO / "sample_traces" / "mlp2" / "torch-eager").glob("*.pt.trace.json.gz"))
+    original = orjson.loads(gzip.decompress(source.read_bytes()))
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / source.name
+        shutil.copy(source, copy)
+        _drop_marker(str(copy), "ProfilerStep#1")
+        dropped = orjson.loads(gzip.decompress(copy.read_bytes()))
+    assert dropped["traceEvents"] == [e for e in original["traceEvents"] if e.get("name") != "ProfilerStep#1"]
+    assert len(dropped["traceEvents"]) == len(original["traceEvents"]) - 1
+    assert {k: v for k, v in dropped.items() if k != "traceEvents"} == \
+        {k: v for k, v in original.items() if k != "traceEvents"}
 
 
 def test_exit_code_of_the_command_is_propagated(tmp_path: Path) -> None:

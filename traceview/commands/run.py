@@ -44,12 +44,24 @@ def run(
     dispatch_gap_us: Optional[float] = DISPATCH_GAP_OPTION,
     top: str = typer.Option("10", "--top", metavar="N|all", help="Rows in the kernel and op tables."),
     strict: bool = STRICT_OPTION,
+    python_events: bool = typer.Option(True, "--python-events/--no-python-events",
+                                       help="Record the script's Python calls (torch's with_stack; the "
+                                            "TensorFlow and JAX profilers record none here). Off: far fewer "
+                                            "events a step."),
+    profiler_memory: Optional[str] = typer.Option(None, "--profiler-memory", metavar="SIZE",
+                                                  help="The most memory the profiler may add to the script's "
+                                                       "process, its stop included (e.g. 8G, 500M); beyond it the "
+                                                       "window ends early. Default: 80% of the memory available "
+                                                       "when profiling starts."),
 ) -> None:
     """Profile an unmodified training script and report where each step's time goes.
 
     The command (python, or a launcher that starts it) runs with a start-up hook; the script is not changed.
 
-    Steps are found in torch optimizer.step(), Keras Model.fit batches, or a custom loop's tf.function / jax.jit step.
+    Steps are found in torch optimizer.step(), Keras Model.fit batches, a custom loop's tf.function / jax.jit step,
+    or in an eager loop the tape, optimizer or gradient call it makes once a step.
+
+    The profiler's memory is watched: where its events would not fit, the window ends early and says so.
 
     Steps A-B are profiled with the framework's own profiler; the trace and a manifest.json go to -o.
 
@@ -67,6 +79,7 @@ def run(
     if framework not in FRAMEWORKS:
         raise UsageError(f"--framework {framework!r} is not one of: {', '.join(FRAMEWORKS)}")
     first, last = _parse_steps(steps)
+    memory = _parse_size(profiler_memory) if profiler_memory is not None else 0
     if report is not None and not report.parent.is_dir():
         # (checked before the script runs: its whole run would be lost to a report it cannot write)
         raise UsageError(f"--report {report}: its folder {report.parent} does not exist")
@@ -74,7 +87,8 @@ def run(
 
     from traceview.inject.launcher import CommandFailed, RunRequest, profile_command
 
-    outcome = profile_command(RunRequest(tuple(command), trace_dir, first, last, framework, calibrate), _say)
+    outcome = profile_command(RunRequest(tuple(command), trace_dir, first, last, framework, calibrate, python_events,
+                                         memory), _say)
     for note in outcome.notes:
         _say(note)
     failed = shlex.join(command) if outcome.exit_code else ""
@@ -109,6 +123,19 @@ def _parse_steps(text: str) -> tuple[int, int]:
     if last > MAX_STEP:
         raise UsageError(f"--steps {text!r}: a step number is at most {MAX_STEP:,}")
     return first, last
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def _parse_size(text: str) -> int:
+    """``8G``, ``500M``, ``2.5GB``, ``1048576`` → bytes (binary units, as memory is counted)."""
+    match = _SIZE.match(text)
+    size = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]) if match else 0
+    if size < 2**20:
+        raise UsageError(f"--profiler-memory {text!r}: give a size of at least 1M, e.g. 8G or 500M")
+    return size
 
 
 def _trace_dir(output: Optional[Path], command: list[str], overwrite: bool) -> Path:

@@ -170,6 +170,10 @@ class Run:
         self.trace: str | None = None
         self.notes: list[str] = []
         self._t0 = 0
+        self.guard: Any = None  # the memory guard while the profiler runs (memory_guard.py)
+        self.memory_stop: dict[str, Any] | None = None  # why and where the guard ended the window
+        self._in_hook = False  # begin/end running: a stop the guard asks for waits for them
+        self._stop_asked = False
 
     # -- who counts -------------------------------------------------------------------------------
     def claim(self, source: str, framework: str, detail: str) -> bool:
@@ -199,42 +203,119 @@ class Run:
         return self.first <= n <= self.last
 
     def begin(self, n: int) -> None:
-        self.current = n
-        if self.in_window(n):
-            if self.settings.profile and not self.started:
-                self._start()
-            if self.started and not self.stopped:
-                self._guard("mark a step", self.session.begin, n)
+        self._in_hook = True
+        try:
+            self.current = n
+            if self.in_window(n):
+                if self.settings.profile and not self.started:
+                    self._start()
+                if self.started and not self.stopped:
+                    self._guard("mark a step", self.session.begin, n)
+        finally:
+            self._in_hook = False
         self._t0 = time.perf_counter_ns()
+        if self._stop_asked:
+            self._stop_inside_step()
 
     def end(self, n: int) -> None:
         t1 = time.perf_counter_ns()
         if self.current != n:
             return
-        self.current = None
-        self.done = n
-        if self.in_window(n):
-            self.times[n] = (t1 - self._t0) / 1e9
-            if self.started and not self.stopped:
-                self._guard("mark a step", self.session.end, n)
-        if n == self.last:
-            self._stop()
-            self.write_status()
+        self._in_hook = True
+        try:
+            self.current = None
+            self.done = n
+            if self.in_window(n):
+                self.times[n] = (t1 - self._t0) / 1e9
+                if self.started and not self.stopped:
+                    self._guard("mark a step", self.session.end, n)
+                    self._end_window_early_for_memory(n)
+            if n == self.last:
+                self._stop()
+                self.write_status()
+        finally:
+            self._in_hook = False
+
+    # -- the memory guard -------------------------------------------------------------------------
+    def _end_window_early_for_memory(self, n: int) -> None:
+        """Make ``n`` the window's last step when one more step's events would pass the guard's limit."""
+        guard = self.guard
+        profiled = n - self.first + 1
+        if guard is None or n >= self.last or not guard.next_step_would_pass(profiled):
+            return
+        from .memory_guard import STOP_EXPANSION, size_text
+
+        growth = guard.growth()
+        kept = f"step {n}" if n == self.first else f"steps {self.first}-{n}"
+        self.note(f"profiled {kept} of {self.first}-{self.last}: the profiler's events took "
+                  f"{size_text(growth)} ({size_text(growth / profiled)} a step), and one more step would pass "
+                  f"{size_text(guard.limit)}, what they may take so that stopping the profiler (~{STOP_EXPANSION:g}x "
+                  f"that) stays within {size_text(guard.budget)} ({self._budget_source()}); "
+                  f"{self._memory_advice()}")
+        self.memory_stop = {"inside_step": None, "after_step": n, "growth_bytes": growth, "limit_bytes": guard.limit,
+                            "budget_bytes": guard.budget}
+        self.last = n
+
+    def _stop_inside_step(self) -> None:
+        """The guard's limit passed inside a step: stop the profiler now, dropping that step."""
+        if self._in_hook:
+            self._stop_asked = True  # begin/end finish first, then come back here
+            return
+        self._stop_asked = False
+        guard = self.guard
+        if guard is None or self.stopped:
+            return
+        from .memory_guard import size_text
+
+        n = self.current
+        growth = guard.growth()
+        self.note(f"the profiler was stopped inside step {n}: its events had taken {size_text(growth)}, past "
+                  f"{size_text(guard.limit)}, what they may take so that stopping the profiler stays within "
+                  f"{size_text(guard.budget)} ({self._budget_source()}); step {n} is not in the trace; "
+                  f"{self._memory_advice(whole_step=n == self.first)}")
+        self.memory_stop = {"inside_step": n, "after_step": None, "growth_bytes": growth, "limit_bytes": guard.limit,
+                            "budget_bytes": guard.budget}
+        self._stop()  # (while step n is in the window: its open marker is dropped)
+        if n is not None:
+            self.last = n - 1
+        self.write_status()
+
+    def _budget_source(self) -> str:
+        if self.settings.profiler_memory > 0:
+            return "--profiler-memory"
+        from .memory_guard import AUTOMATIC_SHARE
+
+        return f"{AUTOMATIC_SHARE:.0%} of the memory available when it started; --profiler-memory sets it"
+
+    def _memory_advice(self, whole_step: bool = False) -> str:
+        if self.framework == "torch" and self.settings.python_events:
+            return "--no-python-events records far fewer events a step"
+        if whole_step:
+            return ("one step this large needs more: a larger --profiler-memory where the machine has it, or a "
+                    "smaller step (fewer batches or iterations in it)")
+        return "a shorter --steps window keeps the capture within it"
 
     def _start(self) -> None:
         assert self.framework is not None
         self.started = True
         session = self._guard("create the profiler session", _session_for, self.framework,
-                              self.settings.trace_dir)
+                              self.settings.trace_dir, self.settings.python_events)
         if session is FAILED or self._guard("start the profiler", session.start) is FAILED:
             self.stopped = True
             return
         self.session = session
+        from .memory_guard import MemoryGuard
+
+        guard = self._guard("watch the profiler's memory", MemoryGuard.for_budget, self.settings.profiler_memory,
+                            self._stop_inside_step)
+        self.guard = None if guard is FAILED else guard
 
     def _stop(self) -> None:
         if not self.started or self.stopped:
             return
         self.stopped = True
+        if self.guard is not None:
+            self.guard.close()
         if self.session is not None:
             # A step still open (the script ended inside the window) must not be in the trace as a
             # step: its marker stays open, and the session drops it where the profiler closes it.
@@ -281,6 +362,8 @@ class Run:
             "profiler": _or_none(self._guard("describe the profiler", session.describe)) if session else None,
             "facts": _or_none(self._guard("read versions and threads", _facts, self.framework)),
             "notes": list(self.notes),
+            "python_events": self.settings.python_events,
+            "memory_stop": self.memory_stop,
         }
         self._guard("write the status", protocol.write_json,
                     os.path.join(self.settings.status_dir, protocol.STATUS_NAME), status)
@@ -294,8 +377,9 @@ class ProfilerSession:
 
     trace_format = ""
 
-    def __init__(self, trace_dir: str) -> None:
+    def __init__(self, trace_dir: str, python_events: bool = True) -> None:
         self.trace_dir = trace_dir
+        self.python_events = python_events  # record the script's Python calls, where the profiler can
         self._marker: Any = None
 
     def marker(self, n: int) -> Any:
@@ -394,8 +478,8 @@ def where(line: tuple[str, int]) -> str:
 _HOOK_MODULE = {"torch": "torch_hooks", "tf": "tf_hooks", "jax": "jax_hooks"}
 
 
-def _session_for(framework: str, trace_dir: str) -> Any:
-    return _load(_HOOK_MODULE[framework]).Session(trace_dir)
+def _session_for(framework: str, trace_dir: str, python_events: bool) -> Any:
+    return _load(_HOOK_MODULE[framework]).Session(trace_dir, python_events)
 
 
 def _facts(framework: str | None) -> dict[str, Any]:

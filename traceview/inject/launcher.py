@@ -38,6 +38,8 @@ class RunRequest:
     last: int = 15
     framework: str = "auto"
     calibrate: bool = False
+    python_events: bool = True
+    profiler_memory: int = 0  # bytes; 0: the memory guard's automatic share
 
 
 @dataclass
@@ -71,9 +73,17 @@ def profile_command(request: RunRequest, say: Callable[[str], None]) -> RunOutco
     """Run ``request.command`` with the profiler on steps ``first``..``last``; ``say`` gets one-line
     progress messages (a rerun, a calibration run)."""
     trace_dir = request.trace_dir.resolve()
-    settings = protocol.Settings(str(trace_dir), "", request.first, request.last, request.framework, True)
+    settings = protocol.Settings(str(trace_dir), "", request.first, request.last, request.framework, True,
+                                 request.python_events, request.profiler_memory)
     launch = _launch(request.command, settings)
     notes: list[str] = []
+    if _no_step_fit_in_memory(launch.status) and launch.code == 0 and settings.python_events \
+            and launch.status.get("framework") == "torch":
+        notes.extend(launch.status.get("notes") or [])
+        say("not one profiled step fitted in the profiler's memory with Python events: running the command "
+            "again without them (--no-python-events)")
+        settings = replace(settings, python_events=False)
+        launch = _launch(request.command, settings)
     seen = int(launch.status.get("steps_seen", 0)) if launch.status else 0
     rerun = bool(launch.status and not launch.status.get("profiled") and launch.code == 0
                  and 0 < seen < request.first)
@@ -92,7 +102,9 @@ def profile_command(request: RunRequest, say: Callable[[str], None]) -> RunOutco
     outcome.first, outcome.last = int(status["first"]), int(status["last"])
     notes.extend(status.get("notes") or [])
     captured = _captured(status)
-    if captured and (rerun or captured[-1] < request.last):
+    if _no_step_fit_in_memory(status):
+        raise UsageError(f"not one profiled step fitted in the profiler's memory: {(status.get('notes') or ['?'])[-1]}")
+    if captured and not status.get("memory_stop") and (rerun or captured[-1] < request.last):
         notes.append(f"the script ran {status.get('steps_seen')} steps: captured steps {captured[0]}-{captured[-1]}"
                      f"{' in a second run' if rerun else ''} (asked {request.first}-{request.last})")
     if status.get("trace"):
@@ -110,6 +122,12 @@ def profile_command(request: RunRequest, say: Callable[[str], None]) -> RunOutco
                          "no unprofiled step time")
     outcome.manifest = write_manifest(trace_dir, request, status, calibration, notes)
     return outcome
+
+
+def _no_step_fit_in_memory(status: dict[str, Any] | None) -> bool:
+    """Whether the memory guard stopped the profiler inside the window's first step."""
+    stop = (status or {}).get("memory_stop") or {}
+    return stop.get("inside_step") is not None and not _captured(status or {})
 
 
 def _captured(status: dict[str, Any]) -> list[int]:

@@ -10,7 +10,9 @@ multi-process job is profiled) and writes ``status.json`` into the status folder
 script completed), ``times_s`` (step number → wall seconds, for the window's steps),
 ``profiled`` (whether the profiler ran), ``trace`` (absolute path of the trace written, or
 null), ``trace_format``, ``profiler`` (its settings), ``facts`` (versions, threads, device),
-``notes`` (what the user should know).
+``notes`` (what the user should know), ``python_events`` (whether they were asked for) and
+``memory_stop`` (null, or where the memory guard ended the window: ``inside_step`` or
+``after_step``, with the bytes it measured).
 
 A process that imported a framework but never reached a step writes ``imported-<pid>.json``
 (``{"pid", "imported": [...]}``), so the parent can say what the script did use.
@@ -39,6 +41,8 @@ class Settings:
     last: int  # last step to capture
     framework: str = "auto"  # auto, torch, tf, jax: which framework's steps count
     profile: bool = True  # False: time the window's steps without the profiler (calibration run)
+    python_events: bool = True  # record the script's Python calls (torch's with_stack)
+    profiler_memory: int = 0  # bytes the capture may take, its stop included; 0: memory_guard's share
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))

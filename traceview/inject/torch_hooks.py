@@ -10,7 +10,7 @@ the forward, backward, optimizer and whatever the loop does in between (data loa
 
 The profiler is set up as ``traceview.capture`` sets it up (CPU activity, plus CUDA when the
 script has initialised CUDA; ``record_shapes``; ``with_stack`` so the script's own Python between
-framework ops is seen); each step is a ``record_function("ProfilerStep#N")`` range, N the step
+framework ops is seen, unless ``--no-python-events``); each step is a ``record_function("ProfilerStep#N")`` range, N the step
 number from 1, which is the marker torch's own ``profiler.step()`` writes.
 """
 
@@ -61,8 +61,8 @@ class Session(ProfilerSession):
 
     trace_format = "kineto-json"
 
-    def __init__(self, trace_dir: str) -> None:
-        super().__init__(trace_dir)
+    def __init__(self, trace_dir: str, python_events: bool = True) -> None:
+        super().__init__(trace_dir, python_events)
         self._prof: Any = None
         self._activities: list[Any] = []
 
@@ -73,7 +73,7 @@ class Session(ProfilerSession):
         self._activities = [ProfilerActivity.CPU]
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             self._activities.append(ProfilerActivity.CUDA)
-        self._prof = profile(activities=self._activities, record_shapes=True, with_stack=True)
+        self._prof = profile(activities=self._activities, record_shapes=True, with_stack=self.python_events)
         self._prof.start()
 
     def marker(self, n: int) -> Any:
@@ -97,7 +97,7 @@ class Session(ProfilerSession):
             "profiler": "torch.profiler.profile",
             "activities": [a.name for a in self._activities],
             "record_shapes": True,
-            "python_events": True,
+            "python_events": self.python_events,
             "step_marker": "user_annotation ProfilerStep#N, N = the script's step number from 1",
             "step_marker_offset": 1,
         }
@@ -105,15 +105,102 @@ class Session(ProfilerSession):
 
 def _drop_marker(path: str, name: str) -> None:
     """Remove the step marker ``name`` from a gzip Kineto trace: torch closes a range still open
-    when the profiler stops, which would make the step the script never finished look like one."""
+    when the profiler stops, which would make the step the script never finished look like one.
+
+    The events are decoded one at a time and their text copied through, so the memory this takes
+    stays small however large the trace (the memory guard may have stopped the profiler because
+    the trace is large; loading it whole as Python objects took several times its size)."""
     import gzip
     import json
 
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        trace = json.load(fh)
-    trace["traceEvents"] = [e for e in trace.get("traceEvents", []) if e.get("name") != name]
-    with gzip.open(path, "wt", encoding="utf-8") as fh:
-        json.dump(trace, fh)
+    decoder = json.JSONDecoder()
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with gzip.open(path, "rt", encoding="utf-8") as src, gzip.open(tmp, "wt", encoding="utf-8") as dst:
+        reader = _TextWindow(src)
+        array = reader.find('"traceEvents"')
+        array = reader.find("[", array) + 1
+        dst.write(reader.take(array))
+        separator = ""
+        while True:
+            at = reader.skip(" \t\r\n,")
+            if reader.char(at) in ("]", ""):
+                break
+            event, end = reader.decode(decoder, at)
+            if not (isinstance(event, dict) and event.get("name") == name):
+                dst.write(separator + reader.text(at, end))
+                separator = ",\n"
+            reader.take(end)
+        while True:  # the array's end and what follows it
+            rest = reader.take(reader.end())
+            if not rest and not reader.more():
+                break
+            dst.write(rest)
+    os.replace(tmp, path)
+
+
+class _TextWindow:
+    """A window onto a text stream, read in blocks. Positions count from the first character not
+    yet taken; ``take(n)`` hands back the next n characters and moves past them (the text before
+    is let go a block at a time, so taking one event after another costs no copy of the window)."""
+
+    BLOCK = 1 << 20
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._text = ""
+        self._pos = 0  # where position 0 is in self._text
+        self._eof = False
+
+    def more(self) -> bool:
+        if self._eof:
+            return False
+        block = self._stream.read(self.BLOCK)
+        self._eof = not block
+        self._text += block
+        return bool(block)
+
+    def end(self) -> int:
+        return len(self._text) - self._pos
+
+    def find(self, needle: str, start: int = 0) -> int:
+        while (at := self._text.find(needle, self._pos + start)) < 0:
+            if not self.more():
+                raise ValueError(f"no {needle} in the trace")
+        return at - self._pos
+
+    def skip(self, characters: str) -> int:
+        at = self._pos
+        while True:
+            while at < len(self._text) and self._text[at] in characters:
+                at += 1
+            if at < len(self._text) or not self.more():
+                return at - self._pos
+
+    def char(self, at: int) -> str:
+        while self._pos + at >= len(self._text) and self.more():
+            pass
+        return self._text[self._pos + at] if self._pos + at < len(self._text) else ""
+
+    def decode(self, decoder: Any, at: int) -> tuple[Any, int]:
+        import json
+
+        while True:
+            try:
+                value, end = decoder.raw_decode(self._text, self._pos + at)
+                return value, end - self._pos
+            except json.JSONDecodeError:
+                if not self.more():  # an event cut off by the window's end: read on, then decode again
+                    raise
+
+    def text(self, start: int, end: int) -> str:
+        return self._text[self._pos + start:self._pos + end]
+
+    def take(self, n: int) -> str:
+        taken = self._text[self._pos:self._pos + n]
+        self._pos += n
+        if self._pos > self.BLOCK:
+            self._text, self._pos = self._text[self._pos:], 0
+        return taken
 
 
 def facts() -> dict[str, Any]:
