@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -142,10 +143,37 @@ def test_diagnose_a_folder_of_captures_compares_the_frameworks():
     traces = doc["traces"]
     assert {t["trace"]["framework"] for t in traces} == {"torch", "tensorflow", "jax"}
     assert {t["trace"]["format"] for t in traces} == {"kineto-json", "xplane"}
-    comparisons = doc["comparisons"]
-    other_traces = [t for t in traces if t["trace"]["framework"] != "torch"]  # TF and JAX, each vs torch eager
-    assert len(comparisons) == len(other_traces)
-    assert all("torch-eager" in c["baseline"] for c in comparisons)
+    # Every other capture of the workload, torch's other modes too, against torch eager.
+    baseline = next(t["trace"]["source"] for t in traces if "torch-eager" in t["trace"]["source"])
+    assert sorted(c["candidate"] for c in doc["comparisons"]) == sorted(t["trace"]["source"] for t in traces
+                                                                        if t["trace"]["source"] != baseline)
+    assert {c["baseline"] for c in doc["comparisons"]} == {baseline}
+
+
+@pytest.mark.skipif(not (SAMPLES / "mlp2").is_dir(), reason="no sample traces")
+def test_a_folder_compares_traces_within_their_workload_only(tmp_path) -> None:
+    """Captures named by their manifest's workload are compared within it, every mode included;
+    traces of no named workload only with those running the same ops (a float32 and a float64
+    capture of one model), never a JAX program with an unrelated torch one, as the first torch
+    trace of the folder was the baseline of everything."""
+    import shutil
+
+    for capture in ("torch-eager", "torch-compile", "tf-eager"):
+        shutil.copytree(SAMPLES / "mlp2" / capture, tmp_path / "mlp2" / capture)
+    shutil.copytree(SAMPLES / "cnn" / "torch-compile", tmp_path / "cnn" / "torch-compile")
+    shutil.copytree(REPO / "tests" / "data" / "jax_cpu_mlp2", tmp_path / "jax_step")
+    (tmp_path / "dtype").mkdir()
+    for name in ("float32", "float64"):
+        shutil.copy(REPO / "tests" / "data" / "torch_cpu_dtype" / f"{name}.pt.trace.json.gz", tmp_path / "dtype")
+    result = run_cli("diagnose", str(tmp_path), "--format", "json")
+    assert result.returncode == 0, result.stderr
+
+    def where(source: str) -> str:  # the capture's folder below the one diagnosed, or the trace's file
+        return "/".join(Path(source).relative_to(tmp_path).parts[:2])
+
+    pairs = {(where(c["baseline"]), where(c["candidate"])) for c in orjson.loads(result.stdout)["comparisons"]}
+    assert pairs == {("mlp2/torch-eager", "mlp2/torch-compile"), ("mlp2/torch-eager", "mlp2/tf-eager"),
+                     ("dtype/float32.pt.trace.json.gz", "dtype/float64.pt.trace.json.gz")}
 
 
 @pytest.mark.skipif(not (SAMPLES / "mlp2").is_dir(), reason="no sample traces")
