@@ -302,6 +302,11 @@ XLA_SYNC = re.compile(r"^(BlockUntilReady|BlockHostUntilReady|\w+::BlockHostUnti
 # (no folder: a framework's files cannot be told from the user's by their package's path).
 BASE_NAME_FRAME = re.compile(r"^\$([^/\\:]+):\d+ ")
 PATH_IN_NAME = re.compile(r"[/\\]")  # a frame named with its file's folder
+# A Python frame that names its code: file, line and function, as torch's tracer names it
+# ("train.py(42): step", "/home/me/train.py(42): step") or JAX's and TensorFlow's ("$train.py:42 step").
+# Builtins ("<built-in function sleep>", "$builtins sleep") name none.
+CODE_FRAME = re.compile(r"^(?:\$(?P<xfile>[^:]+):(?P<xline>\d+) (?P<xfunction>.+)|"
+                        r"(?P<file>[^<(][^(]*)\((?P<line>\d+)\): (?P<function>.+))$")
 # Python builtins (`<built-in method append of list object>`, as torch's tracer names them): whose
 # owner says nothing about who is working, they take the role of the frame that called them.
 PYTHON_BUILTIN_FRAME = re.compile(r"^<built-in (method|function) ")

@@ -187,6 +187,15 @@ def _re(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+# Python frames of the frameworks' packages and their C bindings, by file path or builtin owner
+# (torch's tracer: "torch/nn/modules/module.py(1751): _call_impl", "<built-in method mul of Tensor
+# object>"; JAX's and TensorFlow's: "$jax/…" where a folder is named). The role rule below, and the
+# hot-frame view that names the user's own lines (analyzers/hot_frames.py).
+FRAMEWORK_PYTHON_FRAME = _re(r"(^|[/\\$])(torch|tensorflow|keras|tf_keras|jax|jaxlib|flax|optax|triton|functorch|"
+                             r"torchvision)[/\\]|<built-in (method|function) \w+ of (type object|Tensor|torch|"
+                             r"tensorflow|PyCapsule)|torch\._C|_pywrap_|torchinductor_|^nn\.Module: ")
+
+
 ROLE_RULES: tuple[RoleRule, ...] = (
     # ---- compiled code: the math runs here, inside code the profiler does not look into ----
     RoleRule(Role.COMPILED_CODE, _OP_OR_RANGE, "torch inductor: `## Call CompiledFxGraph <hash> ##` encloses "
@@ -323,10 +332,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
                       r"^\$pxla\.py:\d+ (lower_sharding_computation|_cached_lowering_to_hlo|_cached_compilation|"
                       r"from_hlo|compile)$")),
     RoleRule(Role.PYTHON_FRAMEWORK, _PYTHON, "Python in the frameworks' packages, and their C bindings "
-             "(`<built-in method mul of Tensor object>`, `torch/_C` builtins)",
-             name=_re(r"(^|[/\\$])(torch|tensorflow|keras|tf_keras|jax|jaxlib|flax|optax|triton|functorch|"
-                      r"torchvision)[/\\]|<built-in (method|function) \w+ of (type object|Tensor|torch|tensorflow|"
-                      r"PyCapsule)|torch\._C|_pywrap_|torchinductor_|^nn\.Module: ")),
+             "(`<built-in method mul of Tensor object>`, `torch/_C` builtins)", name=FRAMEWORK_PYTHON_FRAME),
     RoleRule(Role.PYTHON_USER, _PYTHON, "any other Python frame: the user's files, the standard library and "
              "other packages called from them"),
     # ---- device kernels that communicate (collectives): the op that launched them first, then names ----

@@ -30,6 +30,7 @@ from traceview.analyzers.findings.spec import FindingSpec, Phrase
 from traceview.analyzers.findings.spec import rephrased as spec_rephrased
 from traceview.analyzers.gaps import driver_rows
 from traceview.analyzers.gil_waits import SWITCH_INTERVAL_NS
+from traceview.analyzers.hot_frames import RECORD_PYTHON_FRAMES, hot_frames
 from traceview.analyzers.layers import INFERRED_GLUE
 from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
                                       dataloader_workers)
@@ -551,17 +552,44 @@ def _tf_data_advice(components: frozenset[str]) -> str:
 
 
 def _input_bound_summary(e: Mapping[str, Any], explains: float) -> str:
-    return f"input is {fmt_pct(e['input_share'])} of the step ({fmt_ns(explains)})"
+    return f"input is {fmt_pct(e['input_share'])} of the step ({fmt_ns(explains)})" + _hot_frames_phrase(e)
 
 
 @rule(spec.INPUT_BOUND, _input_bound_summary)
 def input_bound(diag: Diagnosis) -> Finding:
     shares, total = _shares(diag)
     share = shares["input"]
+    grade = spec.INPUT_BOUND.grade(share)
     components = tf_data_components(diag) if diag.timeline.meta.framework == "tensorflow" else frozenset()
     pipeline = {"tf_data_datasets": sorted(components)} if components else {}
-    return found(spec.INPUT_BOUND, spec.INPUT_BOUND.grade(share), {"input_share": share, **pipeline},
+    # (Only a torch pipeline runs the user's Python as frames: a tf.data map is a graph function.)
+    frames = _hot_frames_evidence(diag, Role.INPUT.value, grade, hint=diag.timeline.meta.framework == "torch")
+    return found(spec.INPUT_BOUND, grade, {"input_share": share, **pipeline, **frames},
                  _tf_data_advice(components) or advice(spec.INPUT_BOUND.advice_key, diag.mode), share * total)
+
+
+def _hot_frames_evidence(diag: Diagnosis, role: str, grade: str, hint: bool = True) -> dict[str, Any]:
+    """Evidence naming the user's hottest lines of ``role`` (analyzers/hot_frames.py) for a
+    finding that is graded: ``hot_frames`` where the trace records Python frames, else
+    ``record_frames``, how to record them in the trace's framework (when ``hint``)."""
+    if grade == "none":
+        return {}
+    if membership(diag.timeline.table["kind"])([Kind.PYTHON.value]).any():
+        frames = hot_frames(diag, role)
+        return {"hot_frames": [{"frame": f.frame, "ns_per_step": f.ns_per_step} for f in frames]} if frames else {}
+    how = RECORD_PYTHON_FRAMES.get(diag.timeline.meta.framework or "")
+    return {"record_frames": how} if how and hint else {}
+
+
+def _hot_frames_phrase(e: Mapping[str, Any]) -> str:
+    """The summary's words for ``_hot_frames_evidence``."""
+    if e.get("hot_frames"):
+        return ("; the hottest lines (self time a step, builtins charged to the line calling them): "
+                + ", ".join(f"'{shorten(f['frame'], TOP_KERNEL_CHARS)}' {fmt_ns(f['ns_per_step'])}"
+                            for f in e["hot_frames"]))
+    if e.get("record_frames"):
+        return f"; to have the lines named, record Python frames: {e['record_frames']}"
+    return ""
 
 
 # Names are cut in the middle to this many characters inside a finding's sentence (the start names
@@ -599,7 +627,7 @@ def _host_compute_summary(e: Mapping[str, Any], explains: float) -> str:
         # (A Python autograd.Function's forward / backward, a tf.py_function's or a tf.print's kernel.)
         caveat += _named(e.get("python_ops"), "the ops that run it", "; ")
     return (f"host work outside the framework is {fmt_pct(e['host_compute_share'])} of the step ({fmt_ns(explains)}): "
-            + ", ".join(f"{fmt_ns(ns)} {where}" for ns, where in shown) + caveat)
+            + ", ".join(f"{fmt_ns(ns)} {where}" for ns, where in shown) + caveat + _hot_frames_phrase(e))
 
 
 @rule(spec.HOST_COMPUTE, _host_compute_summary)
@@ -628,7 +656,8 @@ def host_compute(diag: Diagnosis) -> Finding:
         {"host_compute_share": share, "python_ns": python, "inferred_ns": inferred, "range_ns": in_ranges,
          "other_threads_ns": other_threads, "other_host_ns": other_host, "python_events": python_events,
          "python_paths": python_events and frames_name_paths(name_values, name_codes, python_rows),
-         "python_ops": _python_ops(diag), "hooks_ns": hooks, "hooked_nodes": _hooked_nodes(diag) if hooks else []},
+         "python_ops": _python_ops(diag), "hooks_ns": hooks, "hooked_nodes": _hooked_nodes(diag) if hooks else [],
+         **_hot_frames_evidence(diag, Role.PYTHON_USER.value, spec.HOST_COMPUTE.grade(share))},
         "move per-step Python work (metrics, logging, data munging, object churn that triggers garbage "
         "collection) out of the step, vectorize it, or run it in the input pipeline", share * total)
 

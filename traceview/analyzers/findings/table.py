@@ -70,7 +70,9 @@ EXPOSED_COMMUNICATION = FindingSpec(
     fix="communication")
 INPUT_BOUND = FindingSpec(
     "input_bound", "steps waiting for the input pipeline",
-    "`input` share", Thresholds(0.05, 0.20), grounded_in="XProf input verdict", advice_key="input",
+    "`input` share (graded, with the user's hottest lines of the pipeline — a Dataset's `__getitem__` — as "
+    "`hot_frames`, self time a step, where the trace records Python frames; else `record_frames`: how to record "
+    "them, torch)", Thresholds(0.05, 0.20), grounded_in="XProf input verdict", advice_key="input",
     fix="input")
 HOST_COMPUTE = FindingSpec(
     "host_compute", "the step's thread runs the user's own host work (Python, GC) between framework calls",
@@ -83,7 +85,10 @@ HOST_COMPUTE = FindingSpec(
     "tf.py_function's kernel — named in the summary); in a trace without Python calls the summary says the "
     "unrecorded part may also be the framework's own Python; where the Python frames name their files without "
     "folders — JAX's and TensorFlow's Python tracers — the framework's files are told by what runs inside its API "
-    "calls (roles.py) and the summary says the rest counts as the user's, evidence `python_paths` false",
+    "calls (roles.py) and the summary says the rest counts as the user's, evidence `python_paths` false; graded, "
+    "it names the user's hottest lines as `hot_frames` (`file:line function`, self time a step, builtins charged to "
+    "the line calling them, pauses and lock waits taken off: analyzers/hot_frames.py), or where the trace records "
+    "no Python frames `record_frames`: the framework's option that records them",
     Thresholds(0.05, 0.20),
     fix="host_compute")
 LOW_UTILIZATION = FindingSpec(

@@ -1,0 +1,98 @@
+"""The user's hottest Python lines: where the steady steps' own Python time is, as ``file:line function``.
+
+Where the trace records Python frames (torch's ``with_stack``, the Python tracers of JAX and
+TensorFlow), each Python event of the steady steps whose role is the user's (``python_user``:
+the user's frames, and the builtins and standard-library frames they call) gives its self time —
+its duration less its direct children's, whatever they are, so the framework calls a line makes
+are left to their own buckets — to the nearest frame at or above it that names its code and is
+the user's. That is a profiler's self view in which a builtin (``time.sleep``, ``list.append``) is
+charged to the line that called it: the deepest of the user's frames that holds the time.
+
+The roles give the frames of the input pipeline (a DataLoader's ``__getitem__`` and the
+DataLoader's own frames around it) the ``input`` role: :func:`hot_frames` takes that role for the
+input finding, charging time to the nearest frame that is not a framework's
+(:data:`~traceview.roles.FRAMEWORK_PYTHON_FRAME`). Pauses and waits for the interpreter lock are
+taken off a frame's self time: they are idle, not its work. The numbers are self time, so they
+need not add up to a bucket: a line's short stretches between framework calls are the calls'
+binding in the buckets (``launch_overhead.binding``) and its own Python here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from traceview import categories as cat
+from traceview.arrays import column_codes, membership
+from traceview.normalize import nearest_ancestor, self_time
+from traceview.results import Diagnosis
+from traceview.roles import FRAMEWORK_PYTHON_FRAME
+from traceview.schema import Kind
+
+# Frames a finding names, at most; a frame with less than this share of the largest is not named.
+HOT_FRAMES_NAMED = 3
+HOT_FRAME_MIN_SHARE = 0.05
+
+# How to record Python frames, by framework (the profilers' own options), for a trace with none.
+RECORD_PYTHON_FRAMES = {
+    "torch": "torch.profiler.profile(with_stack=True) (traceview run records them unless --no-python-events)",
+    "tensorflow": "tf.profiler.experimental.ProfilerOptions(python_tracer_level=1) passed to "
+                  "tf.profiler.experimental.start",
+    "jax": "jax.profiler.ProfileOptions() with python_tracer_level = 1, passed to jax.profiler.start_trace",
+}
+
+
+@dataclass(frozen=True)
+class HotFrame:
+    frame: str  # "train.py:42 step"
+    ns_per_step: float  # self time per steady step, builtins it called included
+
+
+def frame_label(name: str) -> str | None:
+    """``file:line function`` of a frame named by a Python tracer; None for a builtin."""
+    match = cat.CODE_FRAME.match(name)
+    if match is None:
+        return None
+    parts = match.groupdict()
+    if parts["xfile"] is not None:
+        return f"{parts['xfile']}:{parts['xline']} {parts['xfunction']}"
+    return f"{parts['file']}:{parts['line']} {parts['function']}"
+
+
+def hot_frames(diag: Diagnosis, role: str, limit: int = HOT_FRAMES_NAMED) -> list[HotFrame]:
+    """The frames of role ``role`` that hold most self time per steady step, most first."""
+    events = diag.timeline.table
+    steady_steps = len(diag.steady_positions)
+    if not steady_steps or not len(events):
+        return []
+    python = membership(events["kind"])([Kind.PYTHON.value])
+    mine = python & membership(events["role"])([role])
+    rows = np.flatnonzero(mine & diag.steps.in_steady(events))
+    if not len(rows):
+        return []
+    name_codes, name_values = column_codes(events["name"])
+    labels = [frame_label(str(value)) for value in name_values]
+    users_line = np.array([label is not None and not FRAMEWORK_PYTHON_FRAME.search(str(value))
+                           for label, value in zip(labels, name_values)] + [False], dtype=bool)
+    owner = nearest_ancestor(events, rows, mine & users_line[name_codes])
+    # Time with no line of the user's above it (a framework's frame of the input pipeline, a
+    # builtin called from outside every frame) keeps its own frame's name.
+    owner = np.where(owner >= 0, owner, rows)
+    own = self_time(events, np.ones(len(events), dtype=bool))
+    # A pause or a wait for the interpreter lock inside a frame is not its work (idle buckets).
+    for taken in (diag.attribution.paused_events, diag.attribution.gil_wait_events):
+        if len(taken) == 2 and len(taken[0]):
+            np.subtract.at(own, np.asarray(taken[0], dtype=np.int64), np.asarray(taken[1], dtype=np.int64))
+    own = np.maximum(own[rows], 0)
+    label_index: dict[str, int] = {}
+    label_of_code = np.array([label_index.setdefault(label or str(value), len(label_index))
+                              for label, value in zip(labels, name_values)] + [-1], dtype=np.int64)
+    group = label_of_code[name_codes[owner]]
+    totals = np.bincount(group, weights=own.astype(np.float64), minlength=len(label_index))
+    names = list(label_index)
+    ranked = sorted((-totals[i], names[i]) for i in np.flatnonzero(totals > 0).tolist())
+    if not ranked:
+        return []
+    floor = -ranked[0][0] * HOT_FRAME_MIN_SHARE
+    return [HotFrame(name, -total / steady_steps) for total, name in ranked[:limit] if -total >= floor]
