@@ -237,27 +237,47 @@ def test_each_event_is_in_the_window_that_holds_it(times: list[int], windows: li
     assert got.dtype == np.int32 and got.tolist() == expected
 
 
-def test_uneven_steady_steps_are_said_to_hold_each_others_work() -> None:
-    """Hand-built edge case: four steps of 20 µs and a fifth of 25 ms, as a JAX loop dispatching
-    asynchronously and blocking every fifth step leaves them: the median (the headline step) is
-    a step that holds little of its work, and the report says so beside the mean."""
+def _uneven_notes(long_step: str) -> list[str]:
+    """Hand-built: ten steps of 20 µs with every fifth 25 ms long. ``long_step``: "work" (an op
+    runs all of it, as a JAX loop dispatching asynchronously and blocking every fifth step leaves
+    it), "work+sync" (the same, each step ending in a wait for its result), "pause" (step 6 alone
+    is long, its op stretched once where the other steps' is not: a place stretched in two steps
+    would be work, not a pause)."""
     from traceview.analyzers.diagnosis import diagnose_timeline
     from traceview.normalize import normalize
     from traceview.schema import Timeline, TraceMeta, build_events
 
     rows, t = [], 0
     for i in range(10):
-        length = 25_000_000 if i % 5 == 4 else 20_000
-        rows += [{"ts": t, "dur": length, "kind": "step", "name": f"ProfilerStep#{i}"},
-                 {"ts": t + 1_000, "dur": length - 2_000, "kind": "host_op", "name": "aten::mm"}]
+        long = i == 6 if long_step == "pause" else i % 5 == 4
+        length = 25_000_000 if long else 20_000
+        rows.append({"ts": t, "dur": length, "kind": "step", "name": f"ProfilerStep#{i}"})
+        rows.append({"ts": t + 1_000, "dur": length - 4_000, "name": "aten::mm"})
+        if long_step == "work+sync":
+            rows.append({"ts": t + length - 2_500, "dur": 1_000, "kind": "sync", "name": "cudaDeviceSynchronize"})
         t += length
     frame = build_events({key: [r.get(key, default) for r in rows] for key, default in
                           (("ts", 0), ("dur", 0), ("kind", "host_op"), ("name", ""), ("track", "t"))})
     timeline = normalize(Timeline(events=frame, meta=TraceMeta(source="x", format="test", framework="torch")))
-    steps = find_steps(timeline)
-    diag = diagnose_timeline(timeline, steps)
-    uneven = [n for n in diag.notes if n.startswith("the steady steps are uneven")]
-    assert len(uneven) == 1 and "median 0.02 ms" in uneven[0]
+    diag = diagnose_timeline(timeline, find_steps(timeline))
+    return [n for n in diag.notes if n.startswith("the steady steps are uneven")]
+
+
+def test_uneven_steady_steps_are_said_to_hold_each_others_work() -> None:
+    """The median (the headline step) is a step that holds little of its work: the report says so
+    beside the mean, and how to give each step its own work."""
+    uneven = _uneven_notes("work")
+    assert len(uneven) == 1 and "median 0.02 ms" in uneven[0] and "block on each step's result" in uneven[0]
+
+
+def test_uneven_steps_that_each_wait_for_their_results_are_not_told_to_block() -> None:
+    uneven = _uneven_notes("work+sync")
+    assert len(uneven) == 1 and "each step waiting for its own results" in uneven[0]
+    assert "block on each step's result" not in uneven[0]
+
+
+def test_a_step_long_by_a_pause_is_no_uneven_work() -> None:
+    assert _uneven_notes("pause") == []
 
 
 BATCHES = Path(__file__).resolve().parent / "data" / "tf_cpu_batches"

@@ -20,9 +20,10 @@ from traceview.analyzers.modes import execution_mode
 from traceview.analyzers.quality import trace_quality
 from traceview.analyzers.findings.diagnosis import findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
-from traceview.arrays import column_codes
+from traceview.arrays import column_codes, membership
 from traceview.errors import one_line
-from traceview.results import AttributionOptions, Diagnosis, Steps
+from traceview.results import PAUSED_DETAIL, AttributionOptions, Diagnosis, Steps
+from traceview.roles import Role
 from traceview.schema import Timeline
 from traceview.table import Table
 
@@ -109,18 +110,40 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
     return dataclasses.replace(result, findings=tuple(findings(result)), notes=tuple(_notes(result)))
 
 
+def _every_step_waits(diag: Diagnosis) -> bool:
+    """Whether every steady step's host waits for the device or the program it dispatched (a sync
+    call: ``block_until_ready``, a CUDA synchronize, a ``.item()``'s copy back)."""
+    events = diag.timeline.table
+    waits = membership(events["role"])([Role.SYNC.value]) & (events["step"] >= 0)
+    positions = diag.steady_positions
+    if not len(positions) or not waits.any():
+        return False
+    per_step = np.bincount(events["step"][waits], minlength=len(diag.steps.table))
+    return bool((per_step[positions] > 0).all())
+
+
 def _notes(diag: Diagnosis) -> list[str]:
     """What the report says about the steps beside the numbers: uneven steps, a cycle of heavy
     steps, steps without framework ops, the profiler's inflation."""
     notes = []
     steps, timeline = diag.steps, diag.timeline
     steady = steps.table["duration"][diag.steady_positions]
-    if len(steady) >= 3 and steady.mean() > UNEVEN_STEPS * max(float(np.median(steady)), 1.0):
-        notes.append(
-            f"the steady steps are uneven: median {np.median(steady) / 1e6:.3g} ms, mean {steady.mean() / 1e6:.3g} "
-            "ms: a few steps hold the others' work (asynchronous dispatch settles "
-            "several steps' work in one, as in a JAX loop that blocks on a result every few steps); the "
-            "attribution is of the mean step — block on each step's result to give every step its own work")
+    # A pause (the OS or the hypervisor took the core) makes one step long without holding any
+    # other step's work: the paused finding says so, and the steps are uneven only without it.
+    details = diag.attribution.details
+    paused = details[PAUSED_DETAIL][diag.steady_positions] if PAUSED_DETAIL in details.columns else 0
+    working = steady - paused
+    if len(steady) >= 3 and working.mean() > UNEVEN_STEPS * max(float(np.median(working)), 1.0):
+        head = (f"the steady steps are uneven: median {np.median(steady) / 1e6:.3g} ms, mean {steady.mean() / 1e6:.3g} "
+                "ms")
+        if _every_step_waits(diag):
+            notes.append(f"{head}, with each step waiting for its own results: some steps do more work than the "
+                         "others (work every few steps, a growing input); the attribution is of the mean step")
+        else:
+            notes.append(
+                f"{head}: a few steps hold the others' work (asynchronous dispatch settles "
+                "several steps' work in one, as in a JAX loop that blocks on a result every few steps); the "
+                "attribution is of the mean step — block on each step's result to give every step its own work")
     periodic = periodic_heavy_steps(timeline.table, steps, diag.steady_positions)
     if periodic is not None:
         notes.append(periodic)
