@@ -49,6 +49,11 @@ def _entry_naming(manifest: dict[str, Any], folder: Path, trace: Path) -> dict[s
     return None
 
 
+def _seconds(value: Any) -> bool:
+    """A step time in seconds a manifest may hold: a positive number below a million."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6
+
+
 def _int_list(value: Any) -> list[int]:
     return [int(v) for v in value if isinstance(v, int) and not isinstance(v, bool)] if isinstance(value, list) else []
 
@@ -65,8 +70,17 @@ def _facts(manifest: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     for key, out in (("steady_median_unprofiled_s", "unprofiled_step_ns"),
                      ("steady_median_profiled_s", "profiled_step_ns")):
         value = timing.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6:
+        if _seconds(value):
             facts[out] = int(round(value * 1e9))
+    unprofiled = timing.get("unprofiled_s")
+    if isinstance(unprofiled, list) and "unprofiled_step_ns" in facts:
+        # Each unprofiled step, in the captured steps' order: the steady ones follow the cold and
+        # warm-up steps the manifest counts (the calibration's spread: Diagnosis.calibration_doubt).
+        counts = manifest.get("steps") if isinstance(manifest.get("steps"), dict) else {}
+        skip = sum(v for v in (counts.get("cold"), counts.get("warmup")) if isinstance(v, int) and v > 0)
+        steady = [int(round(v * 1e9)) for v in unprofiled[skip:] if _seconds(v)]
+        if steady:
+            facts["unprofiled_steps_ns"] = steady
     workload = manifest.get("workload")
     name = workload.get("name") if isinstance(workload, dict) else workload
     if isinstance(name, str) and name:

@@ -44,6 +44,10 @@ REPORT_VERSION = "1"
 # The idle time of pauses: the step's thread stopped where the other steps did not (the machine
 # took its core; traceview/analyzers/pauses.py).
 PAUSED_DETAIL = "idle.paused"
+# A calibration is in doubt where either run's steady steps' upper quartile is more than this many
+# times their lower quartile, or the inflation's interval spans more than this factor: a quiet
+# machine's steps vary by tens of per cent; a busy spell stretched one run's steps 136 ms – 3.0 s.
+CALIBRATION_SPREAD = 2.0
 # The step's thread waited for Python's interpreter lock (traceview/analyzers/gil_waits.py).
 GIL_WAIT_DETAIL = "idle.gil_wait"
 BUCKETS: tuple[str, ...] = (
@@ -514,6 +518,47 @@ class Diagnosis:
         unprofiled = self.unprofiled_step_ns
         return self.steady_step_ns / unprofiled if unprofiled and self.steady_step_ns else None
 
+    @property
+    def profiler_inflation_range(self) -> tuple[float, float] | None:
+        """The inflation's interval from the two runs' spread: the profiled steady steps' lower
+        quartile over the unprofiled ones' upper quartile, and the reverse; None where the
+        capture kept no unprofiled step times."""
+        unprofiled = (self.timeline.meta.extra.get("capture") or {}).get("unprofiled_steps_ns")
+        profiled = self.steps.table["duration"][self.steady_positions]
+        if not unprofiled or not len(profiled):
+            return None
+        p25, p75 = np.percentile(profiled, [25, 75])
+        u25, u75 = np.percentile(np.asarray(unprofiled, dtype=np.float64), [25, 75])
+        return float(p25 / u75), float(p75 / u25)
+
+    @property
+    def calibration_doubt(self) -> str | None:
+        """Why the profiler's inflation is no fact to act on, or None: the profiled steps ran
+        faster than the unprofiled ones beyond the runs' spread, or either run's steps spread so
+        wide that the machine was busy (CALIBRATION_SPREAD)."""
+        inflation = self.profiler_inflation
+        if inflation is None:
+            return None
+        reasons = []
+        interval = self.profiler_inflation_range
+        # (Below 1 within the runs' spread is noise: a quiet machine's ×0.98.)
+        if (interval[1] if interval is not None else inflation) < 1.0:
+            reasons.append(f"the steps ran faster under the profiler (×{inflation:.2f}) than without it, which the "
+                           "profiler cannot cause: the two runs differed in more than the profiler")
+        unprofiled = (self.timeline.meta.extra.get("capture") or {}).get("unprofiled_steps_ns") or []
+        profiled = self.steps.table["duration"][self.steady_positions].tolist()
+        for what, times in (("unprofiled", unprofiled), ("profiled", profiled)):
+            if len(times) < 3:
+                continue
+            low, high = np.percentile(np.asarray(times, dtype=np.float64), [25, 75])
+            if low > 0 and high > CALIBRATION_SPREAD * low:  # (quartiles: one slow step is a pause, not a busy run)
+                reasons.append(f"the {what} steps' middle half ranged {fmt_ns(low)}–{fmt_ns(high)}")
+        if interval is not None and interval[0] > 0 and interval[1] > CALIBRATION_SPREAD * interval[0]:
+            reasons.append(f"the runs' spread puts it anywhere in ×{interval[0]:.2f}–{interval[1]:.2f}")
+        if not reasons:
+            return None
+        return "; ".join(reasons) + " — time both runs again on an otherwise idle machine"
+
     def steady_attribution(self) -> dict[str, float]:
         """Mean ns per shown bucket over the steady steps (sums to the mean steady step time: a
         bucket not shown has no time)."""
@@ -595,6 +640,8 @@ class Diagnosis:
                 "step_time_ns": self.steady_step_ns,
                 "unprofiled_step_time_ns": self.unprofiled_step_ns,
                 "profiler_inflation": self.profiler_inflation,
+                "profiler_inflation_range": list(self.profiler_inflation_range or ()) or None,
+                "calibration_doubt": self.calibration_doubt,
                 "mean_step_time_ns": mean_steady,
                 "attribution_mode": self.attribution.mode,
                 "buckets_ns": steady,

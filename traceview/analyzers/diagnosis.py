@@ -153,7 +153,10 @@ def _notes(diag: Diagnosis) -> list[str]:
             "cycle that ended before the loop's next step, a window that closed before the step ran, or work "
             "no profiler records, such as numpy); their time cannot be attributed to a cause")
     inflation = diag.profiler_inflation
-    if inflation is not None and inflation >= INFLATION_WARNING:
+    doubt = diag.calibration_doubt
+    if doubt is not None:
+        notes.append(f"the profiler's inflation (×{inflation:.2f} from the capture's manifest) is unreliable: {doubt}")
+    elif inflation is not None and inflation >= INFLATION_WARNING:
         notes.append(
             f"the profiler inflates the steady step {inflation:.1f}× (unprofiled {diag.unprofiled_step_ns / 1e6:.3g} "
             "ms, from the capture's manifest): per-op host costs (dispatch, Python) are over-represented in the "

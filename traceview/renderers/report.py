@@ -320,11 +320,19 @@ def _steady(diag: Diagnosis) -> SteadyState:
                  for key in sorted(k for k in details if k.startswith(b + "."))]
     where = "device + host" if diag.attribution.mode == "device" else "host threads (CPU-only)"
     summary = (f"median of {len(diag.steady_positions)}; mean {fmt_ns(total)}; "
-               + (f"unprofiled {fmt_ns(diag.unprofiled_step_ns)}, profiler ×{diag.profiler_inflation:.2f}; "
-                  if diag.profiler_inflation is not None else "")
+               + (f"unprofiled {fmt_ns(diag.unprofiled_step_ns)}, profiler ×{diag.profiler_inflation:.2f}"
+                  f"{_inflation_range(diag)}; " if diag.profiler_inflation is not None else "")
                + f"attribution on {where}")
     inferred = tuple((k.split(".")[0], v) for k, v in sorted(details.items()) if k.endswith(".inferred"))
     return SteadyState(diag.steady_step_ns, total, summary, buckets, tuple(rows), inferred, diag.attribution.gap_rule)
+
+
+def _inflation_range(diag: Diagnosis) -> str:
+    """`` (×1.10–1.41)`` after the inflation, or ``, unreliable: …`` where the calibration is in doubt."""
+    if diag.calibration_doubt is not None:
+        return " — unreliable, see the notes"
+    interval = diag.profiler_inflation_range
+    return f" (×{interval[0]:.2f}–{interval[1]:.2f})" if interval is not None else ""
 
 
 def _steps(diag: Diagnosis) -> StepTable:
