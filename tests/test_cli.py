@@ -491,8 +491,8 @@ def test_an_empty_path_is_one_line_and_exit_2(tmp_path, args: list[str]) -> None
     (["diagnose", "x.json", "--form", "md"], "no such option: --form (did you mean --format?)"),
     # Nothing near: the command's options, never a guess two letters in five alike (--jobs for --bogus).
     (["diagnose", "x.json", "--bogus"], "no such option: --bogus; the options are --color, --dispatch-gap-us, "
-                                        "--format, --help, --jobs, --no-color, --output, --per-rank, --redact, "
-                                        "--run, --strict, --top, --width"),
+                                        "--format, --help, --jobs, --no-color, --output, --per-rank, --per-trace, "
+                                        "--redact, --run, --strict, --top, --width"),
     (["--bogus"], "no such option: --bogus; the options are --help, --install-completion, --max-bytes"),
 ])
 def test_an_unknown_option_names_the_one_it_mistypes_or_the_commands_options(args: list[str], said: str) -> None:
@@ -537,3 +537,24 @@ def test_shell_completion_offers_the_format_names(words: str, offered: list[str]
                                  "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - (words[-1] != " "))})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == offered
+
+
+@pytest.mark.skipif(not (SAMPLES / "mlp2").is_dir(), reason="no sample traces")
+@pytest.mark.parametrize("fmt, report_heading", [("terminal", "╭─ traceview diagnose"),
+                                                 ("md", "### traceview diagnose:")])
+def test_a_folder_of_captures_shows_the_comparisons_a_line_per_trace_and_one_report(fmt: str,
+                                                                                       report_heading: str) -> None:
+    """The demo's folder (9 captures of one model) reads on a screen or two: the comparisons, a
+    line per capture, and the baseline's own report (it printed all 9, ~1,000 lines); --per-trace
+    shows every capture's."""
+    short = run_cli("diagnose", "sample_traces/mlp2", "--format", fmt, "--width", "100")
+    assert short.returncode == 0, short.stderr
+    captures = sorted(path.name for path in (SAMPLES / "mlp2").iterdir() if path.is_dir())
+    summary = short.stdout.split("Per trace", 1)[1].split(report_heading, 1)[0]
+    assert [c for c in captures if re.search(rf"(^|\| ) ?{re.escape(c)} ", summary, re.M)] == captures
+    assert short.stdout.count(report_heading) == 1
+    assert "torch-eager" in short.stdout.split(report_heading, 1)[1].splitlines()[0 if fmt == "md" else 1]
+    assert "--per-trace shows every trace's" in " ".join(short.stdout.split())
+    assert len(short.stdout.splitlines()) < 200
+    every = run_cli("diagnose", "sample_traces/mlp2", "--format", fmt, "--width", "100", "--per-trace")
+    assert every.returncode == 0 and every.stdout.count(report_heading) == len(captures)

@@ -196,7 +196,7 @@ def test_the_options_have_the_command_lines_names_and_defaults():
     from traceview.commands.normalize import normalize as normalize_command
     from traceview.commands.query import query as query_command
 
-    presentation = {"format", "output", "width", "color", "per_rank"}  # traceview.render's arguments, not the analysis'
+    presentation = {"format", "output", "width", "color", "per_rank", "per_trace"}  # traceview.render's arguments, not the analysis'
     for command, function in ((diagnose_command, traceview.diagnose), (compare_command, traceview.compare),
                               (export_command, traceview.export), (normalize_command, traceview.write_parquet)):
         library = inspect.signature(function).parameters

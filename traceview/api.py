@@ -545,12 +545,14 @@ def remove_partial(path: PathLike) -> None:
 
 
 def render(result: Diagnosis | FolderDiagnosis | Comparison, format: str = "terminal", *, width: int = 100,
-           color: bool = False, per_rank: bool = False) -> str:
+           color: bool = False, per_rank: bool = False, per_trace: bool = False) -> str:
     """The report of a result as the command line prints it: ``format`` one of terminal, md,
     json, html; ``width`` in columns and ``color`` for the terminal report; ``per_rank``: a
     folder's text reports list every rank of a run of more than 8, with each rank's own report
     (by default the ranks furthest from the median step, and the reports of the outlying ranks
-    and one typical rank: ``--per-rank``)."""
+    and one typical rank: ``--per-rank``); ``per_trace``: the terminal and markdown reports of a
+    folder show the own report of every trace compared within its workload (by default its
+    baseline's only, the others a line each: ``--per-trace``; HTML and JSON hold every trace)."""
     from traceview.renderers.registry import render as render_result
 
-    return render_result(result, format, width=width, color=color, per_rank=per_rank)
+    return render_result(result, format, width=width, color=color, per_rank=per_rank, per_trace=per_trace)

@@ -34,6 +34,9 @@ def diagnose(
     per_rank: bool = typer.Option(False, "--per-rank", help="A run of more than 8 ranks: list every rank and show "
                                   "each rank's own report (default: the ranks furthest from the median step, and the "
                                   "reports of the outlying ranks and one typical rank)."),
+    per_trace: bool = typer.Option(False, "--per-trace", help="A folder of several traces: show the own report of "
+                                   "every trace compared within its workload (default: its baseline's, the others a "
+                                   "line each in the tables first; html and json hold every trace)."),
 ) -> None:
     """Report what a trace is, its steps, and where each step's time goes.
 
@@ -41,13 +44,15 @@ def diagnose(
     time, stragglers per step, and the spread of each cause across the ranks (docs/multi_rank.md).
     """
     report_diagnosis(path, format=format, run=run, output=output, width=width, color=color, redact=redact,
-                     dispatch_gap_us=dispatch_gap_us, top=top, jobs=jobs, strict=strict, per_rank=per_rank)
+                     dispatch_gap_us=dispatch_gap_us, top=top, jobs=jobs, strict=strict, per_rank=per_rank,
+                     per_trace=per_trace)
 
 
 def report_diagnosis(path: Path, *, format: str = "terminal", run: Optional[str] = None,
                      output: Optional[Path] = None, width: Optional[int] = None, color: Optional[bool] = None,
                      redact: bool = False, dispatch_gap_us: Optional[float] = None, top: str = "10",
-                     jobs: Optional[int] = None, strict: bool = False, per_rank: bool = False) -> None:
+                     jobs: Optional[int] = None, strict: bool = False, per_rank: bool = False,
+                     per_trace: bool = False) -> None:
     """The diagnose command's work: :func:`traceview.api.diagnose_report`, rendered, written, then
     the ``--strict`` check."""
     from traceview import api
@@ -62,7 +67,8 @@ def report_diagnosis(path: Path, *, format: str = "terminal", run: Optional[str]
     with _progress(console) as progress:
         result = api.diagnose_report(path, run=run, dispatch_gap_us=dispatch_gap_us, top=top, jobs=jobs,
                                      redact=redact, keep_events=format == "html", progress=progress)
-    emit(api.render(result, format, width=width, color=use_color(color, output), per_rank=per_rank), output)
+    emit(api.render(result, format, width=width, color=use_color(color, output), per_rank=per_rank,
+                    per_trace=per_trace), output)
     if strict:
         api.check_quality(result)
     api.check_partial(result)

@@ -102,7 +102,8 @@ def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = No
         parts.append(_comparison(comparison_report(cmp), cmp))
     for run in multi_rank or []:
         parts.append(_multi_rank(ranks_report(run, per_rank)))
-    shown, notes = reported_traces(diagnoses, multi_rank, per_rank)
+    # Every trace's own section: the page's index links them, so that its length costs no scrolling.
+    shown, notes = reported_traces(diagnoses, multi_rank, per_rank, comparisons, per_trace=True)
     parts.extend(f'<p class="sub">note: {esc(note)}</p>' for note in notes)
     reports = [diagnosis_report(diag) for diag in shown]
     if len(shown) > 1:

@@ -14,7 +14,7 @@ from traceview.renderers.base import Renderer
 from traceview.renderers.report import (CAUSE_COLUMNS, ComparisonReport, DiagnosisReport, FindingLine, Grid,
                                         QualitySection, RanksReport, TopTable, across_grid, by_baseline,
                                         comparison_report, diagnosis_report, left_out_section, ranks_report,
-                                        reported_traces, shortened, whatif_report)
+                                        reported_traces, shortened, traces_grid, whatif_report)
 from traceview.results import Comparison, Diagnosis, LeftOut, MultiRank, WhatIf
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, shorten, visible
 
@@ -153,7 +153,7 @@ def multi_rank_markdown(report: RanksReport) -> list[str]:
 
 def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = None,
            multi_rank: list[MultiRank] | None = None, left_out: list[LeftOut] | None = None, per_rank: bool = False,
-           **_: Any) -> str:
+           per_trace: bool = False, **_: Any) -> str:
     lines: list[str] = []
     section = left_out_section(left_out, len(diagnoses))
     if section is not None:
@@ -165,7 +165,10 @@ def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = No
         grid = across_grid(group)
         lines += ["### traceview: across the traces", "", f"{cell(grid.title)}.", ""]
         lines += _grid(Grid("", grid.headers, grid.rows, grid.left, grid.names))
-    shown, notes = reported_traces(diagnoses, multi_rank, per_rank)
+    summary = traces_grid(diagnoses, multi_rank)
+    if summary is not None:
+        lines += _grid(summary)
+    shown, notes = reported_traces(diagnoses, multi_rank, per_rank, comparisons, per_trace)
     lines += [f"- note: {cell(note)}" for note in notes] + ([""] if notes else [])
     for diag in shown:
         lines += diagnosis_markdown(diagnosis_report(diag))

@@ -59,9 +59,11 @@ def renderer(format: str, comparison: bool = False, whatif: bool = False) -> Ren
 
 
 def render(result: Diagnosis | FolderDiagnosis | Comparison | WhatIf, format: str = "terminal", width: int = 100,
-           color: bool = False, per_rank: bool = False) -> str:
+           color: bool = False, per_rank: bool = False, per_trace: bool = False) -> str:
     """The report of any result in one format: what ``traceview diagnose`` / ``compare`` print
-    (``per_rank``: a folder's text reports list every rank of a large run, and its own report)."""
+    (``per_rank``: a folder's text reports list every rank of a large run, and its own report;
+    ``per_trace``: they show the own report of every trace compared within its workload, not its
+    baseline's only)."""
     from traceview.results import Comparison, Diagnosis, FolderDiagnosis, WhatIf
 
     options: dict[str, Any] = {"width": width, "color": color}
@@ -73,7 +75,7 @@ def render(result: Diagnosis | FolderDiagnosis | Comparison | WhatIf, format: st
     if isinstance(result, FolderDiagnosis):
         return chosen.render_diagnoses(list(result.diagnoses), comparisons=list(result.comparisons),
                                        multi_rank=list(result.multi_rank), left_out=list(result.left_out),
-                                       per_rank=per_rank, **options)
+                                       per_rank=per_rank, per_trace=per_trace, **options)
     if isinstance(result, Diagnosis):
         return chosen.render_diagnoses([result], **options)
     raise TypeError(f"cannot render a {type(result).__name__}: expected a Diagnosis, FolderDiagnosis, Comparison or WhatIf")

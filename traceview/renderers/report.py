@@ -727,16 +727,23 @@ def ranks_in_view(run: MultiRank, per_rank: bool = False) -> pd.DataFrame:
     return ranks.iloc[sorted(order[:MAX_RANKS_SHOWN])]
 
 
-def reported_traces(diagnoses: list[Diagnosis], runs: list[MultiRank] | None,
-                    per_rank: bool = False) -> tuple[list[Diagnosis], list[str]]:
-    """The traces whose own reports a folder's text report shows, and a note for each run whose
-    ranks' reports it leaves out: of a run of more than :data:`MAX_RANKS_SHOWN` ranks, those beyond
-    its straggler threshold from the median step and the one nearest the median (the typical
-    rank); every trace with ``per_rank``."""
-    if per_rank:
-        return diagnoses, []
+def reported_traces(diagnoses: list[Diagnosis], runs: list[MultiRank] | None, per_rank: bool = False,
+                    comparisons: list[Comparison] | None = None,
+                    per_trace: bool = False) -> tuple[list[Diagnosis], list[str]]:
+    """The traces whose own reports a folder's text report shows, and a note for what it leaves
+    out: of a run of more than :data:`MAX_RANKS_SHOWN` ranks, the ranks beyond its straggler
+    threshold from the median step and the one nearest the median (the typical rank), every rank
+    with ``per_rank``; without ``per_trace``, of the traces compared within a workload only the
+    baseline (the others have their line in the comparison's table and in :func:`traces_grid`)."""
     hidden: set[str] = set()
     notes = []
+    candidates = [] if per_trace else [cmp.candidate.source for cmp in comparisons or []]
+    if candidates:
+        hidden.update(candidates)
+        notes.append(f"the own reports of the {len(candidates)} traces compared with their workload's baseline are "
+                     "left out (each has its line in the tables above); --per-trace shows every trace's")
+    if per_rank:
+        return [d for d in diagnoses if d.source not in hidden], notes
     for run in runs or []:
         ranks = run.ranks
         if len(ranks) <= MAX_RANKS_SHOWN:
@@ -751,6 +758,26 @@ def reported_traces(diagnoses: list[Diagnosis], runs: list[MultiRank] | None,
                          f"{fmt_pct(run.threshold)} of the median step, are left out (the nearest the median is "
                          "shown, and every rank beyond it); --per-rank shows every rank's")
     return [d for d in diagnoses if d.source not in hidden], notes
+
+
+TRACES_TITLE = "Per trace"
+TRACES_HEADERS = ("trace", "framework", "steady step", "largest cause", "first problem")
+
+
+def traces_grid(diagnoses: list[Diagnosis], runs: list[MultiRank] | None) -> Grid | None:
+    """A line per trace of a folder that no run's per-rank table lists: its steady step, its
+    largest cause and its first problem (None for fewer than two such traces)."""
+    ranks = {str(source) for run in runs or [] for source in run.ranks["source"]}
+    rows = []
+    for diag in (d for d in diagnoses if d.source not in ranks):
+        buckets = diag.steady_attribution()
+        total = sum(buckets.values())
+        largest = max(diag.buckets, key=lambda b: (buckets[b], -BUCKETS.index(b)))
+        first = next((f for f in diag.findings if f.grade in PROBLEM_GRADES), None)
+        rows.append((trace_label(diag.source), diag.timeline.meta.framework, fmt_ns(diag.steady_step_ns),
+                     f"{BUCKET_LABEL[largest]} {fmt_pct(buckets[largest] / total if total else 0.0)}",
+                     f"{GRADE_LABEL[first.grade]} {first.rule}" if first is not None else "no problem"))
+    return Grid(TRACES_TITLE, TRACES_HEADERS, tuple(rows), left=(0, 1, 3, 4), names=(0,)) if len(rows) > 1 else None
 
 
 def ranks_report(run: MultiRank, per_rank: bool = False) -> RanksReport:

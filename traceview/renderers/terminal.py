@@ -21,7 +21,8 @@ from traceview.renderers.base import Renderer
 from traceview.renderers.report import (CAUSE_COLUMNS, ComparisonReport, DiagnosisReport, FindingLine, Grid,
                                         LeftOutSection, QualitySection, RanksReport, SteadyState, StepTable, TopTable,
                                         across_grid, by_baseline, comparison_report, diagnosis_report,
-                                        left_out_section, ranks_report, reported_traces, shortened, whatif_report)
+                                        left_out_section, ranks_report, reported_traces, shortened, traces_grid,
+                                        whatif_report)
 from traceview.results import BUCKETS, Comparison, Diagnosis, LeftOut, MultiRank, WhatIf
 from traceview.text import BUCKET_LABEL, fmt_count, fmt_ns, fmt_pct, shorten, visible
 
@@ -262,10 +263,13 @@ class _Visible:
 
 def render(diagnoses: list[Diagnosis], width: int = 100, color: bool = False,
            comparisons: list[Comparison] | None = None, multi_rank: list[MultiRank] | None = None,
-           left_out: list[LeftOut] | None = None, per_rank: bool = False, **_: Any) -> str:
+           left_out: list[LeftOut] | None = None, per_rank: bool = False, per_trace: bool = False,
+           **_: Any) -> str:
     """A folder's report, the summary first: the traces left out, each run of several ranks
-    (bounded: report.ranks_in_view), the traces compared across, then each trace's own report (a
-    large run's typical and outlying ranks only, unless ``per_rank``: report.reported_traces)."""
+    (bounded: report.ranks_in_view), the traces compared within their workload, a line per
+    trace, then the traces' own reports (a large run's typical and outlying ranks only, unless
+    ``per_rank``; of a workload's traces its baseline's only, unless ``per_trace``:
+    report.reported_traces)."""
     parts: list[str] = []
     section = left_out_section(left_out, len(diagnoses))
     if section is not None:
@@ -274,7 +278,10 @@ def render(diagnoses: list[Diagnosis], width: int = 100, color: bool = False,
         parts.append(_print_all(multi_rank_parts(ranks_report(run, per_rank), width), width, color))
     if comparisons:
         parts.append(_print_all([_across(across_grid(group)) for group in by_baseline(comparisons)], width, color))
-    shown, notes = reported_traces(diagnoses, multi_rank, per_rank)
+    summary = traces_grid(diagnoses, multi_rank)
+    if summary is not None:
+        parts.append(_print_all([_across(summary)], width, color))
+    shown, notes = reported_traces(diagnoses, multi_rank, per_rank, comparisons, per_trace)
     if notes:
         parts.append(_print_all([Text(f"note: {_flat(note)}", style="dim") for note in notes], width, color))
     parts.extend(_print_all(render_one(diagnosis_report(diag), width), width, color) for diag in shown)
@@ -319,8 +326,8 @@ def multi_rank_parts(report: RanksReport, width: int) -> list[Any]:
 
 
 def _across(grid: Grid) -> Group:
-    """One line per trace compared with the folder's baseline, under a title as wide as the report
-    (a table's own title wraps at the table's width)."""
+    """One line per trace (compared with its workload's baseline, or summarised), under a title as
+    wide as the report (a table's own title wraps at the table's width)."""
     title = Text(_flat(grid.title), style="bold")
     table = Table(box=None, header_style="bold")
     for i, header in enumerate(grid.headers):
