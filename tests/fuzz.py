@@ -52,13 +52,23 @@ OUTCOMES = ("OK", "REFUSED", "INTERNAL", "VIOLATION")
 def render_reports(path: Path, formats: tuple[str, ...] = FORMATS) -> dict[str, str]:
     """``traceview diagnose PATH --format F`` for each format, sharing one diagnosis: the CLI's
     steps without its argument parsing and error printing."""
+    return render_diagnosed(*diagnose_path(path), formats)
+
+
+def diagnose_path(path: Path) -> tuple[list[Any], list[Any]]:
+    """The diagnoses of the traces ``path`` names, one each, and the comparisons between them."""
     from traceview.analyzers.compare import folder_comparisons
     from traceview.loader import diagnose
     from traceview.loader import trace_paths
-    from traceview.renderers import registry
 
     diagnoses = [diagnose(p) for p in trace_paths(path)]
-    comparisons = folder_comparisons(diagnoses)
+    return diagnoses, folder_comparisons(diagnoses)
+
+
+def render_diagnosed(diagnoses: list[Any], comparisons: list[Any],
+                     formats: tuple[str, ...] = FORMATS) -> dict[str, str]:
+    from traceview.renderers import registry
+
     return {fmt: registry.get(fmt).render_diagnoses(diagnoses, width=100, color=False, comparisons=comparisons,
                                                     multi_rank=[]) for fmt in formats}
 
