@@ -196,6 +196,10 @@ class Attribution:
     # as recorded ("replayed"), without each cause a finding's fix removes ("without.<cause>"), and
     # without the one that saves most together with each other ("without.<first>+<cause>"), ns.
     whatif: Table = field(default_factory=lambda: Table({}, 0))
+    # Per step position, how many entries and exits of host events fall in each bucket's moments
+    # (a column per bucket): where the profiler's per-record cost sits (analyzers/unprofiled.py).
+    # Counted only for captures that also timed their steps without the profiler; empty otherwise.
+    record_boundaries: Table = field(default_factory=lambda: Table({}, 0))
     # Each step's critical path as recorded: ns of each bucket ("path.<bucket>") and each lane
     # ("lane.step_thread", "lane.other_threads", "lane.device") on it, and of the waits the trace
     # cannot tie to the work they wait for ("unsupported").
@@ -792,6 +796,9 @@ class Comparison:
     # and whether the profiler slows the two sides by factors far apart: the profiled ratio and its
     # per-cause split then over-weigh the more inflated side's host costs.
     uneven_inflation: bool = False
+    # Each bucket's estimated size without the profiler on both sides (analyzers/unprofiled.py),
+    # where both captures timed their steps without it as well; () where either did not.
+    unprofiled_buckets: tuple[BucketDelta, ...] = ()
 
     @property
     def baseline_step_ns(self) -> float:
@@ -915,6 +922,10 @@ class Comparison:
                  "delta_ns": d.delta_ns, "share_of_gap": (d.delta_ns / gap if gap else 0.0)}
                 for d in self.buckets
             ],
+            "unprofiled_buckets": [
+                {"bucket": d.bucket, "baseline_ns": d.baseline_ns, "candidate_ns": d.candidate_ns, "delta_ns": d.delta_ns}
+                for d in self.unprofiled_buckets
+            ] or None,
             "ranked_causes": [d.bucket for d in self.ranked()],
             "families": [
                 {"family": fam, **{k: float(v) for k, v in row.items()}}

@@ -157,7 +157,37 @@ def attribute(timeline: Timeline, steps: Steps, options: AttributionOptions | No
                        compared_steps=seg.compared_steps, paused_events=seg.paused_events,
                        launch_in_calls=_launch_in_calls(timeline, steps, seg, n_steps), hooked_nodes=seg.hooked_nodes,
                        gil_wait_events=seg.gil_wait_events, whatif=whatif, critical=critical,
-                       **({"segments": _bucket_runs(seg)} if options.keep_segments else {}))
+                       **_runs_and_records(timeline, seg, n_steps, options))
+
+
+def _runs_and_records(timeline: Timeline, seg: _Segments, n_steps: int, options: AttributionOptions
+                      ) -> dict[str, Table]:
+    """``segments`` (the bucket runs, when kept) and ``record_boundaries`` (for a capture with
+    unprofiled step times, the only use of the counts: two searches over every host event)."""
+    counted = bool((timeline.meta.extra.get("capture") or {}).get("unprofiled_step_ns"))
+    if not (options.keep_segments or counted):
+        return {}
+    runs = _bucket_runs(seg)
+    return {**({"segments": runs} if options.keep_segments else {}),
+            **({"record_boundaries": record_boundaries(timeline, runs, n_steps)} if counted else {})}
+
+
+def record_boundaries(timeline: Timeline, runs: Table, n_steps: int) -> Table:
+    """Per step, how many entries and exits of host events fall in each bucket's runs (``runs``:
+    Attribution.segments), a column per bucket (Attribution.record_boundaries)."""
+    order = np.argsort(runs["start"], kind="stable")
+    start, end = runs["start"][order], runs["end"][order]
+    flat = runs["step"][order] * len(BUCKETS) + runs["bucket"].codes[order]
+    ev = timeline.table
+    host = ev["device"] < 0
+    entry = ev["ts"][host]
+    counts = np.zeros(n_steps * len(BUCKETS), dtype=np.int64)
+    for moment in (entry, entry + ev["dur"][host]):
+        run = np.searchsorted(start, moment, side="right") - 1
+        inside = (run >= 0) & (moment < end[np.maximum(run, 0)])
+        counts += np.bincount(flat[run[inside]], minlength=len(counts))
+    per = counts.reshape(n_steps, len(BUCKETS))
+    return Table({bucket: per[:, i] for i, bucket in enumerate(BUCKETS)}, n_steps)
 
 
 # Roles of the calls a compiled step runs through: a tf.function / jitted / torch.compile call and the

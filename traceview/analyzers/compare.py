@@ -41,6 +41,7 @@ from traceview.analyzers.gaps import driver_rows
 from traceview.analyzers.modes import compiled_regions_per_step, dataloader_workers
 from traceview.analyzers.findings.comparison import comparison_findings
 from traceview.analyzers.findings.diagnosis import anomaly_detection_on
+from traceview.analyzers.unprofiled import unprofiled_buckets
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
 from traceview.arrays import column_codes, first_of_each, membership
 from traceview.capture_facts import declared_cold_steps
@@ -115,6 +116,9 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
     # The buckets either report shows (communication only where a trace has collectives).
     shown = shown_buckets(baseline.communication is not None or candidate.communication is not None)
     buckets = tuple(BucketDelta(bucket, a.get(bucket, 0.0), b.get(bucket, 0.0)) for bucket in shown)
+    unprofiled_a, unprofiled_b = unprofiled_buckets(baseline), unprofiled_buckets(candidate)
+    unprofiled = tuple(BucketDelta(bucket, unprofiled_a.get(bucket, 0.0), unprofiled_b.get(bucket, 0.0))
+                       for bucket in shown) if unprofiled_a is not None and unprofiled_b is not None else ()
     fam_a = op_families(baseline)
     fam_b = op_families(candidate)
     families = pd.concat([fam_a.add_prefix("baseline_"), fam_b.add_prefix("candidate_")], axis=1).fillna(0.0)
@@ -132,7 +136,7 @@ def compare(baseline: Diagnosis, candidate: Diagnosis, top: int | None = TOP_N) 
                                                else same_count_compute(aligned)),
                         dataloader_workers=(dataloader_workers(baseline.timeline), dataloader_workers(candidate.timeline)),
                         dtype_casts_per_step=dtype_casts_per_step(aligned),
-                        recorded=recorded,
+                        recorded=recorded, unprofiled_buckets=unprofiled,
                         input_beside_step_ns=(input_beside_step_ns(baseline), input_beside_step_ns(candidate)),
                         same_work_shares=same_work_shares(aligned),
                         known_differences=known_differences(baseline, candidate, recorded, elements, dtypes),

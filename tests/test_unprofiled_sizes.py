@@ -1,0 +1,73 @@
+"""Cause sizes without the profiler (analyzers/unprofiled.py): the truth README's table is what
+``benchmarks.unprofiled_sizes`` prints, the estimate is nearer the measured costs than the
+profiled sizes, and a comparison of two captures with unprofiled timings carries it."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import traceview
+from traceview.analyzers.unprofiled import unprofiled_buckets
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_traces" / "mlp2"
+
+
+@pytest.fixture(scope="module")
+def printed() -> str:
+    if not (ROOT / "benchmarks" / "truth" / "cases").is_dir():
+        pytest.skip("no ground-truth cases")
+    from benchmarks import unprofiled_sizes
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys, "argv", ["unprofiled_sizes", "--markdown"])
+        unprofiled_sizes.main()
+    return out.getvalue()
+
+
+def test_the_readme_table_is_current(printed: str) -> None:
+    readme = (ROOT / "benchmarks" / "truth" / "README.md").read_text()
+    block = re.search(r"<!-- unprofiled-sizes -->\n(.*?)<!-- /unprofiled-sizes -->", readme, re.S)
+    assert block, "benchmarks/truth/README.md lost its unprofiled-sizes block"
+    assert block.group(1).strip() == printed.strip(), \
+        "regenerate the block with: python -m benchmarks.unprofiled_sizes --markdown"
+
+
+def test_the_estimate_is_nearer_the_measured_costs(printed: str) -> None:
+    counts = re.findall(r"in (\d+)/(\d+), mean \|log\(ratio\)\| ([\d.]+)", printed)
+    (profiled_in, n, profiled_error), (estimated_in, _, estimated_error) = counts
+    assert int(estimated_in) > int(profiled_in) and float(estimated_error) < float(profiled_error)
+    assert int(n) >= 40
+
+
+def test_the_excess_is_taken_off_and_the_sizes_sum_to_the_unprofiled_step() -> None:
+    diag = traceview.diagnose(SAMPLES / "torch-eager")
+    estimate = unprofiled_buckets(diag)
+    profiled = diag.steady_attribution()
+    assert sum(estimate.values()) == pytest.approx(diag.unprofiled_step_ns, rel=1e-6)
+    assert all(estimate[b] <= profiled[b] for b in profiled)
+    # Dispatch, where the events are dense, gives up most of the excess.
+    taken = {b: profiled[b] - estimate[b] for b in profiled}
+    assert max(taken, key=taken.get) == "launch_overhead"
+
+
+def test_a_comparison_carries_both_sides_estimates() -> None:
+    comparison = traceview.compare(SAMPLES / "torch-eager", SAMPLES / "tf-eager")
+    rows = comparison.to_dict()["comparison"]["unprofiled_buckets"]
+    assert [r["bucket"] for r in rows] == [d.bucket for d in comparison.buckets]
+    assert sum(r["baseline_ns"] for r in rows) == pytest.approx(comparison.baseline.unprofiled_step_ns, rel=1e-6)
+
+
+def test_no_estimate_without_unprofiled_timings() -> None:
+    trace = next(ROOT.glob("tests/data/torch_cpu_unmarked/*.json*"), None)
+    if trace is None:
+        pytest.skip("no unmarked torch capture")
+    diag = traceview.diagnose(trace)
+    assert diag.unprofiled_step_ns is None and unprofiled_buckets(diag) is None
