@@ -11,8 +11,8 @@ rank's ``<stem>.events.parquet`` and ``<stem>.steps.parquet`` (query them with `
 
 With Dask installed (``pip install "dask[bag]"``) the tasks run as a ``dask.bag`` (on a
 ``dask.distributed`` cluster when a Client is active); without it, on a local
-``concurrent.futures`` process pool. On Spark the same functions go in ``rdd.map``
-(docs/multi_rank.md). The trace paths must be readable where the tasks run.
+``concurrent.futures`` process pool; a line on stderr says which ran the tasks. On Spark the same
+functions go in ``rdd.map`` (docs/multi_rank.md). The trace paths must be readable where the tasks run.
 """
 
 from __future__ import annotations
@@ -45,22 +45,26 @@ def rank_task(item: tuple[int, Path], parquet_dir: Path | None, stems: dict[Path
     return summarize(diag)
 
 
-def map_ranks(task: Callable[[tuple[int, Path]], T], items: Sequence[tuple[int, Path]], jobs: int | None) -> list[T]:
+def map_ranks(task: Callable[[tuple[int, Path]], T], items: Sequence[tuple[int, Path]],
+              jobs: int | None) -> tuple[list[T], str]:
     """``[task(i) for i in items]`` on Dask when it is installed, else on a local process pool;
-    results in input order either way."""
+    results in input order either way, and where they ran, in words."""
     try:
         import dask.bag as db
     except ImportError:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(task, items))
-    bag = db.from_sequence(items, npartitions=max(1, len(items)))
+            return list(pool.map(task, items)), "a local process pool (Dask is not installed)"
+    bag = db.from_sequence(items, npartitions=max(1, len(items))).map(task)
     try:  # a dask.distributed Client, when one is running, takes the tasks
         from distributed import get_client
 
-        get_client()
-        return bag.map(task).compute()
+        client = get_client()
     except (ImportError, ValueError):
-        return bag.map(task).compute(scheduler="processes", num_workers=jobs)
+        client = None
+    # Computed outside the try: a task's own ValueError must not send the run to local processes.
+    if client is not None:
+        return bag.compute(), f"dask.bag on the dask.distributed scheduler {client.scheduler.address}"
+    return bag.compute(scheduler="processes", num_workers=jobs), "dask.bag on local processes"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,10 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.parquet is not None:
             args.parquet.mkdir(parents=True, exist_ok=True)
         task = partial(rank_task, parquet_dir=args.parquet, stems=trace_stems(paths))
-        summaries = map_ranks(task, list(enumerate(paths)), args.jobs)
+        summaries, engine = map_ranks(task, list(enumerate(paths)), args.jobs)
     except TraceviewError as err:
         print(f"ranks_dask: {err}", file=sys.stderr)
         return err.exit_code
+    print(f"ranks_dask: {len(summaries)} traces read by {engine}", file=sys.stderr)
     runs = multi_rank(summaries)
     if not runs:
         print("ranks_dask: no two traces are ranks of one run (see docs/multi_rank.md)", file=sys.stderr)

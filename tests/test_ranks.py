@@ -219,11 +219,17 @@ def test_real_two_rank_trace_parallel_equals_serial(tmp_path):
 
 
 def test_dask_example_runs_with_its_fallback(small_run, tmp_path):
-    """examples/ranks_dask.py: dask.bag when installed, else a local process pool."""
+    """examples/ranks_dask.py without Dask: a local process pool. The test extra installs Dask, so a
+    package of its name that fails to import hides it (tests/test_distributed.py runs the bag)."""
+    hidden = tmp_path / "hide_dask" / "dask"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text('raise ImportError("dask is hidden from this run")\n')
+    env = {**os.environ, "PYTHONPATH": str(hidden.parent)}
     result = subprocess.run([sys.executable, str(REPO / "examples" / "ranks_dask.py"), str(small_run),
                              "--parquet", str(tmp_path / "pq"), "--jobs", "2"],
-                            capture_output=True, text=True, cwd=REPO, timeout=300)
+                            capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
+    assert "traces read by a local process pool (Dask is not installed)" in result.stderr
     (run,) = orjson.loads(result.stdout)["multi_rank"]
     assert run == orjson.loads(json_report.dumps(_runs(small_run)[0].to_dict()))
     assert len(list((tmp_path / "pq").glob("*.steps.parquet"))) == 3
