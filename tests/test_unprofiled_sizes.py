@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -71,3 +72,14 @@ def test_no_estimate_without_unprofiled_timings() -> None:
         pytest.skip("no unmarked torch capture")
     diag = traceview.diagnose(trace)
     assert diag.unprofiled_step_ns is None and unprofiled_buckets(diag) is None
+
+
+def test_the_reports_show_the_estimate_only_where_both_sides_timed_without_the_profiler(tmp_path: Path) -> None:
+    with_timing = traceview.render(traceview.compare(SAMPLES / "torch-eager", SAMPLES / "tf-eager"), "md")
+    assert "| cause | baseline | candidate | delta | of gap | unprofiled |" in with_timing
+    assert "last column ('unprofiled')" in with_timing
+    bare = tmp_path / "tf-eager"
+    shutil.copytree(SAMPLES / "tf-eager", bare)
+    (bare / "manifest.json").unlink()
+    without = traceview.render(traceview.compare(SAMPLES / "torch-eager", bare), "md")
+    assert "| cause | baseline | candidate | delta | of gap |\n" in without

@@ -331,6 +331,10 @@ def unprofiled_sentence(cmp: Any) -> str:
         text += (f" The profiler slows the baseline {a:.2f}× and the candidate {b:.2f}×: the profiled ratio and the "
                  f"causes below over-weigh the {more}'s per-op host costs (the profiler's own cost counts as its "
                  "dispatch).")
+    if cmp.unprofiled_buckets:
+        text += (" The cause table's last column ('unprofiled') estimates each cause's delta without the profiler: "
+                 "each side's excess taken off its causes by the events recorded in them, the rest in proportion "
+                 "to their time.")
     return text
 
 

@@ -600,6 +600,10 @@ def _cold_start(cmp: Comparison) -> str:
             f" (graph build {fmt_ns(c.candidate_graph_build_ns)}); {c.payback_note}.")
 
 
+# The cause table's column of deltas estimated without the profiler (analyzers/unprofiled.py).
+UNPROFILED_DELTA = "unprofiled"
+
+
 def comparison_report(cmp: Comparison) -> ComparisonReport:
     """Every section of a comparison's report."""
     gap = cmp.gap_ns
@@ -614,11 +618,16 @@ def comparison_report(cmp: Comparison) -> ComparisonReport:
              + f". Named causes explain {fmt_pct(cmp.explained_share)}{paused}; unexplained (nothing recorded) "
              f"{fmt_ns(cmp.unexplained_ns)}." if causes else "")
     share = (lambda ns: fmt_pct(ns / gap) if gap else "-")
+    # Where both captures timed their steps without the profiler too: each cause's delta estimated
+    # without it (analyzers/unprofiled.py), beside the profiled one.
+    unprofiled = {d.bucket: d.delta_ns for d in cmp.unprofiled_buckets}
+    estimate = ((lambda bucket: (fmt_ns(unprofiled[bucket]),)) if unprofiled else (lambda bucket: ()))
     rows = [(BUCKET_LABEL[d.bucket], fmt_ns(d.baseline_ns), fmt_ns(d.candidate_ns), fmt_ns(d.delta_ns),
-             share(d.delta_ns)) for d in cmp.buckets]
+             share(d.delta_ns), *estimate(d.bucket)) for d in cmp.buckets]
     rows.append(("step", fmt_ns(cmp.baseline_step_ns), fmt_ns(cmp.candidate_step_ns), fmt_ns(gap),
-                 "100.0 %" if gap else "-"))
-    buckets = Grid("", ("cause", "baseline", "candidate", "delta", "of gap"), tuple(rows),
+                 "100.0 %" if gap else "-", *((fmt_ns(sum(unprofiled.values())),) if unprofiled else ())))
+    headers = ("cause", "baseline", "candidate", "delta", "of gap", *((UNPROFILED_DELTA,) if unprofiled else ()))
+    buckets = Grid("", headers, tuple(rows),
                    buckets=tuple(d.bucket for d in cmp.buckets) + ("",),
                    flagged=(False,) * len(cmp.buckets) + (True,))
     sides = tuple(Side(role, d.timeline.meta.source, d.timeline.meta.framework, len(d.steady_positions))
