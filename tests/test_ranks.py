@@ -326,3 +326,26 @@ def test_repeated_ranks_are_windows_or_named(tmp_path):
     assert "1 trace(s) repeat a rank" in run.notes[0] and "worker1.100" in run.notes[0]
     text = run_cli("diagnose", str(copy), "--width", "120").stdout
     assert "repeat a rank" in " ".join(text.split())
+
+
+def test_top_bounds_the_per_rank_table(wide_run):
+    text = run_cli("diagnose", str(wide_run), "--width", "120", "--top", "3").stdout
+    table = text[text.index("Per rank"):text.index("Stragglers")]
+    listed = [line for line in table.splitlines() if ".pt.trace.json.gz" in line]
+    assert len(listed) == 3 and any("rank07" in line for line in listed)  # the slow rank is one of them
+    assert "lists the 3 ranks furthest from the median step; 9 more" in " ".join(text.split())
+
+
+def test_narrow_reports_leave_out_rank_columns_whole_not_cut(tmp_path):
+    """The stragglers table at a width its per-rank columns do not fit: no cell is cut short
+    ('244.7…'); the slow rank's column stays, the others left out are named."""
+    run = write_run(tmp_path, 8, slow=5, name="rank{}.pt.trace.json.gz")
+    for width in (80, 100):
+        text = run_cli("diagnose", str(run), "--width", str(width)).stdout
+        table = text[text.index("Stragglers"):text.index("Spread")]
+        assert "…" not in table
+        header = next(line for line in table.splitlines() if "over median" in line)
+        assert "r5" in header.split()
+        assert "do not fit in" in " ".join(table.split())
+        step3 = next(line for line in table.splitlines() if line.strip().startswith("#3"))
+        assert "3.16ms" in step3  # the straggler's own time, whole

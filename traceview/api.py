@@ -186,7 +186,7 @@ def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: 
 
     ranks = {str(source) for run in runs for source in run.ranks["source"]}
     return FolderDiagnosis(tuple(diagnoses), tuple(_workload_comparisons([d for d in diagnoses if d.source not in ranks],
-                                                                        rows)), tuple(runs), left_out)
+                                                                        rows)), tuple(runs), left_out, rank_rows=rows)
 
 
 # The workload names a manifest holds that say who captured a trace, not what it ran: `traceview run`

@@ -1088,12 +1088,15 @@ class FolderDiagnosis:
     when the folder holds two or more traces."""
 
     diagnoses: tuple[Diagnosis, ...]  # in path order
-    # Each trace of another framework compared with the folder's torch baseline (traceview collect output).
+    # Each trace compared with its workload's baseline (api._workload_comparisons).
     comparisons: tuple[Comparison, ...] = ()
     multi_rank: tuple[MultiRank, ...] = ()  # each run of two or more ranks among the traces
     # The folder's traces that could not be read (a truncated or corrupt rank file), in path order:
     # the others are reported, and the command line's exit status says the report is partial.
     left_out: tuple[LeftOut, ...] = ()
+    # ``--top``: the most ranks a run's per-rank table lists in a text report (the report's own
+    # bound, 8, caps it; None: that bound alone). JSON holds every rank whatever it is.
+    rank_rows: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report of ``traceview diagnose FOLDER --format json`` (docs/json.md)."""

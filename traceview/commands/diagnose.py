@@ -26,7 +26,8 @@ def diagnose(
     color: Optional[bool] = COLOR_OPTION,
     redact: bool = REDACT_OPTION,
     dispatch_gap_us: Optional[float] = DISPATCH_GAP_OPTION,
-    top: str = typer.Option("10", "--top", metavar="N|all", help="Rows in the kernel and op tables."),
+    top: str = typer.Option("10", "--top", metavar="N|all", help="Rows in the kernel and op tables; at most N ranks "
+                            "in a run's per-rank table (8 without --per-rank)."),
     jobs: Optional[int] = typer.Option(
         None, "--jobs", "-j", min=1, metavar="N",
         help="A folder's traces are read in this many processes at once (default: one per CPU the process may use)."),

@@ -74,7 +74,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 
 def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = None, title: str | None = None,
            multi_rank: list[MultiRank] | None = None, left_out: list[LeftOut] | None = None, per_rank: bool = False,
-           **_: Any) -> str:
+           rank_rows: int | None = None, **_: Any) -> str:
     """The whole HTML page for one or more diagnoses (and comparisons between them, first)."""
     if title is None:
         # Named after the capture (mlp2/torch-eager, the logdir above plugins/profile), not the file
@@ -101,7 +101,7 @@ def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = No
     for cmp in comparisons or []:
         parts.append(_comparison(comparison_report(cmp), cmp))
     for run in multi_rank or []:
-        parts.append(_multi_rank(ranks_report(run, per_rank)))
+        parts.append(_multi_rank(ranks_report(run, per_rank, rank_rows)))
     # Every trace's own section: the page's index links them, so that its length costs no scrolling.
     shown, notes = reported_traces(diagnoses, multi_rank, per_rank, comparisons, per_trace=True)
     parts.extend(f'<p class="sub">note: {esc(note)}</p>' for note in notes)

@@ -153,14 +153,14 @@ def multi_rank_markdown(report: RanksReport) -> list[str]:
 
 def render(diagnoses: list[Diagnosis], comparisons: list[Comparison] | None = None,
            multi_rank: list[MultiRank] | None = None, left_out: list[LeftOut] | None = None, per_rank: bool = False,
-           per_trace: bool = False, **_: Any) -> str:
+           per_trace: bool = False, rank_rows: int | None = None, **_: Any) -> str:
     lines: list[str] = []
     section = left_out_section(left_out, len(diagnoses))
     if section is not None:
         lines += [f"**{cell(section.headline)}**", ""] + [f"- `{cell(source)}`: {cell(why)}"
                                                          for source, why in section.rows] + [""]
     for run in multi_rank or []:
-        lines += multi_rank_markdown(ranks_report(run, per_rank))
+        lines += multi_rank_markdown(ranks_report(run, per_rank, rank_rows))
     for group in by_baseline(comparisons or []):
         grid = across_grid(group)
         lines += ["### traceview: across the traces", "", f"{cell(grid.title)}.", ""]

@@ -75,6 +75,7 @@ def render(result: Diagnosis | FolderDiagnosis | Comparison | WhatIf, format: st
     if isinstance(result, FolderDiagnosis):
         return chosen.render_diagnoses(list(result.diagnoses), comparisons=list(result.comparisons),
                                        multi_rank=list(result.multi_rank), left_out=list(result.left_out),
+                                       rank_rows=result.rank_rows,
                                        per_rank=per_rank, per_trace=per_trace, **options)
     if isinstance(result, Diagnosis):
         return chosen.render_diagnoses([result], **options)

@@ -724,16 +724,17 @@ def _ranks_headline(run: MultiRank, most: int = 10) -> str:
 MAX_RANKS_SHOWN = 8
 
 
-def ranks_in_view(run: MultiRank, per_rank: bool = False) -> pd.DataFrame:
-    """The rows of ``run.ranks`` a text report lists: every rank of a small run (or with
-    ``per_rank``), else the :data:`MAX_RANKS_SHOWN` furthest from the median (ties: the lower
-    rank), in rank order."""
+def ranks_in_view(run: MultiRank, per_rank: bool = False, rank_rows: int | None = None) -> pd.DataFrame:
+    """The rows of ``run.ranks`` a text report lists: every rank with ``per_rank``, else at most
+    :data:`MAX_RANKS_SHOWN` (fewer with ``rank_rows``: ``--top``), those furthest from the median
+    (ties: the lower rank), in rank order."""
     ranks = run.ranks
-    if per_rank or len(ranks) <= MAX_RANKS_SHOWN:
+    most = min(MAX_RANKS_SHOWN, rank_rows or MAX_RANKS_SHOWN)
+    if per_rank or len(ranks) <= most:
         return ranks
     distance = ranks["vs_median"].abs().to_numpy()
     order = sorted(range(len(ranks)), key=lambda i: (-distance[i], int(ranks["rank"].iloc[i])))
-    return ranks.iloc[sorted(order[:MAX_RANKS_SHOWN])]
+    return ranks.iloc[sorted(order[:most])]
 
 
 def reported_traces(diagnoses: list[Diagnosis], runs: list[MultiRank] | None, per_rank: bool = False,
@@ -789,11 +790,11 @@ def traces_grid(diagnoses: list[Diagnosis], runs: list[MultiRank] | None) -> Gri
     return Grid(TRACES_TITLE, TRACES_HEADERS, tuple(rows), left=(0, 1, 3, 4), names=(0,)) if len(rows) > 1 else None
 
 
-def ranks_report(run: MultiRank, per_rank: bool = False) -> RanksReport:
+def ranks_report(run: MultiRank, per_rank: bool = False, rank_rows: int | None = None) -> RanksReport:
     """The ranks of one run: per-rank steady step (the ranks in view: :func:`ranks_in_view`),
     stragglers per step, spread of each cause."""
     n_steps = len(run.stragglers)
-    listed = ranks_in_view(run, per_rank)
+    listed = ranks_in_view(run, per_rank, rank_rows)
     ranks = tuple((str(r.rank), str(r.trace), fmt_ns(r.steady_step_ns), f"{r.vs_median * 100:+.1f} %",
                    f"{r.slowest_steps} of {n_steps}") for r in listed.itertuples(index=False))
     more = len(run.ranks) - len(listed)

@@ -10,6 +10,7 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.segment import Segment
@@ -264,7 +265,7 @@ class _Visible:
 def render(diagnoses: list[Diagnosis], width: int = 100, color: bool = False,
            comparisons: list[Comparison] | None = None, multi_rank: list[MultiRank] | None = None,
            left_out: list[LeftOut] | None = None, per_rank: bool = False, per_trace: bool = False,
-           **_: Any) -> str:
+           rank_rows: int | None = None, **_: Any) -> str:
     """A folder's report, the summary first: the traces left out, each run of several ranks
     (bounded: report.ranks_in_view), the traces compared within their workload, a line per
     trace, then the traces' own reports (a large run's typical and outlying ranks only, unless
@@ -275,7 +276,7 @@ def render(diagnoses: list[Diagnosis], width: int = 100, color: bool = False,
     if section is not None:
         parts.append(_print_all([_left_out(section)], width, color))
     for run in multi_rank or []:
-        parts.append(_print_all(multi_rank_parts(ranks_report(run, per_rank), width), width, color))
+        parts.append(_print_all(multi_rank_parts(ranks_report(run, per_rank, rank_rows), width), width, color))
     if comparisons:
         parts.append(_print_all([_across(across_grid(group)) for group in by_baseline(comparisons)], width, color))
     summary = traces_grid(diagnoses, multi_rank)
@@ -309,12 +310,19 @@ def multi_rank_parts(report: RanksReport, width: int) -> list[Any]:
     parts.append(ranks)
     if report.stragglers is not None:
         grid = report.stragglers
+        kept = _columns_that_fit(grid, width, fixed=STRAGGLER_FIXED_COLUMNS)
         table = Table(title=grid.title, title_justify="left", title_style="bold", box=None, header_style="bold")
-        for header in grid.headers:
-            table.add_column(header, justify="right", no_wrap=True)
+        for i in kept:
+            table.add_column(grid.headers[i], justify="right", no_wrap=True)
         for r, cells in enumerate(grid.rows):
-            table.add_row(*cells[:4], Text(cells[4], style="bold red" if grid.is_flagged(r) else ""), *cells[5:])
+            shown = [Text(cells[i], style="bold red" if i == grid.emphasis and grid.is_flagged(r) else "")
+                     for i in kept]
+            table.add_row(*shown)
         parts.append(table)
+        left_out = [grid.headers[i] for i in range(len(grid.headers)) if i not in kept]
+        if left_out:
+            parts.append(Text(f"note: the per-rank columns {', '.join(left_out)} do not fit in {width} columns "
+                              "(--width shows them; --format json holds every rank's step times)", style="dim"))
     spread = Table(title=report.spread.title, title_justify="left", title_style="bold", box=None, header_style="bold")
     for header in report.spread.headers:
         spread.add_column(header, justify="left" if header == "cause" else "right", no_wrap=True)
@@ -323,6 +331,27 @@ def multi_rank_parts(report: RanksReport, width: int) -> list[Any]:
     parts.append(spread)
     parts.extend(Text(f"note: {_flat(note)}", style="dim") for note in report.notes)
     return parts
+
+
+# The stragglers table's columns before its per-rank ones: step, median, slowest, rank, over median.
+STRAGGLER_FIXED_COLUMNS = 5
+
+
+def _columns_that_fit(grid: Grid, width: int, fixed: int) -> list[int]:
+    """The columns of ``grid`` to show in ``width`` cells without cutting a cell: the first
+    ``fixed``, then as many of the others as fit — those of the ranks slowest in some step first
+    (a straggler's own time), the rest in order — shown in their order."""
+    def natural(i: int) -> int:  # (box=None: one cell of padding on each side)
+        return max(cell_len(grid.headers[i]), *(cell_len(row[i]) for row in grid.rows)) + 2
+
+    slowest = {f"r{row[3]}" for row in grid.rows}
+    optional = sorted(range(fixed, len(grid.headers)), key=lambda i: (grid.headers[i] not in slowest, i))
+    kept, used = list(range(fixed)), sum(natural(i) for i in range(fixed))
+    for i in optional:
+        if used + natural(i) <= width:
+            kept.append(i)
+            used += natural(i)
+    return sorted(kept)
 
 
 def _across(grid: Grid) -> Group:
