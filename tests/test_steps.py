@@ -437,16 +437,20 @@ def test_a_cycle_of_steps_is_not_named_against_light_steps_of_no_duration():
     (None, True),  # no manifest: the first step, 3.5x the others, is cold by its time
     ([0], True),  # the manifest names it cold
     ([], False),  # the manifest names no cold step: the window began after the warm-up
+    ("absent", True),  # a manifest silent on cold steps says nothing: cold by its time
 ])
 def test_a_slow_first_step_is_cold_unless_the_manifest_says_none_is(
-        tmp_path: Path, declared: list[int] | None, first_cold: bool) -> None:
+        tmp_path: Path, declared: list[int] | str | None, first_cold: bool) -> None:
     source = SAMPLES / "mlp2" / "torch-eager"
     for path in source.iterdir():
         if path.name != "manifest.json" or declared is not None:
             shutil.copy(path, tmp_path / path.name)
     if declared is not None:
         manifest = json.loads((tmp_path / "manifest.json").read_text())
-        manifest["cold_steps"] = declared
+        if declared == "absent":
+            del manifest["cold_steps"]
+        else:
+            manifest["cold_steps"] = declared
         (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     steps = traceview.diagnose(tmp_path).steps.table
     durations = np.asarray(steps["duration"])

@@ -63,8 +63,10 @@ def _facts(manifest: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     threads = manifest.get("threads") if isinstance(manifest.get("threads"), dict) else {}
     # A trace's own entry says which of its steps are cold (step markers count each trace from 0).
     steps_of = entry if "cold_steps" in entry else manifest
+    # "cold_steps" only where the manifest lists them (an empty list too: steps.py then knows the
+    # window began after the warm-up), so that a manifest silent on them says nothing.
     facts: dict[str, Any] = {
-        "cold_steps": _int_list(steps_of.get("cold_steps")),
+        **({"cold_steps": _int_list(steps_of.get("cold_steps"))} if "cold_steps" in steps_of else {}),
         "warmup_steps": _int_list(steps_of.get("warmup_steps")),
     }
     for key, out in (("steady_median_unprofiled_s", "unprofiled_step_ns"),

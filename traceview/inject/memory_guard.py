@@ -34,8 +34,9 @@ STOP_EXPANSION = 8.0
 AUTOMATIC_SHARE = 0.8
 SAMPLE_SECONDS = 0.05
 # The signal the watcher sends the main thread: a real-time one, which scripts seldom handle.
-# It is taken only while nothing else handles it.
-_STOP_SIGNAL = getattr(signal, "SIGRTMIN", 0) + 6
+# It is taken only while nothing else handles it; where there are none (not Linux), 0: no stop
+# inside a step, only the step-end check.
+_STOP_SIGNAL = signal.SIGRTMIN + 6 if hasattr(signal, "SIGRTMIN") else 0
 
 
 def resident_bytes() -> int | None:

@@ -333,8 +333,10 @@ def multi_rank_parts(report: RanksReport, width: int) -> list[Any]:
     return parts
 
 
-# The stragglers table's columns before its per-rank ones: step, median, slowest, rank, over median.
+# The stragglers table's columns before its per-rank ones: step, median, slowest, rank, over median
+# (report.ranks_report); "rank" names the step's slowest rank, whose own column is kept first.
 STRAGGLER_FIXED_COLUMNS = 5
+STRAGGLER_SLOWEST_RANK = 3
 
 
 def _columns_that_fit(grid: Grid, width: int, fixed: int) -> list[int]:
@@ -344,7 +346,7 @@ def _columns_that_fit(grid: Grid, width: int, fixed: int) -> list[int]:
     def natural(i: int) -> int:  # (box=None: one cell of padding on each side)
         return max(cell_len(grid.headers[i]), *(cell_len(row[i]) for row in grid.rows)) + 2
 
-    slowest = {f"r{row[3]}" for row in grid.rows}
+    slowest = {f"r{row[STRAGGLER_SLOWEST_RANK]}" for row in grid.rows}
     optional = sorted(range(fixed, len(grid.headers)), key=lambda i: (grid.headers[i] not in slowest, i))
     kept, used = list(range(fixed)), sum(natural(i) for i in range(fixed))
     for i in optional:
