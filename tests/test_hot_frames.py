@@ -92,3 +92,18 @@ def test_a_sleep_in_the_users_function_is_named_by_traceview_run(tmp_path: Path)
     assert top["frame"].endswith("loop.py:4 prepare")
     assert 5e6 <= top["ns_per_step"] < 20e6  # the 5 ms sleep, charged to the line that called it
     assert "loop.py:4 prepare" in finding["summary"]
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+def test_traceview_runs_own_hook_frames_are_no_line_of_the_users(tmp_path: Path) -> None:
+    """With little Python of the user's, the hook's frames around the optimizer step (its wrapper,
+    the step bookkeeping) were the 'hottest lines'; their time is the calling line's."""
+    from tests.test_run import run_with_report
+
+    script = tmp_path / "loop.py"
+    script.write_text(SLEEPING_LOOP.replace("time.sleep(0.005)", "pass"), encoding="utf-8")
+    done, _ = run_with_report(tmp_path, "--steps", "3-7", "--", sys.executable, script)
+    assert done.returncode == 0, done.stderr
+    frames = hot_frames(traceview.diagnose(tmp_path / "trace"), Role.PYTHON_USER.value, limit=1000)
+    assert frames and not [f.frame for f in frames if "traceview/inject" in f.frame]

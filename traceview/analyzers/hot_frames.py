@@ -19,6 +19,7 @@ binding in the buckets (``launch_overhead.binding``) and its own Python here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,11 @@ from traceview.schema import Kind
 # Frames a finding names, at most; a frame with less than this share of the largest is not named.
 HOT_FRAMES_NAMED = 3
 HOT_FRAME_MIN_SHARE = 0.05
+
+# Frames of traceview run's own hook (traceview/inject/), which wraps the user's calls (an optimizer's
+# step, a jitted function): not the user's lines, so their time goes to the line that called them.
+# Known by the path torch's tracer names; JAX's and TensorFlow's tracers name base names only.
+INSTRUMENTATION_FRAME = re.compile(r"[/\\]traceview[/\\]inject[/\\]")
 
 # How to record Python frames, by framework (the profilers' own options), for a trace with none.
 RECORD_PYTHON_FRAMES = {
@@ -74,6 +80,7 @@ def hot_frames(diag: Diagnosis, role: str, limit: int = HOT_FRAMES_NAMED) -> lis
     name_codes, name_values = column_codes(events["name"])
     labels = [frame_label(str(value)) for value in name_values]
     users_line = np.array([label is not None and not FRAMEWORK_PYTHON_FRAME.search(str(value))
+                           and not INSTRUMENTATION_FRAME.search(str(value))
                            for label, value in zip(labels, name_values)] + [False], dtype=bool)
     owner = nearest_ancestor(events, rows, mine & users_line[name_codes])
     # Time with no line of the user's above it (a framework's frame of the input pipeline, a
