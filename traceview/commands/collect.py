@@ -54,7 +54,7 @@ def collect(
 
     The manifest keeps versions, threads, per-step wall time with and without the profiler, and loss parity.
 
-    Example: traceview collect mlp2 -f torch,tf -m eager,function -o runs/mlp2
+    Example: traceview collect mlp2 --framework torch,tf -m eager,function -o runs/mlp2
     """
     from traceview.collectors.runner import CaptureSettings, collect as run_collect, default_threads
     from traceview.renderers.console import console
