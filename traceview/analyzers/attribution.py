@@ -172,6 +172,10 @@ def _runs_and_records(timeline: Timeline, seg: _Segments, n_steps: int, options:
             **({"record_boundaries": record_boundaries(timeline, runs, n_steps)} if counted else {})}
 
 
+# Host events whose entries and exits record_boundaries places at once.
+_RECORDS_AT_ONCE = 1 << 20
+
+
 def record_boundaries(timeline: Timeline, runs: Table, n_steps: int) -> Table:
     """Per step, how many entries and exits of host events fall in each bucket's runs (``runs``:
     Attribution.segments), a column per bucket (Attribution.record_boundaries)."""
@@ -179,13 +183,15 @@ def record_boundaries(timeline: Timeline, runs: Table, n_steps: int) -> Table:
     start, end = runs["start"][order], runs["end"][order]
     flat = runs["step"][order] * len(BUCKETS) + runs["bucket"].codes[order]
     ev = timeline.table
-    host = ev["device"] < 0
-    entry = ev["ts"][host]
+    host = np.flatnonzero(ev["device"] < 0)
     counts = np.zeros(n_steps * len(BUCKETS), dtype=np.int64)
-    for moment in (entry, entry + ev["dur"][host]):
-        run = np.searchsorted(start, moment, side="right") - 1
-        inside = (run >= 0) & (moment < end[np.maximum(run, 0)])
-        counts += np.bincount(flat[run[inside]], minlength=len(counts))
+    for low in range(0, len(host), _RECORDS_AT_ONCE):  # (a block at a time: the temporaries stay small)
+        rows = host[low:low + _RECORDS_AT_ONCE]
+        entry = ev["ts"][rows]
+        for moment in (entry, entry + ev["dur"][rows]):
+            run = np.searchsorted(start, moment, side="right") - 1
+            inside = (run >= 0) & (moment < end[np.maximum(run, 0)])
+            counts += np.bincount(flat[run[inside]], minlength=len(counts))
     per = counts.reshape(n_steps, len(BUCKETS))
     return Table({bucket: per[:, i] for i, bucket in enumerate(BUCKETS)}, n_steps)
 

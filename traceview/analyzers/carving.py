@@ -267,6 +267,22 @@ def _gil_waits(ev: Table, steps: Steps, gaps: UnrecordedGaps, start: np.ndarray,
     kept = steady[candidate_step] & (end[candidates] > start[candidates])
     candidates, candidate_step = candidates[kept], candidate_step[kept]
     in_steady_gap = steady[gaps.step] & (gaps.end > gaps.start)
+    names = ev["name"].codes
+    # Only stretches of a whole interval or longer, and the others at a place where one of them
+    # waits (wait_ns takes the place's median of those that do not), bear on anything below: the
+    # rest (millions of short pieces) are let go before the costlier passes. (Exact: contended and
+    # wait_ns see the same waits, long stretches and places' medians.)
+    piece_waits, piece_multiple = gw.quantized(end[candidates] - start[candidates])
+    gap_waits, gap_multiple = gw.quantized(gaps.end - gaps.start)
+    gap_waits &= in_steady_gap
+    place = names[row[candidates]].astype(np.int64)
+    waiting_place = np.zeros(len(ev["name"].categories) + 1, dtype=bool)  # (the last entry: no name, -1)
+    waiting_place[place[piece_waits]] = True
+    relevant = (piece_multiple >= 1) | waiting_place[place]
+    candidates, candidate_step = candidates[relevant], candidate_step[relevant]
+    if not gap_waits.any():  # (the gaps are one place: all of them matter where one waits)
+        in_steady_gap &= gap_multiple >= 1
+    del piece_waits, piece_multiple, gap_waits, gap_multiple, place, waiting_place, relevant
     stretch_start = np.concatenate((start[candidates], gaps.start[in_steady_gap])).astype(np.int64)
     stretch_end = np.concatenate((end[candidates], gaps.end[in_steady_gap])).astype(np.int64)
     is_wait, multiple = gw.quantized(stretch_end - stretch_start)
@@ -276,7 +292,6 @@ def _gil_waits(ev: Table, steps: Steps, gaps: UnrecordedGaps, start: np.ndarray,
     # the framework call returns).
     tail_start = np.where(is_wait, np.maximum(stretch_start, stretch_end - multiple * gw.SWITCH_INTERVAL_NS),
                           stretch_start)
-    names = ev["name"].codes
     quiet = gw.quiet(tail_start, stretch_end, *_recorded_elsewhere(ev, steps))
     considered = quiet.copy()
     considered[:len(candidates)] |= ~only_when_quiet[candidates]
