@@ -284,6 +284,41 @@ def test_no_python_events_records_no_python_calls(tmp_path: Path) -> None:
     assert [e for e in events if e.get("cat") == "cpu_op"]
 
 
+BUSY_LOOP = (
+    "import torch\n"
+    "torch.set_num_threads(1)\n"
+    "w = torch.nn.Parameter(torch.ones(256, 256)); optimizer = torch.optim.SGD([w], lr=1e-3)\n"
+    "x = torch.ones(256, 256)\n"
+    "for step in range(10):\n"
+    "    y = x @ w\n"
+    "    for _ in range(20):\n"
+    "        y = y @ w * 1e-3\n"
+    "    y.sum().backward(); optimizer.step(); optimizer.zero_grad()\n")
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="no /proc schedstat (Linux only)")
+def test_a_contended_machine_is_said_from_the_threads_wait_for_a_cpu(tmp_path: Path) -> None:
+    """Four busy processes beside a one-thread step on this machine's cores: the step's thread
+    waits, runnable, for a CPU (schedstat), and the report says the machine was contended."""
+    script = tmp_path / "loop.py"
+    script.write_text(BUSY_LOOP, encoding="utf-8")
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        done, report = run_with_report(tmp_path, "--steps", "3-7", "--", sys.executable, script)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert done.returncode == 0, done.stderr
+    manifest = orjson.loads((tmp_path / "trace" / "manifest.json").read_bytes())
+    waits = manifest["timing"]["cpu_wait_s"]
+    assert len(waits) == len(manifest["timing"]["profiled_s"])
+    assert sum(waits) / sum(manifest["timing"]["profiled_s"]) > 0.05
+    assert any(note.startswith("the machine was contended") for note in report["trace"]["notes"])
+
+
 @pytest.mark.parametrize("text, size", [("8G", 8 * 2**30), ("500M", 500 * 2**20), ("2.5GB", int(2.5 * 2**30)),
                                         ("1048576", 2**20), ("64 MiB", 64 * 2**20)])
 def test_profiler_memory_sizes(text: str, size: int) -> None:

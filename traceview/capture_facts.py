@@ -49,6 +49,13 @@ def _entry_naming(manifest: dict[str, Any], folder: Path, trace: Path) -> dict[s
     return None
 
 
+def _leading_unsteady(manifest: dict[str, Any]) -> int:
+    """How many of a manifest's per-step timings come before its steady steps (its cold and
+    warm-up steps' counts)."""
+    counts = manifest.get("steps") if isinstance(manifest.get("steps"), dict) else {}
+    return sum(v for v in (counts.get("cold"), counts.get("warmup")) if isinstance(v, int) and v > 0)
+
+
 def _seconds(value: Any) -> bool:
     """A step time in seconds a manifest may hold: a positive number below a million."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6
@@ -74,13 +81,17 @@ def _facts(manifest: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
         value = timing.get(key)
         if _seconds(value):
             facts[out] = int(round(value * 1e9))
+    waits = timing.get("cpu_wait_s")
+    if isinstance(waits, list) and waits and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                                                 for v in waits):
+        # (traceview run: each profiled step's wait for a CPU; the steady ones follow the cold)
+        steady = waits[_leading_unsteady(manifest):] or waits
+        facts["cpu_wait_ns_per_step"] = int(round(sum(steady) / len(steady) * 1e9))
     unprofiled = timing.get("unprofiled_s")
     if isinstance(unprofiled, list) and "unprofiled_step_ns" in facts:
         # Each unprofiled step, in the captured steps' order: the steady ones follow the cold and
         # warm-up steps the manifest counts (the calibration's spread: Diagnosis.calibration_doubt).
-        counts = manifest.get("steps") if isinstance(manifest.get("steps"), dict) else {}
-        skip = sum(v for v in (counts.get("cold"), counts.get("warmup")) if isinstance(v, int) and v > 0)
-        steady = [int(round(v * 1e9)) for v in unprofiled[skip:] if _seconds(v)]
+        steady = [int(round(v * 1e9)) for v in unprofiled[_leading_unsteady(manifest):] if _seconds(v)]
         if steady:
             facts["unprofiled_steps_ns"] = steady
     workload = manifest.get("workload")

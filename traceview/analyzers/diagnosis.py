@@ -110,6 +110,11 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
     return dataclasses.replace(result, findings=tuple(findings(result)), notes=tuple(_notes(result)))
 
 
+# A step whose threads waited for a CPU this share of its time or more (another process held the
+# cores, or the script ran more threads than there are): the report says the machine was contended.
+CONTENDED_SHARE = 0.05
+
+
 def _every_step_waits(diag: Diagnosis) -> bool:
     """Whether every steady step's host waits for the device or the program it dispatched (a sync
     call: ``block_until_ready``, a CUDA synchronize, a ``.item()``'s copy back)."""
@@ -152,6 +157,14 @@ def _notes(diag: Diagnosis) -> list[str]:
             "the steps hold no framework op: the trace records no training work in them (a profiler schedule's "
             "cycle that ended before the loop's next step, a window that closed before the step ran, or work "
             "no profiler records, such as numpy); their time cannot be attributed to a cause")
+    waited = (timeline.meta.extra.get("capture") or {}).get("cpu_wait_ns_per_step")
+    step = float(steady.mean()) if len(steady) else 0.0
+    if waited and step and waited >= CONTENDED_SHARE * step:
+        notes.append(
+            f"the machine was contended: the process's threads waited {waited / 1e6:.3g} ms a step "
+            f"({waited / step:.0%} of the steady step) for a CPU while they had work (Linux schedstat, recorded by "
+            "traceview run); every op ran slower by up to that much, so the kernel and dispatch times are in doubt "
+            "by as much: profile again on an otherwise idle machine")
     inflation = diag.profiler_inflation
     doubt = diag.calibration_doubt
     if doubt is not None:

@@ -167,6 +167,9 @@ class Run:
         self.calls = threading.local()
         self.imported: list[str] = []
         self.times: dict[int, float] = {}
+        # Per window step: seconds the process's threads were runnable but waited for a CPU.
+        self.cpu_waits: dict[int, float] = {}
+        self._wait0: int | None = None
         self.trace: str | None = None
         self.notes: list[str] = []
         self._t0 = 0
@@ -213,12 +216,14 @@ class Run:
                     self._guard("mark a step", self.session.begin, n)
         finally:
             self._in_hook = False
+        self._wait0 = runqueue_wait_ns() if self.in_window(n) else None
         self._t0 = time.perf_counter_ns()
         if self._stop_asked:
             self._stop_inside_step()
 
     def end(self, n: int) -> None:
         t1 = time.perf_counter_ns()
+        wait1 = runqueue_wait_ns() if self._wait0 is not None else None
         if self.current != n:
             return
         self._in_hook = True
@@ -227,6 +232,8 @@ class Run:
             self.done = n
             if self.in_window(n):
                 self.times[n] = (t1 - self._t0) / 1e9
+                if wait1 is not None and self._wait0 is not None:
+                    self.cpu_waits[n] = (wait1 - self._wait0) / 1e9
                 if self.started and not self.stopped:
                     self._guard("mark a step", self.session.end, n)
                     self._end_window_early_for_memory(n)
@@ -356,6 +363,7 @@ class Run:
             "last": self.last,
             "steps_seen": self.done,
             "times_s": {str(n): t for n, t in sorted(self.times.items())},
+            "cpu_wait_s": {str(n): t for n, t in sorted(self.cpu_waits.items())},
             "profiled": bool(self.started and session is not None),
             "trace": self.trace,
             "trace_format": getattr(session, "trace_format", None),
@@ -367,6 +375,24 @@ class Run:
         }
         self._guard("write the status", protocol.write_json,
                     os.path.join(self.settings.status_dir, protocol.STATUS_NAME), status)
+
+
+def runqueue_wait_ns() -> int | None:
+    """Nanoseconds the process's threads have spent runnable but not running — waiting for a CPU
+    another process (or more threads than cores) held — summed over its threads (Linux
+    ``/proc/self/task/*/schedstat``, its second field); None where the system does not say."""
+    total = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/schedstat", encoding="ascii") as fh:
+                total += int(fh.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # (a thread that ended meanwhile)
+    return total
 
 
 class ProfilerSession:

@@ -236,6 +236,10 @@ def write_manifest(trace_dir: Path, request: RunRequest, status: dict[str, Any],
             "unit": "s",
             "profiled_s": profiled,
             "unprofiled_s": unprofiled or None,
+            # Per profiled step: seconds the process's threads were runnable but waited for a CPU
+            # (Linux schedstat): the machine's contention, which stretches every op of the step.
+            "cpu_wait_s": [float((status.get("cpu_wait_s") or {}).get(str(n), 0.0)) for n in captured]
+            if status.get("cpu_wait_s") else None,
             "cold_profiled_s": profiled[0] if cold else None,
             "cold_unprofiled_s": unprofiled[0] if cold and unprofiled else None,
             "steady_median_profiled_s": med_p,

@@ -8,6 +8,7 @@ multi-process job is profiled) and writes ``status.json`` into the status folder
 ``pid``, ``framework`` (torch, tf, jax), ``source`` (what counted the steps) and
 ``source_detail``, ``first`` / ``last`` (the window it aimed at), ``steps_seen`` (steps the
 script completed), ``times_s`` (step number → wall seconds, for the window's steps),
+``cpu_wait_s`` (the same steps: seconds the process's threads waited, runnable, for a CPU),
 ``profiled`` (whether the profiler ran), ``trace`` (absolute path of the trace written, or
 null), ``trace_format``, ``profiler`` (its settings), ``facts`` (versions, threads, device),
 ``notes`` (what the user should know), ``python_events`` (whether they were asked for) and
