@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import traceview
-from traceview.analyzers.hot_frames import frame_label, hot_frames
+from traceview.analyzers.hot_frames import dispatching_lines, frame_label, hot_frames
 from traceview.roles import Role
 
 from tests.conftest import REPO
@@ -107,3 +107,20 @@ def test_traceview_runs_own_hook_frames_are_no_line_of_the_users(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     frames = hot_frames(traceview.diagnose(tmp_path / "trace"), Role.PYTHON_USER.value, limit=1000)
     assert frames and not [f.frame for f in frames if "traceview/inject" in f.frame]
+
+
+def test_the_line_an_injected_dispatch_runs_under_is_named_within_the_bucket() -> None:
+    """jax-eager-grad: an un-jitted loss of tiny jax.numpy ops injected into the step. The line the
+    dispatch is spent under most is one the injection added (none of the clean twin's), and the
+    lines' times never add up to more than the launch/dispatch bucket."""
+    case = CASES / "jax-eager-grad"
+    if not case.is_dir():
+        pytest.skip("no jax-eager-grad case")
+    clean, injected = (traceview.diagnose(case / side) for side in ("clean", "injected"))
+    top = dispatching_lines(injected)[0]
+    assert top.frame not in {f.frame for f in dispatching_lines(clean, limit=1000)}
+    for diag in (clean, injected):
+        lines = dispatching_lines(diag, limit=1000)
+        assert sum(f.ns_per_step for f in lines) <= diag.steady_attribution()["launch_overhead"] + 1
+    finding = next(f for f in injected.findings if f.rule == "launch_bound")
+    assert finding.evidence["hot_frames"][0]["frame"] == top.frame and f"'{top.frame}'" in finding.summary

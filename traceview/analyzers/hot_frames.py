@@ -25,10 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview import categories as cat
+from traceview.analyzers.gaps import driver_rows
 from traceview.arrays import column_codes, membership
-from traceview.normalize import nearest_ancestor, self_time
-from traceview.results import Diagnosis
-from traceview.roles import FRAMEWORK_PYTHON_FRAME
+from traceview.normalize import nearest_ancestor, own_pieces, self_time
+from traceview.results import BUCKETS, Diagnosis
+from traceview.roles import FRAMEWORK_PYTHON_FRAME, Role
 from traceview.schema import Kind
 
 # Frames a finding names, at most; a frame with less than this share of the largest is not named.
@@ -64,6 +65,72 @@ def frame_label(name: str) -> str | None:
     if parts["xfile"] is not None:
         return f"{parts['xfile']}:{parts['xline']} {parts['xfunction']}"
     return f"{parts['file']}:{parts['line']} {parts['function']}"
+
+
+def _users_lines(diag: Diagnosis) -> tuple[np.ndarray, list[str | None], np.ndarray]:
+    """Per name code: its ``file:line function`` label (None for a builtin), and whether it is a
+    line of the user's (a frame naming its code, neither a framework's nor traceview run's hook);
+    and the table's name codes."""
+    name_codes, name_values = column_codes(diag.timeline.table["name"])
+    labels = [frame_label(str(value)) for value in name_values]
+    users_line = np.array([label is not None and not FRAMEWORK_PYTHON_FRAME.search(str(value))
+                           and not INSTRUMENTATION_FRAME.search(str(value))
+                           for label, value in zip(labels, name_values)] + [False], dtype=bool)
+    return users_line, labels, name_codes
+
+
+def _ranked(owner_labels: list[str], ns: np.ndarray, steady_steps: int, limit: int) -> list[HotFrame]:
+    """The labels with most ``ns`` in total (per steady step), most first, above the floor."""
+    totals: dict[str, float] = {}
+    for label, value in zip(owner_labels, ns.tolist()):
+        totals[label] = totals.get(label, 0.0) + value
+    ranked = sorted((-total, name) for name, total in totals.items() if total > 0)
+    if not ranked:
+        return []
+    floor = -ranked[0][0] * HOT_FRAME_MIN_SHARE
+    return [HotFrame(name, -total / steady_steps) for total, name in ranked[:limit] if -total >= floor]
+
+
+def dispatching_lines(diag: Diagnosis, limit: int = HOT_FRAMES_NAMED) -> list[HotFrame]:
+    """The user's lines under which the step's thread spends most launch/dispatch time a steady
+    step: each moment of the launch_overhead bucket on the step's thread lies in the own time of
+    one event (the framework op dispatching, its Python, the line's binding into it), charged to
+    the nearest line of the user's at or above that event. Needs the attribution's bucket runs
+    (``Attribution.segments``); [] without them or without Python frames."""
+    events = diag.timeline.table
+    runs = diag.attribution.segments
+    steady_steps = len(diag.steady_positions)
+    python = membership(events["kind"])([Kind.PYTHON.value])
+    if not steady_steps or not len(runs) or not python.any():
+        return []
+    launch = np.isin(runs["step"], diag.steady_positions) & (runs["bucket"].codes == BUCKETS.index("launch_overhead"))
+    order = np.argsort(runs["start"][launch], kind="stable")
+    run_start, run_end = runs["start"][launch][order], runs["end"][launch][order]
+    if not len(run_start):
+        return []
+    covered_before = np.concatenate([[0], np.cumsum(run_end - run_start)])
+
+    def covered_until(x: np.ndarray) -> np.ndarray:  # the launch runs' length before each moment x
+        k = np.searchsorted(run_start, x, side="right")
+        return covered_before[k] - np.maximum(run_end[np.maximum(k - 1, 0)] - x, 0) * (k > 0)
+
+    start, end, row = own_pieces(events, driver_rows(events, diag.steps))
+    # Events that overlap without nesting (a Python frame's and an op's clocks) give pieces that
+    # overlap: each moment is counted once, for the piece that began first.
+    order = np.argsort(start, kind="stable")
+    start, end, row = start[order], end[order], row[order]
+    if len(start):
+        start = np.maximum(start, np.concatenate(([start[0]], np.maximum.accumulate(end)[:-1])))
+        end = np.maximum(end, start)
+    in_launch = covered_until(end) - covered_until(start)
+    keep = in_launch > 0
+    row, in_launch = row[keep].astype(np.int64), in_launch[keep]
+    users_line, labels, name_codes = _users_lines(diag)
+    user_frame = python & membership(events["role"])([Role.PYTHON_USER.value]) & users_line[name_codes]
+    owner = nearest_ancestor(events, row, user_frame)
+    under_a_line = owner >= 0
+    return _ranked([labels[c] or "" for c in name_codes[owner[under_a_line]].tolist()], in_launch[under_a_line],
+                   steady_steps, limit)
 
 
 def hot_frames(diag: Diagnosis, role: str, limit: int = HOT_FRAMES_NAMED) -> list[HotFrame]:

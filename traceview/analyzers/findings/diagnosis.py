@@ -30,7 +30,7 @@ from traceview.analyzers.findings.spec import FindingSpec, Phrase
 from traceview.analyzers.findings.spec import rephrased as spec_rephrased
 from traceview.analyzers.gaps import driver_rows
 from traceview.analyzers.gil_waits import SWITCH_INTERVAL_NS
-from traceview.analyzers.hot_frames import RECORD_PYTHON_FRAMES, hot_frames
+from traceview.analyzers.hot_frames import RECORD_PYTHON_FRAMES, dispatching_lines, hot_frames
 from traceview.analyzers.layers import INFERRED_GLUE
 from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
                                       dataloader_workers)
@@ -262,7 +262,7 @@ def _launch_bound_summary(e: Mapping[str, Any], explains: float) -> str:
     # The overhead per op (the host time per op in the evidence holds each op's math too).
     per_op = f"{ops:.0f} framework ops per step, {fmt_ns(explains / ops)} of it per op" if ops else "no framework ops"
     return (f"launch/dispatch overhead is {fmt_pct(e['launch_overhead_share'])} of the step ({fmt_ns(explains)}); "
-            f"{per_op}")
+            f"{per_op}" + _hot_frames_phrase(e, "the user's lines it is spent under (a step)"))
 
 
 @rule(spec.LAUNCH_BOUND, _launch_bound_summary)
@@ -297,8 +297,15 @@ def launch_bound(diag: Diagnosis) -> Finding:
     return found(
         spec.LAUNCH_BOUND, grade,
         {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op,
-         **glue_evidence, **heavy_evidence, **optimizer_evidence, **regions},
+         **glue_evidence, **heavy_evidence, **optimizer_evidence, **regions, **_dispatching_lines(diag, grade)},
         _anomaly_first(diag) + glue + optimizer + words, share * total, where)
+
+
+def _dispatching_lines(diag: Diagnosis, grade: str) -> dict[str, Any]:
+    """launch_bound's ``hot_frames``: the user's lines under which the dispatch is spent
+    (analyzers/hot_frames.dispatching_lines), where graded and the trace records Python frames."""
+    frames = dispatching_lines(diag) if grade != "none" else []
+    return {"hot_frames": [{"frame": f.frame, "ns_per_step": f.ns_per_step} for f in frames]} if frames else {}
 
 
 def _anomaly_detection_summary(e: Mapping[str, Any], explains: float) -> str:
@@ -581,10 +588,12 @@ def _hot_frames_evidence(diag: Diagnosis, role: str, grade: str, hint: bool = Tr
     return {"record_frames": how} if how and hint else {}
 
 
-def _hot_frames_phrase(e: Mapping[str, Any]) -> str:
-    """The summary's words for ``_hot_frames_evidence``."""
+def _hot_frames_phrase(e: Mapping[str, Any],
+                       what: str = "the hottest lines (self time a step, builtins charged to the line calling them)"
+                       ) -> str:
+    """The summary's words for ``_hot_frames_evidence`` (``what``: what the lines' times are)."""
     if e.get("hot_frames"):
-        return ("; the hottest lines (self time a step, builtins charged to the line calling them): "
+        return (f"; {what}: "
                 + ", ".join(f"'{shorten(f['frame'], TOP_KERNEL_CHARS)}' {fmt_ns(f['ns_per_step'])}"
                             for f in e["hot_frames"]))
     if e.get("record_frames"):

@@ -15,7 +15,9 @@ from traceview.analyzers.findings.spec import FindingSpec, Thresholds
 
 LAUNCH_BOUND = FindingSpec(
     "launch_bound", "launch/dispatch-bound steps",
-    "`launch_overhead` share of the step", Thresholds(0.03, 0.15),
+    "`launch_overhead` share of the step (graded, with the user's lines the step's thread spends it under as "
+    "`hot_frames`, where the trace records Python frames: each moment of the bucket goes to the nearest line of "
+    "the user's above the event whose own time holds it)", Thresholds(0.03, 0.15),
     grounded_in="XProf kernel-launch verdict",
     needs="framework ops in the steps (they hold none: the trace recorded no training work in them)",
     advice_key="fuse",
