@@ -120,12 +120,32 @@ def test_the_dask_example_runs_on_dask_bag(ranks: Path, command_runs: list[dict[
     assert len(list((tmp_path / "pq").glob("*.steps.parquet"))) == 3
 
 
+def _java_major() -> int | None:
+    """The major version of the Java that Spark would start (JAVA_HOME's, else the PATH's), or
+    None where there is none: an older one fails Spark's start instead of skipping."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java:
+        return None
+    try:
+        said = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', said)
+    if match is None:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major  # ("1.8.0_392": Java 8)
+
+
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A local[2] Spark session whose Python workers run this interpreter (it has traceview)."""
     pytest.importorskip("pyspark", reason="pyspark is not installed (the test extra has it)")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("no Java runtime for Spark (pyspark 4 needs Java 17 or later)")
+    java = _java_major()
+    if java is None or java < 17:
+        pytest.skip(f"{'no Java runtime' if java is None else f'Java {java}'} for Spark "
+                    "(pyspark 4 needs Java 17 or later)")
     from pyspark.sql import SparkSession
 
     home = tmp_path_factory.mktemp("spark")
