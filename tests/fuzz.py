@@ -57,12 +57,12 @@ def render_reports(path: Path, formats: tuple[str, ...] = FORMATS) -> dict[str, 
 
 def diagnose_path(path: Path) -> tuple[list[Any], list[Any]]:
     """The diagnoses of the traces ``path`` names, one each, and the comparisons between them."""
-    from traceview.analyzers.compare import folder_comparisons
+    from traceview.analyzers.compare import workload_comparisons
     from traceview.loader import diagnose
     from traceview.loader import trace_paths
 
     diagnoses = [diagnose(p) for p in trace_paths(path)]
-    return diagnoses, folder_comparisons(diagnoses)
+    return diagnoses, workload_comparisons(diagnoses)
 
 
 def render_diagnosed(diagnoses: list[Any], comparisons: list[Any],

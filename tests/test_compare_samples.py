@@ -89,13 +89,13 @@ def test_a_difference_within_the_noise_names_no_cause():
 def test_a_folder_of_two_workloads_compares_each_with_its_own_torch_baseline():
     """Captures of two workloads in one folder: each framework's trace is compared with the torch
     eager trace of its own workload (the capture's manifest names it), never across workloads."""
-    from traceview.analyzers.compare import folder_comparisons
+    from traceview.analyzers.compare import workload_comparisons
 
     diagnoses = [cached_diagnosis(trace_paths(SAMPLES / w / c)[0])
                  for w, c in (("linreg-gd", "torch-eager"), ("linreg-gd", "tf-eager"), ("mlp2", "torch-eager"),
                               ("mlp2", "jax-jit"))]
     pairs = {(cmp.baseline.timeline.meta.extra["capture"]["workload"], cmp.candidate.timeline.meta.extra["capture"]
-              ["workload"], cmp.candidate.timeline.meta.framework) for cmp in folder_comparisons(diagnoses)}
+              ["workload"], cmp.candidate.timeline.meta.framework) for cmp in workload_comparisons(diagnoses)}
     assert pairs == {("linreg-gd", "linreg-gd", "tensorflow"), ("mlp2", "mlp2", "jax")}
 
 

@@ -184,62 +184,11 @@ def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: 
         return diagnoses[0]
     from traceview.results import FolderDiagnosis
 
+    from traceview.analyzers.compare import workload_comparisons  # (a folder's only: not a lone trace's import)
+
     ranks = {str(source) for run in runs for source in run.ranks["source"]}
-    return FolderDiagnosis(tuple(diagnoses), tuple(_workload_comparisons([d for d in diagnoses if d.source not in ranks],
+    return FolderDiagnosis(tuple(diagnoses), tuple(workload_comparisons([d for d in diagnoses if d.source not in ranks],
                                                                         rows)), tuple(runs), left_out, rank_rows=rows)
-
-
-# The workload names a manifest holds that say who captured a trace, not what it ran: `traceview run`
-# (inject/launcher.py) writes "run", traceview.capture (collectors/capture.py) "user" for any loop.
-# Their traces are grouped by their ops, as traces without a manifest.
-CAPTURER_WORKLOADS = ("run", "user")
-# Traces without a manifest naming their workload are of one workload where at least this share of
-# their top framework ops' names (of the names either has) are the other's: float32 and float64
-# captures of one model share all ten; two small MLPs with different losses 7 of 13.
-SAME_OPS_SHARE = 0.8
-
-
-def _workload_comparisons(diagnoses: Sequence[Diagnosis], top: int | None) -> list[Comparison]:
-    """A folder's traces compared within each workload: every trace of a workload, whatever its
-    framework and mode, against the workload's baseline (:func:`_workload_baseline`). A trace's
-    workload is the one its capture's manifest names (``traceview collect``), else that of the
-    first trace of no named workload whose ops it shares (:data:`SAME_OPS_SHARE`); a trace
-    alone in its workload is compared with none. Ranks of one run are left to their multi-rank
-    section by the caller."""
-    members_of: list[list[Diagnosis]] = []  # the workloads, in the order of their first trace
-    named: dict[str, list[Diagnosis]] = {}
-    unnamed: list[tuple[set[str], list[Diagnosis]]] = []  # each with its first trace's op names
-    for diag in diagnoses:
-        workload = (diag.timeline.meta.extra.get("capture") or {}).get("workload")
-        name = str(workload) if workload and workload not in CAPTURER_WORKLOADS else None
-        ops = {str(op) for op in diag.ops["name"]}
-        members = named.get(name) if name else next(
-            (group for names, group in unnamed if ops and len(ops & names) >= SAME_OPS_SHARE * len(ops | names)), None)
-        if members is None:
-            members = []
-            members_of.append(members)
-            if name:
-                named[name] = members
-            else:
-                unnamed.append((ops, members))
-        members.append(diag)
-    if not any(len(members) > 1 for members in members_of):
-        return []
-    from traceview.analyzers.compare import compare as compare_pair  # (a folder's only: not a lone trace's import)
-
-    out: list[Comparison] = []
-    for members in members_of:
-        baseline = _workload_baseline(members)
-        out += [compare_pair(baseline, d, top) for d in members if d is not baseline]
-    return out
-
-
-def _workload_baseline(members: Sequence[Diagnosis]) -> Diagnosis:
-    """The trace a workload's others are compared with: its torch eager capture, else its first
-    torch trace, else its first trace (path order)."""
-    torch = [d for d in members if d.timeline.meta.framework == "torch"]
-    eager = [d for d in torch if "eager" in Path(d.timeline.meta.source).as_posix()]
-    return (eager or torch or list(members))[0]
 
 
 def _announce_left_out(left_out: Sequence[LeftOut], nothing_read: bool, refusal: str, more_of: str,

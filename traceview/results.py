@@ -1088,7 +1088,7 @@ class FolderDiagnosis:
     when the folder holds two or more traces."""
 
     diagnoses: tuple[Diagnosis, ...]  # in path order
-    # Each trace compared with its workload's baseline (api._workload_comparisons).
+    # Each trace compared with its workload's baseline (analyzers.compare.workload_comparisons).
     comparisons: tuple[Comparison, ...] = ()
     multi_rank: tuple[MultiRank, ...] = ()  # each run of two or more ranks among the traces
     # The folder's traces that could not be read (a truncated or corrupt rank file), in path order:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -596,24 +597,55 @@ def _cold_start(baseline: Diagnosis, candidate: Diagnosis,
     return ColdStart(a_cold, b_cold, a_build, b_build, payback, note)
 
 
-def folder_comparisons(diagnoses: list[Diagnosis], top: int | None = TOP_N) -> list[Comparison]:
-    """When a folder holds traces of several frameworks (``traceview collect`` output), compare
-    every non-torch trace with the torch baseline of the same workload (the capture's manifest
-    names it; traces without one are one group): the eager torch trace if there is one, else the
-    first torch trace. Empty for a workload whose traces are all of one framework."""
-    groups: dict[str, list[Diagnosis]] = {}
-    for d in diagnoses:
-        groups.setdefault(str((d.timeline.meta.extra.get("capture") or {}).get("workload", "")), []).append(d)
+# The workload names a manifest holds that say who captured a trace, not what it ran: `traceview run`
+# (inject/launcher.py) writes "run", traceview.capture (collectors/capture.py) "user" for any loop.
+# Their traces are grouped by their ops, as traces without a manifest.
+CAPTURER_WORKLOADS = ("run", "user")
+# Traces without a manifest naming their workload are of one workload where at least this share of
+# their top framework ops' names (of the names either has) are the other's: float32 and float64
+# captures of one model share all ten; two small MLPs with different losses 7 of 13.
+SAME_OPS_SHARE = 0.8
+
+
+def workload_comparisons(diagnoses: Sequence[Diagnosis], top: int | None = TOP_N) -> list[Comparison]:
+    """A folder's traces compared within each workload: every trace of a workload, whatever its
+    framework and mode, against the workload's baseline (:func:`_workload_baseline`). A trace's
+    workload is the one its capture's manifest names (``traceview collect``), else that of the
+    first trace of no named workload whose ops it shares (:data:`SAME_OPS_SHARE`); a trace
+    alone in its workload is compared with none. Ranks of one run are left to their multi-rank
+    section by the caller."""
+    members_of: list[list[Diagnosis]] = []  # the workloads, in the order of their first trace
+    named: dict[str, list[Diagnosis]] = {}
+    unnamed: list[tuple[set[str], list[Diagnosis]]] = []  # each with its first trace's op names
+    for diag in diagnoses:
+        workload = (diag.timeline.meta.extra.get("capture") or {}).get("workload")
+        name = str(workload) if workload and workload not in CAPTURER_WORKLOADS else None
+        ops = {str(op) for op in diag.ops["name"]}
+        members = named.get(name) if name else next(
+            (group for names, group in unnamed if ops and len(ops & names) >= SAME_OPS_SHARE * len(ops | names)), None)
+        if members is None:
+            members = []
+            members_of.append(members)
+            if name:
+                named[name] = members
+            else:
+                unnamed.append((ops, members))
+        members.append(diag)
+    if not any(len(members) > 1 for members in members_of):
+        return []
     out: list[Comparison] = []
-    for members in groups.values():
-        frameworks = {d.timeline.meta.framework for d in members}
-        torch_traces = [d for d in members if d.timeline.meta.framework == "torch"]
-        if len(frameworks) < 2 or not torch_traces:
-            continue
-        eager = [d for d in torch_traces if "eager" in Path(d.timeline.meta.source).as_posix()]
-        baseline = (eager or torch_traces)[0]
-        out += [compare(baseline, d, top) for d in members if d.timeline.meta.framework != "torch"]
+    for members in members_of:
+        baseline = _workload_baseline(members)
+        out += [compare(baseline, d, top) for d in members if d is not baseline]
     return out
+
+
+def _workload_baseline(members: Sequence[Diagnosis]) -> Diagnosis:
+    """The trace a workload's others are compared with: its torch eager capture, else its first
+    torch trace, else its first trace (path order)."""
+    torch = [d for d in members if d.timeline.meta.framework == "torch"]
+    eager = [d for d in torch if "eager" in Path(d.timeline.meta.source).as_posix()]
+    return (eager or torch or list(members))[0]
 
 
 def regression_message(cmp: Comparison, limit_pct: float) -> str | None:
