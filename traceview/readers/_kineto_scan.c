@@ -25,6 +25,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -340,6 +341,17 @@ static int scan_number(Cursor *c, Number *n) {
         if (p >= end) return need_more(c);
     }
     n->length = p - n->start;
+    /* A number beyond a double's range (1e400; an integer part of over 308 digits) is declined
+     * wherever it stands, read or skipped: the decodings after this one refuse the document for
+     * it (orjson: "number is infinity when parsed as double"), and both paths must agree. Only
+     * numbers with an exponent or that many digits can be, so the rest cost nothing here. */
+    if (n->exponent || n->int_digits > 308) {
+        char text[512];
+        if (n->length >= (Py_ssize_t)sizeof(text)) return decline(c, "number text too long");
+        memcpy(text, n->start, (size_t)n->length);
+        text[n->length] = 0;
+        if (isinf(strtod(text, NULL))) return decline(c, "number beyond a double's range");
+    }
     c->p = p;
     return 0;
 }
