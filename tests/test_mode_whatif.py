@@ -3,37 +3,23 @@ prints for the bundled captures, and a miss is the compiled mode's different mat
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.readme_tables import assert_readme_holds, markdown_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def printed() -> str:
-    sys.path.insert(0, str(ROOT))
-    try:
-        from benchmarks import mode_whatif
-    finally:
-        sys.path.remove(str(ROOT))
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sys, "argv", ["mode_whatif", "--markdown"])
-        mode_whatif.main()
-    return out.getvalue()
+    return markdown_of("mode_whatif")
 
 
 def test_the_readme_table_is_current(printed: str) -> None:
-    readme = (ROOT / "benchmarks" / "truth" / "README.md").read_text()
-    block = re.search(r"<!-- mode-whatif -->\n(.*?)<!-- /mode-whatif -->", readme, re.S)
-    assert block, "benchmarks/truth/README.md lost its mode-whatif block"
-    assert block.group(1).strip() == printed.strip(), \
-        "regenerate the block with: python -m benchmarks.mode_whatif --markdown"
+    assert_readme_holds("mode-whatif", "mode_whatif", printed)
 
 
 def test_a_miss_is_the_kernel_difference(printed: str) -> None:

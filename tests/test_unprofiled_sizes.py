@@ -4,16 +4,14 @@ profiled sizes, and a comparison of two captures with unprofiled timings carries
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 import traceview
+from tests.readme_tables import assert_readme_holds, markdown_of
 from traceview.analyzers.unprofiled import unprofiled_buckets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,21 +22,11 @@ SAMPLES = ROOT / "sample_traces" / "mlp2"
 def printed() -> str:
     if not (ROOT / "benchmarks" / "truth" / "cases").is_dir():
         pytest.skip("no ground-truth cases")
-    from benchmarks import unprofiled_sizes
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sys, "argv", ["unprofiled_sizes", "--markdown"])
-        unprofiled_sizes.main()
-    return out.getvalue()
+    return markdown_of("unprofiled_sizes")
 
 
 def test_the_readme_table_is_current(printed: str) -> None:
-    readme = (ROOT / "benchmarks" / "truth" / "README.md").read_text()
-    block = re.search(r"<!-- unprofiled-sizes -->\n(.*?)<!-- /unprofiled-sizes -->", readme, re.S)
-    assert block, "benchmarks/truth/README.md lost its unprofiled-sizes block"
-    assert block.group(1).strip() == printed.strip(), \
-        "regenerate the block with: python -m benchmarks.unprofiled_sizes --markdown"
+    assert_readme_holds("unprofiled-sizes", "unprofiled_sizes", printed)
 
 
 def test_the_estimate_is_nearer_the_measured_costs(printed: str) -> None:
