@@ -428,7 +428,8 @@ def _or_none(value: Any) -> Any:
 
 class CallSteps:
     """Steps counted by the calls of one function: a TensorFlow custom loop's ``tf.function``, a
-    jitted JAX function, or in an eager loop a call made once a step (see :data:`EAGER_STEP_CALLS`).
+    jitted JAX function, or in an eager loop a call made once a step (:meth:`call_from_line`: a
+    tape left, an optimizer applied, a gradient function called; tf_hooks, jax_hooks).
     Only outermost calls count: not those made while another counted call runs (a function being
     traced, an optimizer's ``apply`` under its ``apply_gradients``), nor Keras ``fit``'s own. The
     first function called a second time is taken for the train step (one called once, such as an
@@ -451,9 +452,10 @@ class CallSteps:
         self._step: Any = None
 
     def call(self, fn: Any, call: Callable[..., Any], args: Any, kwargs: Any, key: Any = None,
-             name: str | None = None) -> Any:
+             name: Callable[[], str] | None = None) -> Any:
         """``call(*args, **kwargs)`` for the function ``fn`` (known by ``key`` when given, and
-        named ``name`` in the run's notes), counting the step it ends."""
+        named by ``name()`` in the run's notes: asked only when it is taken for the train step),
+        counting the step it ends."""
         run = self.run
         calls = run.calls
         if getattr(calls, "inside", False) or run.inside_fit or run.owner not in (None, self.source):
@@ -461,7 +463,7 @@ class CallSteps:
         key = id(fn) if key is None else key
         calls.inside = True
         try:
-            self._entering(key, fn, name or getattr(fn, "__name__", "?"))
+            self._entering(key, fn, name or (lambda: getattr(fn, "__name__", "?")))
             result = call(*args, **kwargs)
         finally:
             calls.inside = False
@@ -471,14 +473,21 @@ class CallSteps:
             run.begin(n + 1)
         return result
 
-    def _entering(self, key: Any, fn: Any, name: str) -> None:
+    def call_from_line(self, call: Callable[..., Any], args: Any, kwargs: Any, label: Callable[[], str]) -> Any:
+        """:meth:`call` for a call an eager loop makes once a step, known by the script's line that
+        called the wrapper calling this (the object called is often new each step), and named
+        ``"<label()> at <file>:<line>"``."""
+        line = caller_line(3)  # (0: caller_line, 1: here, 2: the wrapper, 3: the script's line)
+        return self.call(call, call, args, kwargs, key=line, name=lambda: f"{label()} at {where(line)}")
+
+    def _entering(self, key: Any, fn: Any, name: Callable[[], str]) -> None:
         if self._step is not None:
             return
         if key not in self._called_once:
             self._called_once[key] = fn  # kept alive, so an id used as its key is not reused
             return
         run = self.run
-        if not run.claim(self.source, self.framework, self.detail.format(what=self.what, name=name)):
+        if not run.claim(self.source, self.framework, self.detail.format(what=self.what, name=name())):
             return
         self._step = key
         self._called_once.clear()
@@ -489,6 +498,10 @@ class CallSteps:
         if run.first == 2:
             run.note("step 2 begins at the train step's call; later steps begin where the previous call returned")
         run.begin(2)
+
+
+# How a call an eager loop makes once a step names the rule that found the steps.
+EAGER_DETAIL = "an eager loop's {name}, once a step"
 
 
 def caller_line(depth: int = 2) -> tuple[str, int]:

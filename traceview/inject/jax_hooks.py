@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from .hook import CallSteps, ProfilerSession, caller_line, where
+from .hook import EAGER_DETAIL, CallSteps, ProfilerSession
 from .tf_hooks import STEP_MARKER, newest_xplane
 
 SOURCE = "jax.jit"
@@ -61,7 +61,7 @@ def install(run: Any, jax: Any) -> None:
         return _Jitted(original_jit(fun, *args, **kwargs), steps)
 
     jax.jit = jit
-    eager = CallSteps(run, EAGER_SOURCE, "jax", "jax.grad", detail="an eager loop's {name}, once a step")
+    eager = CallSteps(run, EAGER_SOURCE, "jax", "jax.grad", detail=EAGER_DETAIL)
     for name in GRADIENT_TRANSFORMS:
         setattr(jax, name, _counted_transform(eager, getattr(jax, name), name))
 
@@ -72,13 +72,11 @@ def _counted_transform(steps: CallSteps, transform: Any, name: str) -> Any:
     @functools.wraps(transform)
     def counted_transform(fun: Any, *args: Any, **kwargs: Any) -> Any:
         transformed = transform(fun, *args, **kwargs)
-        label = f"jax.{name}({getattr(fun, '__name__', '?')})"
 
         @functools.wraps(transformed)
         def counted(*call_args: Any, **call_kwargs: Any) -> Any:
-            line = caller_line()
-            return steps.call(transformed, transformed, call_args, call_kwargs, key=line,
-                              name=f"{label} called at {where(line)}")
+            return steps.call_from_line(transformed, call_args, call_kwargs,
+                                        lambda: f"jax.{name}({getattr(fun, '__name__', '?')}) called")
 
         return counted
 

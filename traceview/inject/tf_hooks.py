@@ -28,7 +28,7 @@ import os
 import sys
 from typing import Any
 
-from .hook import CallSteps, ProfilerSession, caller_line, where
+from .hook import EAGER_DETAIL, CallSteps, ProfilerSession
 
 FIT_SOURCE = "keras.Model.fit"
 FUNCTION_SOURCE = "tf.function"
@@ -91,8 +91,7 @@ def _install_optimizer_steps(run: Any, keras: Any) -> None:
     """Count a custom loop's optimizer steps: each method of :data:`OPTIMIZER_STEP_METHODS`,
     wrapped on the class of the optimizer's hierarchy that defines it."""
     optimizer_class = keras.optimizers.Optimizer
-    steps = CallSteps(run, EAGER_OPTIMIZER_SOURCE, _keras_framework(keras), "Keras optimizer",
-                      detail="an eager loop's {name}, once a step")
+    steps = CallSteps(run, EAGER_OPTIMIZER_SOURCE, _keras_framework(keras), "Keras optimizer", detail=EAGER_DETAIL)
     for method in OPTIMIZER_STEP_METHODS:
         owner = next((c for c in optimizer_class.__mro__ if method in vars(c)), None)
         if owner is not None:
@@ -102,9 +101,8 @@ def _install_optimizer_steps(run: Any, keras: Any) -> None:
 def _counted_method(steps: CallSteps, original: Any, method: str) -> Any:
     @functools.wraps(original)
     def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-        line = caller_line()
-        return steps.call(original, functools.partial(original, self), args, kwargs, key=line,
-                          name=f"{type(self).__name__}.{method} at {where(line)}")
+        return steps.call_from_line(functools.partial(original, self), args, kwargs,
+                                    lambda: f"{type(self).__name__}.{method}")
 
     return counted
 
@@ -144,14 +142,12 @@ def _install_tape_steps(run: Any, tf: Any) -> None:
     script's line that opens it (a new tape each step; nested tapes are on lines of their own)."""
     tape_class = tf.GradientTape
     original_exit = tape_class.__exit__
-    steps = CallSteps(run, EAGER_TF_SOURCE, "tf", "tf.GradientTape",
-                      detail="an eager loop's {name}, once a step")
+    steps = CallSteps(run, EAGER_TF_SOURCE, "tf", "tf.GradientTape", detail=EAGER_DETAIL)
 
     @functools.wraps(original_exit)
     def __exit__(self: Any, *exc_info: Any) -> Any:
-        line = caller_line()
-        return steps.call(original_exit, functools.partial(original_exit, self), exc_info, {}, key=line,
-                          name=f"tf.GradientTape left at {where(line)}")
+        return steps.call_from_line(functools.partial(original_exit, self), exc_info, {},
+                                    lambda: "tf.GradientTape left")
 
     tape_class.__exit__ = __exit__
 
