@@ -16,8 +16,8 @@ import numpy as np
 
 from traceview.analyzers.carving import carve
 from traceview.analyzers.gaps import driver_rows
-from traceview.analyzers.intervals import (Intervals, int_bincount, layer_activity, merged_runs, selected_runs,
-                                           windows_at)
+from traceview.analyzers.intervals import (Intervals, int_bincount, layer_activity, merged_runs, overlap_with_runs,
+                                           selected_runs, windows_at)
 from traceview.analyzers.whatif import Segments, segments_of, whatif_tables
 from traceview.analyzers.layers import (CALL_FALLBACK, COPY_KINDS, GAP_LONG, GAP_SHORT, GIL_WAIT, HOOKS, LAYERS, PAUSE,
                                         PER_CALL, QUEUED, WAIT_FALLBACKS, WAITING_IF_OTHERS_COMPUTE, Layer)
@@ -215,14 +215,8 @@ def _launch_in_calls(timeline: Timeline, steps: Steps, seg: _Segments, n_steps: 
     run_start, run_end = merged_runs(ev["ts"][rows], ev["ts"][rows] + ev["dur"][rows])
     if not len(run_start):  # (calls that last no time: nothing lies inside them)
         return out
-    covered_before = np.concatenate([[0], np.cumsum(run_end - run_start)])
-
-    def covered_until(x: np.ndarray) -> np.ndarray:  # length of the runs' union before each x
-        k = np.searchsorted(run_start, x, side="right")
-        return covered_before[k] - np.maximum(run_end[np.maximum(k - 1, 0)] - x, 0) * (k > 0)
-
     start = seg.start[launch]
-    inside = covered_until(start + seg.length[launch]) - covered_until(start)
+    inside = overlap_with_runs(run_start, run_end, start, start + seg.length[launch])
     np.add.at(out, seg.step[launch].astype(np.int64), inside.astype(np.int64))
     return out
 

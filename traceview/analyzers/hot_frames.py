@@ -26,6 +26,7 @@ import numpy as np
 
 from traceview import categories as cat
 from traceview.analyzers.gaps import driver_rows
+from traceview.analyzers.intervals import overlap_with_runs
 from traceview.arrays import column_codes, membership
 from traceview.normalize import nearest_ancestor, own_pieces, self_time
 from traceview.results import BUCKETS, Diagnosis
@@ -67,24 +68,27 @@ def frame_label(name: str) -> str | None:
     return f"{parts['file']}:{parts['line']} {parts['function']}"
 
 
-def _users_lines(diag: Diagnosis) -> tuple[np.ndarray, list[str | None], np.ndarray]:
-    """Per name code: its ``file:line function`` label (None for a builtin), and whether it is a
-    line of the user's (a frame naming its code, neither a framework's nor traceview run's hook);
-    and the table's name codes."""
+def _users_lines(diag: Diagnosis) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Per name code: whether it is a line of the user's (a frame naming its code, neither a
+    framework's nor traceview run's hook), and the name a report gives it (``file:line function``,
+    or a builtin's own name); and the table's name codes."""
     name_codes, name_values = column_codes(diag.timeline.table["name"])
     labels = [frame_label(str(value)) for value in name_values]
     users_line = np.array([label is not None and not FRAMEWORK_PYTHON_FRAME.search(str(value))
                            and not INSTRUMENTATION_FRAME.search(str(value))
                            for label, value in zip(labels, name_values)] + [False], dtype=bool)
-    return users_line, labels, name_codes
+    return users_line, [label or str(value) for label, value in zip(labels, name_values)], name_codes
 
 
-def _ranked(owner_labels: list[str], ns: np.ndarray, steady_steps: int, limit: int) -> list[HotFrame]:
-    """The labels with most ``ns`` in total (per steady step), most first, above the floor."""
-    totals: dict[str, float] = {}
-    for label, value in zip(owner_labels, ns.tolist()):
-        totals[label] = totals.get(label, 0.0) + value
-    ranked = sorted((-total, name) for name, total in totals.items() if total > 0)
+def _ranked(owner_codes: np.ndarray, ns: np.ndarray, names: list[str], steady_steps: int,
+            limit: int) -> list[HotFrame]:
+    """The names (``names[code]`` of each owner's name code) with most ``ns`` in total, per steady
+    step, most first (then by name), at most ``limit``, none under the floor."""
+    index: dict[str, int] = {}
+    group_of_code = np.array([index.setdefault(name, len(index)) for name in names] + [-1], dtype=np.int64)
+    totals = np.bincount(group_of_code[owner_codes], weights=ns.astype(np.float64), minlength=len(index))
+    grouped = list(index)
+    ranked = sorted((-totals[i], grouped[i]) for i in np.flatnonzero(totals > 0).tolist())
     if not ranked:
         return []
     floor = -ranked[0][0] * HOT_FRAME_MIN_SHARE
@@ -108,12 +112,6 @@ def dispatching_lines(diag: Diagnosis, limit: int = HOT_FRAMES_NAMED) -> list[Ho
     run_start, run_end = runs["start"][launch][order], runs["end"][launch][order]
     if not len(run_start):
         return []
-    covered_before = np.concatenate([[0], np.cumsum(run_end - run_start)])
-
-    def covered_until(x: np.ndarray) -> np.ndarray:  # the launch runs' length before each moment x
-        k = np.searchsorted(run_start, x, side="right")
-        return covered_before[k] - np.maximum(run_end[np.maximum(k - 1, 0)] - x, 0) * (k > 0)
-
     start, end, row = own_pieces(events, driver_rows(events, diag.steps))
     # Events that overlap without nesting (a Python frame's and an op's clocks) give pieces that
     # overlap: each moment is counted once, for the piece that began first.
@@ -122,15 +120,14 @@ def dispatching_lines(diag: Diagnosis, limit: int = HOT_FRAMES_NAMED) -> list[Ho
     if len(start):
         start = np.maximum(start, np.concatenate(([start[0]], np.maximum.accumulate(end)[:-1])))
         end = np.maximum(end, start)
-    in_launch = covered_until(end) - covered_until(start)
+    in_launch = overlap_with_runs(run_start, run_end, start, end)
     keep = in_launch > 0
     row, in_launch = row[keep].astype(np.int64), in_launch[keep]
-    users_line, labels, name_codes = _users_lines(diag)
+    users_line, names, name_codes = _users_lines(diag)
     user_frame = python & membership(events["role"])([Role.PYTHON_USER.value]) & users_line[name_codes]
     owner = nearest_ancestor(events, row, user_frame)
     under_a_line = owner >= 0
-    return _ranked([labels[c] or "" for c in name_codes[owner[under_a_line]].tolist()], in_launch[under_a_line],
-                   steady_steps, limit)
+    return _ranked(name_codes[owner[under_a_line]], in_launch[under_a_line], names, steady_steps, limit)
 
 
 def hot_frames(diag: Diagnosis, role: str, limit: int = HOT_FRAMES_NAMED) -> list[HotFrame]:
@@ -144,11 +141,7 @@ def hot_frames(diag: Diagnosis, role: str, limit: int = HOT_FRAMES_NAMED) -> lis
     rows = np.flatnonzero(mine & diag.steps.in_steady(events))
     if not len(rows):
         return []
-    name_codes, name_values = column_codes(events["name"])
-    labels = [frame_label(str(value)) for value in name_values]
-    users_line = np.array([label is not None and not FRAMEWORK_PYTHON_FRAME.search(str(value))
-                           and not INSTRUMENTATION_FRAME.search(str(value))
-                           for label, value in zip(labels, name_values)] + [False], dtype=bool)
+    users_line, names, name_codes = _users_lines(diag)
     owner = nearest_ancestor(events, rows, mine & users_line[name_codes])
     # Time with no line of the user's above it (a framework's frame of the input pipeline, a
     # builtin called from outside every frame) keeps its own frame's name.
@@ -158,15 +151,4 @@ def hot_frames(diag: Diagnosis, role: str, limit: int = HOT_FRAMES_NAMED) -> lis
     for taken in (diag.attribution.paused_events, diag.attribution.gil_wait_events):
         if len(taken) == 2 and len(taken[0]):
             np.subtract.at(own, np.asarray(taken[0], dtype=np.int64), np.asarray(taken[1], dtype=np.int64))
-    own = np.maximum(own[rows], 0)
-    label_index: dict[str, int] = {}
-    label_of_code = np.array([label_index.setdefault(label or str(value), len(label_index))
-                              for label, value in zip(labels, name_values)] + [-1], dtype=np.int64)
-    group = label_of_code[name_codes[owner]]
-    totals = np.bincount(group, weights=own.astype(np.float64), minlength=len(label_index))
-    names = list(label_index)
-    ranked = sorted((-totals[i], names[i]) for i in np.flatnonzero(totals > 0).tolist())
-    if not ranked:
-        return []
-    floor = -ranked[0][0] * HOT_FRAME_MIN_SHARE
-    return [HotFrame(name, -total / steady_steps) for total, name in ranked[:limit] if -total >= floor]
+    return _ranked(name_codes[owner], np.maximum(own[rows], 0), names, steady_steps, limit)

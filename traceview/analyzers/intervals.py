@@ -184,6 +184,18 @@ def int_bincount(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarra
     return out
 
 
+def overlap_with_runs(run_start: np.ndarray, run_end: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """How long each interval [start, end) overlaps the runs (disjoint, sorted by start): the runs'
+    length before its end less that before its start, read off the runs' cumulative length."""
+    covered_before = np.concatenate([[0], np.cumsum(run_end - run_start)])
+
+    def covered_until(x: np.ndarray) -> np.ndarray:  # the runs' length before each moment x
+        k = np.searchsorted(run_start, x, side="right")
+        return covered_before[k] - np.maximum(run_end[np.maximum(k - 1, 0)] - x, 0) * (k > 0)
+
+    return covered_until(end) - covered_until(start)
+
+
 def covered(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Whether each elementary segment [points[i], points[i+1]) lies inside any interval.
 
