@@ -937,7 +937,12 @@ static void replay_one(Replay *r, const int64_t *start, const int64_t *length, c
             waiting = won >= 0 && (r->lane[won] == LANE_O || r->unsupported[won] || r->waits[won]);
         else
             waiting = (own >= 0 && r->bucket[own] == r->sync) || (own < 0 && (mask & r->lane_mask[LANE_D]));
-        if (waiting && own >= 0 && r->factor[own] == 0.0) waiting = 0;
+        if (waiting && own >= 0 && r->factor[own] == 0.0) {
+            waiting = 0;
+            /* Its own work removed beside the other threads' (replay.py's _replay_step): the step
+               still ends after their work. */
+            if (r->cpu && r->lane[won] == LANE_O) r->waited_for_others = 1;
+        }
         /* The wait begins or ends before the moment's work (replay.py's _replay_step). */
         if (waiting && !r->waiting) {
             Clock *h = &r->c[LANE_H];

@@ -20,7 +20,11 @@ The dependencies are what the trace shows of how the lanes hand work to each oth
   awaited work's end to the wait's end (the call's return) is kept as it was;
 - a **hand-off**: work that starts on O or D after that lane was idle starts no earlier than the
   step's thread reached the moment it was started from (its launch, its call, its dispatch), kept
-  at its original distance.
+  at its original distance;
+- a moment the attribution gives to O while the step's thread runs work of its own (Python while a
+  dispatched program runs) is a wait as recorded; with that work removed the thread goes on at
+  once, and the step still ends no earlier than O's work, as the unmodified wait made it (the
+  result is read later, where no wait is recorded when the program was done by then).
 
 A wait with nothing recorded on the awaited lane (DataLoader worker processes, which the trace
 does not hold; a call's runtime with no event) cannot be tied to the work it waits for: it keeps
@@ -287,6 +291,10 @@ def _replay_step(state: _StepReplay, start: np.ndarray, length: np.ndarray, acti
             waiting = (own >= 0 and BUCKETS[int(table.bucket[own])] == "sync_wait") or (own < 0 and bool(working[D]))
         if waiting and own >= 0 and float(factors[own]) == 0.0:
             waiting = False  # a wait removed (no blocking sync): the step's thread goes on at once
+            # Its own work removed beside the other threads' (the host's Python while a dispatched
+            # program runs): the step still ends after their work, as the unmodified replay's wait
+            # made it.
+            state.waited_for_others = state.waited_for_others or (state.mode == "cpu" and table.lane[won] == O)
         # The wait begins or ends before the moment's work: work on the awaited lane in the moment
         # the step thread goes on is none it waited for.
         if waiting and not state.waiting:
