@@ -38,3 +38,20 @@ def test_codes_matching_is_the_table_looked_up(hit: list[bool], data: st.DataObj
     codes = np.array(data.draw(st.lists(st.integers(-1, len(hit) - 1), max_size=60)), dtype=np.int8)
     table = np.array([*hit, False])  # (the last entry: code -1, missing)
     assert np.array_equal(codes_matching(codes, np.array(hit)), table[codes])
+
+
+@given(st.lists(st.tuples(st.integers(-10**12, 10**12), st.integers(0, 10**6)), max_size=40),
+       st.integers(-10, 10**6), st.integers(1, 7))
+def test_rows_at_least_is_the_length_test_a_chunk_at_a_time(pieces: list[tuple[int, int]], length: int,
+                                                            chunk: int) -> None:
+    import pytest
+
+    from traceview import arrays
+
+    start = np.array([s for s, _ in pieces], dtype=np.int64)
+    end = start + np.array([n for _, n in pieces], dtype=np.int64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(arrays, "CHUNK_ROWS", chunk)
+        found = arrays.rows_at_least(start, end, length)
+    assert found.dtype == np.int64
+    assert found.tolist() == np.flatnonzero(end - start >= length).tolist()

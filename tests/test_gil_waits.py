@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from traceview import api
 from traceview.analyzers import gil_waits as gw
@@ -268,3 +270,17 @@ def test_with_a_python_tracer_the_wait_after_a_native_call_is_found_in_the_users
     roles = diag.timeline.events["role"].to_numpy()[rows]
     assert (waited[roles == "python_user"] >= Q).any()
     assert (waited[roles == "call"] >= Q).any()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([20_000, Q - 1, Q, Q + 150_000, Q + 900_000, 2 * Q + 100_000]),
+                          st.integers(-1, 3), st.integers(0, 9), st.booleans()), max_size=40),
+       st.integers(1, 10))
+def test_too_few_long_stretches_are_never_contention(rows: list[tuple[int, int, int, bool]], steady: int) -> None:
+    # The check that lets a trace skip the stretch-by-stretch passes never skips one that contended
+    # would have called contention, whatever the stretches.
+    s = gw.Stretches(np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.int64),
+                     step=np.array([r[2] for r in rows], dtype=np.int64), quiet=np.array([r[3] for r in rows], dtype=bool))
+    long_ones = sum(r[0] >= Q for r in rows)
+    if gw.contended(s, steady_steps=steady):
+        assert not gw.too_few_to_be_contended(long_ones, steady)

@@ -425,6 +425,18 @@ def _longest_first_within_starts(order: np.ndarray, sorted_ts: np.ndarray, dur: 
 _ONE_VALUES_SHARED = [False]
 
 
+# Rows looked at per pass of :func:`rows_at_least`: its temporaries stay a few MB on any trace.
+CHUNK_ROWS = 1 << 20
+
+
+def rows_at_least(start: np.ndarray, end: np.ndarray, length: int) -> np.ndarray:
+    """The rows whose ``end - start`` is ``length`` or more, in order; read a chunk at a time, so
+    that a length test over millions of pieces, which finds a few, allocates no column of them."""
+    found = [lo + np.flatnonzero(end[lo:lo + CHUNK_ROWS] - start[lo:lo + CHUNK_ROWS] >= length)
+             for lo in range(0, len(start), CHUNK_ROWS)]
+    return np.concatenate(found).astype(np.int64) if found else np.empty(0, dtype=np.int64)
+
+
 def share_one_values() -> None:
     """From now on, :func:`one_value` columns are read-only views held once (the command line)."""
     _ONE_VALUES_SHARED[0] = True

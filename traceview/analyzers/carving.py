@@ -24,7 +24,7 @@ from traceview.analyzers.intervals import Intervals, merged_runs
 from traceview.analyzers.layers import GLUE, PER_CALL, PER_CALL_MAX_NS
 from traceview.analyzers.pauses import MIN_ALIGNED_STEPS, event_pauses
 from traceview.arrays import (as_labels, column_codes, combination_codes, first_match, group_medians, membership,
-                              rows_matching, unique_sorted, values_at)
+                              rows_at_least, rows_matching, unique_sorted, values_at)
 from traceview.normalize import own_pieces_cut, self_time
 from traceview.results import AttributionOptions, Steps
 from traceview.roles import Role
@@ -252,16 +252,19 @@ def _gil_waits(ev: Table, steps: Steps, gaps: UnrecordedGaps, start: np.ndarray,
     none = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
     no_gap_wait = np.zeros(len(gaps.start), dtype=np.int64)
     may_wait = _MAY_WAIT_FOR_THE_LOCK | _MAY_WAIT_FOR_THE_LOCK_WHEN_QUIET
-    at_most = np.flatnonzero(driver & roles.table(may_wait | {R.PYTHON_USER.value})[role])
-    longest = max(int((end[at_most] - start[at_most]).max(initial=0)), int((gaps.end - gaps.start).max(initial=0)))
-    if longest < gw.SWITCH_INTERVAL_NS:  # (nearly every trace: no stretch of a whole interval)
+    long_pieces = rows_at_least(start, end, gw.SWITCH_INTERVAL_NS)
+    long_stretches = int(np.count_nonzero(driver[long_pieces] & roles.table(may_wait | {R.PYTHON_USER.value})[
+        role[long_pieces]])) + int(np.count_nonzero(gaps.end - gaps.start >= gw.SWITCH_INTERVAL_NS))
+    steady = _not_cold(steps.table["cold"])
+    # (Nearly every trace: too few stretches of a whole interval for any wait rule, and the
+    # per-candidate passes below, millions of pieces on a large trace, need not run.)
+    if gw.too_few_to_be_contended(long_stretches, int(np.count_nonzero(steady))):
         return none, no_gap_wait, none
     # Pieces that also hold waits for other work (a program's run, a result): candidates only
     # where quiet.
     only_when_quiet = driver & (roles.table(_MAY_WAIT_FOR_THE_LOCK_WHEN_QUIET)[role]
                                 | _returning_from_native(ev, start, row, driver, role, roles))
     candidates = np.flatnonzero(driver & roles.table(_MAY_WAIT_FOR_THE_LOCK)[role] | only_when_quiet)
-    steady = _not_cold(steps.table["cold"])
     step_all = ev["step"]
     candidate_step = step_all[row[candidates]]
     kept = steady[candidate_step] & (end[candidates] > start[candidates])
@@ -428,7 +431,7 @@ def _carve(start: np.ndarray, end: np.ndarray, row: np.ndarray, carved_rows: np.
         return none, none
     amount = np.zeros(n_rows, dtype=np.int64)
     amount[carved_rows] = carved_ns
-    pieces = np.flatnonzero(amount[row] > 0)
+    pieces = np.flatnonzero((amount > 0)[row])  # (a flag per piece, not an amount: millions of pieces)
     if not len(pieces):
         return none, none
     length = end[pieces] - start[pieces]

@@ -83,8 +83,7 @@ def unrecorded_gaps(ev: Table, steps: Steps) -> UnrecordedGaps:
     with the empty ones between abutting events, which the pauses align the steps' gaps by
     (:func:`gaps_less_pauses` takes the pauses, and the empty gaps, off)."""
     empty = (np.array([], dtype=np.int64), np.array([], dtype=np.int64))
-    ts_all = ev["ts"]
-    end_all = ts_all + ev["dur"]
+    ts_all, dur_all = ev["ts"], ev["dur"]
     parent = ev["parent"]
     step_all = ev["step"]
     on_driver = driver_rows(ev, steps)
@@ -94,9 +93,13 @@ def unrecorded_gaps(ev: Table, steps: Steps) -> UnrecordedGaps:
     # A range around the step markers (the Python frames of the training loop, with Python events;
     # a user range around the loop) is no event of a step: it would cover every gap in them.
     top = np.flatnonzero(on_driver & ~is_marker & under_marker & ~_around(markers, parent))
-    # Step-marker edges enter as zero-length points: [marker start] and [marker end].
-    ts = np.concatenate((ts_all[top], ts_all[markers], end_all[markers]))
-    end = np.concatenate((end_all[top], ts_all[markers], end_all[markers]))
+    # Step-marker edges enter as zero-length points: [marker start] and [marker end]. (Ends at
+    # these rows only: a column of every event's end would be the largest array here.)
+    top_ts, marker_ts = ts_all[top], ts_all[markers]
+    marker_end = marker_ts + dur_all[markers]
+    ts = np.concatenate((top_ts, marker_ts, marker_end))
+    end = np.concatenate((top_ts + dur_all[top], marker_ts, marker_end))
+    del top_ts
     step = np.concatenate((step_all[top], step_all[markers], step_all[markers]))
     if len(ts) < 2:
         return UnrecordedGaps(empty[0], empty[1], np.array([], dtype=np.int64), empty, between_events=False)

@@ -71,6 +71,14 @@ def quantized(length: np.ndarray, interval_ns: int = SWITCH_INTERVAL_NS) -> tupl
     return (multiple >= 1) & (residue < RESIDUE_MAX_SHARE * interval_ns), multiple
 
 
+def too_few_to_be_contended(long_stretches: int, steady_steps: int) -> bool:
+    """Whether ``long_stretches`` stretches of one interval or longer are too few for
+    :func:`contended` to hold over ``steady_steps``, whichever stretches they are: each of its rules
+    needs a wait (a long stretch) in a share of the steady steps at least (``MIN_WAITS_PER_STEP``,
+    ``QUIET_WAIT_STEP_SHARE``). Checked before any stretch is looked at one by one."""
+    return long_stretches < min(MIN_WAITS_PER_STEP, QUIET_WAIT_STEP_SHARE) * steady_steps
+
+
 def contended(stretches: Stretches, steady_steps: int, interval_ns: int = SWITCH_INTERVAL_NS) -> bool:
     """Whether the stretches have the shape of waits for a contended interpreter lock: at least
     ``MIN_WAITS_PER_STEP`` quantized stretches a steady step, at ``MIN_PLACES`` places or more (a
