@@ -13,9 +13,8 @@ import typer
 
 from traceview.api import remove_partial
 from traceview.errors import UsageError
-from traceview.renderers.registry import names as format_names, names_rendering
+from traceview.renderers.registry import COMPARISON, DIAGNOSES, WHATIF, names_rendering
 
-FORMAT_HELP = f"Output format: {', '.join(format_names())}."  # (typer adds the default)
 RUN_HELP = ("The run folder to read: a TensorBoard logdir's (default: the newest), or the subfolder of a folder of "
             "torch.profiler traces (default: every trace).")
 DISPATCH_GAP_HELP = ("Unrecorded gaps on the step's thread up to this long count as dispatch, longer ones as host "
@@ -38,18 +37,24 @@ def path_from_text(text: str) -> Path:
 
 # The renderer function a command's report needs, where it is not render_diagnoses: the formats
 # that shell completion offers for its --format.
-REPORT_RENDERER = {"compare": "render_comparison", "whatif": "render_whatif"}
+REPORT_RENDERER = {"compare": COMPARISON, "whatif": WHATIF}
 
 
 def complete_format(ctx: typer.Context, incomplete: str) -> list[str]:
     """Shell completion of ``--format``: the registry's formats that can show the command's report."""
-    return [name for name in names_rendering(REPORT_RENDERER.get(ctx.info_name or "", "render_diagnoses"))
+    return [name for name in names_rendering(REPORT_RENDERER.get(ctx.info_name or "", DIAGNOSES))
             if name.startswith(incomplete)]
 
 
+def format_option(function: str = DIAGNOSES) -> Any:  # noqa: ANN401 - typer's OptionInfo
+    """``--format``, its help naming the formats that have ``function`` (the renderer function of
+    the command's report: renderers/registry.py)."""
+    return typer.Option("terminal", "--format", "-f", metavar="FORMAT", autocompletion=complete_format,
+                        help=f"Output format: {', '.join(names_rendering(function))}.")  # (typer adds the default)
+
+
 # The options diagnose and compare share, declared once (typer reads them as the parameters' defaults).
-FORMAT_OPTION = typer.Option("terminal", "--format", "-f", metavar="FORMAT", help=FORMAT_HELP,
-                             autocompletion=complete_format)
+FORMAT_OPTION = format_option()
 RUN_OPTION = typer.Option(None, "--run", metavar="NAME", help=RUN_HELP)
 OUTPUT_OPTION = typer.Option(None, "--output", "-o", metavar="FILE", parser=path_from_text,
                              help="Write the report to this file.")

@@ -8,9 +8,10 @@ from typing import Optional
 
 import typer
 
-from traceview.commands.output import (COLOR_OPTION, DISPATCH_GAP_OPTION, FORMAT_OPTION, OUTPUT_OPTION, RUN_OPTION,
-                                       WIDTH_OPTION, emit, path_from_text, report_width, use_color)
+from traceview.commands.output import (COLOR_OPTION, DISPATCH_GAP_OPTION, OUTPUT_OPTION, RUN_OPTION, WIDTH_OPTION, emit,
+                                       format_option, path_from_text, report_width, use_color)
 from traceview.errors import UsageError
+from traceview.renderers.registry import WHATIF
 
 # A time with its unit (µs when none): --dispatch-per-op 5us, 0.5ms, 800ns.
 _TIME = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)?\s*$", re.IGNORECASE)
@@ -50,7 +51,7 @@ def whatif(
         None, "--dispatch-per-op", metavar="TIME",
         help="Set the launch/dispatch overhead per framework op (5us: what compiling the step — CUDA graphs, "
              "tf.function, torch.compile, jax.jit — makes of it); the ops' own math stays."),
-    format: str = FORMAT_OPTION,
+    format: str = format_option(WHATIF),
     run: Optional[str] = RUN_OPTION,
     output: Optional[Path] = OUTPUT_OPTION,
     width: Optional[int] = WIDTH_OPTION,

@@ -16,13 +16,19 @@ if TYPE_CHECKING:  # (the results are imported where a result is rendered: the c
     from traceview.results import Comparison, Diagnosis, FolderDiagnosis, WhatIf
 
 
-# Format name -> (module in traceview.renderers, file extension). Each module's RENDERER carries the
-# same name and extension (tests/test_renderers.py checks it); a run imports only the one it writes.
-_FORMATS: dict[str, tuple[str, str]] = {
-    "terminal": ("terminal", ".txt"),
-    "md": ("markdown", ".md"),
-    "json": ("json_report", ".json"),
-    "html": ("html_report", ".html"),
+# The reports a renderer may show, by the name of its function for each (renderers/base.py).
+DIAGNOSES, COMPARISON, WHATIF = "render_diagnoses", "render_comparison", "render_whatif"
+_EVERY_REPORT = frozenset({DIAGNOSES, COMPARISON, WHATIF})
+
+# Format name -> (module in traceview.renderers, file extension, the reports it shows). Each module's
+# RENDERER carries the same name and extension and has a function for exactly those reports
+# (tests/test_registry.py checks it); a run imports only the one it writes, and the command line's
+# --format help and completion read the reports here, importing none.
+_FORMATS: dict[str, tuple[str, str, frozenset[str]]] = {
+    "terminal": ("terminal", ".txt", _EVERY_REPORT),
+    "md": ("markdown", ".md", _EVERY_REPORT),
+    "json": ("json_report", ".json", _EVERY_REPORT),
+    "html": ("html_report", ".html", frozenset({DIAGNOSES, COMPARISON})),
 }
 
 
@@ -31,18 +37,18 @@ def names() -> list[str]:
 
 
 def names_rendering(function: str) -> list[str]:
-    """The format names whose renderer has ``function`` (``render_comparison``, ``render_whatif``;
-    every one has ``render_diagnoses``). Imports each format's module."""
-    return [name for name in names() if getattr(get(name), function) is not None]
+    """The format names whose renderer has ``function`` (``render_diagnoses``,
+    ``render_comparison``, ``render_whatif``), from the table: no format's module is imported."""
+    return [name for name in names() if function in _FORMATS[name][2]]
 
 
 def get(name: str) -> Renderer:
-    module, _ = _FORMATS[name]
+    module = _FORMATS[name][0]
     return import_module(f"traceview.renderers.{module}").RENDERER
 
 
 def by_extension(extension: str) -> Renderer | None:
-    return next((get(name) for name, (_, ext) in _FORMATS.items() if ext == extension), None)
+    return next((get(name) for name, (_, ext, _) in _FORMATS.items() if ext == extension), None)
 
 
 def renderer(format: str, comparison: bool = False, whatif: bool = False) -> Renderer:
