@@ -55,3 +55,16 @@ def test_rows_at_least_is_the_length_test_a_chunk_at_a_time(pieces: list[tuple[i
         found = arrays.rows_at_least(start, end, length)
     assert found.dtype == np.int64
     assert found.tolist() == np.flatnonzero(end - start >= length).tolist()
+
+
+@given(st.lists(st.integers(0, 63), max_size=60), st.booleans())
+def test_unique_small_range_is_numpy_unique(values: list[int], sorting: bool) -> None:
+    import pytest
+
+    from traceview import arrays
+
+    column = np.array(values, dtype=np.int64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(arrays, "FLAG_TABLE_MAX", 0 if sorting else arrays.FLAG_TABLE_MAX)  # (both ways)
+        found = arrays.unique_small_range(column, 64)
+    assert found.dtype == np.int64 and found.tolist() == np.unique(column).tolist()

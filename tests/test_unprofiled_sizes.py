@@ -54,6 +54,18 @@ def test_a_comparison_carries_both_sides_estimates() -> None:
     assert sum(r["baseline_ns"] for r in rows) == pytest.approx(comparison.baseline.unprofiled_step_ns, rel=1e-6)
 
 
+def test_the_counts_are_made_where_a_comparison_may_read_them() -> None:
+    from traceview import api
+
+    # A trace's report alone (the diagnose command) never reads them; a folder's comparisons do.
+    lone = api.diagnose_report(SAMPLES / "torch-eager", keep_events=False, comparable=False)
+    assert not len(lone.attribution.record_boundaries)
+    assert len(api.diagnose_report(SAMPLES / "torch-eager", keep_events=False).attribution.record_boundaries)
+    folder = api.diagnose_report(SAMPLES, keep_events=False, comparable=False)
+    assert all(len(d.attribution.record_boundaries) for d in folder.diagnoses if d.unprofiled_step_ns)
+    assert folder.comparisons
+
+
 def test_no_estimate_without_unprofiled_timings() -> None:
     trace = next(ROOT.glob("tests/data/torch_cpu_unmarked/*.json*"), None)
     if trace is None:

@@ -15,6 +15,7 @@ command line shows. Heavy modules (pandas, the readers) are imported when a func
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import warnings
@@ -152,9 +153,12 @@ def diagnose(path: PathLike, *, run: str | None = None, dispatch_gap_us: float |
 
 def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: float | None = None,
                     top: int | str | None = DEFAULT_TOP, jobs: int | None = None, redact: bool = False,
-                    keep_events: bool = True, progress: Progress | None = None) -> Diagnosis | FolderDiagnosis:
+                    keep_events: bool = True, progress: Progress | None = None,
+                    comparable: bool = True) -> Diagnosis | FolderDiagnosis:
     """:func:`diagnose` without the ``strict`` check (the command line writes the report first),
-    saying what it reads to ``progress``."""
+    saying what it reads to ``progress``. ``comparable=False``: a lone trace's diagnosis is only
+    rendered, never compared (the diagnose command), so the counts a comparison reads are not made
+    (``AttributionOptions.count_records``)."""
     options = attribution_options(dispatch_gap_us, keep_segments=keep_events)
     rows = top_rows(top)
     if jobs is not None and jobs < 1:
@@ -162,6 +166,8 @@ def diagnose_report(path: PathLike, *, run: str | None = None, dispatch_gap_us: 
     from traceview.results import LeftOut
 
     paths = trace_files(path, run)
+    if len(paths) == 1 and not comparable:  # (several traces: the workloads' comparisons read them)
+        options = dataclasses.replace(options, count_records=False)
     read = _diagnose_paths(paths, options, rows, _workers(jobs, len(paths)), keep_events, progress)
     left_out = tuple(item for item in read if isinstance(item, LeftOut))
     diagnoses = [item for item in read if not isinstance(item, LeftOut)]

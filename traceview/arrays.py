@@ -122,6 +122,21 @@ def unique_sorted(values: np.ndarray) -> np.ndarray:
     return ordered[keep]
 
 
+# Above this many possible values, unique_small_range sorts instead of flagging (a flag each).
+FLAG_TABLE_MAX = 1 << 26
+
+
+def unique_small_range(values: np.ndarray, size: int) -> np.ndarray:
+    """The distinct values, sorted, of non-negative ints below ``size``: a flag per possible value
+    where that table is small (no sort, no hash: millions of rows in one pass), else
+    :func:`unique_sorted`."""
+    if size > FLAG_TABLE_MAX:
+        return unique_sorted(values)
+    seen = np.zeros(size, dtype=bool)
+    seen[values] = True
+    return np.flatnonzero(seen).astype(values.dtype, copy=False)
+
+
 def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)``: distinct sorted values and each row's index into them."""
     if not len(values):

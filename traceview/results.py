@@ -166,6 +166,11 @@ class AttributionOptions:
     # Keep each step's bucket runs (Attribution.segments) for the timelines: the HTML report's
     # picture and the Perfetto export. Off, they are not kept (a 1 GB trace's runs hold ~170 MB).
     keep_segments: bool = True
+    # Count the recorded events' entries and exits in each bucket's runs (Attribution.record_boundaries:
+    # what a comparison's "unprofiled" column spreads the profiler's cost by) for a capture with
+    # unprofiled step times. Off where the diagnosis is only rendered (a lone trace's diagnose
+    # command): two searches over every host event that no report of one trace reads.
+    count_records: bool = True
 
 
 @dataclass(frozen=True, eq=False)

@@ -164,7 +164,7 @@ def _runs_and_records(timeline: Timeline, seg: _Segments, n_steps: int, options:
                       ) -> dict[str, Table]:
     """``segments`` (the bucket runs, when kept) and ``record_boundaries`` (for a capture with
     unprofiled step times, the only use of the counts: two searches over every host event)."""
-    counted = bool((timeline.meta.extra.get("capture") or {}).get("unprofiled_step_ns"))
+    counted = options.count_records and bool((timeline.meta.extra.get("capture") or {}).get("unprofiled_step_ns"))
     if not (options.keep_segments or counted):
         return {}
     runs = _bucket_runs(seg)

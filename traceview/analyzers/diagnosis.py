@@ -20,7 +20,7 @@ from traceview.analyzers.modes import execution_mode
 from traceview.analyzers.quality import trace_quality
 from traceview.analyzers.findings.diagnosis import findings
 from traceview.analyzers.top import TOP_N, top_kernels, top_ops
-from traceview.arrays import column_codes, membership
+from traceview.arrays import column_codes, membership, unique_small_range
 from traceview.errors import one_line
 from traceview.results import PAUSED_DETAIL, AttributionOptions, Diagnosis, Steps
 from traceview.roles import Role
@@ -60,7 +60,8 @@ def periodic_heavy_steps(events: Table, steps: Steps, steady: np.ndarray) -> str
     codes, names = column_codes(events["name"])
     codes = codes[held]
     known = codes >= 0
-    pairs = np.unique(at[known].astype(np.int64) * (len(names) + 1) + codes[known])
+    pairs = unique_small_range(at[known].astype(np.int64) * (len(names) + 1) + codes[known],
+                               len(steady) * (len(names) + 1))
     in_step, name = np.divmod(pairs, len(names) + 1)
     steps_holding = np.bincount(name, minlength=len(names))
     best: tuple[float, str, np.ndarray, float] | None = None

@@ -67,7 +67,8 @@ def report_diagnosis(path: Path, *, format: str = "terminal", run: Optional[str]
     console = stderr_console() if is_terminal(sys.stderr) and format == "terminal" and output is None else None
     with _progress(console) as progress:
         result = api.diagnose_report(path, run=run, dispatch_gap_us=dispatch_gap_us, top=top, jobs=jobs,
-                                     redact=redact, keep_events=format == "html", progress=progress)
+                                     redact=redact, keep_events=format == "html", progress=progress,
+                                     comparable=False)
     emit(api.render(result, format, width=width, color=use_color(color, output), per_rank=per_rank,
                     per_trace=per_trace), output)
     if strict:
