@@ -324,6 +324,8 @@ def _per_step(report: DiagnosisReport) -> str:
     head = "".join(f'<th class="num">{swatch(BUCKET_COLOR[b])}{esc(BUCKET_LABEL[b])}</th>' for b in steps.shown)
     rows = []
     for row in steps.rows:
+        if row.after_gap:
+            rows.append(f'<tr><td colspan="{len(steps.shown) + 3}">…</td></tr>')
         label = (f"#{row.number}" + ('<span class="badge">cold</span>' if row.cold else "")
                  + ('<span class="badge">partial</span>' if row.partial else ""))
         cells = "".join(f'<td class="num">{esc(fmt_ns(row.buckets[b]))}</td>' for b in steps.shown)
@@ -332,8 +334,9 @@ def _per_step(report: DiagnosisReport) -> str:
                     f'<td style="width:160px;vertical-align:middle">{bar}</td></tr>')
     cold = ("<p><b>Cold step(s)</b></p><ul>" + "".join(f"<li>{esc(step.sentence)}</li>" for step in report.cold)
             + "</ul>" if report.cold else "")
+    left_out = f"<p>{esc(steps.left_out_note)}</p>" if steps.left_out else ""
     return ("<h3>Per step</h3>" + f'<table><tr><th>step</th><th class="num">time</th>{head}<th></th></tr>'
-            + "".join(rows) + "</table>" + cold)
+            + "".join(rows) + "</table>" + left_out + cold)
 
 
 def _top(top: TopTable) -> str:

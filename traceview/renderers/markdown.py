@@ -115,10 +115,16 @@ def diagnosis_markdown(report: DiagnosisReport) -> list[str]:
     lines.append(f"Steps: {facts.step_count} found by rule `{facts.step_rule}` — {cell(facts.step_rule_detail)}.")
     lines.append("")
     steps = report.steps
-    rows = [[f"#{r.number}" + (" (cold)" if r.cold else "") + (" (partial)" if r.partial else ""),
-             fmt_ns(r.duration_ns)] + [fmt_ns(r.buckets[b]) for b in steps.shown] for r in steps.rows]
+    rows = []
+    for r in steps.rows:
+        if r.after_gap:
+            rows.append(["…", ""] + ["" for _ in steps.shown])
+        rows.append([f"#{r.number}" + (" (cold)" if r.cold else "") + (" (partial)" if r.partial else ""),
+                     fmt_ns(r.duration_ns)] + [fmt_ns(r.buckets[b]) for b in steps.shown])
     lines += _table(["step", "time"] + [BUCKET_LABEL[b] for b in steps.shown], rows)
     lines.append("")
+    if steps.left_out:
+        lines += [cell(steps.left_out_note), ""]
     if report.cold:
         lines += ["**Cold step(s)**", ""] + [f"- {cell(step.sentence)}" for step in report.cold] + [""]
     if report.communication is not None:

@@ -142,14 +142,30 @@ class StepRow:
     partial: bool
     duration_ns: int
     buckets: dict[str, int]  # ns per bucket (every bucket, shown or not)
+    after_gap: bool = False  # steps before it, since the last row listed, are not listed
+
+
+# A trace of more steps than STEP_ROWS_ALL lists some in the per-step table (40,000 rows are no
+# report): the first STEP_ROWS_FIRST (the cold steps and the steady run's start), the
+# STEP_ROWS_SLOWEST slowest of the others, and every partial step; the JSON report has every step.
+STEP_ROWS_ALL = 30
+STEP_ROWS_FIRST = 10
+STEP_ROWS_SLOWEST = 10
 
 
 @dataclass(frozen=True)
 class StepTable:
-    """Every step's time and causes; the columns of the buckets some step has time in."""
+    """The steps' time and causes (every step, or those STEP_ROWS_ALL and below name); the
+    columns of the buckets some step has time in."""
 
     shown: tuple[str, ...]  # buckets with time in some step, in BUCKETS order
     rows: tuple[StepRow, ...]
+    left_out: int = 0  # steps not listed
+
+    @property
+    def left_out_note(self) -> str:
+        return (f"{self.left_out:,} more steps not listed: the first {STEP_ROWS_FIRST} and the {STEP_ROWS_SLOWEST} "
+                "slowest of the others are (every step: --format json)") if self.left_out else ""
 
 
 @dataclass(frozen=True)
@@ -338,11 +354,23 @@ def _inflation_range(diag: Diagnosis) -> str:
 def _steps(diag: Diagnosis) -> StepTable:
     per = diag.attribution.per_step
     partial = set(diag.steps.partial)
-    per_bucket = {b: per[b].tolist() for b in BUCKETS}
-    rows = tuple(StepRow(int(r.number), bool(r.cold), i in partial, int(r.duration),
-                         {b: int(per_bucket[b][i]) for b in BUCKETS})
-                 for i, r in enumerate(diag.steps.table.tuples()))
-    return StepTable(tuple(b for b in BUCKETS if per[b].any()), rows)
+    table = diag.steps.table
+    listed = _listed_steps(table["duration"], partial)
+    rows = tuple(StepRow(int(table["number"][i]), bool(table["cold"][i]), i in partial, int(table["duration"][i]),
+                         {b: int(per[b][i]) for b in BUCKETS}, after_gap=bool(k and i != listed[k - 1] + 1))
+                 for k, i in enumerate(listed))
+    return StepTable(tuple(b for b in BUCKETS if per[b].any()), rows, left_out=len(table) - len(listed))
+
+
+def _listed_steps(duration: np.ndarray, partial: set[int]) -> list[int]:
+    """The step positions the per-step table lists, in order (STEP_ROWS_ALL)."""
+    n = len(duration)
+    if n <= STEP_ROWS_ALL:
+        return list(range(n))
+    others = np.arange(STEP_ROWS_FIRST, n)
+    # The slowest first; of equal ones, the earliest (a stable sort of the negated times).
+    slowest = others[np.argsort(-duration[others].astype(np.int64), kind="stable")[:STEP_ROWS_SLOWEST]]
+    return sorted(set(range(STEP_ROWS_FIRST)) | set(slowest.tolist()) | set(partial))
 
 
 def _cold(diag: Diagnosis) -> tuple[ColdStep, ...]:

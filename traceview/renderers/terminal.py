@@ -113,16 +113,18 @@ def _critical(report: DiagnosisReport) -> Text | None:
     return Text(report.critical.sentence) if report.critical is not None else None
 
 
-def _per_step(steps: StepTable) -> Table:
+def _per_step(steps: StepTable) -> Table | Group:
     table = Table(title="Per step", title_justify="left", title_style="bold", box=None, header_style="bold")
     table.add_column("step", no_wrap=True)
     table.add_column("time", justify="right")
     for b in steps.shown:
         table.add_column(BUCKET_SHORT[b], justify="right", style=BUCKET_STYLE[b])
     for row in steps.rows:
+        if row.after_gap:
+            table.add_row("…", style="dim")
         label = f"#{row.number}" + (" cold" if row.cold else "") + (" partial" if row.partial else "")
         table.add_row(label, fmt_ns(row.duration_ns), *[fmt_ns(row.buckets[b], compact=True) for b in steps.shown])
-    return table
+    return Group(table, Text(steps.left_out_note, style="dim")) if steps.left_out else table
 
 
 def _cold(report: DiagnosisReport, width: int) -> Group | None:
