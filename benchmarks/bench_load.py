@@ -216,6 +216,13 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"missing trace(s): {', '.join(map(str, missing))}", file=sys.stderr)
         return 1
+    from traceview.readers import format_of
+
+    not_json = [t for t in traces if format_of(t) != "kineto-json"]
+    if not_json:  # (its floor, the bare parse, is a JSON parse)
+        print(f"bench_load times Kineto JSON traces; not one: {', '.join(map(str, not_json))} "
+              "(an XPlane: benchmarks/bench_scale.py --xplane FILE)", file=sys.stderr)
+        return 2
 
     global _clock
     if args.cpu_time:
