@@ -146,8 +146,8 @@ class StepRow:
 
 
 # A trace of more steps than STEP_ROWS_ALL lists some in the per-step table (40,000 rows are no
-# report): the first STEP_ROWS_FIRST (the cold steps and the steady run's start), the
-# STEP_ROWS_SLOWEST slowest of the others, and every partial step; the JSON report has every step.
+# report): the first STEP_ROWS_FIRST (the steady run's start), the STEP_ROWS_SLOWEST slowest of the
+# others, and every cold and partial step; the JSON report has every step.
 STEP_ROWS_ALL = 30
 STEP_ROWS_FIRST = 10
 STEP_ROWS_SLOWEST = 10
@@ -164,8 +164,9 @@ class StepTable:
 
     @property
     def left_out_note(self) -> str:
-        return (f"{self.left_out:,} more steps not listed: the first {STEP_ROWS_FIRST} and the {STEP_ROWS_SLOWEST} "
-                "slowest of the others are (every step: --format json)") if self.left_out else ""
+        return (f"{self.left_out:,} more steps not listed: the first {STEP_ROWS_FIRST}, the {STEP_ROWS_SLOWEST} "
+                "slowest of the others and every cold or partial one are (every step: --format json)"
+                ) if self.left_out else ""
 
 
 @dataclass(frozen=True)
@@ -355,22 +356,23 @@ def _steps(diag: Diagnosis) -> StepTable:
     per = diag.attribution.per_step
     partial = set(diag.steps.partial)
     table = diag.steps.table
-    listed = _listed_steps(table["duration"], partial)
+    listed = _listed_steps(table["duration"], partial | set(np.flatnonzero(table["cold"]).tolist()))
     rows = tuple(StepRow(int(table["number"][i]), bool(table["cold"][i]), i in partial, int(table["duration"][i]),
                          {b: int(per[b][i]) for b in BUCKETS}, after_gap=bool(k and i != listed[k - 1] + 1))
                  for k, i in enumerate(listed))
     return StepTable(tuple(b for b in BUCKETS if per[b].any()), rows, left_out=len(table) - len(listed))
 
 
-def _listed_steps(duration: np.ndarray, partial: set[int]) -> list[int]:
-    """The step positions the per-step table lists, in order (STEP_ROWS_ALL)."""
+def _listed_steps(duration: np.ndarray, always: set[int]) -> list[int]:
+    """The step positions the per-step table lists, in order (STEP_ROWS_ALL); ``always``: the
+    positions listed however many steps there are (the cold and partial ones)."""
     n = len(duration)
     if n <= STEP_ROWS_ALL:
         return list(range(n))
     others = np.arange(STEP_ROWS_FIRST, n)
     # The slowest first; of equal ones, the earliest (a stable sort of the negated times).
     slowest = others[np.argsort(-duration[others].astype(np.int64), kind="stable")[:STEP_ROWS_SLOWEST]]
-    return sorted(set(range(STEP_ROWS_FIRST)) | set(slowest.tolist()) | set(partial))
+    return sorted(set(range(STEP_ROWS_FIRST)) | set(slowest.tolist()) | always)
 
 
 def _cold(diag: Diagnosis) -> tuple[ColdStep, ...]:
