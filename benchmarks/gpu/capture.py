@@ -1,0 +1,291 @@
+"""Everything a lent GPU is needed for, in one call: ``python -m benchmarks.gpu.capture --device cuda --out DIR``.
+
+Device time is short (15 minutes a session, starts and retries included), so this one script
+does all of it and is dry-run on the CPU first (``--device cpu --quick``; tests/test_gpu_capture.py
+runs that dry run in CI):
+
+1. **captures** with traceview's own collectors (``traceview collect``) of the paired workloads in
+   torch eager, torch.compile and JAX ``jax.jit`` on the device, a few steps each;
+2. **injected-cause cases** (``benchmarks/gpu/cases.py``): per case, a clean and an injected
+   twin, their steps timed **without** the profiler in interleaved blocks (CUDA events around
+   each block on a GPU, the host clock after a synchronize on the CPU), then one profiled capture
+   of each (torch.profiler with CPU and CUDA activities, ``ProfilerStep`` markers; JAX's profiler
+   for the JAX case), and a ``ground_truth.json`` with the measured cost;
+3. **packs** it all into at most 8 files under ``--out`` (gzip'd tar parts of at most 15 MiB, no
+   deeper than the folder itself: what the device machine hands back), with ``summary.json``
+   beside them, and prints a short table last.
+
+``--budget-s`` stops starting new work once that much time has passed (what is done is packed);
+run it with the device's ``timeout_s`` a minute or more above it.
+
+On the device machine (Python 3.12, torch and JAX with CUDA, no TensorFlow, nothing fetched):
+traceview runs from the repository (``PYTHONPATH=.``), and its collectors need ``orjson``, which
+the image lacks: carry it as a wheel (the device tool's README, "Notes": ``pip download
+--no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_17_x86_64 -d .whl
+orjson``), or let the script report the collectors as skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.gpu.cases import CASES, GpuCase, GpuStep
+
+REPO = Path(__file__).resolve().parents[2]
+WORKLOADS = ("mlp2", "mlp-adam", "cnn", "lstm", "transformer")
+QUICK_WORKLOADS = ("mlp2",)
+QUICK_CASES = ("gpu-tiny-ops", "gpu-item-sync")
+PART_BYTES = 15 * 1024 * 1024  # each packed part under the device machine's 16 MiB a file
+MAX_FILES = 8
+
+
+def _now() -> float:
+    return time.perf_counter()
+
+
+class Budget:
+    """Seconds since the start; whether there is time to start more work."""
+
+    def __init__(self, seconds: float) -> None:
+        self.start, self.seconds = _now(), seconds
+
+    def left(self) -> float:
+        return self.seconds - (_now() - self.start)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. the collectors
+# ---------------------------------------------------------------------------------------------
+
+def collect(device: str, out: Path, workloads: tuple[str, ...], steps: int, budget: Budget,
+            frameworks: tuple[str, ...]) -> list[dict[str, Any]]:
+    """``traceview collect`` per workload (its own processes), into ``out/collect/<workload>``."""
+    done = []
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    for workload in workloads:
+        if budget.left() < 60:
+            done.append({"workload": workload, "skipped": "out of time"})
+            continue
+        started = _now()
+        cmd = [sys.executable, "-m", "traceview", "collect", workload, "--framework", ",".join(frameworks),
+               "-m", "eager,compile,jit", "--device", device, "--steps", str(steps), "-o",
+               str(out / "collect" / workload), "--overwrite"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO,
+                              timeout=max(30.0, budget.left() - 30))
+        done.append({"workload": workload, "returncode": proc.returncode, "seconds": round(_now() - started, 1),
+                     "output": (proc.stdout + proc.stderr)[-1500:]})
+    return done
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. the cases
+# ---------------------------------------------------------------------------------------------
+
+def _block_ms(step: GpuStep, indices: range, device: str, framework: str) -> float:
+    """Mean ms a step over ``indices``, timed without the profiler: CUDA events around the block
+    on a torch GPU step, else the host clock after a sync (the device's work is in the block)."""
+    if device == "cuda" and framework == "torch":
+        import torch
+
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        step.sync()
+        begin.record()
+        for i in indices:
+            step.step(i)
+        end.record()
+        step.sync()
+        return begin.elapsed_time(end) / len(indices)
+    step.sync()
+    started = _now()
+    for i in indices:
+        step.step(i)
+    step.sync()
+    return (_now() - started) * 1e3 / len(indices)
+
+
+def measure(case: GpuCase, device: str, rounds: int, block: int) -> dict[str, Any]:
+    """Both twins, built once, timed in interleaved blocks (order rotating each round)."""
+    steps = {v: case.build(v, device) for v in ("clean", "injected")}
+    counter = 0
+    for v, s in steps.items():  # warm-up: compilation, allocator, autotuning
+        for _ in range(3):
+            s.step(counter)
+            counter += 1
+        s.sync()
+    samples: dict[str, list[float]] = {"clean": [], "injected": []}
+    for r in range(rounds):
+        for v in (("clean", "injected") if r % 2 == 0 else ("injected", "clean")):
+            samples[v].append(_block_ms(steps[v], range(counter, counter + block), device, case.framework))
+            counter += block
+    clean, injected = statistics.median(samples["clean"]), statistics.median(samples["injected"])
+    return {"clean_ms": clean, "injected_ms": injected, "cost_ms": injected - clean, "samples_ms": samples,
+            "design": f"{rounds} rounds of one {block}-step block per twin, order alternating; mean per step "
+                      "in a block, median of the blocks",
+            "steps": steps}
+
+
+def profile(case: GpuCase, step: GpuStep, variant: str, device: str, folder: Path, steps: int) -> str:
+    """One profiled capture of ``step``: a torch Kineto trace, or a JAX XPlane."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if case.framework == "jax":
+        import jax
+
+        with jax.profiler.trace(str(folder)):
+            for i in range(steps):
+                with jax.profiler.StepTraceAnnotation("train", step_num=i):
+                    step.step(10_000 + i)
+                    step.sync()
+        found = sorted(folder.glob("plugins/profile/*/*.xplane.pb"))
+        return str(found[-1].relative_to(folder.parent)) if found else ""
+    from torch.profiler import ProfilerActivity, profile as torch_profile, record_function
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    path = folder / f"{variant}.pt.trace.json"
+    # Every step in the window, each under the marker prof.step() writes (ProfilerStep#N); no
+    # schedule: a schedule's cycle clears its events when the next one starts.
+    with torch_profile(activities=activities, record_shapes=False, with_stack=False) as prof:
+        for i in range(steps):
+            with record_function(f"ProfilerStep#{i}"):
+                step.step(20_000 + i)
+                step.sync()
+    prof.export_chrome_trace(str(path))
+    with path.open("rb") as raw, gzip.open(f"{path}.gz", "wb") as packed:
+        shutil.copyfileobj(raw, packed)
+    path.unlink()
+    return str(Path(f"{path}.gz").relative_to(folder.parent))
+
+
+def run_case(case: GpuCase, device: str, out: Path, rounds: int, block: int, profiled: int) -> dict[str, Any]:
+    folder = out / "cases" / case.name
+    measured = measure(case, device, rounds, block)
+    steps = measured.pop("steps")
+    traces = {v: profile(case, steps[v], v, device, folder / v, profiled) for v in ("clean", "injected")}
+    truth = {"case": {"name": case.name, "framework": case.framework, "cause": case.cause,
+                      "expected_bucket": case.expected_bucket, "expected_finding": case.expected_finding,
+                      "device": device, "cause_needs_cuda": case.needs_cuda},
+             "unprofiled": measured, "traces": traces}
+    (folder / "ground_truth.json").write_text(json.dumps(truth, indent=1))
+    return {"case": case.name, "clean_ms": round(measured["clean_ms"], 4), "injected_ms": round(measured["injected_ms"], 4),
+            "cost_ms": round(measured["cost_ms"], 4)}
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. facts and packing
+# ---------------------------------------------------------------------------------------------
+
+def machine_facts(device: str) -> dict[str, Any]:
+    facts: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform(), "device": device}
+    try:
+        import torch
+
+        facts["torch"] = torch.__version__
+        facts["cuda"] = torch.version.cuda
+        if device == "cuda" and torch.cuda.is_available():
+            facts["gpu"] = torch.cuda.get_device_name(0)
+    except ImportError:
+        facts["torch"] = None
+    try:
+        import jax
+
+        facts["jax"] = jax.__version__
+    except ImportError:
+        facts["jax"] = None
+    if shutil.which("nvidia-smi"):
+        query = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                               capture_output=True, text=True, check=False)
+        facts["nvidia_smi"] = query.stdout.strip()
+    return facts
+
+
+def pack(work: Path, out: Path) -> list[str]:
+    """``work`` as gzip'd tar parts of at most PART_BYTES in ``out`` (at most MAX_FILES - 1 of them:
+    summary.json is the last file)."""
+    archive = out / "capture.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(work, arcname="gpu_capture")
+    data = archive.read_bytes()
+    archive.unlink()
+    parts = [data[k:k + PART_BYTES] for k in range(0, len(data), PART_BYTES)] or [b""]
+    if len(parts) > MAX_FILES - 1:
+        raise SystemExit(f"the capture packs to {len(data) / 2**20:.1f} MiB: more than {MAX_FILES - 1} parts of "
+                         f"{PART_BYTES / 2**20:.0f} MiB; capture fewer steps")
+    names = []
+    for k, part in enumerate(parts):
+        name = f"capture.tar.gz.part{k}"
+        (out / name).write_bytes(part)
+        names.append(name)
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_capture_out")))
+    ap.add_argument("--quick", action="store_true", help="one workload, two cases, few steps (the CPU dry run)")
+    ap.add_argument("--budget-s", type=float, default=420.0, help="start no new work after this (default 420)")
+    ap.add_argument("--cases", help="comma-separated case names (default: all)")
+    ap.add_argument("--no-collect", action="store_true", help="skip the collectors' captures")
+    args = ap.parse_args(argv)
+    budget = Budget(args.budget_s)
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = args.out / "_work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    summary: dict[str, Any] = {"machine": machine_facts(args.device), "collect": [], "cases": [], "errors": []}
+    frameworks = tuple(f for f in ("torch", "jax") if summary["machine"].get(f))
+    if not args.no_collect:
+        try:
+            summary["collect"] = collect(args.device, work, QUICK_WORKLOADS if args.quick else WORKLOADS,
+                                         3 if args.quick else 8, budget, frameworks)
+        except (OSError, subprocess.SubprocessError) as err:
+            summary["errors"].append(f"collect: {err}")
+    wanted = args.cases.split(",") if args.cases else (QUICK_CASES if args.quick else [c.name for c in CASES])
+    profiled = 2 if args.quick else 5
+    for case in CASES:
+        if case.name not in wanted:
+            continue
+        if case.framework not in frameworks:
+            summary["cases"].append({"case": case.name, "skipped": f"{case.framework} is not installed"})
+            continue
+        if budget.left() < 30:
+            summary["cases"].append({"case": case.name, "skipped": "out of time"})
+            continue
+        started = _now()
+        try:
+            rounds, block = (2, 3) if args.quick else (case.rounds, case.block)
+            row = run_case(case, args.device, work, rounds, block, profiled)
+        except Exception as err:  # noqa: BLE001 - one case's failure must not cost the others' device time
+            summary["errors"].append(f"{case.name}: {type(err).__name__}: {err}")
+            continue
+        row["seconds"] = round(_now() - started, 1)
+        summary["cases"].append(row)
+    (work / "summary.json").write_text(json.dumps(summary, indent=1))
+    summary["packed"] = pack(work, args.out)
+    shutil.rmtree(work)
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"machine: {summary['machine']}")
+    for item in summary["collect"]:
+        print(f"collect {item['workload']}: " + (item.get("skipped") or f"rc {item['returncode']}, {item['seconds']} s"))
+    for row in summary["cases"]:
+        print(f"{row['case']:<26} " + (row.get("skipped") or f"clean {row['clean_ms']:.3f} ms  injected "
+                                        f"{row['injected_ms']:.3f} ms  cost {row['cost_ms']:+.3f} ms  ({row['seconds']} s)"))
+    for error in summary["errors"]:
+        print(f"error: {error}")
+    print(f"packed: {', '.join(summary['packed'])} in {args.out} ({budget.seconds - budget.left():.0f} s)")
+    return 1 if summary["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
