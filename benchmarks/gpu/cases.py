@@ -270,7 +270,7 @@ def compile_recompile(variant: str, device: str) -> GpuStep:
 class JaxMlp(GpuStep):
     framework = "jax"
 
-    def __init__(self, device: str, retrace: bool = False) -> None:
+    def __init__(self, device: str, retrace: bool = False, wait: bool = False) -> None:
         import jax
         import jax.numpy as jnp
         import numpy as np
@@ -285,23 +285,30 @@ class JaxMlp(GpuStep):
         self.params = jax.device_put(params, dev)
         self.x = jax.device_put(rng.standard_normal((BATCH, FEATURES), dtype=np.float32), dev)
         self.y = jax.device_put(rng.integers(0, CLASSES, BATCH).astype(np.int32), dev)
-        self.retrace = retrace
+        self.retrace, self.wait = retrace, wait
         self.loss = None
 
-        def train_step(p: Any, x: Any, y: Any, scale: float) -> Any:
+        def train_step(p: Any, x: Any, y: Any) -> Any:
             def objective(q: Any) -> Any:
                 h = jax.nn.relu(x @ q["w1"] + q["b1"])
                 logp = jax.nn.log_softmax(h @ q["w2"] + q["b2"])
-                return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1)) * scale
+                return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
 
             loss, grads = jax.value_and_grad(objective)(p)
             return {k: p[k] - LR * grads[k] for k in p}, loss
 
-        self.fn = jax.jit(train_step, static_argnames=("scale",))
+        self.fn = jax.jit(train_step)
+        self.calls = 0
 
     def step(self, i: int) -> None:
-        scale = 1.0 + i * 1e-6 if self.retrace else 1.0  # a new static value: retraces and recompiles
-        self.params, self.loss = self.fn(self.params, self.x, self.y, scale=scale)
+        x, y = self.x, self.y
+        if self.retrace:  # a batch of a new size each call: a new shape, traced and compiled anew
+            self.calls += 1
+            n = BATCH - self.calls % (BATCH - 1)
+            x, y = x[:n], y[:n]
+        self.params, self.loss = self.fn(self.params, x, y)
+        if self.wait:
+            self.jax.block_until_ready(self.loss)  # the host waits for the step's result every step
 
     def sync(self) -> None:
         if self.loss is not None:
@@ -310,6 +317,10 @@ class JaxMlp(GpuStep):
 
 def jax_retrace(variant: str, device: str) -> GpuStep:
     return JaxMlp(device, retrace=variant == "injected")
+
+
+def jax_sync(variant: str, device: str) -> GpuStep:
+    return JaxMlp(device, wait=variant == "injected")
 
 
 CASES: tuple[GpuCase, ...] = (
@@ -328,8 +339,10 @@ CASES: tuple[GpuCase, ...] = (
             "device waits for input", "input", "input_bound", dataloader_starves),
     GpuCase("gpu-compile-recompile", "torch", "torch.compile given a new batch size every step (dynamic=False)",
             "graph_build", "steady_graph_build", compile_recompile, rounds=3, block=2),  # (~1 s a compile)
-    GpuCase("gpu-jax-retrace", "jax", "jax.jit given a new static float every step (retraces and recompiles)",
+    GpuCase("gpu-jax-retrace", "jax", "jax.jit given a batch of a new size every step (retraces and recompiles)",
             "graph_build", "steady_graph_build", jax_retrace, rounds=4, block=3),
+    GpuCase("gpu-jax-sync", "jax", "jax.block_until_ready on the loss after every step, against asynchronous "
+            "dispatch waited on once a block", "sync_wait", "sync_each_step", jax_sync, needs_cuda=True),
 )
 
 BY_NAME = {c.name: c for c in CASES}
