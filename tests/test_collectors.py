@@ -732,3 +732,16 @@ def test_sample_traces_show_cold_work_only_in_the_cold_step() -> None:
             continue
         assert _any(steps[0][1], JAX_LOWER_EVENTS) and _any(steps[0][1], JAX_COMPILE_EVENTS), f"{name} jax-jit"
         assert not any(_any(names, JAX_LOWER_EVENTS + JAX_COMPILE_EVENTS) for _, names in steps[1:]), name
+
+
+def test_cuda_graphs_are_captured_only_when_named_and_only_on_a_gpu(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from traceview.collectors import runner
+    from traceview.collectors.runner import CaptureSettings, ModeUnavailable, capture_pair
+
+    monkeypatch.setattr(runner, "framework_installed", lambda fw: True)
+    assert ("torch", "cudagraphs") not in plan(WORKLOADS["mlp2"], "torch", None)[0]  # not in all
+    assert plan(WORKLOADS["mlp2"], "torch", "cudagraphs")[0] == [("torch", "cudagraphs")]
+    with pytest.raises(ModeUnavailable, match="--device cuda only"):
+        capture_pair(WORKLOADS["mlp2"], "torch", "cudagraphs", tmp_path / "cg", CaptureSettings(device="cpu"))

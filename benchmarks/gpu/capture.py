@@ -10,7 +10,8 @@ runs that dry run in CI):
    of each (torch.profiler with CPU and CUDA activities, ``ProfilerStep`` markers; JAX's profiler
    for the JAX cases), and a ``ground_truth.json`` with the measured cost;
 2. **captures** with traceview's own collectors (``traceview collect``) of the paired workloads in
-   torch eager, torch.compile and JAX ``jax.jit`` on the device, a few steps each, in the time left;
+   torch eager, torch.compile, CUDA graphs (``cudagraphs``: ``mode="reduce-overhead"``, on a GPU
+   only) and JAX ``jax.jit`` on the device, a few steps each, in the time left;
 3. **packs** it all into at most 8 files under ``--out`` (gzip'd tar parts of at most 15 MiB, no
    deeper than the folder itself: what the device machine hands back), with ``summary.json``
    beside them, and prints a short table last.
@@ -79,8 +80,9 @@ def collect(device: str, out: Path, workloads: tuple[str, ...], steps: int, budg
             done.append({"workload": workload, "skipped": "out of time"})
             continue
         started = _now()
+        modes = "eager,compile,cudagraphs,jit" if device == "cuda" else "eager,compile,jit"
         cmd = [sys.executable, "-m", "traceview", "collect", workload, "--framework", ",".join(frameworks),
-               "-m", "eager,compile,jit", "--device", device, "--steps", str(steps), "-o",
+               "-m", modes, "--device", device, "--steps", str(steps), "-o",
                str(out / "collect" / workload), "--overwrite"]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO,
                               timeout=max(30.0, budget.left() - 30))

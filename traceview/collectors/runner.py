@@ -35,6 +35,8 @@ from traceview.collectors import manifest as mf
 from traceview.collectors import parity
 from traceview.collectors.harness import StepRecorder, median
 from traceview.collectors.workloads import (
+    DEVICE_MODES,
+    EXPLICIT_MODES,
     FRAMEWORKS,
     MODE_HELP,
     MODES,
@@ -151,6 +153,9 @@ def capture_pair(
         raise UsageError(f"{spec.name}: {framework}-{mode} does not exist: {why}")
     backend = load_backend(framework)
     reason = backend.mode_unavailable(mode)
+    needs = DEVICE_MODES.get((framework, mode))
+    if needs is not None and settings.device != needs:
+        reason = f"it runs on --device {needs} only"
     if reason:
         raise ModeUnavailable(f"{framework}-{mode} is unavailable here: {reason}")
     try:
@@ -331,7 +336,7 @@ def plan(
     for fw in fw_list or []:
         if fw not in MODES:
             raise UsageError(f"unknown framework {fw!r} (known: {', '.join(FRAMEWORKS)})")
-    known_modes = {m for ms in MODES.values() for m in ms}
+    known_modes = {m for ms in (*MODES.values(), *EXPLICIT_MODES.values()) for m in ms}
     for m in mode_list or []:
         if m not in known_modes:
             raise UsageError(f"unknown mode {m!r} (known: {', '.join(sorted(known_modes))})")

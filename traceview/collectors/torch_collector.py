@@ -92,9 +92,13 @@ def versions() -> dict[str, str]:
     return out
 
 
+# The modes that compile through dynamo and inductor (torch.compile).
+INDUCTOR_MODES = frozenset({"compile", "cudagraphs"})
+
+
 def mode_unavailable(mode: str) -> str | None:
     """Why ``mode`` cannot run on this machine, or ``None``."""
-    if mode == "compile":
+    if mode in INDUCTOR_MODES:
         from torch import _dynamo
 
         if not _dynamo.is_dynamo_supported():
@@ -124,7 +128,7 @@ def environment(mode: str) -> dict[str, Any]:
     builds) into ``AOTAutogradCache.inductor_load`` / ``PyCodeCache.load_by_key_path``; dynamo's
     tracing (``dynamo``, ``_compile.compile_inner``, ``backend_compile``) stays either way.
     """
-    if mode != "compile":
+    if mode not in INDUCTOR_MODES:
         return {}
     from torch._dynamo.utils import counters
     from torch._inductor.runtime.cache_dir_utils import cache_dir
@@ -142,7 +146,7 @@ def compile_report(mode: str) -> dict[str, Any]:
     GRU, or LSTM") and runs it eagerly; the trace then shows the tracing attempt in the cold step
     and no compiled region afterwards, and this report says why.
     """
-    if mode != "compile":
+    if mode not in INDUCTOR_MODES:
         return {}
     from torch._dynamo.utils import counters
 
@@ -161,6 +165,11 @@ def mode_notes(mode: str) -> list[str]:
         notes.append(
             "torch.compile(model): with a warm inductor cache (environment.inductor_cache_warm) the cold step "
             "loads compiled code instead of generating and building it"
+        )
+    if mode == "cudagraphs":
+        notes.append(
+            "torch.compile(model, mode='reduce-overhead'): inductor's code is recorded as CUDA graphs on the second "
+            "call and replayed after, so a steady step's kernels run under a few graph launches"
         )
     if mode == "torchscript":
         notes.append(
@@ -344,7 +353,7 @@ class TorchProgram:
     """One workload in one torch mode, from fresh initial weights."""
 
     def __init__(self, spec: WorkloadSpec, state: WorkloadState, mode: str, device: str = "cpu") -> None:
-        if mode not in ("eager", "compile", "torchscript"):
+        if mode not in ("eager", "compile", "torchscript", "cudagraphs"):
             raise ValueError(f"torch has no mode {mode!r}")
         self.spec = spec
         self.mode = mode
@@ -373,6 +382,8 @@ class TorchProgram:
             self.forward = self.model
         elif self.mode == "compile":
             self.forward = torch.compile(self.model)
+        elif self.mode == "cudagraphs":
+            self.forward = torch.compile(self.model, mode="reduce-overhead")
         else:
             with record_function("torch.jit.script"):
                 self.forward = torch.jit.script(self.model)
@@ -491,7 +502,7 @@ class TorchProfilerSession:
 # TorchScript's Python frontend as it parses and types a custom module (the transformer's step 0:
 # ~99,000 Python events, 1.7 MB gzipped), while their phases are marked by the compiler's own events
 # anyway (dynamo's ranges; record_function('torch.jit.script')). Python events stay off there by default.
-PYTHON_EVENTS_OFF_MODES = frozenset({"compile", "torchscript"})
+PYTHON_EVENTS_OFF_MODES = frozenset({"compile", "cudagraphs", "torchscript"})
 
 
 def python_events_default(mode: str) -> bool:

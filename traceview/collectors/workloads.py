@@ -72,10 +72,21 @@ MODES: dict[str, tuple[str, ...]] = {
     "jax": ("jit",),
     "numpy": ("eager",),
 }
+# Modes captured only when named (``-m cudagraphs``), never by ``all``: each needs a device that
+# the default captures do not have (DEVICE_MODES).
+EXPLICIT_MODES: dict[str, tuple[str, ...]] = {
+    "torch": ("cudagraphs",),
+}
+# Modes that exist on one device only: (framework, mode) -> the device.
+DEVICE_MODES: dict[tuple[str, str], str] = {
+    ("torch", "cudagraphs"): "cuda",
+}
 MODE_HELP: dict[tuple[str, str], str] = {
     ("torch", "eager"): "plain Python loop, autograd for training",
     ("torch", "compile"): "torch.compile(model) with the inductor backend",
     ("torch", "torchscript"): "torch.jit.script(model) in the same loop",
+    ("torch", "cudagraphs"): "torch.compile(model, mode='reduce-overhead'): inductor's code replayed as CUDA graphs "
+                             "(--device cuda; named only, not in all)",
     ("tf", "eager"): "plain Python loop calling the Keras model eagerly (GradientTape for training)",
     ("tf", "function"): "the step function wrapped in tf.function",
     ("tf", "xla"): "tf.function(jit_compile=True)",
@@ -339,7 +350,7 @@ def not_applicable(spec: WorkloadSpec, framework: str, mode: str) -> str | None:
     """
     if framework not in MODES:
         return f"unknown framework {framework!r}"
-    if mode not in MODES[framework]:
+    if mode not in MODES[framework] + EXPLICIT_MODES.get(framework, ()):
         return f"{framework} has no mode {mode!r} (modes: {', '.join(MODES[framework])})"
     if framework == "numpy" and not spec.numpy_baseline:
         names = ", ".join(s.name for s in WORKLOADS.values() if s.numpy_baseline)
@@ -361,6 +372,8 @@ def cold_step_count(framework: str, mode: str) -> int:
     graph on the second (``torch._C._jit_get_num_profiled_runs()`` is 1), so two steps are cold.
     """
     if framework == "torch" and mode == "torchscript":
+        return 2
+    if framework == "torch" and mode == "cudagraphs":  # compile and warm up, then record the graphs
         return 2
     return 1
 

@@ -25,8 +25,8 @@ def collect(
         "--mode",
         "-m",
         metavar="MODES",
-        help="Comma-separated modes: eager, compile, torchscript (torch); eager, function, xla, fit, "
-        "graph-v1 (tf); jit (jax); or all.",
+        help="Comma-separated modes: eager, compile, torchscript, and cudagraphs with --device cuda (torch; "
+        "all leaves it out); eager, function, xla, fit, graph-v1 (tf); jit (jax); or all.",
     ),
     device: str = typer.Option("cpu", "--device", metavar="DEVICE", help="cpu, or cuda where the framework sees a GPU."),
     output: Optional[Path] = typer.Option(
