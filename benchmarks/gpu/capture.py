@@ -84,8 +84,13 @@ def collect(device: str, out: Path, workloads: tuple[str, ...], steps: int, budg
         cmd = [sys.executable, "-m", "traceview", "collect", workload, "--framework", ",".join(frameworks),
                "-m", modes, "--device", device, "--steps", str(steps), "-o",
                str(out / "collect" / workload), "--overwrite"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO,
-                              timeout=max(30.0, budget.left() - 30))
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO,
+                                  timeout=max(30.0, budget.left() - 30))
+        except subprocess.TimeoutExpired:  # (what it wrote before the limit is packed all the same)
+            done.append({"workload": workload, "returncode": None, "seconds": round(_now() - started, 1),
+                         "output": "stopped at the time budget"})
+            continue
         done.append({"workload": workload, "returncode": proc.returncode, "seconds": round(_now() - started, 1),
                      "output": (proc.stdout + proc.stderr)[-1500:]})
     return done
