@@ -247,8 +247,7 @@ def _layer_intervals(
     steps compared for pauses, the pause taken off each paused event (rows, ns), the node ranges
     that ran hooks and the wait for the interpreter lock taken off each event (rows, ns)."""
     ev = timeline.table
-    ts = ev["ts"]
-    end = ts + ev["dur"]
+    ts, dur = ev["ts"], ev["dur"]
     is_host = ev["device"] < 0
     carved = carve(ev, steps, options, is_host)
     roles, piece_role, piece_driver = carved.roles, carved.role, carved.driver
@@ -272,10 +271,10 @@ def _layer_intervals(
             elif sel[0].startswith("<copy "):
                 ck = sel[0][len("<copy "):-1]
                 mask = copies & (copy_kind_in([ck]) if ck != CopyKind.OTHER.value else ~copy_kind_in(named_copies))
-                out.append((ts[mask], end[mask]))
+                out.append((ts[mask], ts[mask] + dur[mask]))  # (ends at these rows only: no column of them)
             else:
                 mask = role_in(sel) & ~is_host
-                out.append((ts[mask], end[mask]))
+                out.append((ts[mask], ts[mask] + dur[mask]))
         elif sel == (GAP_SHORT,):
             out.append(carved.short_gaps)
         elif sel == (GAP_LONG,):
