@@ -1,5 +1,5 @@
-"""The dry run of benchmarks/gpu/capture.py on the CPU: the one script a lent GPU runs must not fail
-there on a bug that a CPU run would have shown (device time is 15 minutes a session)."""
+"""The dry run of benchmarks/gpu/capture.py on the CPU: the one script a GPU run depends on must not fail
+there on a bug that a CPU run would have shown (GPU time is short and each rerun costs it)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_the_dry_run_captures_measures_and_packs_within_the_device_limits(tmp_pa
     assert [row["case"] for row in summary["cases"]] == ["gpu-item-sync", "gpu-tiny-ops"]
     assert all("cost_ms" in row for row in summary["cases"])
     assert [c["returncode"] for c in summary["collect"]] == [0]
-    # What the device machine hands back: at most 8 files of at most 16 MiB, none in a subfolder.
+    # What a leased GPU machine hands back: at most 8 files of at most 16 MiB, none in a subfolder.
     files = sorted(out.iterdir())
     assert len(files) <= 8 and all(f.is_file() and f.stat().st_size <= 16 * 2**20 for f in files)
     data = b"".join(p.read_bytes() for p in sorted(out.glob("capture.tar.gz.part*")))

@@ -1,8 +1,8 @@
-"""Everything a lent GPU is needed for, in one call: ``python -m benchmarks.gpu.capture --device cuda --out DIR``.
+"""The GPU ground truth in one run: ``python -m benchmarks.gpu.capture --device cuda --out DIR``.
 
-Device time is short (15 minutes a session, starts and retries included), so this one script
-does all of it and is dry-run on the CPU first (``--device cpu --quick``; tests/test_gpu_capture.py
-runs that dry run in CI):
+GPU time is scarce (a short lease on a shared machine), so this one script does all of it, and is
+dry-run on the CPU first (``--device cpu --quick``; tests/test_gpu_capture.py runs that dry run in
+CI):
 
 1. **injected-cause cases** (``benchmarks/gpu/cases.py``): per case, a clean and an injected
    twin, their steps timed **without** the profiler in interleaved blocks (CUDA events around
@@ -13,17 +13,18 @@ runs that dry run in CI):
    torch eager, torch.compile, CUDA graphs (``cudagraphs``: ``mode="reduce-overhead"``, on a GPU
    only) and JAX ``jax.jit`` on the device, a few steps each, in the time left;
 3. **packs** it all into at most 8 files under ``--out`` (gzip'd tar parts of at most 15 MiB, no
-   deeper than the folder itself: what the device machine hands back), with ``summary.json``
-   beside them, and prints a short table last.
+   deeper than the folder itself: what a leased machine's output folder is likely to hand back),
+   with ``summary.json`` beside them, and prints a short table last.
 
 ``--budget-s`` stops starting new work once that much time has passed (what is done is packed);
-run it with the device's ``timeout_s`` a minute or more above it.
+run it with a time limit a minute or more above it.
 
-On the device machine (Python 3.12, torch and JAX with CUDA, no TensorFlow, nothing fetched):
-traceview runs from the repository (``PYTHONPATH=.``), and its collectors need ``orjson``, which
-the image lacks: carry it as a wheel (the device tool's README, "Notes": ``pip download
---no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_17_x86_64 -d .whl
-orjson``), or let the script report the collectors as skipped.
+On a GPU machine with torch and JAX but no network (and no TensorFlow, which the script does not
+need), traceview runs from the repository (``PYTHONPATH=.``); its collectors need ``orjson``: where
+the machine lacks it, bring it as a wheel (``pip download --no-deps --only-binary=:all:
+--python-version 3.12 --platform manylinux_2_17_x86_64 -d .whl orjson``, then ``pip install
+--no-index --target /tmp/site .whl/*.whl`` there and ``/tmp/site`` on ``PYTHONPATH``), or the
+summary reports each collect as failed, with its output.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ REPO = Path(__file__).resolve().parents[2]
 WORKLOADS = ("mlp2", "mlp-adam", "cnn", "lstm", "transformer")
 QUICK_WORKLOADS = ("mlp2",)
 QUICK_CASES = ("gpu-tiny-ops", "gpu-item-sync")
-PART_BYTES = 15 * 1024 * 1024  # each packed part under the device machine's 16 MiB a file
+PART_BYTES = 15 * 1024 * 1024  # each packed part under a leased machine's 16 MiB a file
 MAX_FILES = 8
 
 
