@@ -29,18 +29,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-
-TASK_ENVIRONMENT = "Task Environment"  # the plane TensorFlow writes the session's start time in
+from traceview.readers.xplane import TASK_ENVIRONMENT, plane_stats
 
 
 def _session_start(space: Any) -> int:
-    """The window's ``profile_start_time`` (epoch ns)."""
+    """The window's ``profile_start_time`` (epoch ns), read as traceview's XPlane reader reads it."""
     for plane in space.planes:
         if plane.name == TASK_ENVIRONMENT:
-            names = {int(k): v.name for k, v in plane.stat_metadata.items()}
-            for stat in plane.stats:
-                if names.get(int(stat.metadata_id)) == "profile_start_time":
-                    return int(stat.uint64_value or stat.int64_value)
+            start = plane_stats(plane).get("profile_start_time")
+            if isinstance(start, int):
+                return start
     raise SystemExit("a window without profile_start_time: cannot put the windows on one clock")
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import traceview
-from benchmarks.large_xplane import TASK_ENVIRONMENT, _on_first_clock
+from benchmarks.large_xplane import _on_first_clock
+from traceview.readers.xplane import TASK_ENVIRONMENT
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOWS = ("sample_traces/mlp2/tf-eager", "sample_traces/cnn/tf-eager")  # captured 7 minutes apart

@@ -100,6 +100,8 @@ from traceview.schema import MEMORY_SAMPLE_REASON, Device, Timeline, TraceMeta, 
 from traceview.table import Labels
 
 FORMAT_NAME = "xplane"
+# The plane TensorFlow and JAX write the session's own stats in (profile_start_time, the options).
+TASK_ENVIRONMENT = "Task Environment"
 EXTRA_COLUMNS = ("step_num", "fw_op", "fn_call", "hlo_op")
 
 # Stats read per event (others are skipped without decoding).
@@ -198,8 +200,8 @@ class _Builder:
         start_time: int | None = None
         for plane_source in source.planes:
             plane = plane_source.plane
-            if plane.name == "Task Environment":
-                env = self._plane_stats(plane)
+            if plane.name == TASK_ENVIRONMENT:
+                env = plane_stats(plane)
                 if isinstance(env.get("profile_start_time"), int):
                     start_time = int(env["profile_start_time"])
                     meta.extra["profile_start_time_ns"] = start_time
@@ -288,8 +290,8 @@ class _Builder:
                       md_stats: dict[str, StatColumn], wanted: dict[int, str],
                       stat_names: dict[int, str]) -> None:
         plane = source.plane
-        plane_stats = self._plane_stats(plane, stat_names)
-        self.device_stats[index] = plane_stats
+        device_stats = plane_stats(plane, stat_names)
+        self.device_stats[index] = device_stats
         has_streams = any(cat.XPLANE_STREAM_LINE.match(str(line.header.name)) for line in source.lines)
         label = "GPU" if device_type == "GPU" else device_type
         for line_source in source.lines:
@@ -310,8 +312,8 @@ class _Builder:
             info = _Line(cls=LINE_DEVICE, track=f"{label} {index} stream {stream}", pid=int(plane.id), tid=stream,
                          device=index, stream=stream)
             if line_source.count and index not in self.devices:
-                self.devices[index] = Device(index=index, name=_device_name(plane_stats, device_type),
-                                             vendor=_vendor(plane_stats, device_type))
+                self.devices[index] = Device(index=index, name=_device_name(device_stats, device_type),
+                                             vendor=_vendor(device_stats, device_type))
             self._line(line_source, info, md_names, md_stats, wanted, stat_names)
 
     def _line(self, source: LineSource, info: _Line, md_names: dict[int, str], md_stats: dict[str, StatColumn],
@@ -403,17 +405,6 @@ class _Builder:
                 cols.aggregated.append(base + j)
         stats = {stat_name: column_from_dict(values) for stat_name, values in by_name.items()}
         return np.array(mid_list, dtype=np.int64), offs, np.array(dur_list, dtype=np.int64), stats
-
-    def _plane_stats(self, plane: Any, stat_names: dict[int, str] | None = None) -> dict[str, Any]:
-        if stat_names is None:
-            stat_names = {int(k): str(v.name) for k, v in plane.stat_metadata.items()}
-        out: dict[str, Any] = {}
-        for stat in plane.stats:
-            value = _stat_value(stat, stat_names)
-            if isinstance(value, bytes):
-                continue
-            out[stat_names.get(stat.metadata_id, str(stat.metadata_id))] = value
-        return out
 
     def _scan_metadata_names(self, plane: Any) -> None:
         for md in plane.event_metadata.values():
@@ -626,6 +617,20 @@ def _event_stats(decoded: LineEvents, wanted: dict[int, str], stat_names: dict[i
         sel = np.flatnonzero(np.isin(record_ids, [i for i, n in wanted.items() if n == name]))
         if len(sel):
             out[name] = last_per_row(positions[sel], values[sel])
+    return out
+
+
+def plane_stats(plane: Any, stat_names: dict[int, str] | None = None) -> dict[str, Any]:  # noqa: ANN401 - an XPlane
+    """The plane's own stats by name (``stat_names``: its stat metadata's names, read from it when
+    None); byte values left out."""
+    if stat_names is None:
+        stat_names = {int(k): str(v.name) for k, v in plane.stat_metadata.items()}
+    out: dict[str, Any] = {}
+    for stat in plane.stats:
+        value = _stat_value(stat, stat_names)
+        if isinstance(value, bytes):
+            continue
+        out[stat_names.get(stat.metadata_id, str(stat.metadata_id))] = value
     return out
 
 
