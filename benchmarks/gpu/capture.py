@@ -123,8 +123,9 @@ def _block_ms(step: GpuStep, indices: range, device: str, framework: str) -> flo
     return (_now() - started) * 1e3 / len(indices)
 
 
-def measure(case: GpuCase, device: str, rounds: int, block: int) -> dict[str, Any]:
-    """Both twins, built once, timed in interleaved blocks (order rotating each round)."""
+def measure(case: GpuCase, device: str, rounds: int, block: int) -> tuple[dict[str, Any], dict[str, GpuStep]]:
+    """Both twins, built once, timed in interleaved blocks (order rotating each round): the
+    measurement, and the twins (warm, for their profiled captures)."""
     steps = {v: case.build(v, device) for v in ("clean", "injected")}
     counter = 0
     for v, s in steps.items():  # warm-up: compilation, allocator, autotuning
@@ -140,8 +141,7 @@ def measure(case: GpuCase, device: str, rounds: int, block: int) -> dict[str, An
     clean, injected = statistics.median(samples["clean"]), statistics.median(samples["injected"])
     return {"clean_ms": clean, "injected_ms": injected, "cost_ms": injected - clean, "samples_ms": samples,
             "design": f"{rounds} rounds of one {block}-step block per twin, order alternating; mean per step "
-                      "in a block, median of the blocks",
-            "steps": steps}
+                      "in a block, median of the blocks"}, steps
 
 
 def profile(case: GpuCase, step: GpuStep, variant: str, device: str, folder: Path, steps: int) -> str:
@@ -177,8 +177,7 @@ def profile(case: GpuCase, step: GpuStep, variant: str, device: str, folder: Pat
 
 def run_case(case: GpuCase, device: str, out: Path, rounds: int, block: int, profiled: int) -> dict[str, Any]:
     folder = out / "cases" / case.name
-    measured = measure(case, device, rounds, block)
-    steps = measured.pop("steps")
+    measured, steps = measure(case, device, rounds, block)
     traces = {v: profile(case, steps[v], v, device, folder / v, profiled) for v in ("clean", "injected")}
     truth = {"case": {"name": case.name, "framework": case.framework, "cause": case.cause,
                       "expected_bucket": case.expected_bucket, "expected_finding": case.expected_finding,

@@ -125,18 +125,19 @@ def item_sync(variant: str, device: str) -> GpuStep:
 TINY_OPS = 400  # tiny elementwise ops added to the step: hundreds of launches of ~2 µs of work
 
 
+def _tiny_op_chain(small: Any) -> None:
+    """TINY_OPS tiny elementwise ops on ``small``, the result written back into it."""
+    t = small
+    for _ in range(TINY_OPS):
+        t = t * 1.0001 + 0.0001
+    small.copy_(t)
+
+
 def _tiny_ops(device: str) -> Callable[[int, Any], None]:
     import torch
 
     small = torch.ones(16, device=device)
-
-    def after(i: int, loss: Any) -> None:
-        t = small
-        for _ in range(TINY_OPS):
-            t = t * 1.0001 + 0.0001
-        small.copy_(t)
-
-    return after
+    return lambda i, loss: _tiny_op_chain(small)
 
 
 def tiny_ops(variant: str, device: str) -> GpuStep:
@@ -157,23 +158,17 @@ class GraphedTinyOps(GpuStep):
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):
-                self._ops()  # warm-up before capture, as torch.cuda.graphs asks
+                _tiny_op_chain(self.small)  # warm-up before capture, as torch.cuda.graphs asks
             torch.cuda.current_stream().wait_stream(stream)
             self.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(self.graph):
-                self._ops()
-
-    def _ops(self) -> None:
-        t = self.small
-        for _ in range(TINY_OPS):
-            t = t * 1.0001 + 0.0001
-        self.small.copy_(t)
+                _tiny_op_chain(self.small)
 
     def step(self, i: int) -> None:
         if self.graph is not None:
             self.graph.replay()
         else:
-            self._ops()
+            _tiny_op_chain(self.small)
 
     def sync(self) -> None:
         if self.device == "cuda":
