@@ -431,3 +431,21 @@ def test_own_pieces_refuses_a_parent_outside_the_table(bad: int) -> None:
         compiled.passes.own_pieces(ts, end, parent, track, flags, flags, 1, *out)
     parent[1] = 0
     assert compiled.passes.own_pieces(ts, end, parent, track, flags, flags, 1, *out) == 3  # [0,1) [5,10) [1,5)
+
+
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
+def test_own_pieces_beyond_the_bound_are_all_written() -> None:
+    """own_pieces sweeps once into room for the selected rows and the rows with a parent, which
+    holds every piece where parents come from nest; parent links that cross tracks (a table not
+    nested by nest) can give more, and those are all written too, as the counting sweep counts them."""
+    ts, end = np.array([0, 1], dtype=np.int64), np.array([10, 5], dtype=np.int64)
+    parent = np.array([-1, 0], dtype=np.int64)  # row 1, on track b, names row 0, on track a
+    events = pd.DataFrame({"ts": ts, "dur": end - ts, "parent": parent, "device": [-1, -1],
+                           "track": pd.Categorical.from_codes([0, 1], categories=["a", "b"])})
+    selected = np.ones(2, dtype=bool)
+    empty = np.zeros(0, dtype=np.int64)
+    counted = compiled.passes.own_pieces(ts, end, parent, np.array([0, 1], dtype=np.int64), np.ones(2, np.uint8),
+                                         np.ones(2, np.uint8), 2, empty, empty, np.zeros(0, dtype=np.int32))
+    assert counted == 4 > int(selected.sum()) + int((parent >= 0).sum())  # row 0's tail from both tracks
+    starts, ends, rows = normalize.own_pieces(event_table(events), selected)
+    assert sorted(zip(starts.tolist(), ends.tolist(), rows.tolist())) == [(0, 1, 0), (1, 5, 1), (5, 10, 0), (5, 10, 0)]

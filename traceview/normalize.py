@@ -465,20 +465,28 @@ def _own_pieces_compiled(events: Table, ts: np.ndarray, end: np.ndarray, parent:
     """own_pieces by the compiled sweep (traceview/_passes.c), to call: counted, then written;
     each track's pieces in time order where its events nest."""
     track = events["track"].codes.astype(np.int64) + 1  # (code -1, no track: a track of its own)
-    columns = (np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64),
-               np.ascontiguousarray(parent, dtype=np.int64), track,
-               (events["device"] < 0).view(np.uint8), np.ascontiguousarray(rows_mask, dtype=np.uint8),
-               int(track.max()) + 1 if len(track) else 0)
+    parent = np.ascontiguousarray(parent, dtype=np.int64)
+    selected = np.ascontiguousarray(rows_mask, dtype=np.uint8)
+    columns = (np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64), parent, track,
+               (events["device"] < 0).view(np.uint8), selected, int(track.max()) + 1 if len(track) else 0)
     passes = compiled.passes
 
     def cut() -> Pieces:
-        empty = np.empty(0, dtype=np.int64)
-        size = passes.own_pieces(*columns, empty, empty, np.empty(0, dtype=index_type))
-        starts, ends = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
-        rows = np.empty(size, dtype=index_type)
-        if passes.own_pieces(*columns, starts, ends, rows) != size:
-            raise AssertionError("own_pieces: the compiled sweep counted two different sizes")  # (the same sweep twice)
-        return starts, ends, rows
+        # One sweep into room for at most this many: a selected row gives a piece before each
+        # child and one after the last, so no more pieces than selected rows and rows with a
+        # parent. Events nest, so nearly every row is a child and the bound is nearly the count
+        # (a second, counting sweep took as long as the one that writes).
+        room = int(np.count_nonzero(selected)) + int(np.count_nonzero(parent >= 0))
+        starts, ends = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int64)
+        rows = np.empty(room, dtype=index_type)
+        size = passes.own_pieces(*columns, starts, ends, rows)
+        if size > room:  # (a parent column not made by nest(), whose links cross tracks): written again
+            starts, ends = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+            rows = np.empty(size, dtype=index_type)
+            passes.own_pieces(*columns, starts, ends, rows)
+        if size >= room:
+            return starts, ends, rows
+        return starts[:size], ends[:size], rows[:size]
 
     return cut
 

@@ -582,8 +582,7 @@ def _queued_work_end(events: Table, starts: np.ndarray, host_ends: np.ndarray,
     if len(starts) < 2:
         return None
     compiled = membership(events["role"])([Role.COMPILED_CODE.value])
-    rows = np.flatnonzero(compiled & (events["depth"] == 0)
-                          & (events["track"].values() != driver))
+    rows = np.flatnonzero(compiled & (events["depth"] == 0) & ~membership(events["track"])([driver]))
     if not len(rows):
         return None
     run_start = events["ts"][rows]

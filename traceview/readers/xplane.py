@@ -81,7 +81,7 @@ import numpy as np
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import (Nesting, distinct_values, joined, order_by_start_then_longest, per_group, reordered,
+from traceview.arrays import (Nesting, distinct_values, factorize, joined, order_by_start_then_longest, per_group, reordered,
                               unique_inverse)
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
@@ -579,18 +579,10 @@ class _Builder:
     def _framework(self, names: Labels, stats: dict[str, StatColumn]) -> None:
         uniq = distinct_values(names)
         jax = self.jax_hint or any(cat.JAX_MARKER.match(str(u)) for u in uniq)
-        modules = _distinct(stats["hlo_module"].values)  # few distinct modules, whatever the events
+        modules = factorize(stats["hlo_module"].values)[1].tolist()  # few distinct modules, whatever the events
         jax = jax or any(isinstance(v, str) and cat.JAX_MODULE.match(v) for v in modules)
         tf = self.tf_hint or bool(len(stats["tf_function_call"])) or any(cat.TF_MARKER.match(str(u)) for u in uniq)
         self.meta.framework = "jax" if jax else ("tensorflow" if tf else "unknown")
-
-
-def _distinct(values: Any) -> list[Any]:  # noqa: ANN401 - a stat's values
-    """The distinct values of a stat column, hashed by pandas (a stat may be on millions of events;
-    XPlane reading imports pandas for its stats: traceview/readers/xplane_classify.py)."""
-    import pandas as pd
-
-    return pd.unique(values).tolist()
 
 
 # --------------------------------------------------------------------------------------------

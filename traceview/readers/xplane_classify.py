@@ -13,7 +13,7 @@ import numpy as np
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import Nesting, first_match, first_of_each, one_value, unique_sorted
+from traceview.arrays import Nesting, factorize, first_match, first_of_each, one_value, unique_sorted
 from traceview.readers.xplane_stats import StatColumn
 from traceview.schema import CATEGORY_LEVELS, Kind, categorical_from_codes, leveled
 from traceview.table import Labels
@@ -103,21 +103,12 @@ class StringCodes:
         return categorical_from_codes(codes, self.values)
 
 
-def _factorize(values: Any) -> tuple[np.ndarray, Any]:  # noqa: ANN401 - a stat's values
-    """A stat's values as codes and distinct values, hashed by pandas: a stat may be on millions
-    of events of mixed Python types, which pandas hashes in compiled code (a diagnosis of a
-    Chrome-trace JSON file imports no pandas; one of an XPlane does, here)."""
-    import pandas as pd
-
-    return pd.factorize(values)
-
-
 def str_stat_codes(column: StatColumn, n: int, strings: StringCodes) -> np.ndarray:
     """A string stat per row as codes into ``strings`` (0, "", when absent or not a string)."""
     if not len(column):
         return one_value(0, n, np.int32)
     out = np.zeros(n, dtype=np.int32)
-    codes, uniq = _factorize(column.values)
+    codes, uniq = factorize(column.values)
     table = np.array([strings.code(u) if isinstance(u, str) else 0 for u in uniq] + [0], dtype=np.int64)
     out[column.rows] = table[codes]
     return out
@@ -141,7 +132,7 @@ def fw_op_codes(stats: dict[str, StatColumn], n: int, strings: StringCodes) -> n
         if not len(column):
             continue
         rows = column.rows
-        codes, uniq = _factorize(column.values)
+        codes, uniq = factorize(column.values)
         good = [isinstance(u, str) and u != "" and (accept is None or accept(u)) for u in uniq]
         table = np.array([strings.code(u) if ok else 0 for u, ok in zip(uniq, good)] + [0], dtype=np.int64)
         ok = np.append(np.array(good, dtype=bool), False)[codes] & ~filled[rows]  # code -1 (missing): False
