@@ -145,7 +145,7 @@ def _device_totals(allocator_total: np.ndarray, allocator: np.ndarray, device: n
     ``bytes_allocated``, summed (samples in ts order; -1 where the sample has no total)."""
     known = allocator_total >= 0
     rows = np.flatnonzero(known)
-    import pandas as pd  # (XPlane reading imports pandas: readers/xplane_classify.py)
+    import pandas as pd  # (only an XPlane with memory records imports pandas, here)
 
     frame = pd.DataFrame({"allocator": allocator[rows], "device": device[rows], "total": allocator_total[rows]})
     previous = frame.groupby("allocator", sort=False)["total"].shift(1, fill_value=0)
@@ -162,7 +162,7 @@ def _ops_of_frees(op: np.ndarray, nbytes: np.ndarray, allocator: np.ndarray, add
     rows = np.flatnonzero(addr >= 0)
     if not len(rows):
         return op
-    import pandas as pd  # (XPlane reading imports pandas: readers/xplane_classify.py)
+    import pandas as pd  # (only an XPlane with memory records imports pandas, here)
 
     frame = pd.DataFrame({"allocator": allocator[rows], "addr": addr[rows],
                           "op": np.where(nbytes[rows] > 0, op[rows], None)})
