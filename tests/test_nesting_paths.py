@@ -423,14 +423,14 @@ def test_a_parent_of_four_quadrillion_us_and_overlapping_children() -> None:
 def test_own_pieces_refuses_a_parent_outside_the_table(bad: int) -> None:
     """The sweep follows parent links; one that names no row is refused at the entry, not read
     out of bounds (the links come from nest, but the pass does not rely on it)."""
-    ts, end = np.array([0, 1], dtype=np.int64), np.array([10, 5], dtype=np.int64)
+    ts, dur = np.array([0, 1], dtype=np.int64), np.array([10, 4], dtype=np.int64)
     parent, track = np.array([-1, bad], dtype=np.int64), np.zeros(2, dtype=np.int64)
     flags = np.ones(2, dtype=np.uint8)
     out = [np.zeros(8, dtype=np.int64) for _ in range(3)]
     with pytest.raises(ValueError, match="a parent is no row"):
-        compiled.passes.own_pieces(ts, end, parent, track, flags, flags, 1, *out)
+        compiled.passes.own_pieces(ts, dur, parent, track, flags, flags, 2, *out)
     parent[1] = 0
-    assert compiled.passes.own_pieces(ts, end, parent, track, flags, flags, 1, *out) == 3  # [0,1) [5,10) [1,5)
+    assert compiled.passes.own_pieces(ts, dur, parent, track, flags, flags, 2, *out) == 3  # [0,1) [5,10) [1,5)
 
 
 @pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
@@ -444,8 +444,8 @@ def test_own_pieces_beyond_the_bound_are_all_written() -> None:
                            "track": pd.Categorical.from_codes([0, 1], categories=["a", "b"])})
     selected = np.ones(2, dtype=bool)
     empty = np.zeros(0, dtype=np.int64)
-    counted = compiled.passes.own_pieces(ts, end, parent, np.array([0, 1], dtype=np.int64), np.ones(2, np.uint8),
-                                         np.ones(2, np.uint8), 2, empty, empty, np.zeros(0, dtype=np.int32))
+    counted = compiled.passes.own_pieces(ts, end - ts, parent, np.array([0, 1], dtype=np.int8), np.ones(2, np.uint8),
+                                         np.ones(2, np.uint8), 3, empty, empty, np.zeros(0, dtype=np.int32))
     assert counted == 4 > int(selected.sum()) + int((parent >= 0).sum())  # row 0's tail from both tracks
     starts, ends, rows = normalize.own_pieces(event_table(events), selected)
     assert sorted(zip(starts.tolist(), ends.tolist(), rows.tolist())) == [(0, 1, 0), (1, 5, 1), (5, 10, 0), (5, 10, 0)]

@@ -94,6 +94,16 @@ static PyObject *nest(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong(overlaps);
 }
 
+/* A row's value in a column of 1, 2, 4 or 8-byte signed integers. */
+static int64_t value_at(const void *values, Py_ssize_t width, Py_ssize_t row) {
+    switch (width) {
+        case 1: return ((const int8_t *)values)[row];
+        case 2: return ((const int16_t *)values)[row];
+        case 4: return ((const int32_t *)values)[row];
+        default: return ((const int64_t *)values)[row];
+    }
+}
+
 /* The own pieces of selected rows (normalize.own_pieces): the gaps between a row's direct host
  * children, the tail after its last child, and a childless row whole — each track's pieces in
  * time order.
@@ -109,14 +119,15 @@ static PyObject *nest(PyObject *self, PyObject *args) {
  * perhaps not; attribution.merged_runs checks the order it is given.) The rows still open at the
  * end give their tails last, track by track.
  *
- * own_pieces(ts, end, parent, track, host, selected, n_tracks, starts, ends, rows) -> pieces
- *   ts, end, parent, track int64[n] (track codes 0 <= code < n_tracks on host rows);
- *   host, selected uint8[n] (a row on a host track; a row whose pieces are wanted)
+ * own_pieces(ts, dur, parent, track, host, selected, n_tracks, starts, ends, rows) -> pieces
+ *   ts, dur, parent int64[n]; track: integer codes of 1, 2, 4 or 8 bytes a row, -1 for none (a
+ *   row's track is its code + 1, 0 <= track < n_tracks on host rows: no track is a track of its
+ *   own); host, selected uint8[n] (a row on a host track; a row whose pieces are wanted)
  *   starts, ends int64[m], rows int32[m] or int64[m]: the first m pieces written (a first call
  *   with m = 0 counts them; the second, with room for that many, writes them all)
  */
 typedef struct {
-    const int64_t *ts, *end;
+    const int64_t *ts, *dur;
     const uint8_t *selected;
     int64_t *cursor;
     int64_t *starts, *ends;
@@ -124,6 +135,15 @@ typedef struct {
     int wide;
     Py_ssize_t room, count;  /* pieces there is room for (0: only counted); pieces so far */
 } Pieces;
+
+/* A row's end, ts + dur: within int64 for every table the readers build (times below 2^62 ns);
+ * held at the int64 bounds beyond them, never overflowing. */
+static int64_t end_of(const Pieces *out, int64_t row) {
+    int64_t ts = out->ts[row], dur = out->dur[row];
+    if (dur > 0 && ts > INT64_MAX - dur) return INT64_MAX;
+    if (dur < 0 && ts < INT64_MIN - dur) return INT64_MIN;
+    return ts + dur;
+}
 
 static void piece(Pieces *out, int64_t row, int64_t from, int64_t to) {
     if (to <= from) return;
@@ -137,16 +157,16 @@ static void piece(Pieces *out, int64_t row, int64_t from, int64_t to) {
 }
 
 static void tail(Pieces *out, int64_t row) {
-    if (out->selected[row]) piece(out, row, out->cursor[row], out->end[row]);
+    if (out->selected[row]) piece(out, row, out->cursor[row], end_of(out, row));
 }
 
-static void sweep(Py_ssize_t n, const int64_t *parent, const int64_t *track, const uint8_t *host, int64_t *top,
-                  Py_ssize_t n_tracks, Pieces *out) {
+static void sweep(Py_ssize_t n, const int64_t *parent, const void *track, Py_ssize_t track_width,
+                  const uint8_t *host, int64_t *top, Py_ssize_t n_tracks, Pieces *out) {
     for (Py_ssize_t t = 0; t < n_tracks; t++) top[t] = -1;
     for (Py_ssize_t row = 0; row < n; row++) {
-        int64_t t = track[row], up = parent[row];
+        int64_t t = value_at(track, track_width, row) + 1, up = parent[row];
         if (!host[row] || t < 0 || t >= n_tracks) {  /* off the host tracks: no children, its whole span */
-            if (out->selected[row]) piece(out, row, out->ts[row], out->end[row]);
+            if (out->selected[row]) piece(out, row, out->ts[row], end_of(out, row));
             continue;
         }
         while (top[t] >= 0 && top[t] != up) {  /* over: every row above the parent */
@@ -155,7 +175,8 @@ static void sweep(Py_ssize_t n, const int64_t *parent, const int64_t *track, con
         }
         if (up >= 0 && up < n && out->selected[up]) {
             piece(out, up, out->cursor[up], out->ts[row]);  /* the gap before this child */
-            if (out->end[row] > out->cursor[up]) out->cursor[up] = out->end[row];
+            int64_t end = end_of(out, row);
+            if (end > out->cursor[up]) out->cursor[up] = end;
         }
         out->cursor[row] = out->ts[row];
         top[t] = row;
@@ -165,23 +186,24 @@ static void sweep(Py_ssize_t n, const int64_t *parent, const int64_t *track, con
 }
 
 static PyObject *own_pieces(PyObject *self, PyObject *args) {
-    Py_buffer ts, end, parent, track, host, selected, starts, ends, rows;
+    Py_buffer ts, dur, parent, host, selected, track, starts, ends, rows;
     Py_ssize_t n_tracks;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*nw*w*w*", &ts, &end, &parent, &track, &host, &selected, &n_tracks, &starts,
-                          &ends, &rows))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*nw*w*w*", &ts, &dur, &parent, &track, &host, &selected, &n_tracks,
+                          &starts, &ends, &rows))
         return NULL;
-    Py_buffer *held[] = {&ts, &end, &parent, &track, &host, &selected, &starts, &ends, &rows};
-    Py_ssize_t n = ts.len / 8, m = starts.len / 8;
-    const Py_ssize_t item[] = {8, 8, 8, 8, 1, 1};
-    int ok = n_tracks >= 0 && same_length(held, 6, n, item) && ends.len == m * 8 &&
-             (rows.len == m * 4 || rows.len == m * 8);
+    Py_buffer *held[] = {&ts, &dur, &parent, &host, &selected, &track, &starts, &ends, &rows};
+    Py_ssize_t n = ts.len / 8, m = starts.len / 8, track_width = n ? track.len / n : 0;
+    const Py_ssize_t item[] = {8, 8, 8, 1, 1};
+    int ok = n_tracks >= 0 && same_length(held, 5, n, item) && ends.len == m * 8 &&
+             (rows.len == m * 4 || rows.len == m * 8) && track.len == n * track_width &&
+             (track_width == 1 || track_width == 2 || track_width == 4 || track_width == 8 || n == 0);
     if (ok) {  /* the sweep follows parent links: each must be a row or none (-1) */
         const int64_t *up = parent.buf;
         for (Py_ssize_t row = 0; row < n && ok; row++) ok = up[row] >= -1 && up[row] < n;
         if (!ok) PyErr_SetString(PyExc_ValueError, "own_pieces: a parent is no row of the table");
     }
-    Pieces out = {ts.buf, end.buf, selected.buf, NULL, starts.buf, ends.buf, rows.buf, rows.len == m * 8, m, 0};
+    Pieces out = {ts.buf, dur.buf, selected.buf, NULL, starts.buf, ends.buf, rows.buf, rows.len == m * 8, m, 0};
     int64_t *top = NULL;
     if (ok) {
         out.cursor = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
@@ -191,7 +213,7 @@ static PyObject *own_pieces(PyObject *self, PyObject *args) {
     }
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
-        sweep(n, parent.buf, track.buf, host.buf, top, n_tracks, &out);
+        sweep(n, parent.buf, track.buf, track_width, host.buf, top, n_tracks, &out);
         Py_END_ALLOW_THREADS
     }
     free(out.cursor);
@@ -729,14 +751,6 @@ static PyObject *merge_edges(PyObject *self, PyObject *args) {
  * copy_down(values, parent, takes, gives) -> 1, or 0 where a parent does not come before its child
  *   values int8/16/32/64[n], changed in place (values outside the tables take and give nothing);
  *   parent int64[n] (-1: none); takes, gives uint8[k] indexed by value */
-static int64_t value_at(const void *values, Py_ssize_t width, Py_ssize_t row) {
-    switch (width) {
-        case 1: return ((const int8_t *)values)[row];
-        case 2: return ((const int16_t *)values)[row];
-        case 4: return ((const int32_t *)values)[row];
-        default: return ((const int64_t *)values)[row];
-    }
-}
 
 static void set_value(void *values, Py_ssize_t width, Py_ssize_t row, int64_t value) {
     switch (width) {

@@ -397,11 +397,11 @@ def own_pieces_cut(events: Table, rows_mask: np.ndarray) -> Callable[[], Pieces]
     the call reads no table (another thread may make it while this one goes on: the compiled
     sweep lets go of the interpreter lock)."""
     ts = events["ts"]
-    end = ts + events["dur"]
     parent = events["parent"]
     index_type = np.int32 if len(ts) < 2**31 else np.int64
     if compiled.passes is not None and "track" in events.columns:
-        return _own_pieces_compiled(events, ts, end, parent, rows_mask, index_type)
+        return _own_pieces_compiled(events, rows_mask, index_type)
+    end = ts + events["dur"]
     host = events["device"] < 0
     return lambda: _own_pieces_by_arrays(host, ts, end, parent, rows_mask, index_type)
 
@@ -460,15 +460,17 @@ def _own_pieces_by_arrays(host: np.ndarray, ts: np.ndarray, end: np.ndarray, par
     return starts, ends, rows
 
 
-def _own_pieces_compiled(events: Table, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
-                         rows_mask: np.ndarray, index_type: type) -> Callable[[], Pieces]:
-    """own_pieces by the compiled sweep (traceview/_passes.c), to call: counted, then written;
-    each track's pieces in time order where its events nest."""
-    track = events["track"].codes.astype(np.int64) + 1  # (code -1, no track: a track of its own)
-    parent = np.ascontiguousarray(parent, dtype=np.int64)
+def _own_pieces_compiled(events: Table, rows_mask: np.ndarray, index_type: type) -> Callable[[], Pieces]:
+    """own_pieces by the compiled sweep (traceview/_passes.c), to call; each track's pieces in time
+    order where its events nest. The sweep reads the table's own columns: the track codes as
+    they are (code -1, no track, is a track of its own there) and each row's end as ts + dur, so
+    that no column of every row is made for it."""
+    track = np.ascontiguousarray(events["track"].codes)
+    parent = np.ascontiguousarray(events["parent"], dtype=np.int64)
     selected = np.ascontiguousarray(rows_mask, dtype=np.uint8)
-    columns = (np.ascontiguousarray(ts, dtype=np.int64), np.ascontiguousarray(end, dtype=np.int64), parent, track,
-               (events["device"] < 0).view(np.uint8), selected, int(track.max()) + 1 if len(track) else 0)
+    columns = (np.ascontiguousarray(events["ts"], dtype=np.int64), np.ascontiguousarray(events["dur"], dtype=np.int64),
+               parent, track, (events["device"] < 0).view(np.uint8), selected,
+               int(track.max()) + 2 if len(track) else 0)
     passes = compiled.passes
 
     def cut() -> Pieces:
