@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from traceview import compiled
+from traceview.analyzers import replay as replay_module
 from traceview.analyzers import whatif
 from traceview.analyzers.attribution import replay_segments
 from traceview.analyzers.diagnosis import diagnose_timeline
@@ -129,6 +130,27 @@ def test_compiled_and_walked_agree_on_real_traces(source: Path | str) -> None:
     factors = _fix_factors(segments.table)
     assert segments.n_steps > 0
     _assert_same(whatif.replayed(segments, factors), _walked(segments, factors), str(path.name))
+
+
+@needs_compiled
+@pytest.mark.parametrize("source", COMPARED[:3], ids=lambda s: str(s).replace(str(REPO) + "/", ""))
+def test_rows_split_over_two_threads_are_the_same_replays(source: Path) -> None:
+    """Above replay.SPLIT_SEGMENTS the rows of factors are replayed half on a second thread, each
+    into its own rows of the outputs: the same arrays, to the bit, as in one pass."""
+    if not source.is_dir():
+        pytest.skip(f"{source} not present")
+    segments = replay_segments(*load_with_steps(trace_files(source)[0]))
+    factors = _fix_factors(segments.table)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(replay_module, "SPLIT_SEGMENTS", len(segments.start) + 1)
+        whole = whatif.replayed(segments, factors)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(replay_module, "SPLIT_SEGMENTS", 0)
+        split = whatif.replayed(segments, factors)
+    assert len(whole) == len(split) == len(factors) > 1
+    for a, b in zip(whole, split):
+        for name in ("length_ns", "path_ns", "lane_ns", "unsupported_ns"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), (source, name)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -119,11 +119,16 @@ def whatif_tables(segments: Segments, steady: np.ndarray) -> tuple[Table, Table]
     work they wait for)."""
     table = segments.table
     present = _present_layers(segments)
-    (recorded,) = replayed(segments, np.ones((1, len(table.names))))
-    columns = {"replayed": np.rint(recorded.length_ns).astype(np.int64)}
     alone = [layer_factors(table, Transform(without=(cause,))) for cause in FIXES]
-    for cause, lengths in zip(FIXES, _lengths(segments, alone, present, columns["replayed"])):
-        columns[f"without.{cause}"] = lengths
+    changes = _changes(alone, np.ones(len(table.names)), present)
+    # The recorded steps and each fix that changes them, in one replay.
+    recorded, *fixed = replayed(segments, np.stack([np.ones(len(table.names))]
+                                                   + [row for row, changed in zip(alone, changes) if changed]))
+    columns = {"replayed": np.rint(recorded.length_ns).astype(np.int64)}
+    by_fix = iter(fixed)
+    for cause, changed in zip(FIXES, changes):
+        columns[f"without.{cause}"] = (np.rint(next(by_fix).length_ns).astype(np.int64) if changed
+                                       else columns["replayed"])
     first = first_fix(columns, steady)
     if first:
         others = [cause for cause in FIXES if cause != first]
@@ -151,7 +156,7 @@ def _lengths(segments: Segments, rows: list[np.ndarray], present: np.ndarray, ba
     change a layer the steps hold; a row that changes none beyond ``first``'s (the base's own
     transformation) gives the ``base`` lengths without a replay."""
     own = layer_factors(segments.table, Transform(without=(first,))) if first else np.ones(len(present))
-    changes = [bool(((row != own) & present).any()) for row in rows]
+    changes = _changes(rows, own, present)
     out = [base] * len(rows)
     needed = [row for row, changed in zip(rows, changes) if changed]
     if needed:
@@ -159,6 +164,12 @@ def _lengths(segments: Segments, rows: list[np.ndarray], present: np.ndarray, ba
         out = [np.rint(next(results).length_ns).astype(np.int64) if changed else base
                for changed in changes]
     return out
+
+
+def _changes(rows: list[np.ndarray], own: np.ndarray, present: np.ndarray) -> list[bool]:
+    """Per row of factors, whether it changes a layer the steps hold beyond ``own`` (the factors
+    the replay is based on): a row that does not replays to the base's steps."""
+    return [bool(((row != own) & present).any()) for row in rows]
 
 
 def first_fix(columns: dict[str, np.ndarray], steady: np.ndarray) -> str:
