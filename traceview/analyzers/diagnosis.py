@@ -8,6 +8,7 @@ file's: ``traceview.loader.diagnose(path)``); renderers only read it.
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -95,20 +96,20 @@ def periodic_heavy_steps(events: Table, steps: Steps, steady: np.ndarray) -> str
 def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOptions | None = None,
                       top: int | None = TOP_N) -> Diagnosis:
     attribution = attribute(timeline, steps, options)
-    result = Diagnosis(
-        timeline=timeline,
-        steps=steps,
-        attribution=attribution,
-        kernels=top_kernels(timeline, steps, top, attribution.stalled_events),
-        ops=top_ops(timeline, steps, top, attribution.stalled_events),
-        launch=launch_stats(timeline, steps, attribution.stalled_events),
-        device=device_time(timeline),
-        communication=comm_overlap(timeline, steps),
-        quality=trace_quality(timeline, steps),
-        memory=memory_use(timeline, steps, top),
-        mode=execution_mode(timeline, steps),
-    )
-    return dataclasses.replace(result, findings=tuple(findings(result)), notes=tuple(_notes(result)))
+    stalled = attribution.stalled_events
+    # The analyses below each read the table and the attribution and write nothing another reads,
+    # and their array passes let go of the interpreter lock: about half of them on a second thread.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceview-analyses") as helper:
+        beside = helper.submit(lambda: (launch_stats(timeline, steps, stalled), device_time(timeline),
+                                        comm_overlap(timeline, steps), trace_quality(timeline, steps)))
+        kernels, ops = top_kernels(timeline, steps, top, stalled), top_ops(timeline, steps, top, stalled)
+        memory, mode = memory_use(timeline, steps, top), execution_mode(timeline, steps)
+        launch, device, communication, quality = beside.result()
+        result = Diagnosis(timeline=timeline, steps=steps, attribution=attribution, kernels=kernels, ops=ops,
+                           launch=launch, device=device, communication=communication, quality=quality,
+                           memory=memory, mode=mode)
+        notes = helper.submit(_notes, result)
+        return dataclasses.replace(result, findings=tuple(findings(result)), notes=tuple(notes.result()))
 
 
 # A step whose threads waited for a CPU this share of its time or more (another process held the
