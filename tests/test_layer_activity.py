@@ -93,15 +93,18 @@ def test_highest_bits() -> None:
     assert _first_layer(masks, np.array([31, 40, 63])).tolist() == [31, 63, -1, 40]
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(layer, min_size=0, max_size=40), st.lists(st.integers(0, 8), min_size=0, max_size=4), st.booleans())
+@settings(max_examples=600, deadline=None)
+@given(st.lists(layer, min_size=0, max_size=40), st.lists(st.integers(0, 8), min_size=0, max_size=4), st.booleans(),
+       st.booleans())
 def test_compiled_merge_is_the_sorted_edges(layers: list[list[tuple[int, int]]], window_gaps: list[int],
-                                            shuffled_windows: bool) -> None:
+                                            shuffled_windows: bool, in_halves: bool) -> None:
     """The compiled merge of the edge streams (traceview/_passes.c) gives the points and masks the
-    array passes give, over 32 layers (64-bit masks) too, and windows out of order fall back."""
+    array passes give, over 32 layers (64-bit masks) too, and windows out of order fall back; so
+    does the merge of the two halves of the time on two threads (above intervals.SPLIT_EDGES)."""
     import pytest
 
     from traceview import compiled
+    from traceview.analyzers import intervals as intervals_module
 
     if compiled.passes is None:
         pytest.skip("the compiled passes are not built")
@@ -110,7 +113,10 @@ def test_compiled_merge_is_the_sorted_edges(layers: list[list[tuple[int, int]]],
     window_start, window_end = edges[:-1], edges[:-1] + 4
     if shuffled_windows:
         window_start, window_end = window_start[::-1].copy(), window_end[::-1].copy()
-    mine = layer_activity(window_start, window_end, intervals)
+    with pytest.MonkeyPatch.context() as patch:
+        if in_halves:
+            patch.setattr(intervals_module, "SPLIT_EDGES", 0)
+        mine = layer_activity(window_start, window_end, intervals)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(compiled, "passes", None)
         theirs = layer_activity(window_start, window_end, intervals)

@@ -182,17 +182,32 @@ def first_match(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, missin
     return out
 
 
+# Up to this many groups, group_medians selects each group's middle values (a partition of its
+# slice); beyond, one sort of all the values by (group, value) costs less than a partition per group.
+PARTITIONED_GROUPS = 64
+
+
 def group_medians(values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct ``groups`` (sorted) and the median of ``values`` in each (the mean of the two
-    middle values where a group has an even count), by one sort."""
+    middle values where a group has an even count). The rows are put in group order by a stable
+    sort of the groups alone (a radix sort for narrow integer codes); each group's middle values
+    are then selected from its slice, or, over many groups, the values sorted within groups."""
     if not len(values):
         return groups[:0].copy(), np.zeros(0, dtype=np.float64)
-    order = np.lexsort((values, groups))
-    grouped, ordered = groups[order], values[order]
+    order = np.argsort(groups, kind="stable")
+    grouped = groups[order]
     starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
     stops = np.r_[starts[1:], len(grouped)]
     low, high = starts + (stops - starts - 1) // 2, starts + (stops - starts) // 2
-    return grouped[starts], (ordered[low].astype(np.float64) + ordered[high]) / 2
+    if len(starts) > PARTITIONED_GROUPS:
+        ordered = values[np.lexsort((values, groups))]
+        return grouped[starts], (ordered[low].astype(np.float64) + ordered[high]) / 2
+    by_group = values[order]
+    middle_low, middle_high = np.empty(len(starts), dtype=values.dtype), np.empty(len(starts), dtype=values.dtype)
+    for i, (begin, end, lo, hi) in enumerate(zip(starts.tolist(), stops.tolist(), low.tolist(), high.tolist())):
+        part = np.partition(by_group[begin:end], [lo - begin, hi - begin])
+        middle_low[i], middle_high[i] = part[lo - begin], part[hi - begin]
+    return grouped[starts], (middle_low.astype(np.float64) + middle_high) / 2
 
 
 def distinct_values(column: Any) -> list[Any]:  # noqa: ANN401 - a column of any kind
