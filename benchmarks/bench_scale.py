@@ -37,6 +37,7 @@ import gzip
 import os
 import platform
 import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -76,7 +77,7 @@ _HTA = """
 import logging, os, shutil, tempfile
 logging.disable(logging.WARNING)
 from hta.trace_analysis import TraceAnalysis
-folder = tempfile.mkdtemp()
+folder = tempfile.mkdtemp(dir=sys.argv[2])
 shutil.copy(sys.argv[1], os.path.join(folder, "rank1.json.gz"))
 analysis = TraceAnalysis(trace_dir=folder)
 analysis.get_temporal_breakdown(visualize=False)
@@ -84,7 +85,7 @@ analysis.get_temporal_breakdown(visualize=False)
 _XPROF = """
 import shutil, tempfile, os
 from xprof.convert.raw_to_tool_data import xspace_to_tool_data
-folder = tempfile.mkdtemp()
+folder = tempfile.mkdtemp(dir=sys.argv[2])
 copy = os.path.join(folder, os.path.basename(sys.argv[1]))
 shutil.copy(sys.argv[1], copy)
 xspace_to_tool_data([copy], "overview_page", {})
@@ -173,11 +174,21 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"bench_scale: {SOURCE} is missing (the shared traces sit beside the repository)")
     python = sys.executable
     compileall.compile_dir(ROOT / "traceview", quiet=1)  # (as installed: see the module's docstring)
-    out_json = Path(tempfile.mkdtemp()) / "report.json"
+    # The peers read a copy of the trace each run (xprof writes cache files beside its input):
+    # the copies go in here, removed at the end, outside the timed runs.
+    scratch = Path(tempfile.mkdtemp(prefix="bench_scale-"))
+    try:
+        _measure(args, python, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _measure(args: argparse.Namespace, python: str, scratch: Path) -> None:
+    out_json = scratch / "report.json"
     rows: list[dict[str, Any]] = []
 
     raw_mb = len(gzip.decompress(SOURCE.read_bytes())) / 1e6
-    peers = [(args.hta, _HTA, (str(SOURCE),))] if args.hta else []
+    peers = [(args.hta, _HTA, (str(SOURCE), str(scratch)))] if args.hta else []
     bare, bare_quick, ours, *hta_run = median_runs(args.repeat, [
         (python, _BARE_PARSE, (str(SOURCE),)), (python, _BARE_PARSE_NO_TEARDOWN, (str(SOURCE),)),
         (python, _DIAGNOSE, (str(SOURCE), str(out_json))), *peers])
@@ -198,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     xplane = None
     if args.xplane:
         mb = args.xplane.stat().st_size / 1e6
-        theirs, ours_x = median_runs(args.repeat, [(python, _XPROF, (str(args.xplane),)),
+        theirs, ours_x = median_runs(args.repeat, [(python, _XPROF, (str(args.xplane), str(scratch))),
                                                    (python, _DIAGNOSE, (str(args.xplane), str(out_json)))])
         xplane = {"name": args.xplane.name, "mb": mb, "xprof": theirs, "ours": ours_x}
 

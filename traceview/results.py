@@ -141,7 +141,7 @@ class Steps:
             # Steady steps one run of positions (the usual: cold steps first): one subtraction and
             # one unsigned comparison, which puts steps before the run (and -1, no step) beyond it.
             shifted = np.asarray(step) - step.dtype.type(positions[0])
-            return shifted.view(shifted.dtype.str.replace("i", "u")) < len(positions)
+            return shifted.view(np.dtype(f"u{shifted.itemsize}")) < len(positions)
         left_out = np.setdiff1d(np.arange(n_steps), positions)
         if len(left_out) <= _COMPARED_STEPS:
             # The usual few cold steps: a comparison per step left out, no gather through a table

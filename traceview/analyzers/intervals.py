@@ -100,6 +100,8 @@ def _layer_activity_compiled(window_start: np.ndarray, window_end: np.ndarray,
     if merged is None:
         return None
     points, masks = merged
+    if points.base is not None:  # (the merge's room for every edge: the points are held once, at their size)
+        points = points.copy()
     return points, masks[:max(len(points) - 1, 0)].astype(mask_type)
 
 
