@@ -137,9 +137,10 @@ def test_places_read_as_a_stretch_are_the_gathered_ones() -> None:
     from traceview.analyzers.pauses import Places
 
     values = np.arange(40) * 3
-    for places in (Places([4, 7, 10], 3), Places([4, 8, 20], 3)):  # steps one after another, and apart
+    # Steps one after another, apart, and runs of each (a capture of several profiler windows).
+    for places in (Places([4, 7, 10], 3), Places([4, 8, 20], 3), Places([1, 4, 7, 15, 18, 30], 3)):
         assert np.array_equal(places.take(values), values[places.positions()])
-        step_row, place = np.nonzero(np.eye(3, dtype=bool)[::-1])
+        step_row, place = np.nonzero(np.eye(len(places.begins), 3, dtype=bool)[::-1])
         assert np.array_equal(places.at(step_row, place), places.positions()[step_row, place])
 
 

@@ -93,16 +93,24 @@ def _layer_activity_compiled(window_start: np.ndarray, window_end: np.ndarray,
     for i, edge in layer_edges:
         streams.append(edge)
         increments.append((1 << i, full - (1 << i)))  # +2^i at a run's start, -2^i at its end (mod 2^64)
-    if sum(len(edge) for edge in streams) < SPLIT_EDGES:
-        merged = _merged_edges(streams, increments)
-    else:
-        merged = _merged_edges_in_halves(streams, increments)
-    if merged is None:
+    total = sum(len(edge) for edge in streams)
+    # Room for a point at every edge; the merges write their points and the mask after each here.
+    points, masks = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.uint64)
+    if total < SPLIT_EDGES or not total:
+        written = compiled.passes.merge_edges(streams, increments, points, masks)
+        if written < 0:
+            return None
+        return points[:written].copy(), masks[:max(written - 1, 0)].astype(mask_type)
+    halves = _merge_in_halves(streams, increments, points, masks)
+    if halves is None:
         return None
-    points, masks = merged
-    if points.base is not None:  # (the merge's room for every edge: the points are held once, at their size)
-        points = points.copy()
-    return points, masks[:max(len(points) - 1, 0)].astype(mask_type)
+    (early, early_written), (late, late_written) = halves
+    # The points of both halves, once, and the mask after each but the last, in the masks' type.
+    out_masks = np.empty(max(early_written + late_written - 1, 0), dtype=mask_type)
+    head = min(early_written, len(out_masks))
+    np.copyto(out_masks[:head], masks[early:early + head], casting="unsafe")
+    np.copyto(out_masks[head:], masks[late:late + len(out_masks) - head], casting="unsafe")
+    return (np.concatenate([points[early:early + early_written], points[late:late + late_written]]), out_masks)
 
 
 # From this many edges layer_activity merges the two halves of the time on two threads (the 104 MB
@@ -110,42 +118,33 @@ def _layer_activity_compiled(window_start: np.ndarray, window_end: np.ndarray,
 SPLIT_EDGES = 1_000_000
 
 
-def _merged_edges(streams: list[np.ndarray], increments: list[tuple[int, int]]
-                  ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The cut points of sorted edge streams and the mask after each (the compiled merge, from a
-    mask of 0); None where a stream is out of order."""
-    total = sum(len(edge) for edge in streams)
-    points, masks = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.uint64)
-    written = compiled.passes.merge_edges(streams, increments, points, masks)
-    if written < 0:
-        return None
-    return points[:written], masks[:written]
-
-
-def _merged_edges_in_halves(streams: list[np.ndarray], increments: list[tuple[int, int]]
-                            ) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`_merged_edges` as two merges on two threads, of the edges before a pivot time (the
-    middle edge of the longest stream) and of those from it: no point lies in both. A stream cut
-    inside a run (after an odd number of its edges) starts the second half at a run's end, so
-    there its increments change places and its bit is carried into every mask of the half."""
+def _merge_in_halves(streams: list[np.ndarray], increments: list[tuple[int, int]], points: np.ndarray,
+                     masks: np.ndarray) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The compiled merge as two, on two threads, of the edges before a pivot time (the middle
+    edge of the longest stream) and of those from it: no point lies in both. Each writes into its
+    own part of ``points`` and ``masks`` (room for every edge): returns (where each half's points
+    begin, how many it wrote), for the earlier half and the later; None where a stream is out of
+    order. A stream cut inside a run (after an odd number of its edges) starts the later half at
+    a run's end: there its increments change places and its bit is added to every mask of the half."""
     full = 1 << 64
     longest = max(streams, key=len)
-    if not len(longest):
-        return _merged_edges(streams, increments)
     pivot = longest[len(longest) // 2]
     cut = [int(np.searchsorted(edge, pivot, side="left")) for edge in streams]
     if any(0 < k < len(edge) and edge[k - 1] > edge[k] for edge, k in zip(streams, cut)):
         return None  # (out of order across the cut; each half's own order the merges check)
     later_increments = [(end, start) if k % 2 else (start, end) for (start, end), k in zip(increments, cut)]
     carried = sum(start for (start, _), k in zip(increments, cut) if k % 2) % full
+    late = sum(cut)  # (the earlier half's edges: its room)
+    merge = compiled.passes.merge_edges
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceview-edges") as helper:
-        second = helper.submit(_merged_edges, [edge[k:] for edge, k in zip(streams, cut)], later_increments)
-        early = _merged_edges([edge[:k] for edge, k in zip(streams, cut)], increments)
-        late = second.result()
-    if early is None or late is None:
+        second = helper.submit(merge, [edge[k:] for edge, k in zip(streams, cut)], later_increments,
+                               points[late:], masks[late:])
+        early_written = merge([edge[:k] for edge, k in zip(streams, cut)], increments, points[:late], masks[:late])
+        late_written = second.result()
+    if early_written < 0 or late_written < 0:
         return None
-    late_masks = late[1] + np.uint64(carried)  # (modulo 2^64, as the merge adds)
-    return np.concatenate([early[0], late[0]]), np.concatenate([early[1], late_masks])
+    np.add(masks[late:late + late_written], np.uint64(carried), out=masks[late:late + late_written])  # (mod 2^64)
+    return (0, early_written), (late, late_written)
 
 
 def merged_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -56,20 +56,31 @@ class Places:
     n: int
 
     def positions(self) -> np.ndarray:
+        """The matrix of positions itself (what :meth:`take` reads through, without making it)."""
         return np.asarray(self.begins, dtype=np.int64)[:, None] + np.arange(self.n, dtype=np.int64)[None, :]
 
-    def _stretch(self) -> slice | None:
-        first, count = self.begins[0], len(self.begins)
-        if self.begins == list(range(first, first + count * self.n, self.n)):
-            return slice(first, first + count * self.n)
-        return None
+    def _stretches(self) -> list[tuple[int, int]]:
+        """The steps (rows) as runs that follow one another in the arrays: (first row, rows)."""
+        begins = np.asarray(self.begins, dtype=np.int64)
+        breaks = (np.flatnonzero(np.diff(begins) != self.n) + 1).tolist()
+        return [(lo, hi - lo) for lo, hi in zip([0, *breaks], [*breaks, len(begins)])]
 
     def take(self, values: np.ndarray) -> np.ndarray:
-        """``values`` at the places, as the (steps × n) matrix."""
-        stretch = self._stretch()
-        if stretch is None:
-            return values[self.positions()]
-        return values[stretch].reshape(len(self.begins), self.n)
+        """``values`` at the places, as the (steps × n) matrix: each stretch of steps that follow
+        one another a slice of ``values`` (the whole matrix a view where they all do), never a
+        position per cell (a 1 GB trace's 40,000 steps of 1,470 events: 470 MB of positions)."""
+        stretches = self._stretches()
+
+        def stretch(row: int, rows: int) -> np.ndarray:
+            first = self.begins[row]
+            return values[first:first + rows * self.n].reshape(rows, self.n)
+
+        if len(stretches) == 1:
+            return stretch(*stretches[0])
+        out = np.empty((len(self.begins), self.n), dtype=values.dtype)
+        for row, rows in stretches:
+            out[row:row + rows] = stretch(row, rows)
+        return out
 
     def at(self, step_row: np.ndarray, place: np.ndarray) -> np.ndarray:
         """The positions of the cells (step row, place column)."""
