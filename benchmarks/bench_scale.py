@@ -108,13 +108,17 @@ def run_child(python: str, body: str, *args: str) -> tuple[float, int]:
     return elapsed, usage.ru_maxrss * 1024  # (KiB on Linux)
 
 
-def median_runs(repeat: int, commands: list[tuple[str, str, tuple[str, ...]]]) -> list[tuple[float, int]]:
+def median_runs(repeat: int, commands: list[tuple[str, str, tuple[str, ...]]],
+                emptied: Path | None = None) -> list[tuple[float, int]]:
     """(median wall, peak RSS) of each command, the commands run in turn ``repeat`` times, so that a
-    slow spell of a shared machine falls on all of them alike and not on one."""
+    slow spell of a shared machine falls on all of them alike and not on one; ``emptied``, a
+    folder emptied after each run, outside its time (the peers' copies of the trace)."""
     runs: list[list[tuple[float, int]]] = [[] for _ in commands]
     for _ in range(repeat):
         for found, (python, body, args) in zip(runs, commands):
             found.append(run_child(python, body, *args))
+            for left in emptied.iterdir() if emptied is not None else ():
+                shutil.rmtree(left, ignore_errors=True)
     return [(statistics.median(r[0] for r in found), max(r[1] for r in found)) for found in runs]
 
 
@@ -175,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     python = sys.executable
     compileall.compile_dir(ROOT / "traceview", quiet=1)  # (as installed: see the module's docstring)
     # The peers read a copy of the trace each run (xprof writes cache files beside its input):
-    # the copies go in here, removed at the end, outside the timed runs.
+    # the copies go in here, each removed after its run, outside the timed runs.
     scratch = Path(tempfile.mkdtemp(prefix="bench_scale-"))
     try:
         _measure(args, python, scratch)
@@ -185,13 +189,15 @@ def main(argv: list[str] | None = None) -> None:
 
 def _measure(args: argparse.Namespace, python: str, scratch: Path) -> None:
     out_json = scratch / "report.json"
+    copies = scratch / "copies"
+    copies.mkdir()
     rows: list[dict[str, Any]] = []
 
     raw_mb = len(gzip.decompress(SOURCE.read_bytes())) / 1e6
-    peers = [(args.hta, _HTA, (str(SOURCE), str(scratch)))] if args.hta else []
+    peers = [(args.hta, _HTA, (str(SOURCE), str(copies)))] if args.hta else []
     bare, bare_quick, ours, *hta_run = median_runs(args.repeat, [
         (python, _BARE_PARSE, (str(SOURCE),)), (python, _BARE_PARSE_NO_TEARDOWN, (str(SOURCE),)),
-        (python, _DIAGNOSE, (str(SOURCE), str(out_json))), *peers])
+        (python, _DIAGNOSE, (str(SOURCE), str(out_json))), *peers], emptied=copies)
     rows.append({"what": f"{SOURCE.name} ({raw_mb:.1f} MB raw)", "bare_s": bare[0], "bare_rss": bare[1],
                  "bare_quick_s": bare_quick[0], "ours_s": ours[0], "ours_rss": ours[1], "raw_mb": raw_mb})
     hta = hta_run[0] if hta_run else None
@@ -209,8 +215,9 @@ def _measure(args: argparse.Namespace, python: str, scratch: Path) -> None:
     xplane = None
     if args.xplane:
         mb = args.xplane.stat().st_size / 1e6
-        theirs, ours_x = median_runs(args.repeat, [(python, _XPROF, (str(args.xplane), str(scratch))),
-                                                   (python, _DIAGNOSE, (str(args.xplane), str(out_json)))])
+        theirs, ours_x = median_runs(args.repeat, [(python, _XPROF, (str(args.xplane), str(copies))),
+                                                   (python, _DIAGNOSE, (str(args.xplane), str(out_json)))],
+                                     emptied=copies)
         xplane = {"name": args.xplane.name, "mb": mb, "xprof": theirs, "ours": ours_x}
 
     table = render(rows, hta, ladder, xplane)

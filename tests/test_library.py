@@ -303,3 +303,19 @@ def test_the_api_reference_is_current_and_complete():
             assert f"### `traceview.{name}`" in doc or f"### `{name}`" in doc, f"{name} is not in docs/api.md"
     for field in dataclasses.fields(traceview.Comparison):
         assert f"| `{field.name}` |" in doc
+
+
+def test_the_analyses_on_a_second_thread_run_in_the_callers_numpy_settings(monkeypatch):
+    # diagnose_timeline runs some analyses on a helper thread; numpy's error settings are a
+    # context variable, which a new thread would not see unless the caller's context is carried.
+    import numpy as np
+
+    from traceview.analyzers import diagnosis
+
+    seen = []
+    launch_stats = diagnosis.launch_stats
+    monkeypatch.setattr(diagnosis, "launch_stats", lambda *a: seen.append(np.geterr()["over"]) or launch_stats(*a))
+    trace = sorted(SAMPLES.rglob("*.pt.trace.json.gz"))[0]
+    with np.errstate(over="ignore"):
+        traceview.diagnose(trace)
+    assert seen == ["ignore"]

@@ -18,6 +18,8 @@ from traceview.schema import event_table
 from traceview import compiled, normalize
 from traceview.arrays import Nesting, order_by_start_then_longest
 from traceview.normalize import nest_tracks
+from traceview.loader import load
+from tests.conftest import SAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "traces"
@@ -449,3 +451,17 @@ def test_own_pieces_beyond_the_bound_are_all_written() -> None:
     assert counted == 4 > int(selected.sum()) + int((parent >= 0).sum())  # row 0's tail from both tracks
     starts, ends, rows = normalize.own_pieces(event_table(events), selected)
     assert sorted(zip(starts.tolist(), ends.tolist(), rows.tolist())) == [(0, 1, 0), (1, 5, 1), (5, 10, 0), (5, 10, 0)]
+
+
+@pytest.mark.skipif(compiled.passes is None, reason="the compiled passes are not built")
+def test_own_pieces_of_a_few_rows_hold_no_room_for_all() -> None:
+    """The sweep writes into room for the selected rows and every row with a parent; where far
+    fewer pieces come out (a few rows selected), they are held at their own size, not as views
+    of that room."""
+    table = load(sorted(SAMPLES.rglob("*.pt.trace.json.gz"))[0]).table
+    for selected in (np.arange(len(table)) % 50 == 0, np.ones(len(table), dtype=bool)):
+        pieces = normalize.own_pieces(table, selected)
+        assert len(pieces[0]) > 0
+        for column in pieces:
+            held = column.base.nbytes if column.base is not None else column.nbytes
+            assert held * 7 <= column.nbytes * 8, (int(selected.sum()), held, column.nbytes)

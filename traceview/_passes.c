@@ -123,8 +123,8 @@ static int64_t value_at(const void *values, Py_ssize_t width, Py_ssize_t row) {
  *   ts, dur, parent int64[n]; track: integer codes of 1, 2, 4 or 8 bytes a row, -1 for none (a
  *   row's track is its code + 1, 0 <= track < n_tracks on host rows: no track is a track of its
  *   own); host, selected uint8[n] (a row on a host track; a row whose pieces are wanted)
- *   starts, ends int64[m], rows int32[m] or int64[m]: the first m pieces written (a first call
- *   with m = 0 counts them; the second, with room for that many, writes them all)
+ *   starts, ends int64[m], rows int32[m] or int64[m]: the first m pieces written; the count of
+ *   all of them returned (with m = 0, only counted)
  */
 typedef struct {
     const int64_t *ts, *dur;

@@ -466,6 +466,8 @@ def _own_pieces_compiled(events: Table, rows_mask: np.ndarray, index_type: type)
     they are (code -1, no track, is a track of its own there) and each row's end as ts + dur, so
     that no column of every row is made for it."""
     track = np.ascontiguousarray(events["track"].codes)
+    if track.dtype.kind != "i":  # (the sweep reads signed codes: -1, no track)
+        track = track.astype(np.int64)
     parent = np.ascontiguousarray(events["parent"], dtype=np.int64)
     selected = np.ascontiguousarray(rows_mask, dtype=np.uint8)
     columns = (np.ascontiguousarray(events["ts"], dtype=np.int64), np.ascontiguousarray(events["dur"], dtype=np.int64),
@@ -485,9 +487,12 @@ def _own_pieces_compiled(events: Table, rows_mask: np.ndarray, index_type: type)
         if size > room:  # (a parent column not made by nest(), whose links cross tracks): written again
             starts, ends = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
             rows = np.empty(size, dtype=index_type)
-            passes.own_pieces(*columns, starts, ends, rows)
+            if passes.own_pieces(*columns, starts, ends, rows) != size:
+                raise AssertionError("own_pieces: the compiled sweep wrote another count than it counted")
         if size >= room:
             return starts, ends, rows
+        if 8 * (room - size) > room:  # (few rows with a parent selected: the pieces held at their size)
+            return starts[:size].copy(), ends[:size].copy(), rows[:size].copy()
         return starts[:size], ends[:size], rows[:size]
 
     return cut

@@ -7,6 +7,7 @@ file's: ``traceview.loader.diagnose(path)``); renderers only read it.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
@@ -98,17 +99,19 @@ def diagnose_timeline(timeline: Timeline, steps: Steps, options: AttributionOpti
     attribution = attribute(timeline, steps, options)
     stalled = attribution.stalled_events
     # The analyses below each read the table and the attribution and write nothing another reads,
-    # and their array passes let go of the interpreter lock: about half of them on a second thread.
+    # and their array passes let go of the interpreter lock: about half of them on a second thread,
+    # in the caller's context (numpy's error settings are a context variable).
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceview-analyses") as helper:
-        beside = helper.submit(lambda: (launch_stats(timeline, steps, stalled), device_time(timeline),
-                                        comm_overlap(timeline, steps), trace_quality(timeline, steps)))
+        beside = helper.submit(contextvars.copy_context().run, lambda: (
+            launch_stats(timeline, steps, stalled), device_time(timeline), comm_overlap(timeline, steps),
+            trace_quality(timeline, steps)))
         kernels, ops = top_kernels(timeline, steps, top, stalled), top_ops(timeline, steps, top, stalled)
         memory, mode = memory_use(timeline, steps, top), execution_mode(timeline, steps)
         launch, device, communication, quality = beside.result()
         result = Diagnosis(timeline=timeline, steps=steps, attribution=attribution, kernels=kernels, ops=ops,
                            launch=launch, device=device, communication=communication, quality=quality,
                            memory=memory, mode=mode)
-        notes = helper.submit(_notes, result)
+        notes = helper.submit(contextvars.copy_context().run, _notes, result)
         return dataclasses.replace(result, findings=tuple(findings(result)), notes=tuple(notes.result()))
 
 

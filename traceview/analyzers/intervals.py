@@ -30,7 +30,8 @@ def layer_activity(
     the edges inside a run would split segments without changing any sum). Each run contributes
     +2^i at its start and -2^i at its end; the runs of one layer are disjoint, so a running sum in
     sorted order is the bit mask. Every layer's edges come sorted: compiled, the streams are
-    merged through a heap of their heads in one pass; otherwise a stable argsort (timsort) of the
+    merged through a heap of their heads in one pass (from SPLIT_EDGES edges, two: the edges
+    before a pivot time and those from it, on two threads); otherwise a stable argsort (timsort) of the
     concatenation merges them in a few passes. No per-layer search over the points and no
     layers × segments matrix either way.
     """
