@@ -105,13 +105,13 @@ def _layer_activity_compiled(window_start: np.ndarray, window_end: np.ndarray,
     halves = _merge_in_halves(streams, increments, points, masks)
     if halves is None:
         return None
-    (early, early_written), (late, late_written) = halves
+    early_written, late, late_written = halves
     # The points of both halves, once, and the mask after each but the last, in the masks' type.
     out_masks = np.empty(max(early_written + late_written - 1, 0), dtype=mask_type)
     head = min(early_written, len(out_masks))
-    np.copyto(out_masks[:head], masks[early:early + head], casting="unsafe")
+    np.copyto(out_masks[:head], masks[:head], casting="unsafe")
     np.copyto(out_masks[head:], masks[late:late + len(out_masks) - head], casting="unsafe")
-    return (np.concatenate([points[early:early + early_written], points[late:late + late_written]]), out_masks)
+    return np.concatenate([points[:early_written], points[late:late + late_written]]), out_masks
 
 
 # From this many edges layer_activity merges the two halves of the time on two threads (the 104 MB
@@ -120,12 +120,12 @@ SPLIT_EDGES = 1_000_000
 
 
 def _merge_in_halves(streams: list[np.ndarray], increments: list[tuple[int, int]], points: np.ndarray,
-                     masks: np.ndarray) -> tuple[tuple[int, int], tuple[int, int]] | None:
+                     masks: np.ndarray) -> tuple[int, int, int] | None:
     """The compiled merge as two, on two threads, of the edges before a pivot time (the middle
     edge of the longest stream) and of those from it: no point lies in both. Each writes into its
-    own part of ``points`` and ``masks`` (room for every edge): returns (where each half's points
-    begin, how many it wrote), for the earlier half and the later; None where a stream is out of
-    order. A stream cut inside a run (after an odd number of its edges) starts the later half at
+    own part of ``points`` and ``masks`` (room for every edge), the earlier half from the start:
+    returns the points the earlier half wrote, where the later half's begin and how many it
+    wrote; None where a stream is out of order. A stream cut inside a run (after an odd number of its edges) starts the later half at
     a run's end: there its increments change places and its bit is added to every mask of the half."""
     full = 1 << 64
     longest = max(streams, key=len)
@@ -145,7 +145,7 @@ def _merge_in_halves(streams: list[np.ndarray], increments: list[tuple[int, int]
     if early_written < 0 or late_written < 0:
         return None
     np.add(masks[late:late + late_written], np.uint64(carried), out=masks[late:late + late_written])  # (mod 2^64)
-    return (0, early_written), (late, late_written)
+    return early_written, late, late_written
 
 
 def merged_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

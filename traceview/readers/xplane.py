@@ -81,8 +81,8 @@ import numpy as np
 
 from traceview import categories as cat
 from traceview import kinds as kind_rules
-from traceview.arrays import (Nesting, distinct_values, factorize, joined, order_by_start_then_longest, per_group, reordered,
-                              unique_inverse)
+from traceview.arrays import (Nesting, distinct_values, factorize, joined, order_by_start_then_longest, per_group,
+                              reordered, unique_inverse)
 from traceview.builder import RawTrace, build
 from traceview.errors import FormatError
 from traceview.normalize import nest_tracks, record_overlaps
