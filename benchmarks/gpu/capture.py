@@ -150,7 +150,10 @@ def measure(case: GpuCase, device: str, rounds: int, block: int) -> tuple[dict[s
 
 
 def profile(case: GpuCase, step: GpuStep, variant: str, device: str, folder: Path, steps: int) -> str:
-    """One profiled capture of ``step``: a torch Kineto trace, or a JAX XPlane."""
+    """One profiled capture of ``step``: a torch Kineto trace, or a JAX XPlane. The steps run as
+    in the unprofiled blocks: the device is waited for once, after the last step (PROFILED_SYNC),
+    so a cause that is a wait (a per-step ``.item()``) is the injected twin's alone; each step's
+    window still ends with the device work it launched (traceview's step rule)."""
     folder.mkdir(parents=True, exist_ok=True)
     if case.framework == "jax":
         import jax
@@ -159,7 +162,7 @@ def profile(case: GpuCase, step: GpuStep, variant: str, device: str, folder: Pat
             for i in range(steps):
                 with jax.profiler.StepTraceAnnotation("train", step_num=i):
                     step.step(10_000 + i)
-                    step.sync()
+            step.sync()
         found = sorted(folder.glob("plugins/profile/*/*.xplane.pb"))
         return str(found[-1].relative_to(folder.parent)) if found else ""
     from torch.profiler import ProfilerActivity, profile as torch_profile, record_function
@@ -172,12 +175,18 @@ def profile(case: GpuCase, step: GpuStep, variant: str, device: str, folder: Pat
         for i in range(steps):
             with record_function(f"ProfilerStep#{i}"):
                 step.step(20_000 + i)
-                step.sync()
+        step.sync()
     prof.export_chrome_trace(str(path))
     with path.open("rb") as raw, gzip.open(f"{path}.gz", "wb") as packed:
         shutil.copyfileobj(raw, packed)
     path.unlink()
     return str(Path(f"{path}.gz").relative_to(folder.parent))
+
+
+# How the profiled steps wait for the device; ground_truth.json records it. (Captures before
+# 2026-11-28 17:00 synchronized inside every step's marker: in both twins, which hid a per-step
+# sync's cost from the traces.)
+PROFILED_SYNC = "once, after the last profiled step"
 
 
 def run_case(case: GpuCase, device: str, out: Path, rounds: int, block: int, profiled: int) -> dict[str, Any]:
@@ -187,7 +196,7 @@ def run_case(case: GpuCase, device: str, out: Path, rounds: int, block: int, pro
     truth = {"case": {"name": case.name, "framework": case.framework, "cause": case.cause,
                       "expected_bucket": case.expected_bucket, "expected_finding": case.expected_finding,
                       "device": device, "cause_needs_cuda": case.needs_cuda},
-             "unprofiled": measured, "traces": traces}
+             "unprofiled": measured, "traces": traces, "profiled_sync": PROFILED_SYNC}
     (folder / "ground_truth.json").write_text(json.dumps(truth, indent=1))
     return {"case": case.name, "clean_ms": round(measured["clean_ms"], 4), "injected_ms": round(measured["injected_ms"], 4),
             "cost_ms": round(measured["cost_ms"], 4)}
