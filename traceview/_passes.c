@@ -950,7 +950,9 @@ static void replay_one(Replay *r, const int64_t *start, const int64_t *length, c
         if (r->cpu)
             waiting = won >= 0 && (r->lane[won] == LANE_O || r->unsupported[won] || r->waits[won]);
         else
-            waiting = (own >= 0 && r->bucket[own] == r->sync) || (own < 0 && (mask & r->lane_mask[LANE_D]));
+            waiting = (own >= 0 && r->bucket[own] == r->sync) ||
+                      (own >= 0 && r->waits[own] && (mask & r->lane_mask[LANE_D])) ||
+                      (own < 0 && (mask & r->lane_mask[LANE_D]));
         if (waiting && own >= 0 && r->factor[own] == 0.0) {
             waiting = 0;
             /* Its own work removed beside the other threads' (replay.py's _replay_step): the step

@@ -79,6 +79,9 @@ SYNC_API = re.compile(
 # (cudaGraphLaunch, cuGraphLaunch — also XLA's command buffers — hipGraphLaunch) replays many
 # kernels and copies, a multi-device cooperative launch runs one kernel per device. Every other
 # launch queues exactly one device activity (the trace-quality check counts repeats).
+# A CUDA/HIP graph launch (cudaGraphLaunch, cuGraphLaunch — also XLA's command buffers —
+# hipGraphLaunch): one call replays the graph's kernels and copies, which all carry its correlation id.
+GRAPH_LAUNCH = re.compile(r"^(cuda|cu|hip)GraphLaunch(_v2|_ptsz|_spt)*$")
 MULTI_ACTIVITY_LAUNCH = re.compile(
     r"^(cuda|cu|hip)(GraphLaunch|LaunchCooperativeKernelMultiDevice)(_v2|_ptsz|_spt)*$"
 )

@@ -255,6 +255,10 @@ class LaunchStats:
     launch_call_outliers: int = 0  # launch calls over 50 µs
     launch_delay_outliers: int = 0  # launch delays over 100 µs
     device_ns_per_kernel: float = 0.0  # mean kernel duration
+    graph_launches_per_step: float = 0.0  # CUDA/HIP graph launches (categories.GRAPH_LAUNCH)
+    kernels_per_graph_launch: float = 0.0  # kernels a graph launch replays, on average
+    graph_kernel_share: float = 0.0  # of launched kernels: those a graph launch replays
+    short_kernel_share_outside_graphs: float = 0.0  # short_kernel_share of the kernels launched one by one
 
     def to_dict(self) -> dict[str, float | int]:
         """The ``launch`` object of the JSON report."""

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from traceview import categories as cat
-from traceview.arrays import Nesting, at_rows, codes_matching, membership, unique_sorted
+from traceview.arrays import Nesting, at_rows, codes_matching, first_match, membership, unique_sorted
 from traceview.roles import ROLE_CODE, ROLE_VALUES, Role, matching_rows, role_codes, rule_role_codes, text_column
 from traceview.schema import Kind
 from traceview.table import Table
@@ -93,6 +93,21 @@ def _startup_calls(context: RoleContext, role: np.ndarray) -> np.ndarray:
     """Runtime, launch and sync API calls of STARTUP_CALL_NS or longer become startup."""
     api = context.kind_in([Kind.RUNTIME.value, Kind.LAUNCH.value, Kind.SYNC.value])
     role[api & (context.events["dur"] >= STARTUP_CALL_NS)] = ROLE_CODE[Role.STARTUP.value]
+    return role
+
+
+def _pageable_copies(context: RoleContext, role: np.ndarray) -> np.ndarray:
+    """Launch calls whose device copy names pageable memory (categories.PAGEABLE_COPY) become
+    copy_pageable, however long they took (after startup_calls: a large copy is no start-up)."""
+    events = context.events
+    copies = np.flatnonzero(context.kind_in([Kind.MEMCPY.value]) & context.named(cat.PAGEABLE_COPY)
+                            & (events["correlation"] >= 0))
+    calls = np.flatnonzero(context.kind_in([Kind.LAUNCH.value]) & (events["correlation"] >= 0))
+    if not len(copies) or not len(calls):
+        return role
+    correlation = events["correlation"]
+    call_of_copy = first_match(correlation[calls], calls, correlation[copies], -1)
+    role[call_of_copy[call_of_copy >= 0]] = ROLE_CODE[Role.COPY_PAGEABLE.value]
     return role
 
 
@@ -391,6 +406,15 @@ ROLE_PASSES: tuple[RolePass, ...] = (
              "`cudaDeviceGetStreamPriorityRange` on the shared A100 alexnet trace), lazy cuDNN / cuBLAS "
              "initialisation in `cudaFree` (6.0 s), lazy module loading in the first `cudaLaunchKernel` (3.1 s); "
              "steady-state runtime calls take µs.", _startup_calls),
+    RolePass("pageable_copies", "A launch call whose device copy names pageable memory (Kineto's `Memcpy DtoH "
+             "(Device -> Pageable)`: `categories.PAGEABLE_COPY`) is `copy_pageable`, however long it took: the "
+             "driver copies through a pinned staging buffer of its own and the host stays in the call — a copy "
+             "to pageable memory returns only once it is done, one from it stages the data before the device "
+             "moves it. Where the device moves nothing the host is still copying (memcpy.pageable, not launch "
+             "overhead: 1.55 ms of a 52.5 ms `cudaMemcpyAsync` of 64 MB to pageable memory on an H200, after "
+             "its 50.9 ms device copy), and where it does the host waits for it (the what-if replay: removing "
+             "the copy ends the call). XPlane's copies name no memory kind: their calls stay `launch`.",
+             _pageable_copies),
     RolePass("xla_cache_hits", "XLA auto-clustering's compile op (`cluster:_XlaCompile`, "
              "`categories.TF_XLA_COMPILE_OP`, row `compile`) shorter than `XLA_CACHE_HIT_NS` "
              f"({XLA_CACHE_HIT_NS // 1_000_000} ms) is `dispatch`: it runs before every launch of its cluster, "

@@ -75,6 +75,9 @@ class Role(str, Enum):
     SYNC = "sync"
     COMMUNICATION = "communication"  # a collective run on the host (Gloo's work threads on CPU)
     LAUNCH = "launch"
+    # A copy call from or to pageable memory: the driver copies through a pinned staging buffer of
+    # its own, the host in the call all along (role_passes: pageable_copies).
+    COPY_PAGEABLE = "copy_pageable"
     RUNTIME = "runtime"
     PYTHON_FRAMEWORK = "python_framework"
     PYTHON_USER = "python_user"

@@ -157,6 +157,21 @@ def adopt_case(folder: Path, machine: dict[str, Any], max_bytes: int, keep_steps
     return doc
 
 
+def _name_gzipped_traces(manifest_path: Path) -> None:
+    """The manifest's trace entries that name an XPlane now gzip'd name the .gz (traceview finds a
+    trace's manifest by the path it names), and say so."""
+    if not manifest_path.is_file():
+        return
+    manifest = json.loads(manifest_path.read_text())
+    entries = [e for e in (manifest.get("trace"), *(manifest.get("traces") or []))
+               if isinstance(e, dict) and str(e.get("path", "")).endswith(".xplane.pb")]
+    for entry in entries:
+        entry["path"] += ".gz"
+        entry["repository_copy"] = "gzip'd (level 9) to fit the repository; the bytes above are the original's"
+    if entries:
+        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+
+
 def adopt_collected(capture: Path, wanted: list[str]) -> list[str]:
     """The collectors' captures ``workload/framework-mode`` into ``CAPTURES_DIR`` (JAX's xplane
     gzip'd, its trace.json.gz left out); the folders written."""
@@ -178,6 +193,7 @@ def adopt_collected(capture: Path, wanted: list[str]) -> list[str]:
                                                                              mtime=0))
             else:
                 shutil.copyfile(path, target)
+        _name_gzipped_traces(dest / "manifest.json")
         written.append(item)
     return written
 

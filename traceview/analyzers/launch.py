@@ -5,7 +5,11 @@ Definitions (HTA's ``cuda_kernel_analysis`` where they match):
 - launch delay = device start − (launch start + launch duration), clipped at 0 (HTA: launch_delay);
 - short kernel: device duration < its launch call's duration (HTA's definition; HTA's plot also
   leaves out launch calls over 50 µs, traceview counts every launch);
-- outliers: launch call > 50 µs, launch delay > 100 µs (HTA's defaults).
+- outliers: launch call > 50 µs, launch delay > 100 µs (HTA's defaults);
+- graph launches: a CUDA/HIP graph launch replays its kernels under one call (its correlation id);
+  each of them is compared with that call (HTA 0.5.0 counts only cudaLaunchKernel / ExC launches,
+  none of a graph's), and the stats say how many kernels a graph launch runs and how many of the
+  kernels launched one by one are short.
 CPU-only traces have no launches; they report the framework ops dispatched per step
 (normalize.dispatched_ops) and the host time of the step's framework calls per op.
 """
@@ -16,8 +20,9 @@ import dataclasses
 
 import numpy as np
 
+from traceview import categories as cat
 from traceview.analyzers.pauses import without_pauses
-from traceview.arrays import membership
+from traceview.arrays import membership, rows_matching
 from traceview.normalize import dispatched_ops, launch_rows, top_level_ops
 from traceview.results import LaunchStats, Steps
 from traceview.schema import Kind, Timeline
@@ -55,6 +60,13 @@ def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.
     call = dur[launches]
     delay = np.maximum(ts[kernels] - (ts[launches] + call), 0)
     short = dur[kernels] < call
+    # A graph launch replays many kernels under its one call (its correlation id): how many graph
+    # launches a step makes, and how many kernels each runs.
+    names = ev["name"]
+    graph = np.zeros(len(launches), dtype=bool)
+    if len(launches):
+        graph = rows_matching(names.take(launches), cat.GRAPH_LAUNCH)
+    graph_calls = np.unique(launches[graph])
     return dataclasses.replace(
         stats,
         launches_per_step=len(kernels) / n,
@@ -67,4 +79,8 @@ def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.
         launch_call_outliers=int((call > LAUNCH_OUTLIER_NS).sum()),
         launch_delay_outliers=int((delay > DELAY_OUTLIER_NS).sum()),
         device_ns_per_kernel=float(dur[kernels].mean()),
+        graph_launches_per_step=len(graph_calls) / n,
+        kernels_per_graph_launch=int(graph.sum()) / len(graph_calls) if len(graph_calls) else 0.0,
+        graph_kernel_share=float(graph.mean()),
+        short_kernel_share_outside_graphs=float(short[~graph].mean()) if (~graph).any() else 0.0,
     )

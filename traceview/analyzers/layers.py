@@ -87,6 +87,9 @@ LAYERS: tuple[Layer, ...] = (
           "(device idle) one-time runtime start-up: context creation, module loading, library init"),
     Layer("graph_build.graph", "driver", (R.GRAPH_BUILD.value,), _CPU, "the step's thread traces a graph"),
     Layer("graph_build.compile", "driver", (R.COMPILE.value,), _CPU, "the step's thread compiles"),
+    Layer("memcpy.pageable", "host", (R.COPY_PAGEABLE.value,), _DEV,
+          "(device idle) a copy call from or to pageable memory runs: the host copies through the driver's "
+          "pinned staging buffer"),
     Layer("sync_wait", "host", (R.SYNC.value, R.DEVICE_SYNC.value), _DEV,
           "(device idle) a host thread blocks on the device, or a stream records a sync wait"),
     Layer(WAIT_SYNC, "driver", (R.SYNC.value,), _CPU,

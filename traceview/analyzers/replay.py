@@ -16,7 +16,8 @@ The dependencies are what the trace shows of how the lanes hand work to each oth
 - a **wait** of the step's thread ends when the work it waits for ends: on a CPU trace, the
   moments the attribution gives to the other threads (the thread waits in a call, a sync, or an
   unrecorded stretch while others compute), awaiting lane O; on a device trace, a host sync
-  (or host time with nothing recorded while the device runs), awaiting lane D. The time from the
+  (a copy call from or to pageable memory while the device works, or host time with nothing
+  recorded while the device runs), awaiting lane D. The time from the
   awaited work's end to the wait's end (the call's return) is kept as it was;
 - a **hand-off**: work that starts on O or D after that lane was idle starts no earlier than the
   step's thread reached the moment it was started from (its launch, its call, its dispatch), kept
@@ -51,6 +52,7 @@ import numpy as np
 from traceview import compiled
 from traceview.analyzers.layers import CALL_FALLBACK, QUEUED, WAIT, WAIT_SYNC, WAIT_TRACING, Layer
 from traceview.results import BUCKETS, LANES
+from traceview.roles import Role
 
 # The lanes, as codes (in the order of results.LANES).
 H, O, D = 0, 1, 2
@@ -63,7 +65,9 @@ class LaneTable:
     step thread waiting, whether it is a wait with nothing recorded elsewhere, its bucket."""
 
     lane: np.ndarray  # int8 per layer: H, O, D or NO_LANE (a launched kernel's queue is no work)
-    waits: np.ndarray  # bool per layer: the step's thread waits (CPU: a call, a sync)
+    # bool per layer: the step's thread waits (CPU: a call, a sync; device: a pageable copy's call,
+    # while the device works)
+    waits: np.ndarray
     unsupported: np.ndarray  # bool per layer: a wait nothing recorded elsewhere explains
     bucket: np.ndarray  # int per layer: index into BUCKETS
     names: tuple[str, ...]  # the layers' names ("bucket.detail")
@@ -84,7 +88,8 @@ def lane_table(layers: list[Layer], mode: str) -> LaneTable:
             lane.append(NO_LANE if layer.selects == (CALL_FALLBACK,) else O)
         else:  # driver, host
             lane.append(H)
-        waits.append(layer.scope == "driver" and layer.name in (WAIT, WAIT_TRACING, WAIT_SYNC))
+        waits.append(layer.scope == "driver" and layer.name in (WAIT, WAIT_TRACING, WAIT_SYNC)
+                     or layer.selects == (Role.COPY_PAGEABLE.value,))
         unsupported.append(layer.scope == "others" and layer.selects == (CALL_FALLBACK,))
     return LaneTable(np.array(lane, dtype=np.int8), np.array(waits, dtype=bool), np.array(unsupported, dtype=bool),
                      np.array([_bucket_of(layer) for layer in layers], dtype=np.int64),
@@ -308,8 +313,10 @@ def _replay_step(state: _StepReplay, start: np.ndarray, length: np.ndarray, acti
             # stretch while they compute), or to a wait nothing recorded elsewhere explains.
             waiting = won >= 0 and (table.lane[won] == O or bool(table.unsupported[won]) or bool(table.waits[won]))
         else:
-            # A host sync, or the host with nothing recorded while the device runs.
-            waiting = (own >= 0 and BUCKETS[int(table.bucket[own])] == "sync_wait") or (own < 0 and bool(working[D]))
+            # A host sync, a pageable copy's call while the device works (the call returns when the
+            # copy is done), or the host with nothing recorded while the device runs.
+            waiting = (own >= 0 and BUCKETS[int(table.bucket[own])] == "sync_wait") or \
+                (own >= 0 and bool(table.waits[own]) and bool(working[D])) or (own < 0 and bool(working[D]))
         if waiting and own >= 0 and float(factors[own]) == 0.0:
             waiting = False  # a wait removed (no blocking sync): the step's thread goes on at once
             # Its own work removed beside the other threads' (the host's Python while a dispatched

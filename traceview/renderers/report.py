@@ -410,6 +410,10 @@ def _launch(diag: Diagnosis) -> Grid:
                   f"{fmt_ns(s.launch_delay_median_ns)} / {fmt_ns(s.launch_delay_p95_ns)}"),
                  ("device time per kernel (mean)", fmt_ns(s.device_ns_per_kernel)),
                  ("short kernels (device < launch call)", fmt_pct(s.short_kernel_share))]
+        if s.graph_launches_per_step:
+            rows += [("CUDA graph launches per step", f"{s.graph_launches_per_step:.1f}"),
+                     ("kernels per graph launch", f"{s.kernels_per_graph_launch:.1f}"),
+                     ("kernels replayed by graphs", fmt_pct(s.graph_kernel_share))]
     return Grid("Launch / dispatch", ("measure", "value"), tuple(rows))
 
 

@@ -349,8 +349,14 @@ def anomaly_detection(diag: Diagnosis) -> Finding | None:
 
 
 def _short_kernels_summary(e: Mapping[str, Any], explains: float) -> str:
+    graphs = ""
+    if e.get("graph_kernel_share"):
+        # A graph's kernels are counted against the one call that replays them all (HTA's count).
+        graphs = (f"; {fmt_pct(e['graph_kernel_share'])} of them are replayed by CUDA graphs, "
+                  f"{e['kernels_per_graph_launch']:.0f} kernels a graph launch under one launch call, and "
+                  f"{fmt_pct(e['short_kernel_share_outside_graphs'])} of those launched one by one are short")
     return (f"{fmt_pct(e['short_kernel_share'])} of kernels run for less time than their launch call "
-            f"({e['short_kernels_per_step']:.0f} per step)")
+            f"({e['short_kernels_per_step']:.0f} per step){graphs}")
 
 
 @rule(spec.SHORT_KERNELS, _short_kernels_summary)
@@ -358,8 +364,15 @@ def short_kernels(diag: Diagnosis) -> Finding:
     if diag.launch.launches_per_step == 0:
         return spec.SHORT_KERNELS.skipped()
     share = diag.launch.short_kernel_share
-    return found(spec.SHORT_KERNELS, spec.SHORT_KERNELS.grade(share),
-                 {"short_kernel_share": share, "short_kernels_per_step": diag.launch.short_kernels_per_step},
+    # A graph replays its kernels under one launch call: the call is no cost of each kernel, so
+    # the grade goes by the kernels launched one by one (none: nothing to graph or fuse here).
+    graded = diag.launch.short_kernel_share_outside_graphs if diag.launch.graph_launches_per_step else share
+    return found(spec.SHORT_KERNELS, spec.SHORT_KERNELS.grade(graded),
+                 {"short_kernel_share": share, "short_kernels_per_step": diag.launch.short_kernels_per_step,
+                  **({"graph_kernel_share": diag.launch.graph_kernel_share,
+                      "kernels_per_graph_launch": diag.launch.kernels_per_graph_launch,
+                      "short_kernel_share_outside_graphs": diag.launch.short_kernel_share_outside_graphs}
+                     if diag.launch.graph_launches_per_step else {})},
                  advice(spec.SHORT_KERNELS.advice_key, diag.mode))
 
 
@@ -460,10 +473,18 @@ def sync_each_step(diag: Diagnosis) -> Finding:
 MEMCPY_PART = "memcpy."  # evidence keys memcpy.<direction>_ns: the copy time per direction
 
 
+# The memcpy detail that is host time (layers: memcpy.pageable), not a copy direction on the device.
+PAGEABLE_STAGING = "memcpy.pageable_ns"
+
+
 def _memcpy_summary(e: Mapping[str, Any], explains: float) -> str:
     parts = ", ".join(f"{k[len(MEMCPY_PART):-len('_ns')]} {fmt_ns(v)}" for k, v in sorted(e.items())
-                      if k.startswith(MEMCPY_PART) and k.endswith("_ns"))
-    return (f"copies/memsets hold the device alone for {fmt_pct(e['memcpy_share'])} of the step ({fmt_ns(explains)}"
+                      if k.startswith(MEMCPY_PART) and k.endswith("_ns") and k != PAGEABLE_STAGING)
+    if e.get(PAGEABLE_STAGING):
+        parts += (", " if parts else "") + f"the host in pageable copy calls {fmt_ns(e[PAGEABLE_STAGING])}"
+    holds = "hold the device alone" if not e.get(PAGEABLE_STAGING) else \
+        "hold the device alone, or keep the host in pageable copy calls,"
+    return (f"copies/memsets {holds} for {fmt_pct(e['memcpy_share'])} of the step ({fmt_ns(explains)}"
             + (f": {parts}" if parts else "") + f"); {e['pageable_copies']} pageable copies")
 
 

@@ -1,0 +1,69 @@
+"""What traceview's own H200 captures (benchmarks/gpu, benchmarks/truth/cases/gpu-*) hold it to,
+beyond the scorer's per-case verdicts (tests/test_truth.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import traceview
+from traceview.loader import load
+from traceview.schema import Kind
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT / "benchmarks" / "truth" / "cases"
+CAPTURES = ROOT / "benchmarks" / "gpu" / "captures"
+
+
+def _trace(folder: Path) -> Path:
+    found = sorted(folder.glob("*.pt.trace.json.gz")) or sorted(folder.glob("plugins/profile/*/*.xplane.pb.gz"))
+    assert len(found) == 1, f"{folder}: {found}"
+    return found[0]
+
+
+def test_a_pageable_copy_call_is_the_copy_and_waits_for_it() -> None:
+    """64 MB device → pageable host memory each step: the cudaMemcpyAsync call lasts 52.5 ms, its
+    device copy 50.9 ms. The call's time outside the device copy is the host's part of the copy
+    (memcpy.pageable), not launch overhead; replayed without the copy, the call ends with it."""
+    trace = _trace(CASES / "gpu-large-d2h" / "injected")
+    timeline = load(trace)
+    ev = timeline.table
+    copies = np.flatnonzero(timeline.kind_mask(Kind.MEMCPY))
+    names = ev["name"].at(copies)
+    pageable = copies[np.array(["Pageable" in str(n) for n in names], dtype=bool)]
+    assert len(pageable), "the case copies to pageable memory every step"
+    calls = np.flatnonzero(np.isin(ev["correlation"], ev["correlation"][pageable]) & (ev["device"] < 0))
+    roles = {str(r) for r in ev["role"].at(calls)}
+    assert roles == {"copy_pageable"}, roles
+    diag = traceview.diagnose(trace)
+    details = diag.steady_details()
+    assert details.get("memcpy.pageable", 0.0) > 1e6  # ~1.55 ms a step outside the device copy
+    assert details.get("launch_overhead.launch_api", 0.0) < 0.5e6
+    first = next(f for f in diag.findings if f.grade in ("high", "moderate"))
+    assert first.rule == "memcpy", [(f.rule, f.grade) for f in diag.findings]
+    replayed = traceview.whatif(trace, without=["memcpy"])
+    step = sum(diag.steady_attribution().values())
+    # The copy and the call around it leave the step: it keeps the MLP's ~1.6 ms and the host's
+    # unrecorded ~3.4 ms after each copy (freeing 64 MB of pageable memory), not the 52 ms call.
+    assert replayed.predicted_step_ns < 0.15 * step, (replayed.predicted_step_ns, step)
+
+
+def test_a_cuda_graph_replay_is_kernel_time_under_its_launch() -> None:
+    """The clean twin of gpu-cuda-graph replays 800 tiny ops as one graph a step: the kernels it
+    runs are kernel time, each tied to the one cudaGraphLaunch, and the report counts them per
+    graph launch."""
+    trace = _trace(CASES / "gpu-cuda-graph" / "clean")
+    diag = traceview.diagnose(trace)
+    stats = diag.launch
+    assert stats.graph_launches_per_step == pytest.approx(1.0)
+    assert stats.kernels_per_graph_launch >= 800  # 400 ops, each a multiply and an add
+    assert diag.steady_attribution()["kernel"] > 0.3 * sum(diag.steady_attribution().values())
+
+
+def test_the_eager_ops_against_their_graph_name_launch_overhead_as_the_gap() -> None:
+    folder = CASES / "gpu-cuda-graph"
+    cmp = traceview.compare(_trace(folder / "clean"), _trace(folder / "injected"))
+    gaps = [f.rule for f in cmp.findings if f.grade in ("high", "moderate")]
+    assert gaps and gaps[0] == "gap_launch_overhead", gaps
