@@ -67,3 +67,25 @@ def test_the_eager_ops_against_their_graph_name_launch_overhead_as_the_gap() -> 
     cmp = traceview.compare(_trace(folder / "clean"), _trace(folder / "injected"))
     gaps = [f.rule for f in cmp.findings if f.grade in ("high", "moderate")]
     assert gaps and gaps[0] == "gap_launch_overhead", gaps
+
+
+def test_a_host_ops_per_call_cost_is_dispatch_on_a_device_trace() -> None:
+    """400 tiny ops a step (aten::mul / aten::add on 16 elements): on a device trace their whole
+    host time is dispatch. The per-call split of CPU traces once left the first 3 µs of each in no
+    layer, 2.4 ms a step of "idle (nothing recorded)" beside no gap in the trace."""
+    diag = traceview.diagnose(_trace(CASES / "gpu-tiny-ops" / "injected"))
+    steady, details = diag.steady_attribution(), diag.steady_details()
+    unexplained = steady["idle"] - sum(v for k, v in details.items() if k.startswith("idle."))
+    assert unexplained < 50_000, (steady["idle"], details)
+
+
+def test_jax_replays_its_jitted_step_as_one_cuda_graph() -> None:
+    """XLA names its graph launches "cuGraphLaunch (CudaGraph:N)": a launch of the step's 90
+    kernels, one correlation id for all of them, which is no duplicate."""
+    diag = traceview.diagnose(_trace(CAPTURES / "transformer" / "jax-jit"))
+    assert diag.launch.graph_launches_per_step == pytest.approx(1.0)
+    assert diag.launch.kernels_per_graph_launch == pytest.approx(90.0)
+    assert diag.launch.graph_kernel_share == pytest.approx(1.0)
+    assert diag.steady_details().get("launch_overhead.launch_api", 0.0) > 100_000  # the launch call itself
+    assert not diag.quality.to_dict()["checks"].get("duplicate_correlation", {}).get("count"), \
+        diag.quality.to_dict()["checks"].get("duplicate_correlation")

@@ -61,12 +61,15 @@ USER_LOOP_TRACK = re.compile(r"(?:python|pt_main_thread|MainThread)", re.IGNOREC
 # Calls that enqueue device work. CUDA runtime (cudaLaunchKernel…), CUDA driver (cuLaunchKernel, used
 # by Triton/inductor and XLA), HIP (hipLaunchKernel, hipModuleLaunchKernel, hipExtModuleLaunchKernel),
 # async copies/memsets and CUDA-graph launches.
+# XLA's GPU tracer names a graph launch with the graph's id: "cuGraphLaunch (CudaGraph:2)" (JAX 0.11
+# on an H200: a jitted step's 90 kernels under one such launch, benchmarks/gpu/captures).
+_XLA_GRAPH_ID = r"( \(CudaGraph:\d+\))?"
 LAUNCH_API = re.compile(
     r"^(cuda|cu|hip)(LaunchKernel|LaunchKernelExC|LaunchKernelEx|LaunchCooperativeKernel|"
     r"ModuleLaunchKernel|ExtModuleLaunchKernel|ExtLaunchKernel|ModuleLaunchCooperativeKernel|"
     r"GraphLaunch|MemcpyAsync|Memcpy2DAsync|Memcpy3DAsync|MemcpyHtoDAsync(_v2)?|MemcpyDtoHAsync(_v2)?|"
     r"MemcpyDtoDAsync(_v2)?|MemcpyPeerAsync|MemsetAsync|MemsetD8Async|MemsetD16Async|MemsetD32Async|"
-    r"MemsetD2D8Async|LaunchHostFunc)(_v2|_ptsz|_spt)*$"
+    r"MemsetD2D8Async|LaunchHostFunc)(_v2|_ptsz|_spt)*" + _XLA_GRAPH_ID + "$"
 )
 # Calls that block the host until the device catches up. A synchronous cudaMemcpy blocks too;
 # cudaStreamQuery / cudaEventQuery only poll and return at once, so they are plain runtime calls.
@@ -81,9 +84,10 @@ SYNC_API = re.compile(
 # launch queues exactly one device activity (the trace-quality check counts repeats).
 # A CUDA/HIP graph launch (cudaGraphLaunch, cuGraphLaunch — also XLA's command buffers —
 # hipGraphLaunch): one call replays the graph's kernels and copies, which all carry its correlation id.
-GRAPH_LAUNCH = re.compile(r"^(cuda|cu|hip)GraphLaunch(_v2|_ptsz|_spt)*$")
+# (XLA's GPU tracer names the call with the graph's id: _XLA_GRAPH_ID, above.)
+GRAPH_LAUNCH = re.compile(r"^(cuda|cu|hip)GraphLaunch(_v2|_ptsz|_spt)*" + _XLA_GRAPH_ID + "$")
 MULTI_ACTIVITY_LAUNCH = re.compile(
-    r"^(cuda|cu|hip)(GraphLaunch|LaunchCooperativeKernelMultiDevice)(_v2|_ptsz|_spt)*$"
+    r"^(cuda|cu|hip)(GraphLaunch|LaunchCooperativeKernelMultiDevice)(_v2|_ptsz|_spt)*" + _XLA_GRAPH_ID + "$"
 )
 
 # --------------------------------------------------------------------------------------------
