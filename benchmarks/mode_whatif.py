@@ -30,39 +30,46 @@ import traceview
 from traceview.loader import trace_paths
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
+GPU_CAPTURES = Path(__file__).resolve().parent / "gpu" / "captures"
 # The machine's, not the program's: the step thread stopped for another process (docs/attribution.md).
 PAUSES = ["idle.paused"]
 # The eager mode of each framework and the sample modes that compile its step (sample_traces/README.md).
 COMPILED = {"tf-eager": ("tf-function", "tf-graph-v1", "tf-xla"),
             "torch-eager": ("torch-torchscript", "torch-compile")}
+# On the GPU (benchmarks/gpu/captures, an H200): torch eager against the same step compiled and
+# replayed as CUDA graphs (torch.compile(mode='reduce-overhead')).
+GPU_COMPILED = {"torch-eager": ("torch-cudagraphs",)}
+# Where the captures are, what their workloads are called in the table, and which pairs they hold.
+SOURCES = ((SAMPLES, "{}", COMPILED), (GPU_CAPTURES, "{} (H200)", GPU_COMPILED))
 
 
 def rows() -> tuple[list[list[str]], list[tuple[float, float]]]:
     """The table's rows, and per row the prediction's miss and the kernel difference (ns)."""
     out, misses = [], []
-    for workload in sorted(p for p in SAMPLES.iterdir() if p.is_dir()):
-        for eager, compiled_modes in COMPILED.items():
-            if not (workload / eager).is_dir():
+    pairs = [(workload, label, eager, modes) for root, label, table in SOURCES if root.is_dir()
+             for workload in sorted(p for p in root.iterdir() if p.is_dir()) for eager, modes in table.items()]
+    for workload, label, eager, compiled_modes in pairs:
+        if not (workload / eager).is_dir():
+            continue
+        eager_path = trace_paths(workload / eager)[0]
+        eager_diag = traceview.diagnose(eager_path)
+        floor = traceview.whatif(eager_path, without=["launch_overhead", *PAUSES])
+        ops = eager_diag.launch.ops_per_step
+        for mode in compiled_modes:
+            if not (workload / mode).is_dir():
                 continue
-            eager_path = trace_paths(workload / eager)[0]
-            eager_diag = traceview.diagnose(eager_path)
-            floor = traceview.whatif(eager_path, without=["launch_overhead", *PAUSES])
-            ops = eager_diag.launch.ops_per_step
-            for mode in compiled_modes:
-                if not (workload / mode).is_dir():
-                    continue
-                measured = traceview.diagnose(trace_paths(workload / mode)[0])
-                dispatch_ns = measured.steady_attribution().get("launch_overhead", 0.0)
-                per_op_us = dispatch_ns / ops / 1e3 if ops > 0 else 0.0
-                predicted = traceview.whatif(eager_path, without=PAUSES, dispatch_per_op_us=per_op_us)
-                kernels = (eager_diag.steady_attribution()["kernel"], measured.steady_attribution()["kernel"])
-                step = float(measured.steps.table["duration"][measured.steady_positions].mean()) \
-                    - sum(measured.steady_details().get(detail, 0.0) for detail in PAUSES)
-                out.append([workload.name, f"{eager} → {mode}", _ms(predicted.steady_step_ns),
-                            _ms(floor.predicted_step_ns), f"{_ms(predicted.predicted_step_ns)} ({per_op_us:.1f} µs/op)",
-                            _ms(step), f"{predicted.predicted_step_ns / step:.2f}" if step > 0 else "—",
-                            f"{_ms(kernels[0])} / {_ms(kernels[1])}"])
-                misses.append((predicted.predicted_step_ns - step, kernels[0] - kernels[1]))
+            measured = traceview.diagnose(trace_paths(workload / mode)[0])
+            dispatch_ns = measured.steady_attribution().get("launch_overhead", 0.0)
+            per_op_us = dispatch_ns / ops / 1e3 if ops > 0 else 0.0
+            predicted = traceview.whatif(eager_path, without=PAUSES, dispatch_per_op_us=per_op_us)
+            kernels = (eager_diag.steady_attribution()["kernel"], measured.steady_attribution()["kernel"])
+            step = float(measured.steps.table["duration"][measured.steady_positions].mean()) \
+                - sum(measured.steady_details().get(detail, 0.0) for detail in PAUSES)
+            out.append([label.format(workload.name), f"{eager} → {mode}", _ms(predicted.steady_step_ns),
+                        _ms(floor.predicted_step_ns), f"{_ms(predicted.predicted_step_ns)} ({per_op_us:.1f} µs/op)",
+                        _ms(step), f"{predicted.predicted_step_ns / step:.2f}" if step > 0 else "—",
+                        f"{_ms(kernels[0])} / {_ms(kernels[1])}"])
+            misses.append((predicted.predicted_step_ns - step, kernels[0] - kernels[1]))
     return out, misses
 
 
