@@ -86,6 +86,8 @@ class Role(str, Enum):
     STARTUP = "startup"
     DEVICE_KERNEL = "device_kernel"
     DEVICE_COMMUNICATION = "device_communication"
+    # A kernel launched from inside graph building or compilation (role_passes: compile_time_kernels).
+    DEVICE_COMPILE = "device_compile"
     DEVICE_MEMCPY = "device_memcpy"
     DEVICE_MEMSET = "device_memset"
     DEVICE_SYNC = "device_sync"

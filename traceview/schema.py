@@ -32,8 +32,10 @@ if TYPE_CHECKING:
 # 1.1: role column; XPlane fn_call, Kineto elements. 1.2: role device_communication (collective kernels
 # were device_kernel before: a filter on device_kernel no longer sees them). 1.3: memory table columns
 # op and allocator; XPlane allocator samples (MemoryAllocation / MemoryDeallocation) fill the memory table.
-# 1.4: Kineto input_dtypes.
-SCHEMA_VERSION = "1.4"
+# 1.4: Kineto input_dtypes. 1.5: roles copy_pageable (a launch call copying from or to pageable
+# memory; was launch) and device_compile (a kernel launched from inside graph building or
+# compilation; was device_kernel).
+SCHEMA_VERSION = "1.5"
 
 
 class Kind(str, Enum):
