@@ -102,3 +102,14 @@ def test_kernels_compilation_launches_are_graph_building() -> None:
     assert diag.steady_attribution()["kernel"] < 5e6  # the step's own math: ~1 ms
     replayed = traceview.whatif(trace, without=["graph_build"])
     assert replayed.predicted_step_ns < 40e6  # (104 ms while they were kernel time; the fix: 2.3 ms)
+
+
+def test_xlas_autotuner_on_the_compile_threads_is_graph_building() -> None:
+    """A jitted step given a new batch size every step: XLA autotunes the new program's GEMMs,
+    launching candidate kernels and buffer copies from PjRt's compile threads
+    (tf_pjrt_compile_thread_pool). That device work is the compile's, not the step's math."""
+    trace = _trace(CASES / "gpu-jax-retrace" / "injected")
+    diag = traceview.diagnose(trace)
+    assert diag.steady_details().get("graph_build.device", 0.0) > 20e6
+    assert diag.steady_attribution()["kernel"] < 1e6
+    assert traceview.whatif(trace, without=["graph_build"]).predicted_step_ns < 20e6  # (49.7 ms before)

@@ -367,8 +367,11 @@ XPLANE_METADATA_PLANE = re.compile(r"^(/host:metadata|Task Environment|/device:C
 XPLANE_STREAM_LINE = re.compile(r"^Stream #(\d+)")
 # Host lines of the GPU tracer (CUPTI / roctracer API callbacks): "Host Threads/2356".
 XPLANE_API_LINE = re.compile(r"^Host Threads/")
-# Host threads that only compile: TF 2.21 XLA CPU codegen pool "tf_xla-cpu-codegen/<id>".
-XPLANE_COMPILE_LINE = re.compile(r"(xla-cpu-codegen|xla-gpu-compile|xla_compile|XLACompile)", re.IGNORECASE)
+# Host threads that only compile: TF 2.21 XLA CPU codegen pool "tf_xla-cpu-codegen/<id>"; PjRt's
+# compile pool "tf_pjrt_compile_thread_pool/<id>" (JAX 0.11 on an H200: the GEMM autotuner's kernel
+# launches there, RedzoneAllocatorKernelImpl and the candidate GEMMs, benchmarks/truth/cases/gpu-jax-retrace).
+XPLANE_COMPILE_LINE = re.compile(r"(xla-cpu-codegen|xla-gpu-compile|xla_compile|XLACompile|pjrt_compile_thread_pool)",
+                                 re.IGNORECASE)
 # tf.data threads ("tf_data_iterator_resource/<id>", "tf_data_private_threadpool/<id>"): the map
 # functions' op kernels ("mul:Mul") and iterator ranges there are input-pipeline work.
 XPLANE_INPUT_LINE = re.compile(r"^tf_data_")

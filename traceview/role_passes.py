@@ -112,12 +112,15 @@ def _pageable_copies(context: RoleContext, role: np.ndarray) -> np.ndarray:
 
 
 def _compile_time_kernels(context: RoleContext, role: np.ndarray) -> np.ndarray:
-    """Device kernels whose launch call's role is graph_build or compile become device_compile."""
+    """Device kernels, copies and memsets whose launching host row's role is graph_build or compile
+    become device_compile."""
     events = context.events
-    kernels = np.flatnonzero((role == ROLE_CODE[Role.DEVICE_KERNEL.value]) & (events["correlation"] >= 0))
+    device_work = role_codes(Role.DEVICE_KERNEL, Role.DEVICE_MEMCPY, Role.DEVICE_MEMSET)
+    kernels = np.flatnonzero(np.isin(role, device_work) & (events["correlation"] >= 0))
     building = role_codes(Role.GRAPH_BUILD, Role.COMPILE)
-    calls = np.flatnonzero(np.isin(role, building) & context.kind_in([Kind.LAUNCH.value])
-                           & (events["correlation"] >= 0))
+    # (the host row that shares the kernel's correlation id: a launch call, or on XPlane the
+    # launching thread's range named after the kernel)
+    calls = np.flatnonzero(np.isin(role, building) & (events["device"] < 0) & (events["correlation"] >= 0))
     if not len(kernels) or not len(calls):
         return role
     correlation = events["correlation"]
@@ -507,13 +510,16 @@ ROLE_PASSES: tuple[RolePass, ...] = (
              "a step of stored stacks read as 43.8 % graph building; without them the stacks stay inside the "
              "forward ops' own time, where no rule can tell them apart, and the `anomaly_detection` finding says "
              "so.", _anomaly_detection),
-    RolePass("compile_time_kernels", "A device kernel whose launch call the passes above made `graph_build` or "
-             "`compile` (the call runs inside graph building or compilation) is `device_compile`: the compiler's "
-             "work on the device, not the step's math — torch.compile runs the graph's ops while it traces and "
-             "lowers a new shape (97 ms of kernels a step, launched from inside its compile ranges, in "
+    RolePass("compile_time_kernels", "A device kernel, copy or memset whose launching host row (the launch "
+             "call with its correlation id; on XPlane, the launching thread's range named after the kernel) the "
+             "passes above made `graph_build` or `compile` is `device_compile`: the compiler's work on the "
+             "device, not the step's math or data — torch.compile runs the graph's ops while it traces and lowers "
+             "a new shape (97 ms of kernels a step, launched from inside its compile ranges, in "
              "benchmarks/truth/cases/gpu-compile-recompile on an H200, which read as kernel time and stayed in "
-             "the step replayed without graph building: 104 ms predicted against the fix's 2.3 ms). Decided "
-             "after every pass that sets a host call's role.", _compile_time_kernels),
+             "the step replayed without graph building: 104 ms predicted against the fix's 2.3 ms), and XLA's "
+             "GEMM autotuner launches its candidate kernels and buffer copies from PjRt's compile threads "
+             "(gpu-jax-retrace: 36.6 ms of kernels and 6.5 ms of copies a step). Decided after every pass that "
+             "sets a host row's role.", _compile_time_kernels),
 )
 
 

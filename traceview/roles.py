@@ -86,7 +86,7 @@ class Role(str, Enum):
     STARTUP = "startup"
     DEVICE_KERNEL = "device_kernel"
     DEVICE_COMMUNICATION = "device_communication"
-    # A kernel launched from inside graph building or compilation (role_passes: compile_time_kernels).
+    # Device work launched from inside graph building or compilation (role_passes: compile_time_kernels).
     DEVICE_COMPILE = "device_compile"
     DEVICE_MEMCPY = "device_memcpy"
     DEVICE_MEMSET = "device_memset"

@@ -74,8 +74,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("communication.exposed", "device", (R.DEVICE_COMMUNICATION.value,), _DEV,
           "a collective-communication kernel runs and no compute kernel does (exposed communication)"),
     Layer("graph_build.device", "device", (R.DEVICE_COMPILE.value,), _DEV,
-          "a kernel that graph building or compilation launched runs, and no compute kernel or collective does "
-          "(the compiler running the graph's ops, autotuning)"),
+          "a kernel, copy or memset that graph building or compilation launched runs, and no compute kernel or "
+          "collective does (the compiler running the graph's ops, autotuning)"),
     *(Layer(f"memcpy.{ck}", "device", (f"<copy {ck}>",), _DEV,
             f"a {ck} copy / memset runs, no kernel or collective") for ck in COPY_KINDS),
     Layer("kernel", "driver", (R.COMPUTE.value,), _CPU, "the step's thread runs a compute op (its own time)"),

@@ -11,7 +11,8 @@ Planes and lines → kinds (every XEvent is either kept or dropped under a count
 
 - ``/host:*`` planes (``/host:CPU``). Line ``Host Threads/<tid>`` (GPU tracer API callbacks):
   launch / sync / runtime API by ``categories.LAUNCH_API`` / ``SYNC_API``, anything else there
-  ``runtime``. Lines whose thread only compiles (``tf_xla-cpu-codegen/<id>``): ``compile``;
+  ``runtime``. Lines whose thread only compiles (``tf_xla-cpu-codegen/<id>``,
+  ``tf_pjrt_compile_thread_pool/<id>``): ``compile``;
   tf.data threads (``tf_data_iterator_resource/<id>``, ``tf_data_private_threadpool/<id>``, where
   the map functions' op kernels run): ``input`` (rules 1–3 below still apply there). All
   other lines (``python``, ``tf_Compute/<id>``, ``tf_numa_-1_Eigen/<id>``, ``py_xla_callback/…``):
