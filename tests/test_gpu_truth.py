@@ -113,3 +113,14 @@ def test_xlas_autotuner_on_the_compile_threads_is_graph_building() -> None:
     assert diag.steady_details().get("graph_build.device", 0.0) > 20e6
     assert diag.steady_attribution()["kernel"] < 1e6
     assert traceview.whatif(trace, without=["graph_build"]).predicted_step_ns < 20e6  # (49.7 ms before)
+
+
+def test_a_step_already_in_cuda_graphs_is_not_told_to_capture_them() -> None:
+    """torch.compile(mode='reduce-overhead') on the H200: the compiled regions replay as CUDA graphs
+    and the loss and optimizer launch one by one; the advice names what lies outside the graphs."""
+    diag = traceview.diagnose(_trace(CAPTURES / "mlp2" / "torch-cudagraphs"))
+    advice = {f.rule: f.advice for f in diag.findings if f.rule in ("launch_bound", "short_kernels")}
+    assert set(advice) == {"launch_bound", "short_kernels"}
+    for rule, words in advice.items():
+        assert "already replay as CUDA graphs" in words, (rule, words)
+        assert "mode='reduce-overhead'" not in words, (rule, words)

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from traceview.loader import diagnose
-from traceview.analyzers.modes import ADVICE, COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, MODE_RULES, advice, execution_mode
+from traceview.analyzers.modes import (ADVICE, COMPILE_CUDAGRAPHS, COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, MODE_RULES, advice,
+                                      execution_mode)
 from traceview.loader import load_with_steps, trace_paths
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
@@ -57,8 +58,9 @@ def test_advice_does_not_ask_for_what_the_mode_already_does() -> None:
                                                                                               "tensorflow-eager")
     for kind, table in ADVICE.items():
         assert "*" in table, kind
-    # (variants: torch-compile with graph breaks, torch-eager differentiating twice)
-    modes = {f"{r.framework}-{r.mode}" for r in MODE_RULES} | {COMPILE_WITH_BREAKS, DOUBLE_BACKWARD}
+    # (variants: torch-compile with graph breaks or replayed as CUDA graphs, torch-eager differentiating twice)
+    modes = {f"{r.framework}-{r.mode}" for r in MODE_RULES} | {COMPILE_WITH_BREAKS, COMPILE_CUDAGRAPHS, DOUBLE_BACKWARD}
+    assert "reduce-overhead" not in advice("fuse", COMPILE_CUDAGRAPHS)
     for table in ADVICE.values():
         assert set(table) - {"*"} <= modes
 

@@ -155,6 +155,9 @@ COMPILE_WITH_BREAKS = "torch-compile-breaks"
 # DOUBLE_BACKWARD: a torch eager step that differentiates its gradients (categories.TORCH_DOUBLE_BACKWARD),
 # which torch.compile's AOT autograd refuses ("does not currently support double backward").
 DOUBLE_BACKWARD = "torch-eager-double-backward"
+# COMPILE_CUDAGRAPHS: a torch-compile step whose compiled regions replay as CUDA graphs (graph
+# launches in its steps: mode='reduce-overhead').
+COMPILE_CUDAGRAPHS = "torch-compile-cudagraphs"
 _FUSE = {
     "torch-eager": "fuse work into fewer, larger ops with torch.compile (mode='reduce-overhead' adds CUDA "
                    "graphs on GPU), or grow the batch so each op does more work",
@@ -164,6 +167,10 @@ _FUSE = {
                      "steps",
     "torch-compile": "the step is already one compiled graph: capture it in CUDA graphs "
                      "(mode='reduce-overhead'), or grow the batch so each op does more work",
+    COMPILE_CUDAGRAPHS: "the compiled regions already replay as CUDA graphs: what still launches one by one "
+                        "lies outside them (the loss or the optimizer step when not compiled with the model): "
+                        "compile the whole step, loss and optimizer.step included, or grow the batch so each op "
+                        "does more work",
     # (torch-compile with more than one compiled region a step: compiled_regions_per_step)
     COMPILE_WITH_BREAKS: "graph breaks split the compiled step into several regions, with eager Python "
                          "between them: remove the breaks (torch._dynamo.explain names them), then capture the "

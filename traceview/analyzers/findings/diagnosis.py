@@ -32,7 +32,8 @@ from traceview.analyzers.gaps import driver_rows
 from traceview.analyzers.gil_waits import SWITCH_INTERVAL_NS
 from traceview.analyzers.hot_frames import RECORD_PYTHON_FRAMES, dispatching_lines, hot_frames
 from traceview.analyzers.layers import INFERRED_GLUE
-from traceview.analyzers.modes import (COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice, compiled_regions_per_step,
+from traceview.analyzers.modes import (COMPILE_CUDAGRAPHS, COMPILE_WITH_BREAKS, DOUBLE_BACKWARD, advice,
+                                      compiled_regions_per_step,
                                       dataloader_workers)
 from traceview.arrays import codes_matching, column_codes, membership, rows_matching, values_matching
 from traceview.normalize import compute_self_time, math_ops, nearest_ancestor, outermost_rows, self_time, top_level_ops
@@ -211,6 +212,7 @@ OUTSIDE_CALLS_ADVICE = {
 }
 OUTSIDE_CALLS_ADVICE["tensorflow-xla"] = OUTSIDE_CALLS_ADVICE["tensorflow-function"]
 OUTSIDE_CALLS_DEVICE = " (then capture it in CUDA graphs: mode='reduce-overhead')"
+OUTSIDE_CALLS_GRAPHED = " (its compiled regions already replay as CUDA graphs)"
 OUTSIDE_CALLS_SHARE = 0.5
 
 
@@ -287,13 +289,17 @@ def launch_bound(diag: Diagnosis) -> Finding:
         regions = {"compiled_regions_per_step": compiled_regions_per_step(diag.timeline, diag.steps)}
         if regions["compiled_regions_per_step"] > 1:
             mode = COMPILE_WITH_BREAKS
+        elif s.graph_launches_per_step:
+            mode = COMPILE_CUDAGRAPHS
     words = advice(spec.LAUNCH_BOUND.advice_key, mode)
-    if mode in OUTSIDE_CALLS_ADVICE and grade != "none":
+    outside_mode = "torch-compile" if mode == COMPILE_CUDAGRAPHS else mode
+    if outside_mode in OUTSIDE_CALLS_ADVICE and grade != "none":
         outside = _launch_outside_calls(diag)
         regions["launch_outside_calls_share"] = outside
         if outside >= OUTSIDE_CALLS_SHARE:
-            words = OUTSIDE_CALLS_ADVICE[mode].format(
-                share=fmt_pct(outside), device=OUTSIDE_CALLS_DEVICE if diag.timeline.has_device else "")
+            device = "" if not diag.timeline.has_device else \
+                OUTSIDE_CALLS_GRAPHED if mode == COMPILE_CUDAGRAPHS else OUTSIDE_CALLS_DEVICE
+            words = OUTSIDE_CALLS_ADVICE[outside_mode].format(share=fmt_pct(outside), device=device)
     return found(
         spec.LAUNCH_BOUND, grade,
         {"launch_overhead_share": share, "ops_per_step": s.ops_per_step, "host_ns_per_op": s.host_ns_per_op,
@@ -373,7 +379,9 @@ def short_kernels(diag: Diagnosis) -> Finding:
                       "kernels_per_graph_launch": diag.launch.kernels_per_graph_launch,
                       "short_kernel_share_outside_graphs": diag.launch.short_kernel_share_outside_graphs}
                      if diag.launch.graph_launches_per_step else {})},
-                 advice(spec.SHORT_KERNELS.advice_key, diag.mode))
+                 advice(spec.SHORT_KERNELS.advice_key,
+                        COMPILE_CUDAGRAPHS if diag.mode == "torch-compile" and diag.launch.graph_launches_per_step
+                        else diag.mode))
 
 
 def _steady_graph_build_summary(e: Mapping[str, Any], explains: float) -> str:
