@@ -8,7 +8,8 @@ CI):
    twin, their steps timed **without** the profiler in interleaved blocks (CUDA events around
    each block on a GPU, the host clock after a synchronize on the CPU), then one profiled capture
    of each (torch.profiler with CPU and CUDA activities, ``ProfilerStep`` markers; JAX's profiler
-   for the JAX cases), and a ``ground_truth.json`` with the measured cost;
+   for the JAX cases), and a ``ground_truth.json`` with the measured cost; each framework's cases
+   run in a process of their own (two profilers in one process cannot both subscribe to CUPTI);
 2. **captures** with traceview's own collectors (``traceview collect``) of the paired workloads in
    torch eager, torch.compile, CUDA graphs (``cudagraphs``: ``mode="reduce-overhead"``, on a GPU
    only) and JAX ``jax.jit`` on the device, a few steps each, in the time left;
@@ -44,14 +45,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.gpu.cases import CASES, GpuCase, GpuStep
+from benchmarks.gpu.cases import BY_NAME, CASES, GpuCase, GpuStep
 
 REPO = Path(__file__).resolve().parents[2]
 # The transformer first: the torch-vs-JAX comparison the README shows is of it, and a workload the
 # time budget leaves out is one of the last.
 WORKLOADS = ("transformer", "mlp2", "cnn", "lstm", "mlp-adam")
 QUICK_WORKLOADS = ("mlp2",)
-QUICK_CASES = ("gpu-tiny-ops", "gpu-item-sync")
+QUICK_CASES = ("gpu-tiny-ops", "gpu-item-sync", "gpu-jax-sync")  # (both frameworks' processes)
 PART_BYTES = 15 * 1024 * 1024  # each packed part under a leased machine's 16 MiB a file
 # What such a machine hands back: at most 8 files and 64 MiB together. Four parts (60 MiB) leave room
 # for summary.json and a log beside them.
@@ -262,44 +263,84 @@ def pack(work: Path, out: Path) -> tuple[list[str], list[str]]:
     return names, left_out
 
 
+def run_cases(names: list[str], device: str, work: Path, quick: bool, budget: Budget) -> dict[str, Any]:
+    """The cases ``names`` in this process, into ``work/cases``: their rows and errors."""
+    done: dict[str, Any] = {"cases": [], "errors": []}
+    profiled = 2 if quick else 5
+    for case in CASES:
+        if case.name not in names:
+            continue
+        if budget.left() < 30:
+            done["cases"].append({"case": case.name, "skipped": "out of time"})
+            continue
+        started = _now()
+        try:
+            rounds, block = (2, 3) if quick else (case.rounds, case.block)
+            row = run_case(case, device, work, rounds, block, profiled)
+        except Exception as err:  # noqa: BLE001 - one case's failure must not cost the others' device time
+            done["errors"].append(f"{case.name}: {type(err).__name__}: {err}")
+            continue
+        row["seconds"] = round(_now() - started, 1)
+        done["cases"].append(row)
+    return done
+
+
+def cases_in_own_process(names: list[str], framework: str, args: argparse.Namespace, work: Path,
+                         budget: Budget) -> dict[str, Any]:
+    """One framework's cases in a process of its own: two profilers in one process cannot both
+    subscribe to CUPTI (JAX's after torch's: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, and its
+    traces held no device events), and a crash costs only that framework's cases."""
+    result = work / f"cases_{framework}.json"
+    cmd = [sys.executable, "-m", "benchmarks.gpu.capture", "--device", args.device, "--cases", ",".join(names),
+           "--into", str(work), "--budget-s", str(max(budget.left(), 1.0))] + (["--quick"] if args.quick else [])
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=budget.left() + 60)
+    except subprocess.TimeoutExpired:
+        return {"cases": [{"case": n, "skipped": "stopped at the time budget"} for n in names], "errors": []}
+    if proc.returncode != 0 or not result.is_file():
+        return {"cases": [], "errors": [f"{framework} cases: exit status {proc.returncode}: "
+                                        f"{(proc.stdout + proc.stderr)[-800:]}"]}
+    done = json.loads(result.read_text())
+    result.unlink()
+    return done
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "gpu_capture_out")))
-    ap.add_argument("--quick", action="store_true", help="one workload, two cases, few steps (the CPU dry run)")
+    ap.add_argument("--quick", action="store_true", help="one workload, three cases, few steps (the CPU dry run)")
     ap.add_argument("--budget-s", type=float, default=420.0, help="start no new work after this (default 420)")
     ap.add_argument("--cases", help="comma-separated case names (default: all)")
     ap.add_argument("--no-collect", action="store_true", help="skip the collectors' captures")
+    ap.add_argument("--into", type=Path, help=argparse.SUPPRESS)  # (a framework's cases, run by the parent)
     args = ap.parse_args(argv)
     # JAX takes 75 % of the GPU's memory when it starts unless told not to; torch's cases share it.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     budget = Budget(args.budget_s)
+    wanted = args.cases.split(",") if args.cases else (QUICK_CASES if args.quick else [c.name for c in CASES])
+    if args.into is not None:
+        done = run_cases(wanted, args.device, args.into, args.quick, budget)
+        frameworks_run = {BY_NAME[n].framework for n in wanted if n in BY_NAME}
+        (args.into / f"cases_{'_'.join(sorted(frameworks_run))}.json").write_text(json.dumps(done))
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.out / "_work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     summary: dict[str, Any] = {"machine": machine_facts(args.device), "collect": [], "cases": [], "errors": []}
     frameworks = tuple(f for f in ("torch", "jax") if summary["machine"].get(f))
-    wanted = args.cases.split(",") if args.cases else (QUICK_CASES if args.quick else [c.name for c in CASES])
-    profiled = 2 if args.quick else 5
-    for case in CASES:
-        if case.name not in wanted:
+    for framework in ("torch", "jax"):
+        names = [c.name for c in CASES if c.name in wanted and c.framework == framework]
+        if not names:
             continue
-        if case.framework not in frameworks:
-            summary["cases"].append({"case": case.name, "skipped": f"{case.framework} is not installed"})
+        if framework not in frameworks:
+            summary["cases"] += [{"case": n, "skipped": f"{framework} is not installed"} for n in names]
             continue
-        if budget.left() < 30:
-            summary["cases"].append({"case": case.name, "skipped": "out of time"})
-            continue
-        started = _now()
-        try:
-            rounds, block = (2, 3) if args.quick else (case.rounds, case.block)
-            row = run_case(case, args.device, work, rounds, block, profiled)
-        except Exception as err:  # noqa: BLE001 - one case's failure must not cost the others' device time
-            summary["errors"].append(f"{case.name}: {type(err).__name__}: {err}")
-            continue
-        row["seconds"] = round(_now() - started, 1)
-        summary["cases"].append(row)
+        done = cases_in_own_process(names, framework, args, work, budget)
+        summary["cases"] += done["cases"]
+        summary["errors"] += done["errors"]
     # The cases first (the ground truth), then the collectors' captures in the time left.
     if not args.no_collect:
         try:
