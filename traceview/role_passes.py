@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from traceview import categories as cat
-from traceview.arrays import Nesting, at_rows, codes_matching, first_match, membership, unique_sorted
+from traceview.arrays import Nesting, at_rows, codes_matching, first_match, is_one_value, membership, unique_sorted
 from traceview.roles import ROLE_CODE, ROLE_VALUES, Role, matching_rows, role_codes, rule_role_codes, text_column
 from traceview.schema import Kind
 from traceview.table import Table
@@ -100,6 +100,8 @@ def _pageable_copies(context: RoleContext, role: np.ndarray) -> np.ndarray:
     """Launch calls whose device copy names pageable memory (categories.PAGEABLE_COPY) become
     copy_pageable, however long they took (after startup_calls: a large copy is no start-up)."""
     events = context.events
+    if not any(cat.PAGEABLE_COPY.search(str(name)) for name in context.name_values):  # (distinct names)
+        return role
     copies = np.flatnonzero(context.kind_in([Kind.MEMCPY.value]) & context.named(cat.PAGEABLE_COPY)
                             & (events["correlation"] >= 0))
     calls = np.flatnonzero(context.kind_in([Kind.LAUNCH.value]) & (events["correlation"] >= 0))
@@ -111,10 +113,18 @@ def _pageable_copies(context: RoleContext, role: np.ndarray) -> np.ndarray:
     return role
 
 
+def _host_only(events: Table) -> bool:
+    """Whether no row is a device's (a host-only trace holds its -1 once: no pass over it)."""
+    device = events["device"]
+    return bool(device[0] < 0) if is_one_value(device) else not bool((device >= 0).any())
+
+
 def _compile_time_kernels(context: RoleContext, role: np.ndarray) -> np.ndarray:
     """Device kernels, copies and memsets whose launching host row's role is graph_build or compile
     become device_compile."""
     events = context.events
+    if _host_only(events):
+        return role
     device_work = role_codes(Role.DEVICE_KERNEL, Role.DEVICE_MEMCPY, Role.DEVICE_MEMSET)
     kernels = np.flatnonzero(np.isin(role, device_work) & (events["correlation"] >= 0))
     building = role_codes(Role.GRAPH_BUILD, Role.COMPILE)
