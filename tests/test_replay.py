@@ -296,9 +296,10 @@ def test_property_critical_path_sums_to_the_step(data: st.DataObject, stream: St
 
 
 def _layer(table: LaneTable, name: str, lane: int | None = None) -> int:
-    """The index of the layer named ``name`` (on ``lane`` where several share the name)."""
+    """The index of the layer named ``name`` (on ``lane`` where several share the name; the first in
+    priority where several share both: a launch call, then a launch into a full queue)."""
     found = [i for i, n in enumerate(table.names) if n == name and (lane is None or table.lane[i] == lane)]
-    assert len(found) == 1, f"{name}: {found}"
+    assert found and len({table.lane[i] for i in found}) == 1, f"{name}: {found}"
     return found[0]
 
 
@@ -387,6 +388,25 @@ def test_hand_device_launch_and_sync() -> None:
     assert without_sync.length_ns[0] == 6 * MS  # the device's 1 ms launch + 5 ms, the host done at 2 ms
     assert without_sync.lane_ns[0, D] == 5 * MS and without_sync.path_ns[0, BUCKETS.index("sync_wait")] == 0
     assert without_sync.path_ns[0, BUCKETS.index("host_compute")] == 0  # (the host's work is off the path)
+
+
+def test_hand_a_launch_into_a_full_queue_waits_for_the_device() -> None:
+    """Device: a launch call that waited for room in the queue while the device ran 4 ms of kernels
+    is a wait for them: with the kernels twice as fast, the call returns 2 ms sooner. A launch call
+    beside running kernels is the host's own work (a launch returns once its work is queued)."""
+    table = TABLES["device"]
+    kernel, python = _layer(table, "kernel"), _layer(table, "host_compute.python")
+    launch = _layer(table, "launch_overhead.launch_api")
+    blocked = next(i for i, n in enumerate(table.names)
+                   if n == "launch_overhead.launch_api" and i != launch and table.lane[i] == H)
+    assert table.waits[blocked] and not table.waits[launch]
+    for call, expected in ((blocked, 4 * MS), (launch, 6 * MS)):
+        segments = _step("device", [(MS, [launch], launch), (4 * MS, [call, kernel], kernel), (MS, [python], python)])
+        factors = np.stack([np.ones(len(table.names)),
+                            whatif.layer_factors(table, whatif.Transform(scale={"kernel": 0.5}))])
+        results = whatif.replayed(segments, factors)
+        _assert_same(results, _walked(segments, factors), "hand-built")
+        assert results[0].length_ns[0] == 6 * MS and results[1].length_ns[0] == expected, results[1].length_ns
 
 
 def test_lane_table_names_the_lanes() -> None:

@@ -38,6 +38,15 @@ TINY_OP_ELEMENTS = 1024
 # loading in the first cudaLaunchKernel (3.1 s). Steady-state runtime calls take µs.
 STARTUP_CALL_NS = 100_000_000
 
+# A launch call returns once its work is queued: ~5 µs (the median launch call on the shared V100
+# ResNet trace, 5.2 µs). One many times that long, whose work then waited in the device's queue,
+# waited for room in that queue: the device's queue holds ~1,000 launches, and with the host that far
+# ahead each launch returns only when a kernel finishes (the same trace: launch calls of 288 µs at
+# the 95th percentile, 72 ms of a 95.7 ms step in launch calls, its kernels starting 76 ms after
+# their launch).
+BLOCKED_LAUNCH_NS = 50_000  # (HTA's launch-call outlier threshold)
+BLOCKED_LAUNCH_FACTOR = 10.0
+
 # XLA auto-clustering's compile op (categories.TF_XLA_COMPILE_OP) runs before every launch of its
 # cluster: it compiles on the first call and then looks the executable up in XLA's cache. A lookup
 # returns in tens of µs (47 µs a step on a CPU capture); compiling even a small cluster takes tens
@@ -110,6 +119,31 @@ def _pageable_copies(context: RoleContext, role: np.ndarray) -> np.ndarray:
     correlation = events["correlation"]
     call_of_copy = first_match(correlation[calls], calls, correlation[copies], -1)
     role[call_of_copy[call_of_copy >= 0]] = ROLE_CODE[Role.COPY_PAGEABLE.value]
+    return role
+
+
+def _blocked_launches(context: RoleContext, role: np.ndarray) -> np.ndarray:
+    """Launch calls of at least BLOCKED_LAUNCH_NS and BLOCKED_LAUNCH_FACTOR times the trace's median
+    launch call, whose device work started after the call returned, become launch_blocked."""
+    events = context.events
+    if _host_only(events):
+        return role
+    launch = ROLE_CODE[Role.LAUNCH.value]
+    calls = np.flatnonzero((role == launch) & (events["correlation"] >= 0))
+    if not len(calls):
+        return role
+    dur = events["dur"]
+    long_calls = calls[dur[calls] >= max(BLOCKED_LAUNCH_NS, BLOCKED_LAUNCH_FACTOR * float(np.median(dur[calls])))]
+    if not len(long_calls):
+        return role
+    device = np.flatnonzero((events["device"] >= 0) & (events["correlation"] >= 0))
+    correlation, ts = events["correlation"], events["ts"]
+    # The first device activity of each long call (a graph launch has many: its first).
+    order = np.lexsort((ts[device], correlation[device]))
+    first_of = device[order][np.r_[True, np.diff(correlation[device][order]) != 0]]
+    started = first_match(correlation[first_of], ts[first_of], correlation[long_calls], -1)
+    queued = (started >= 0) & (started >= ts[long_calls] + dur[long_calls])
+    role[long_calls[queued]] = ROLE_CODE[Role.LAUNCH_BLOCKED.value]
     return role
 
 
@@ -435,6 +469,15 @@ ROLE_PASSES: tuple[RolePass, ...] = (
              "`cudaDeviceGetStreamPriorityRange` on the shared A100 alexnet trace), lazy cuDNN / cuBLAS "
              "initialisation in `cudaFree` (6.0 s), lazy module loading in the first `cudaLaunchKernel` (3.1 s); "
              "steady-state runtime calls take µs.", _startup_calls),
+    RolePass("blocked_launches", "A launch call of at least `BLOCKED_LAUNCH_NS` "
+             f"({BLOCKED_LAUNCH_NS // 1000} µs, HTA's launch-call outlier) and `BLOCKED_LAUNCH_FACTOR` "
+             f"({BLOCKED_LAUNCH_FACTOR:g}) times the trace's median launch call, whose device work started only "
+             "after the call returned, is `launch_blocked`: it waited for room in the device's queue (the host "
+             "~1,000 launches ahead of the device: each launch returns when a kernel finishes). The attribution "
+             "reads it as a launch call (`launch_overhead.launch_api`, where the device is idle; where the device "
+             "runs, its kernels take the moment); the what-if replay reads it as a wait for the device, so that "
+             "faster kernels shorten it (the shared V100 ResNet trace: 72 ms of a 95.7 ms step in such calls; "
+             "`--scale kernel=0.5` saved nothing in four of its five steps).", _blocked_launches),
     RolePass("pageable_copies", "A launch call whose device copy names pageable memory (Kineto's `Memcpy DtoH "
              "(Device -> Pageable)`: `categories.PAGEABLE_COPY`) is `copy_pageable`, however long it took: the "
              "driver copies through a pinned staging buffer of its own and the host stays in the call — a copy "

@@ -78,6 +78,8 @@ class Role(str, Enum):
     # A copy call from or to pageable memory: the driver copies through a pinned staging buffer of
     # its own, the host in the call all along (role_passes: pageable_copies).
     COPY_PAGEABLE = "copy_pageable"
+    # A launch call that waited for room in the device's queue (role_passes: blocked_launches).
+    LAUNCH_BLOCKED = "launch_blocked"
     RUNTIME = "runtime"
     PYTHON_FRAMEWORK = "python_framework"
     PYTHON_USER = "python_user"

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 # were device_kernel before: a filter on device_kernel no longer sees them). 1.3: memory table columns
 # op and allocator; XPlane allocator samples (MemoryAllocation / MemoryDeallocation) fill the memory table.
 # 1.4: Kineto input_dtypes. 1.5: roles copy_pageable (a launch call copying from or to pageable
-# memory; was launch) and device_compile (a kernel, copy or memset launched from inside graph
+# memory; was launch), launch_blocked (a launch call that waited for room in the device's queue;
+# was launch) and device_compile (a kernel, copy or memset launched from inside graph
 # building or compilation; was device_kernel, device_memcpy, device_memset).
 SCHEMA_VERSION = "1.5"
 

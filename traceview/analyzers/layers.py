@@ -68,6 +68,10 @@ COPY_KINDS: tuple[str, ...] = tuple(kind.value for kind in (CopyKind.H2D, CopyKi
 WAITING_IF_OTHERS_COMPUTE = frozenset({"host_compute.annotation", "launch_overhead.dispatch",
                                        "launch_overhead.python", "host_compute.python", "launch_overhead.binding"})
 
+# Roles of host calls that return only once the device has done work (a pageable copy, a launch
+# into a full queue): where the device works meanwhile, the what-if replay reads them as a wait for it.
+DEVICE_BOUND_CALLS = frozenset({R.COPY_PAGEABLE.value, R.LAUNCH_BLOCKED.value})
+
 # Priority order: the first layer active in a moment wins it.
 LAYERS: tuple[Layer, ...] = (
     Layer("kernel", "device", (R.DEVICE_KERNEL.value,), _DEV, "a compute kernel runs on a device stream"),
@@ -99,6 +103,8 @@ LAYERS: tuple[Layer, ...] = (
           "the step's thread blocks on a result (XLA BlockUntilReady): the moment goes to what the other "
           "threads do (rows below; last row differs)"),
     Layer("launch_overhead.launch_api", "host", (R.LAUNCH.value,), _BOTH, "a launch API call runs"),
+    Layer("launch_overhead.launch_api", "host", (R.LAUNCH_BLOCKED.value,), _DEV,
+          "a launch call that waited for room in the device's queue runs (the replay: a wait for the device)"),
     Layer("launch_overhead.runtime_api", "host", (R.RUNTIME.value,), _BOTH, "another runtime API call runs"),
     Layer("launch_overhead.queued", "device", (QUEUED,), _DEV, "a launched kernel waits to start"),
     Layer("input", "driver", (R.INPUT.value,), _CPU, "the step's thread is in the input pipeline"),

@@ -16,8 +16,8 @@ The dependencies are what the trace shows of how the lanes hand work to each oth
 - a **wait** of the step's thread ends when the work it waits for ends: on a CPU trace, the
   moments the attribution gives to the other threads (the thread waits in a call, a sync, or an
   unrecorded stretch while others compute), awaiting lane O; on a device trace, a host sync
-  (a copy call from or to pageable memory while the device works, or host time with nothing
-  recorded while the device runs), awaiting lane D. The time from the
+  (a copy call from or to pageable memory or a launch into a full queue while the device works,
+  or host time with nothing recorded while the device runs), awaiting lane D. The time from the
   awaited work's end to the wait's end (the call's return) is kept as it was;
 - a **hand-off**: work that starts on O or D after that lane was idle starts no earlier than the
   step's thread reached the moment it was started from (its launch, its call, its dispatch), kept
@@ -50,9 +50,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview import compiled
-from traceview.analyzers.layers import CALL_FALLBACK, QUEUED, WAIT, WAIT_SYNC, WAIT_TRACING, Layer
+from traceview.analyzers.layers import CALL_FALLBACK, DEVICE_BOUND_CALLS, QUEUED, WAIT, WAIT_SYNC, WAIT_TRACING, Layer
 from traceview.results import BUCKETS, LANES
-from traceview.roles import Role
 
 # The lanes, as codes (in the order of results.LANES).
 H, O, D = 0, 1, 2
@@ -65,8 +64,8 @@ class LaneTable:
     step thread waiting, whether it is a wait with nothing recorded elsewhere, its bucket."""
 
     lane: np.ndarray  # int8 per layer: H, O, D or NO_LANE (a launched kernel's queue is no work)
-    # bool per layer: the step's thread waits (CPU: a call, a sync; device: a pageable copy's call,
-    # while the device works)
+    # bool per layer: the step's thread waits (CPU: a call, a sync; device: a pageable copy's call or
+    # a launch into a full queue, while the device works)
     waits: np.ndarray
     unsupported: np.ndarray  # bool per layer: a wait nothing recorded elsewhere explains
     bucket: np.ndarray  # int per layer: index into BUCKETS
@@ -89,7 +88,7 @@ def lane_table(layers: list[Layer], mode: str) -> LaneTable:
         else:  # driver, host
             lane.append(H)
         waits.append(layer.scope == "driver" and layer.name in (WAIT, WAIT_TRACING, WAIT_SYNC)
-                     or layer.selects == (Role.COPY_PAGEABLE.value,))
+                     or bool(layer.selects) and set(layer.selects) <= DEVICE_BOUND_CALLS)
         unsupported.append(layer.scope == "others" and layer.selects == (CALL_FALLBACK,))
     return LaneTable(np.array(lane, dtype=np.int8), np.array(waits, dtype=bool), np.array(unsupported, dtype=bool),
                      np.array([_bucket_of(layer) for layer in layers], dtype=np.int64),
