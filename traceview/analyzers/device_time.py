@@ -22,6 +22,13 @@ shows the numbers then agree to the nanosecond, or to HTA's float resolution):
   event kind (``kernel`` vs ``memcpy``/``memset``/``device_sync``) and only the communication
   kernel names.
 - Devices: HTA reports one row per rank (trace file), all devices pooled; traceview one per device.
+- Host rows: HTA takes any event with ``args.stream`` for device work, so torch inductor's Triton
+  launches, recorded as host ``cpu_op`` ranges that carry the CUDA stream, count as busy compute
+  (the H200 CUDA-graph captures in benchmarks/gpu/captures: 0.03 % and 0.14 % of the span, all in
+  their first steps); traceview's device events are the device's.
+- HTA's inward rounding gives sub-µs kernels negative durations, and its breakdown then fails
+  its own assertions (6 of the 14 H200 torch traces, at HTA's default setting); traceview has no
+  rounding to fail.
 
 traceview's step attribution differs again: it covers step windows only and splits device-idle
 time by what the host was doing.
