@@ -592,3 +592,22 @@ def test_a_framework_range_holding_far_more_than_dispatch_is_named_before_fusing
     for variant in ("function", "tensor_hooks"):
         launch = next(f for f in traceview.diagnose(data / variant).findings if f.rule == "launch_bound")
         assert "heavy_own_op" not in launch.evidence
+
+
+def test_a_jitted_call_that_compiles_is_a_tracing_call() -> None:
+    """JAX records no 'traced' stat on its calls: a jitted call given a new static value every step
+    holds the compile's ranges, and its unrecorded time around them (the Python tracing, with the
+    Python tracer off) is graph building's (graph_build.instantiate), not the call's runtime."""
+    folder = TRUTH_CASES / "jax-retrace" / "injected"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} not present")
+    diagnosis = traceview.diagnose(folder)
+    ev = diagnosis.timeline.table
+    rows = np.arange(len(ev))
+    names = ev["name"].at(rows)
+    roles = ev["role"].at(rows)
+    steady = np.isin(ev["step"], diagnosis.steady_positions)
+    step_calls = np.array([str(n) == "PjitFunction(train_step)" for n in names]) & steady
+    assert step_calls.any() and {str(r) for r in roles[step_calls]} == {"call_tracing"}
+    details = diagnosis.steady_details()
+    assert details.get("graph_build.instantiate", 0.0) > 5e6  # ~6.5 ms a step (was launch_overhead.call)

@@ -147,6 +147,23 @@ def _blocked_launches(context: RoleContext, role: np.ndarray) -> np.ndarray:
     return role
 
 
+def _compiling_calls(context: RoleContext, role: np.ndarray) -> np.ndarray:
+    """Calls (role call) around graph building or compilation, at any depth, become call_tracing."""
+    building = np.isin(role, role_codes(Role.GRAPH_BUILD, Role.COMPILE))
+    if not building.any():
+        return role
+    parent = context.events["parent"]
+    rows = np.flatnonzero(building)
+    rows = rows[(parent[rows] < 0) | ~building[np.maximum(parent[rows], 0)]]  # (each subtree's top)
+    call, tracing = ROLE_CODE[Role.CALL.value], ROLE_CODE[Role.CALL_TRACING.value]
+    current = np.unique(parent[rows])
+    while len(current):
+        current = current[current >= 0]
+        role[current[role[current] == call]] = tracing
+        current = np.unique(parent[current])
+    return role
+
+
 def _host_only(events: Table) -> bool:
     """Whether no row is a device's (a host-only trace holds its -1 once: no pass over it)."""
     device = events["device"]
@@ -529,6 +546,12 @@ ROLE_PASSES: tuple[RolePass, ...] = (
              "each step read as framework Python dispatch; the few ops it runs stay ops), and so is Python called "
              "back from inside the math (an XLA thunk running a host callback: `jax.debug.print`, "
              "`jax.pure_callback`), JAX's callback plumbing included.", _nesting),
+    RolePass("compiling_calls", "A call (`call`) that holds graph building or compilation, at any depth, is "
+             "`call_tracing`, as a tf.function call that traced is by its stat: its "
+             "moments with nothing recorded are the new graph's tracing and set-up (`graph_build.instantiate`), not "
+             "the call's runtime. JAX records no stat: a jitted call that retraces holds the compile's ranges, and "
+             "the unrecorded time around them (Python tracing, with the Python tracer off) read as "
+             "`launch_overhead.call`, which the replay without graph building kept.", _compiling_calls),
     RolePass("loose_thunks", "XLA thunks at the top of a worker thread are `compute`. XLA's CPU runtime runs "
              "parts of a program on a pool of threads, where the instructions (`dot.2`, `ynn_fusion`) are often "
              "recorded with nothing around them, so the nesting (a framework op directly inside compiled code) "
