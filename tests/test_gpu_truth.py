@@ -100,8 +100,11 @@ def test_kernels_compilation_launches_are_graph_building() -> None:
     details = diag.steady_details()
     assert details.get("graph_build.device", 0.0) > 50e6, details.get("graph_build.device")
     assert diag.steady_attribution()["kernel"] < 5e6  # the step's own math: ~1 ms
+    # The first calls of each newly compiled graph (AOT autograd's CompiledFunction and its backward,
+    # ~15 ms a step outside their recorded work) hold the compile: a tracing call's set-up.
+    assert details.get("graph_build.instantiate", 0.0) > 10e6, details.get("graph_build.instantiate")
     replayed = traceview.whatif(trace, without=["graph_build"])
-    assert replayed.predicted_step_ns < 40e6  # (104 ms while they were kernel time; the fix: 2.3 ms)
+    assert replayed.predicted_step_ns < 15e6  # (104 ms while they were kernel and dispatch time; the fix: 2.3 ms)
 
 
 def test_xlas_autotuner_on_the_compile_threads_is_graph_building() -> None:

@@ -92,6 +92,9 @@ LAYERS: tuple[Layer, ...] = (
     Layer("graph_build.compile", "host", (R.COMPILE.value,), _DEV, "(device idle) a host thread compiles"),
     Layer("graph_build.startup", "host", (R.STARTUP.value,), _BOTH,
           "(device idle) one-time runtime start-up: context creation, module loading, library init"),
+    Layer("graph_build.instantiate", "host", (R.CALL_TRACING.value,), _DEV,
+          "(device idle) a call that traced or compiled its function this time runs outside its recorded work: "
+          "the new graph's tracing and set-up (on a CPU trace: the wait rows below)"),
     Layer("graph_build.graph", "driver", (R.GRAPH_BUILD.value,), _CPU, "the step's thread traces a graph"),
     Layer("graph_build.compile", "driver", (R.COMPILE.value,), _CPU, "the step's thread compiles"),
     Layer("memcpy.pageable", "host", (R.COPY_PAGEABLE.value,), _DEV,
@@ -114,8 +117,7 @@ LAYERS: tuple[Layer, ...] = (
           "(device idle) the autograd engine runs hooks around a node: a node range's own time beyond the "
           "engine's bookkeeping (ENGINE_BOOKKEEPING_NS)"),
     Layer("launch_overhead.dispatch", "host",
-          (R.DISPATCH.value, R.VIEW_ALLOC.value, R.CALL.value, R.CALL_TRACING.value, R.COMPILED_CODE.value,
-           R.COMPUTE.value), _DEV,
+          (R.DISPATCH.value, R.VIEW_ALLOC.value, R.CALL.value, R.COMPILED_CODE.value, R.COMPUTE.value), _DEV,
           "(device idle) a framework op / call dispatches on the host"),
     Layer("input", "host", (R.INPUT.value,), _DEV, "(device idle) input pipeline"),
     Layer("host_compute.hooks", "driver", (HOOKS,), _CPU,
