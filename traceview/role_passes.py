@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 
 from traceview import categories as cat
-from traceview.arrays import Nesting, at_rows, codes_matching, first_match, is_one_value, membership, unique_sorted
+from traceview.arrays import (Nesting, at_rows, codes_matching, first_match, membership, unique_sorted,
+                              values_matching)
 from traceview.roles import ROLE_CODE, ROLE_VALUES, Role, matching_rows, role_codes, rule_role_codes, text_column
-from traceview.schema import Kind
+from traceview.schema import Kind, has_device_rows
 from traceview.table import Table
 
 # An op whose largest input holds at most this many elements does at most ~1 µs of math on one
@@ -109,9 +110,10 @@ def _pageable_copies(context: RoleContext, role: np.ndarray) -> np.ndarray:
     """Launch calls whose device copy names pageable memory (categories.PAGEABLE_COPY) become
     copy_pageable, however long they took (after startup_calls: a large copy is no start-up)."""
     events = context.events
-    if not any(cat.PAGEABLE_COPY.search(str(name)) for name in context.name_values):  # (distinct names)
+    pageable = values_matching(context.name_values, cat.PAGEABLE_COPY)  # (per distinct name)
+    if not pageable.any():
         return role
-    copies = np.flatnonzero(context.kind_in([Kind.MEMCPY.value]) & context.named(cat.PAGEABLE_COPY)
+    copies = np.flatnonzero(context.kind_in([Kind.MEMCPY.value]) & codes_matching(context.name_codes, pageable)
                             & (events["correlation"] >= 0))
     calls = np.flatnonzero(context.kind_in([Kind.LAUNCH.value]) & (events["correlation"] >= 0))
     if not len(copies) or not len(calls):
@@ -126,7 +128,7 @@ def _blocked_launches(context: RoleContext, role: np.ndarray) -> np.ndarray:
     """Launch calls of at least BLOCKED_LAUNCH_NS and BLOCKED_LAUNCH_FACTOR times the trace's median
     launch call, whose device work started after the call returned, become launch_blocked."""
     events = context.events
-    if _host_only(events):
+    if not has_device_rows(events):
         return role
     launch = ROLE_CODE[Role.LAUNCH.value]
     calls = np.flatnonzero((role == launch) & (events["correlation"] >= 0))
@@ -138,10 +140,10 @@ def _blocked_launches(context: RoleContext, role: np.ndarray) -> np.ndarray:
         return role
     device = np.flatnonzero((events["device"] >= 0) & (events["correlation"] >= 0))
     correlation, ts = events["correlation"], events["ts"]
-    # The first device activity of each long call (a graph launch has many: its first).
-    order = np.lexsort((ts[device], correlation[device]))
-    first_of = device[order][np.r_[True, np.diff(correlation[device][order]) != 0]]
-    started = first_match(correlation[first_of], ts[first_of], correlation[long_calls], -1)
+    # The start of each long call's first device activity (a graph launch has many): the first
+    # match among the activities in time order.
+    device = device[np.argsort(ts[device], kind="stable")]
+    started = first_match(correlation[device], ts[device], correlation[long_calls], -1)
     queued = (started >= 0) & (started >= ts[long_calls] + dur[long_calls])
     role[long_calls[queued]] = ROLE_CODE[Role.LAUNCH_BLOCKED.value]
     return role
@@ -164,17 +166,11 @@ def _compiling_calls(context: RoleContext, role: np.ndarray) -> np.ndarray:
     return role
 
 
-def _host_only(events: Table) -> bool:
-    """Whether no row is a device's (a host-only trace holds its -1 once: no pass over it)."""
-    device = events["device"]
-    return bool(device[0] < 0) if is_one_value(device) else not bool((device >= 0).any())
-
-
 def _compile_time_kernels(context: RoleContext, role: np.ndarray) -> np.ndarray:
     """Device kernels, copies and memsets whose launching host row's role is graph_build or compile
     become device_compile."""
     events = context.events
-    if _host_only(events):
+    if not has_device_rows(events):
         return role
     device_work = role_codes(Role.DEVICE_KERNEL, Role.DEVICE_MEMCPY, Role.DEVICE_MEMSET)
     kernels = np.flatnonzero(np.isin(role, device_work) & (events["correlation"] >= 0))

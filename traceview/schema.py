@@ -39,6 +39,14 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = "1.5"
 
 
+def has_device_rows(events: Table) -> bool:
+    """Whether any row of the event table is a device's."""
+    device = events["device"]
+    if is_one_value(device):  # (a host-only trace's -1 on every row, held once: no pass over it)
+        return bool(device[0] >= 0)
+    return bool((device >= 0).any())
+
+
 class Kind(str, Enum):
     """What an event is, independent of the framework that recorded it."""
 
@@ -210,10 +218,7 @@ class Timeline:
 
     @property
     def has_device(self) -> bool:
-        device = self.table["device"]
-        if is_one_value(device):  # (a host-only trace's -1 on every row, held once: no pass over it)
-            return bool(device[0] >= 0)
-        return bool((device >= 0).any())
+        return has_device_rows(self.table)
 
     def of_kind(self, *kinds: Kind) -> pd.DataFrame:
         """The rows of these kinds, as a pandas DataFrame."""

@@ -184,7 +184,7 @@ def adopt_collected(capture: Path, wanted: list[str]) -> list[str]:
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
         for path in sorted(src.rglob("*")):
-            if not path.is_file() or path.name.endswith(".trace.json.gz") and "plugins" in path.parts:
+            if not path.is_file() or (path.name.endswith(".trace.json.gz") and "plugins" in path.parts):
                 continue
             target = dest / path.relative_to(src)
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.gpu.cases import BY_NAME, CASES, GpuCase, GpuStep
+from benchmarks.gpu.cases import CASES, GpuCase, GpuStep
 
 REPO = Path(__file__).resolve().parents[2]
 # The transformer first: the torch-vs-JAX comparison the README shows is of it, and a workload the
@@ -292,7 +292,8 @@ def cases_in_own_process(names: list[str], framework: str, args: argparse.Namesp
     traces held no device events), and a crash costs only that framework's cases."""
     result = work / f"cases_{framework}.json"
     cmd = [sys.executable, "-m", "benchmarks.gpu.capture", "--device", args.device, "--cases", ",".join(names),
-           "--into", str(work), "--budget-s", str(max(budget.left(), 1.0))] + (["--quick"] if args.quick else [])
+           "--into", str(work), "--result", str(result), "--budget-s", str(max(budget.left(), 1.0))] + \
+        (["--quick"] if args.quick else [])
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=budget.left() + 60)
@@ -314,16 +315,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=420.0, help="start no new work after this (default 420)")
     ap.add_argument("--cases", help="comma-separated case names (default: all)")
     ap.add_argument("--no-collect", action="store_true", help="skip the collectors' captures")
-    ap.add_argument("--into", type=Path, help=argparse.SUPPRESS)  # (a framework's cases, run by the parent)
+    # (a framework's cases, run by the parent: the work folder, and the file their rows go to)
+    ap.add_argument("--into", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     # JAX takes 75 % of the GPU's memory when it starts unless told not to; torch's cases share it.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     budget = Budget(args.budget_s)
     wanted = args.cases.split(",") if args.cases else (QUICK_CASES if args.quick else [c.name for c in CASES])
     if args.into is not None:
-        done = run_cases(wanted, args.device, args.into, args.quick, budget)
-        frameworks_run = {BY_NAME[n].framework for n in wanted if n in BY_NAME}
-        (args.into / f"cases_{'_'.join(sorted(frameworks_run))}.json").write_text(json.dumps(done))
+        args.result.write_text(json.dumps(run_cases(wanted, args.device, args.into, args.quick, budget)))
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.out / "_work"

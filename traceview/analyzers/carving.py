@@ -28,7 +28,7 @@ from traceview.arrays import (as_labels, column_codes, combination_codes, first_
 from traceview.normalize import own_pieces_cut, self_time
 from traceview.results import AttributionOptions, Steps
 from traceview.roles import Role
-from traceview.schema import Kind, categorical
+from traceview.schema import Kind, categorical, has_device_rows
 from traceview.table import Table
 
 R = Role
@@ -144,7 +144,7 @@ def carve(ev: Table, steps: Steps, options: AttributionOptions, is_host: np.ndar
     # Split there as well, it left the first 3 µs of every aten op in no layer: "idle (nothing
     # recorded)", 2.4 ms a step of 400 tiny ops on an H200.
     per_call = (_split_call_cost(ev, host_start, host_end, host_row, piece_role, piece_driver, roles)
-                if bool(is_host.all()) else (np.array([], dtype=np.int64), np.array([], dtype=np.int64)))
+                if not has_device_rows(ev) else (np.array([], dtype=np.int64), np.array([], dtype=np.int64)))
     return Carved(host_start, host_end, piece_role, piece_driver, roles, short, long_, threshold, rule, pauses,
                   gil_waits, per_call, hooks, tuple(sorted(shape_of_step)), paused_events, hooked, gil_events)
 

@@ -62,10 +62,7 @@ def launch_stats(timeline: Timeline, steps: Steps, paused: tuple[np.ndarray, np.
     short = dur[kernels] < call
     # A graph launch replays many kernels under its one call (its correlation id): how many graph
     # launches a step makes, and how many kernels each runs.
-    names = ev["name"]
-    graph = np.zeros(len(launches), dtype=bool)
-    if len(launches):
-        graph = rows_matching(names.take(launches), cat.GRAPH_LAUNCH)
+    graph = rows_matching(ev["name"].take(launches), cat.GRAPH_LAUNCH)
     graph_calls = np.unique(launches[graph])
     return dataclasses.replace(
         stats,

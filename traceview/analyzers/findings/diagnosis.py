@@ -211,6 +211,14 @@ OUTSIDE_CALLS_ADVICE = {
                      "batch so each op does more work",
 }
 OUTSIDE_CALLS_ADVICE["tensorflow-xla"] = OUTSIDE_CALLS_ADVICE["tensorflow-function"]
+def _compiled_mode(diag: Diagnosis) -> str:
+    """The trace's mode, told apart as COMPILE_CUDAGRAPHS where a torch.compile step's regions
+    already replay as CUDA graphs (graph launches in its steps)."""
+    if diag.mode == "torch-compile" and diag.launch.graph_launches_per_step:
+        return COMPILE_CUDAGRAPHS
+    return diag.mode
+
+
 OUTSIDE_CALLS_DEVICE = " (then capture it in CUDA graphs: mode='reduce-overhead')"
 OUTSIDE_CALLS_GRAPHED = " (its compiled regions already replay as CUDA graphs)"
 OUTSIDE_CALLS_SHARE = 0.5
@@ -287,10 +295,7 @@ def launch_bound(diag: Diagnosis) -> Finding:
         mode, regions = DOUBLE_BACKWARD, {"double_backward": True}
     if mode == "torch-compile":
         regions = {"compiled_regions_per_step": compiled_regions_per_step(diag.timeline, diag.steps)}
-        if regions["compiled_regions_per_step"] > 1:
-            mode = COMPILE_WITH_BREAKS
-        elif s.graph_launches_per_step:
-            mode = COMPILE_CUDAGRAPHS
+        mode = COMPILE_WITH_BREAKS if regions["compiled_regions_per_step"] > 1 else _compiled_mode(diag)
     words = advice(spec.LAUNCH_BOUND.advice_key, mode)
     outside_mode = "torch-compile" if mode == COMPILE_CUDAGRAPHS else mode
     if outside_mode in OUTSIDE_CALLS_ADVICE and grade != "none":
@@ -379,9 +384,7 @@ def short_kernels(diag: Diagnosis) -> Finding:
                       "kernels_per_graph_launch": diag.launch.kernels_per_graph_launch,
                       "short_kernel_share_outside_graphs": diag.launch.short_kernel_share_outside_graphs}
                      if diag.launch.graph_launches_per_step else {})},
-                 advice(spec.SHORT_KERNELS.advice_key,
-                        COMPILE_CUDAGRAPHS if diag.mode == "torch-compile" and diag.launch.graph_launches_per_step
-                        else diag.mode))
+                 advice(spec.SHORT_KERNELS.advice_key, _compiled_mode(diag)))
 
 
 def _steady_graph_build_summary(e: Mapping[str, Any], explains: float) -> str:
